@@ -1,0 +1,149 @@
+// The desired fleet as the manifests repo declares it (contract v1 of
+// DESIGN.md), after loading and validation.
+//
+// Plain values only: the planner expands these into resources. Paths are
+// resolved: `~` expanded, relative paths made absolute against the repo root.
+#ifndef FLEET_MANIFESTS_MANIFEST_H_
+#define FLEET_MANIFESTS_MANIFEST_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "manifests/diagnostic.h"
+
+namespace fleet {
+
+struct SshSettings {
+  std::string user;         // empty: the controller's user
+  std::string identity;     // resolved path; empty: ssh-agent only
+  std::string known_hosts;  // resolved path; default ~/.ssh/known_hosts
+  int port = 22;
+  int connect_timeout_s = 10;
+};
+
+struct PowerController {
+  bool present = false;
+  std::string kind;       // "home-assistant"
+  std::string url;        // e.g. https://ha.lan:8123
+  std::string token_env;  // name of the environment variable holding the token
+  SourceLoc loc;
+};
+
+struct NodePower {
+  bool present = false;
+  std::string switch_entity;  // e.g. switch.dgx1
+  std::string state = "on";   // "on" | "off"
+  SourceLoc loc;
+};
+
+struct NodeSpec {
+  std::string name;
+  std::string address;   // host, IP or "local"
+  SshSettings ssh;       // fleet ssh block merged with the node's overrides
+  std::string hostname;  // what the node must report; empty: not checked
+  NodePower power;
+  std::string container_cli = "docker";  // "docker" | "podman"
+  std::string display_ram = "default";   // "default" | "unlocked"
+  std::string hf_cache;                  // paths.hf_cache; default ~/.cache/huggingface/hub
+  std::string sysfs = "/sys";            // paths.sysfs
+  std::string dev = "/dev";              // paths.dev
+  std::string poweroff_command = "sudo -n systemctl poweroff";
+  SourceLoc loc;
+};
+
+struct StoreSpec {
+  std::string name;
+  std::string path;
+  std::vector<std::string> nodes;
+  SourceLoc loc;
+};
+
+struct ImageSpec {
+  std::string name;
+  std::string ref;     // repo@sha256:<64 hex> (or a tag when allow_floating)
+  std::string source;  // "registry" | "node:<name>" | "peers"
+  bool allow_floating = false;
+  std::vector<std::string> nodes;  // extra nodes to stage on
+  SourceLoc loc;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string repo;      // org/name on the hub
+  std::string revision;  // 40 hex (or a branch when allow_floating)
+  std::string store;     // "local" | a StoreSpec name
+  std::string source;    // "hub" | "node:<name>" | "store:<name>"
+  bool allow_floating = false;
+  std::vector<std::string> nodes;
+  SourceLoc loc;
+};
+
+struct RecipeMount {
+  std::string host;
+  std::string container;
+  bool read_only = true;
+};
+
+// A serving recipe (one TOML file). Unknown keys are errors.
+struct Recipe {
+  std::string file;  // resolved path
+  std::string model;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::vector<std::string> devices;
+  std::string memory_limit;
+  std::string cpus;
+  std::string shm_size;
+  std::vector<RecipeMount> extra_mounts;
+};
+
+struct HealthCheck {
+  std::string path = "/health";
+  int timeout_s = 1800;
+};
+
+struct DeploymentSpec {
+  std::string name;
+  std::string recipe_path;  // as written, relative to the repo
+  Recipe recipe;
+  std::vector<std::string> nodes;
+  std::string image;  // ImageSpec name
+  std::string model;  // ModelSpec name
+  std::string display_ram = "default";
+  int port = 0;
+  HealthCheck health;
+  SourceLoc loc;
+};
+
+struct StateSettings {
+  std::string backend = "local";
+  std::string path;  // resolved; default <repo>/.fleet/state.json
+};
+
+struct Manifest {
+  std::string root_dir;  // absolute path of the manifests repo
+  int version = 1;
+  std::string fleet;
+  StateSettings state;
+  SshSettings ssh;
+  PowerController power;
+  // Ordered by name so output and plans are deterministic.
+  std::map<std::string, NodeSpec> nodes;
+  std::map<std::string, StoreSpec> stores;
+  std::map<std::string, ImageSpec> images;
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, DeploymentSpec> deployments;
+};
+
+// Loads `<dir>/fleet.yaml` and every recipe it names, and validates them
+// (schema, types, required fields, references, the TOML ordering trap).
+// Never touches the network. Returns false when any error was found; all
+// problems found are appended to `diags` (warnings too), each with
+// file:line:column. `manifest` is filled as far as loading got.
+bool LoadManifest(const std::string& dir, Manifest* manifest, Diagnostics* diags);
+
+}  // namespace fleet
+
+#endif  // FLEET_MANIFESTS_MANIFEST_H_

@@ -1,0 +1,58 @@
+// Plan: what apply will do, as a plain value (printable, saveable, testable).
+//
+// Built by the planner from desired resources + probed facts + state; run by
+// the executor. The JSON form is the one of DESIGN.md ("fleet plan --json").
+#ifndef FLEET_SRC_PLAN_H_
+#define FLEET_SRC_PLAN_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/status.h"
+
+namespace fleet {
+
+enum class Action { kNoop, kCreate, kUpdate, kReplace, kDelete };
+const char* ActionName(Action a);  // "noop", "create", ...
+bool ParseAction(const std::string& s, Action* out);
+
+struct PlanChange {
+  std::string address;
+  std::string type;
+  std::string node;
+  Action action = Action::kNoop;
+  std::string summary;               // one line for humans: "unlock display RAM"
+  std::vector<std::string> reasons;  // why this change is needed
+  nlohmann::json before;             // null when absent
+  nlohmann::json after;              // null when removed
+  std::vector<std::string> depends_on;
+  // Provider data the step needs at apply time (desired attributes the
+  // diff does not show, recorded values to restore). Never holds secrets.
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+struct Plan {
+  static constexpr const char* kFormatVersion = "1";
+  std::string lineage;  // of the state the plan was made against
+  uint64_t serial = 0;
+  bool destroy = false;
+  std::vector<std::string> targets;
+  std::vector<PlanChange> changes;  // in a topological order
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+
+  bool HasChanges() const;  // any change that is not a noop
+  std::map<std::string, int> Summary() const;
+  const PlanChange* Find(const std::string& address) const;
+
+  nlohmann::json ToJson() const;
+  static Result<Plan> FromJson(const nlohmann::json& j);
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_PLAN_H_

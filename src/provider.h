@@ -1,0 +1,79 @@
+// Provider: everything fleet knows about one resource type, behind one
+// small surface. The planner, not the provider, decides order, parallelism
+// and batching; a provider never talks to the CLI, the state store or
+// another provider. The transport is handed to it.
+#ifndef FLEET_SRC_PROVIDER_H_
+#define FLEET_SRC_PROVIDER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "manifests/manifest.h"
+#include "src/plan.h"
+#include "src/resource.h"
+#include "src/status.h"
+#include "src/transport.h"
+
+namespace fleet {
+
+struct ResourceRecord;  // state/state.h
+
+// What a step may use while it runs on a node.
+struct StepContext {
+  Transport* transport = nullptr;      // the node's; connected
+  const NodeSpec* node = nullptr;
+  const Manifest* manifest = nullptr;
+  const ResourceRecord* record = nullptr;  // state before the step, may be null
+  std::function<void(const std::string&)> progress;  // one line, may be empty
+};
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+
+  virtual std::string type() const = 0;
+
+  // The desired resources of this type declared (or implied) by `m`.
+  virtual std::vector<DesiredResource> Expand(const Manifest& m) const = 0;
+
+  // A read-only POSIX sh fragment that prints what the probe needs to know
+  // about `r` on stdout. The planner concatenates the fragments of every
+  // resource on a node into one script. Empty: nothing to read remotely.
+  // Every interpolated value goes through ShellQuote.
+  virtual std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const = 0;
+
+  // Turns what the fragment printed into facts.
+  virtual ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
+                                    const NodeFacts& facts) const = 0;
+
+  // The change that brings `actual` to `desired`. `record` is the state's
+  // record of this address, or null.
+  virtual PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
+                          const ResourceRecord* record, const NodeFacts& facts) const = 0;
+
+  // The change for `fleet destroy` (or a state record no longer desired).
+  // The default deletes nothing and says so (a noop).
+  virtual PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                                 const ResourceRecord* record, const NodeFacts& facts) const;
+
+  // Performs `change` idempotently: re-check, act, verify. Returns the
+  // attributes to record in state (null: remove the record).
+  virtual Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const = 0;
+
+  // Undoes a change this run applied (rollback after a later step failed).
+  // `applied` is what Apply returned. The default keeps what was done
+  // (right for things that took hours to stage) and says so.
+  virtual Status Undo(const PlanChange& change, const nlohmann::json& applied,
+                      const StepContext& ctx, std::string* what_was_done) const;
+};
+
+// All providers, in dependency order of their types (node first).
+std::vector<std::unique_ptr<Provider>> MakeProviders();
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_PROVIDER_H_

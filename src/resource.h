@@ -1,0 +1,59 @@
+// The resource model: what the planner reasons about.
+//
+// A resource has an address ("image.b12x@dgx1", "node.dgx1"), a type (the
+// provider that owns it), the node it lives on, its desired attributes and
+// the addresses it depends on. Attributes are JSON values so that plans and
+// state can print and store them without knowing each type.
+#ifndef FLEET_SRC_RESOURCE_H_
+#define FLEET_SRC_RESOURCE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "manifests/diagnostic.h"
+
+namespace fleet {
+
+// "node.<node>", "display_ram.<node>", "<type>.<name>@<node>".
+std::string NodeAddress(const std::string& node);
+std::string ResourceAddress(const std::string& type, const std::string& name,
+                            const std::string& node);
+
+struct DesiredResource {
+  std::string address;
+  std::string type;
+  std::string name;  // the manifest name ("b12x"), or the node name
+  std::string node;  // the node whose transport reaches it
+  nlohmann::json attributes = nlohmann::json::object();
+  std::vector<std::string> depends_on;  // addresses
+  SourceLoc loc;                        // where the manifest declares it
+};
+
+// What the probe read for one resource.
+struct ActualResource {
+  bool probed = false;   // false: not read (node off, unreachable, skipped)
+  bool exists = false;   // the thing is there at all
+  nlohmann::json attributes = nlohmann::json::object();
+  std::string error;     // a read error worth showing (not "absent")
+};
+
+// Facts about a node shared by every resource on it (read once per plan by
+// the node provider's probe).
+struct NodeFacts {
+  bool reachable = false;
+  std::string unreachable_reason;  // e.g. "connection refused"
+  std::string hostname;
+  std::string machine_id;
+  std::string boot_id;
+  std::string arch;
+  std::string kernel;
+  nlohmann::json gpu = nlohmann::json::object();  // GpuFactsToJson
+  nlohmann::json ToJson() const;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_RESOURCE_H_

@@ -1,0 +1,64 @@
+// Status and Result<T>: how errors cross module boundaries in fleet.
+//
+// Modelled on leveldb::Status: no exceptions leave a module; a failed
+// operation returns a Status whose message is meant for the operator (it names
+// the node, the file or the command), never a stack trace.
+#ifndef FLEET_SRC_STATUS_H_
+#define FLEET_SRC_STATUS_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace fleet {
+
+class Status {
+ public:
+  Status() = default;  // OK
+  static Status OK() { return Status(); }
+  static Status Error(std::string message) {
+    Status s;
+    s.ok_ = false;
+    s.message_ = std::move(message);
+    return s;
+  }
+
+  bool ok() const { return ok_; }
+  const std::string& message() const { return message_; }
+
+  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  Status Prefixed(const std::string& context) const {
+    if (ok_) return *this;
+    return Error(context + ": " + message_);
+  }
+
+ private:
+  bool ok_ = true;
+  std::string message_;
+};
+
+// A value or an error. REQUIRES: value() only when ok().
+template <typename T>
+class Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT
+  static Result Error(std::string message) { return Result(Status::Error(std::move(message))); }
+
+  bool ok() const { return status_.ok(); }
+  const Status& status() const { return status_; }
+  const T& value() const& { return *value_; }
+  T& value() & { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  const T* operator->() const { return &*value_; }
+  T* operator->() { return &*value_; }
+  const T& operator*() const { return *value_; }
+
+ private:
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_STATUS_H_

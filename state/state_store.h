@@ -1,0 +1,65 @@
+// StateStore: where the state lives, and the lock that guards it.
+//
+// The local backend keeps one JSON file (mode 0600). Writes are atomic: temp
+// file in the same directory, fsync, rename over the old file, fsync of the
+// directory; the previous version is kept as `<path>.backup`. A crash at any
+// moment leaves either the old or the new state, never a torn one.
+#ifndef FLEET_STATE_STATE_STORE_H_
+#define FLEET_STATE_STATE_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "src/status.h"
+#include "state/state.h"
+
+namespace fleet {
+
+struct LockInfo {
+  std::string id;         // random id, for force-unlock
+  std::string holder;     // "user@host pid 1234"
+  std::string operation;  // "apply", "destroy", "state rm", ...
+  std::string created;    // RFC 3339
+  int pid = 0;
+  std::string hostname;
+};
+
+// An acquired lock; released by the destructor or when the process dies
+// (the kernel drops the flock), so a kill -9 never leaves the state locked.
+class StateLock {
+ public:
+  virtual ~StateLock() = default;
+  virtual const LockInfo& info() const = 0;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  // Reads the state. A missing file is an empty state with a fresh lineage
+  // and serial 0 (not yet written). An unparseable file is an error that
+  // names the file and points at the backup.
+  virtual Result<State> Load() = 0;
+
+  // Writes `state` atomically (see above). REQUIRES: the caller holds the lock.
+  virtual Status Save(const State& state) = 0;
+
+  // Takes the lock without waiting. When another process holds it, the error
+  // says who: "state is locked by root@box pid 42 (apply) since <time>, lock
+  // id <id>; if that process is gone, run: fleet force-unlock <id>".
+  virtual Result<std::unique_ptr<StateLock>> Lock(const std::string& operation) = 0;
+
+  // Breaks the lock whose id is `lock_id`. Fails when no lock is held or the
+  // id does not match (so a stale command cannot break a newer lock).
+  virtual Status ForceUnlock(const std::string& lock_id) = 0;
+
+  virtual std::string Describe() const = 0;  // e.g. the file path
+};
+
+// The local file backend. `path` is the state file; its directory is created
+// (mode 0700) on first save. The lock file is `<path>.lock`.
+std::unique_ptr<StateStore> MakeLocalStateStore(const std::string& path);
+
+}  // namespace fleet
+
+#endif  // FLEET_STATE_STATE_STORE_H_
