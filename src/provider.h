@@ -29,6 +29,10 @@ struct StepContext {
   const Manifest* manifest = nullptr;
   const ResourceRecord* record = nullptr;  // state before the step, may be null
   std::function<void(const std::string&)> progress;  // one line, may be empty
+  // Writes `attributes` as this resource's state record now, before the
+  // step ends (e.g. the original module values before an unlock, so that a
+  // crash mid-step still knows what to restore).
+  std::function<Status(const nlohmann::json& attributes)> checkpoint;
 };
 
 class Provider {
@@ -65,10 +69,12 @@ class Provider {
   virtual Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const = 0;
 
   // Undoes a change this run applied (rollback after a later step failed).
-  // `applied` is what Apply returned. The default keeps what was done
-  // (right for things that took hours to stage) and says so.
+  // `applied` is what Apply returned. Sets *undone to true when the resource
+  // is back where it was before the step (the executor then restores its
+  // previous state record). The default keeps what was done (right for
+  // things that took hours to stage): *undone = false.
   virtual Status Undo(const PlanChange& change, const nlohmann::json& applied,
-                      const StepContext& ctx, std::string* what_was_done) const;
+                      const StepContext& ctx, bool* undone) const;
 };
 
 // All providers, in dependency order of their types (node first).

@@ -22,18 +22,30 @@ class Status {
     s.message_ = std::move(message);
     return s;
   }
+  // The peer could not be reached at all (connection refused, timed out, no
+  // route): for a node with a power switch that is a normal "off" state, not
+  // a failure. Host-key and authentication failures are NOT this.
+  static Status Unreachable(std::string message) {
+    Status s = Error(std::move(message));
+    s.unreachable_ = true;
+    return s;
+  }
 
   bool ok() const { return ok_; }
+  bool unreachable() const { return unreachable_; }
   const std::string& message() const { return message_; }
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
   Status Prefixed(const std::string& context) const {
     if (ok_) return *this;
-    return Error(context + ": " + message_);
+    Status s = *this;
+    s.message_ = context + ": " + message_;
+    return s;
   }
 
  private:
   bool ok_ = true;
+  bool unreachable_ = false;
   std::string message_;
 };
 

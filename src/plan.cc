@@ -1,0 +1,101 @@
+#include "src/plan.h"
+
+namespace fleet {
+
+namespace {
+constexpr const char* kActionNames[] = {"noop", "create", "update", "replace", "delete"};
+}  // namespace
+
+const char* ActionName(Action a) { return kActionNames[static_cast<int>(a)]; }
+
+bool ParseAction(const std::string& s, Action* out) {
+  for (int i = 0; i < 5; ++i) {
+    if (s == kActionNames[i]) {
+      *out = static_cast<Action>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Plan::HasChanges() const {
+  for (const PlanChange& c : changes)
+    if (c.action != Action::kNoop) return true;
+  return false;
+}
+
+std::map<std::string, int> Plan::Summary() const {
+  std::map<std::string, int> s;
+  for (const char* name : kActionNames) s[name] = 0;
+  for (const PlanChange& c : changes) ++s[ActionName(c.action)];
+  return s;
+}
+
+const PlanChange* Plan::Find(const std::string& address) const {
+  for (const PlanChange& c : changes)
+    if (c.address == address) return &c;
+  return nullptr;
+}
+
+nlohmann::json Plan::ToJson() const {
+  nlohmann::json changes_json = nlohmann::json::array();
+  for (const PlanChange& c : changes) {
+    changes_json.push_back({{"address", c.address},
+                            {"type", c.type},
+                            {"node", c.node},
+                            {"action", ActionName(c.action)},
+                            {"summary", c.summary},
+                            {"reasons", c.reasons},
+                            {"before", c.before},
+                            {"after", c.after},
+                            {"depends_on", c.depends_on},
+                            {"detail", c.detail}});
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [k, v] : Summary()) summary[k] = v;
+  return {{"format_version", kFormatVersion},
+          {"lineage", lineage},
+          {"serial", serial},
+          {"destroy", destroy},
+          {"targets", targets},
+          {"changes", changes_json},
+          {"summary", summary},
+          {"errors", errors},
+          {"warnings", warnings}};
+}
+
+Result<Plan> Plan::FromJson(const nlohmann::json& j) {
+  try {
+    if (!j.is_object()) return Result<Plan>::Error("plan is not a JSON object");
+    if (j.value("format_version", "") != kFormatVersion)
+      return Result<Plan>::Error("unsupported plan format_version '" +
+                                 j.value("format_version", "") + "' (expected 1)");
+    Plan p;
+    p.lineage = j.at("lineage").get<std::string>();
+    p.serial = j.at("serial").get<uint64_t>();
+    p.destroy = j.value("destroy", false);
+    p.targets = j.value("targets", std::vector<std::string>{});
+    p.errors = j.value("errors", std::vector<std::string>{});
+    p.warnings = j.value("warnings", std::vector<std::string>{});
+    for (const auto& cj : j.at("changes")) {
+      PlanChange c;
+      c.address = cj.at("address").get<std::string>();
+      c.type = cj.at("type").get<std::string>();
+      c.node = cj.value("node", "");
+      if (!ParseAction(cj.at("action").get<std::string>(), &c.action))
+        return Result<Plan>::Error("unknown action in change " + c.address);
+      c.summary = cj.value("summary", "");
+      c.reasons = cj.value("reasons", std::vector<std::string>{});
+      c.before = cj.value("before", nlohmann::json());
+      c.after = cj.value("after", nlohmann::json());
+      c.depends_on = cj.value("depends_on", std::vector<std::string>{});
+      c.detail = cj.value("detail", nlohmann::json::object());
+      p.changes.push_back(std::move(c));
+    }
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    return Result<Plan>::Error(std::string("malformed plan: ") + e.what());
+  }
+}
+
+}  // namespace fleet
