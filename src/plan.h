@@ -33,6 +33,10 @@ struct PlanChange {
   // Provider data the step needs at apply time (desired attributes the
   // diff does not show, recorded values to restore). Never holds secrets.
   nlohmann::json detail = nlohmann::json::object();
+  // Set by a diff that cannot plan this resource (identity mismatch, node
+  // unreachable without a power switch): the planner turns it into a plan
+  // error and the plan applies nothing.
+  std::string error;
 };
 
 struct Plan {

@@ -21,6 +21,7 @@
 namespace fleet {
 
 struct ResourceRecord;  // state/state.h
+class PowerSwitch;      // src/power_switch.h
 
 // What a step may use while it runs on a node.
 struct StepContext {
@@ -28,6 +29,7 @@ struct StepContext {
   const NodeSpec* node = nullptr;
   const Manifest* manifest = nullptr;
   const ResourceRecord* record = nullptr;  // state before the step, may be null
+  PowerSwitch* power = nullptr;            // the fleet's power controller, may be null
   std::function<void(const std::string&)> progress;  // one line, may be empty
   // Writes `attributes` as this resource's state record now, before the
   // step ends (e.g. the original module values before an unlock, so that a

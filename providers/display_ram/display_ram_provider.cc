@@ -1,0 +1,292 @@
+#include "providers/display_ram/display_ram_provider.h"
+
+#include <sstream>
+
+#include "src/shell_quote.h"
+#include "state/state.h"
+
+namespace fleet {
+
+namespace {
+
+constexpr const char* kModule = "nvidia_drm";
+
+struct ModuleState {
+  bool loaded = false;
+  std::string modeset;  // "Y" / "N" as the kernel prints them
+  std::string fbdev;
+  bool card0 = false;
+  std::string boot_id;
+  bool unlocked() const { return loaded && modeset == "Y" && fbdev == "N"; }
+  nlohmann::json ToJson() const {
+    return {{"loaded", loaded},
+            {"modeset", modeset},
+            {"fbdev", fbdev},
+            {"card0", card0},
+            {"mode", unlocked() ? "unlocked" : "default"}};
+  }
+};
+
+std::string ReadScript(const std::string& sysfs, const std::string& dev) {
+  const std::string params = sysfs + "/module/" + kModule + "/parameters";
+  return "p=" + ShellQuote(params) +
+         "\n"
+         "if [ -d \"$p\" ]; then printf 'loaded=1\\nmodeset=%s\\nfbdev=%s\\n' "
+         "\"$(cat \"$p/modeset\" 2>/dev/null)\" \"$(cat \"$p/fbdev\" 2>/dev/null)\"; "
+         "else echo loaded=0; fi\n"
+         "if [ -e " +
+         ShellQuote(dev + "/dri/card0") +
+         " ]; then echo card0=1; else echo card0=0; fi\n"
+         "printf 'boot_id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\"\n";
+}
+
+ModuleState ParseModuleState(const std::string& out) {
+  ModuleState m;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    if (k == "loaded") m.loaded = v == "1";
+    else if (k == "modeset") m.modeset = v;
+    else if (k == "fbdev") m.fbdev = v;
+    else if (k == "card0") m.card0 = v == "1";
+    else if (k == "boot_id") m.boot_id = v;
+  }
+  return m;
+}
+
+// Kernel prints booleans as Y/N; modprobe takes 1/0.
+std::string AsModprobeValue(const std::string& yn) { return yn == "Y" ? "1" : "0"; }
+
+Result<ModuleState> ReadModule(const StepContext& ctx) {
+  Result<CommandResult> r = ctx.transport->Run(ReadScript(ctx.node->sysfs, ctx.node->dev));
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Result<ModuleState>::Error("reading " + std::string(kModule) +
+                                      " parameters exited " + std::to_string(r->exit_code) +
+                                      ": " + r->err);
+  return ParseModuleState(r->out);
+}
+
+// Reloads the module with `options` ("" = unload only). The same commands run
+// on every node; the node's PATH decides which modprobe and sudo run.
+Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string>& options,
+              bool load) {
+  std::string cmd;
+  if (loaded) cmd = ShellCommand({"sudo", "-n", "modprobe", "-r", kModule});
+  if (load) {
+    std::vector<std::string> argv = {"sudo", "-n", "modprobe", kModule};
+    argv.insert(argv.end(), options.begin(), options.end());
+    cmd += (cmd.empty() ? "" : " && ") + ShellCommand(argv);
+  }
+  if (cmd.empty()) return Status::OK();
+  if (ctx.progress) ctx.progress(cmd);
+  Result<CommandResult> r = ctx.transport->Run(cmd);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error("on " + ctx.node->name + ": `" + cmd + "` exited " +
+                         std::to_string(r->exit_code) + ": " + r->err + r->out);
+  return Status::OK();
+}
+
+// Puts the module back to `original` (as recorded before an unlock) and
+// verifies it.
+Status Restore(const StepContext& ctx, const nlohmann::json& original) {
+  Result<ModuleState> now = ReadModule(ctx);
+  if (!now.ok()) return now.status();
+  const bool want_loaded = original.value("loaded", true);
+  const std::string modeset = original.value("modeset", "N");
+  const std::string fbdev = original.value("fbdev", "Y");
+  if (now->loaded == want_loaded &&
+      (!want_loaded || (now->modeset == modeset && now->fbdev == fbdev)))
+    return Status::OK();  // already there
+  Status s = Reload(ctx, now->loaded,
+                    {"modeset=" + AsModprobeValue(modeset), "fbdev=" + AsModprobeValue(fbdev)},
+                    want_loaded);
+  if (!s.ok()) return s;
+  Result<ModuleState> after = ReadModule(ctx);
+  if (!after.ok()) return after.status();
+  if (after->loaded != want_loaded ||
+      (want_loaded && (after->modeset != modeset || after->fbdev != fbdev)))
+    return Status::Error("on " + ctx.node->name + ": restore did not take: modeset=" +
+                         after->modeset + " fbdev=" + after->fbdev + ", expected modeset=" +
+                         modeset + " fbdev=" + fbdev);
+  return Status::OK();
+}
+
+PlanChange BaseChange(const DesiredResource& d) {
+  PlanChange c;
+  c.address = d.address;
+  c.type = d.type;
+  c.node = d.node;
+  return c;
+}
+
+std::string Describe(const nlohmann::json& values) {
+  return "modeset=" + values.value("modeset", std::string("?")) +
+         " fbdev=" + values.value("fbdev", std::string("?"));
+}
+
+}  // namespace
+
+std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const {
+  std::vector<DesiredResource> out;
+  for (const auto& [name, spec] : m.nodes) {
+    std::vector<std::string> wanted_by;
+    if (spec.display_ram == "unlocked") wanted_by.push_back("node " + name);
+    for (const auto& [dname, d] : m.deployments) {
+      if (d.display_ram != "unlocked") continue;
+      for (const std::string& n : d.nodes)
+        if (n == name) wanted_by.push_back("deployment " + dname);
+    }
+    DesiredResource r;
+    r.address = "display_ram." + name;
+    r.type = "display_ram";
+    r.name = name;
+    r.node = name;
+    r.attributes = {{"mode", wanted_by.empty() ? "default" : "unlocked"},
+                    {"wanted_by", wanted_by}};
+    r.depends_on = {NodeAddress(name)};
+    r.loc = spec.loc;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string DisplayRamProvider::ProbeScript(const DesiredResource&, const NodeSpec& node) const {
+  return ReadScript(node.sysfs, node.dev);
+}
+
+ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
+                                              const NodeFacts&) const {
+  ActualResource a;
+  a.probed = true;
+  ModuleState m = ParseModuleState(output);
+  a.exists = true;
+  a.attributes = m.ToJson();
+  return a;
+}
+
+PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+                                    const ResourceRecord* record, const NodeFacts& facts) const {
+  PlanChange c = BaseChange(desired);
+  const std::string want = desired.attributes.value("mode", "default");
+  const nlohmann::json rec = record ? record->attributes : nlohmann::json::object();
+  c.before = actual.probed ? actual.attributes : nlohmann::json();
+  c.after = c.before;
+
+  if (!actual.probed) {
+    // The node is off and will be powered on: it boots at the module default.
+    if (want == "unlocked") {
+      c.action = Action::kUpdate;
+      c.summary = "unlock display RAM after power on";
+      c.reasons.push_back("node is off; the module boots at its default");
+      c.after = {{"mode", "unlocked"}, {"modeset", "Y"}, {"fbdev", "N"}};
+      c.detail = {{"op", "unlock"}};
+    }
+    return c;
+  }
+  const std::string have = actual.attributes.value("mode", "default");
+  if (have == want) {
+    if (want == "default" && rec.value("mode", "") == "unlocked")
+      c.reasons.push_back("the recorded unlock is gone (node rebooted): module at boot default");
+    return c;
+  }
+  if (want == "unlocked") {
+    c.action = Action::kUpdate;
+    c.summary = "unlock display RAM (reload nvidia_drm modeset=1 fbdev=0)";
+    c.reasons.push_back("now " + Describe(actual.attributes));
+    for (const auto& w : desired.attributes["wanted_by"])
+      c.reasons.push_back("wanted by " + w.get<std::string>());
+    if (rec.value("mode", "") == "unlocked" && rec.value("boot_id", "") != facts.boot_id)
+      c.reasons.push_back(
+          "node rebooted since the unlock (boot id changed): the module is back at its boot "
+          "default");
+    c.after = {{"mode", "unlocked"}, {"modeset", "Y"}, {"fbdev", "N"}};
+    c.detail = {{"op", "unlock"}};
+    return c;
+  }
+  // Want default, node is unlocked.
+  if (!rec.contains("original")) {
+    c.reasons.push_back("unlocked outside fleet (no recorded original values): left as is");
+    return c;
+  }
+  c.action = Action::kUpdate;
+  c.summary = "restore display RAM to " + Describe(rec["original"]) + " (recorded before the unlock)";
+  c.reasons.push_back("no deployment or node setting asks for the unlock any more");
+  c.after = rec["original"];
+  c.after["mode"] = "default";
+  c.detail = {{"op", "restore"}, {"original", rec["original"]}};
+  return c;
+}
+
+PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
+                                           const ActualResource& actual,
+                                           const ResourceRecord* record,
+                                           const NodeFacts& facts) const {
+  DesiredResource as_default = desired;
+  as_default.attributes["mode"] = "default";
+  PlanChange c = Diff(as_default, actual, record, facts);
+  if (c.action == Action::kNoop) c.summary = "nothing to restore";
+  return c;
+}
+
+Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
+                                                 const StepContext& ctx) const {
+  const std::string op = change.detail.value("op", "");
+  const nlohmann::json rec = ctx.record ? ctx.record->attributes : nlohmann::json::object();
+  if (op == "restore") {
+    Status s = Restore(ctx, change.detail["original"]);
+    if (!s.ok()) return s;
+    return nlohmann::json();  // nothing left to undo: drop the record
+  }
+  if (op != "unlock") return Result<nlohmann::json>::Error("unknown display_ram op '" + op + "'");
+
+  Result<ModuleState> now = ReadModule(ctx);
+  if (!now.ok()) return now.status();
+  // The values to restore later: those found before the first unlock. A
+  // re-run after a crash keeps the original recorded by the first attempt.
+  nlohmann::json original = rec.contains("original") && rec.value("boot_id", "") == now->boot_id
+                                ? rec["original"]
+                                : nlohmann::json{{"loaded", now->loaded},
+                                                 {"modeset", now->modeset},
+                                                 {"fbdev", now->fbdev}};
+  nlohmann::json record = {{"mode", "unlocking"}, {"original", original}, {"boot_id", now->boot_id}};
+  if (!now->unlocked()) {
+    // Record first: if we die between the reload and the end of the step,
+    // the state still knows what to restore.
+    Status s = ctx.checkpoint ? ctx.checkpoint(record) : Status::OK();
+    if (!s.ok()) return s;
+    s = Reload(ctx, now->loaded, {"modeset=1", "fbdev=0"}, true);
+    Result<ModuleState> after = ReadModule(ctx);
+    if (s.ok() && after.ok() && !after->unlocked())
+      s = Status::Error("on " + ctx.node->name + ": unlock did not take: now " +
+                        Describe(after->ToJson()) + ", expected modeset=Y fbdev=N");
+    if (s.ok() && !after.ok()) s = after.status();
+    if (!s.ok()) {
+      // Leave nothing half done: put the module back as it was.
+      Status r = Restore(ctx, original);
+      if (!r.ok()) return Status::Error(s.message() + "; restoring failed too: " + r.message());
+      return Status::Error(s.message() + " (module restored to " + Describe(original) + ")");
+    }
+    record["modeset"] = after->modeset;
+    record["fbdev"] = after->fbdev;
+    record["card0"] = after->card0;
+  }
+  record["mode"] = "unlocked";
+  return record;
+}
+
+Status DisplayRamProvider::Undo(const PlanChange& change, const nlohmann::json& applied,
+                                const StepContext& ctx, bool* undone) const {
+  *undone = false;
+  if (change.detail.value("op", "") != "unlock" || !applied.contains("original"))
+    return Status::OK();
+  Status s = Restore(ctx, applied["original"]);
+  if (s.ok()) *undone = true;
+  return s;
+}
+
+}  // namespace fleet

@@ -1,0 +1,33 @@
+// DisplayRamProvider (`display_ram.<node>`): the nvidia_drm module options
+// that decide whether the display pool's memory goes to the serving engine.
+//
+// "unlocked" = modeset=1 fbdev=0, set by reloading the module (temporary, per
+// boot: no modprobe.d, no initramfs). The values found before an unlock are
+// recorded in state before the module is touched, and restored on destroy,
+// when nothing needs the unlock any more, and on rollback.
+#ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
+#define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
+
+#include "src/provider.h"
+
+namespace fleet {
+
+class DisplayRamProvider : public Provider {
+ public:
+  std::string type() const override { return "display_ram"; }
+  std::vector<DesiredResource> Expand(const Manifest& m) const override;
+  std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
+  ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
+                            const NodeFacts& facts) const override;
+  PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
+                  const ResourceRecord* record, const NodeFacts& facts) const override;
+  PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const NodeFacts& facts) const override;
+  Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
+  Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
+              bool* undone) const override;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_

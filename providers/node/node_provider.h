@@ -1,0 +1,46 @@
+// NodeProvider: the node itself (`node.<name>`): reachability, identity and
+// GPU summary. Every other resource on a node depends on it.
+//
+// Identity is the first safety check of every plan: the machine behind the
+// address must call itself by the manifest's `hostname` (the log's
+// label-inversion incident: a name that pointed at another box for a day),
+// and must be the machine recorded at the first apply (machine id).
+#ifndef FLEET_PROVIDERS_NODE_NODE_PROVIDER_H_
+#define FLEET_PROVIDERS_NODE_NODE_PROVIDER_H_
+
+#include <string>
+
+#include "src/provider.h"
+
+namespace fleet {
+
+// The read-only script that prints a node's facts (key=value lines).
+std::string NodeFactsScript();
+
+// Parses what NodeFactsScript printed. Unknown lines are ignored.
+NodeFacts ParseNodeFacts(const std::string& output);
+
+// Returns "" when the node's reported identity matches the manifest (and the
+// state record, if any), else the error to show.
+// `where` is the endpoint ("127.0.0.1:22001") for the message.
+std::string CheckNodeIdentity(const std::string& node, const std::string& where,
+                              const std::string& expected_hostname, const NodeFacts& facts,
+                              const nlohmann::json& recorded);
+
+class NodeProvider : public Provider {
+ public:
+  std::string type() const override { return "node"; }
+  std::vector<DesiredResource> Expand(const Manifest& m) const override;
+  std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
+  ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
+                            const NodeFacts& facts) const override;
+  PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
+                  const ResourceRecord* record, const NodeFacts& facts) const override;
+  PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const NodeFacts& facts) const override;
+  Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_NODE_NODE_PROVIDER_H_

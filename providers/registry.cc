@@ -1,0 +1,15 @@
+// The list of resource types fleet knows, in the order their types depend on
+// each other (a node before what lives on it).
+#include "providers/display_ram/display_ram_provider.h"
+#include "providers/node/node_provider.h"
+
+namespace fleet {
+
+std::vector<std::unique_ptr<Provider>> MakeProviders() {
+  std::vector<std::unique_ptr<Provider>> p;
+  p.push_back(std::make_unique<NodeProvider>());
+  p.push_back(std::make_unique<DisplayRamProvider>());
+  return p;
+}
+
+}  // namespace fleet

@@ -1,0 +1,102 @@
+// fleet: keeps a fleet of GPU inference nodes in the state its manifests
+// declare. Argument parsing only; the commands live in commands.cc.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "src/engine/commands.h"
+
+int main(int argc, char** argv) {
+  try {
+    CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes"};
+    app.require_subcommand(1);
+    fleet::GlobalOptions g;
+    bool no_color = false, verbose = false, quiet = false;
+    app.add_option("-C", g.dir, "manifests repo (holds fleet.yaml)");
+    app.add_flag("--no-color", no_color, "plain output");
+    app.add_flag("-v,--verbose", verbose, "more output");
+    app.add_flag("-q,--quiet", quiet, "less output");
+
+    auto* validate = app.add_subcommand("validate", "check manifests and recipes (no network)");
+
+    fleet::PlanCommandOptions plan_opts;
+    auto* plan = app.add_subcommand("plan", "probe the fleet and show what apply would do");
+    plan->add_option("-out,--out", plan_opts.out_file, "save the plan to FILE");
+    plan->add_flag("--json", plan_opts.json, "print the plan as JSON");
+    plan->add_flag("--detailed-exitcode", plan_opts.detailed_exitcode,
+                   "exit 2 when there are changes");
+    plan->add_option("--target", plan_opts.targets, "limit to ADDR (and what it needs)");
+    plan->add_flag("--destroy", plan_opts.destroy, "plan a destroy");
+
+    fleet::ApplyCommandOptions apply_opts;
+    auto* apply = app.add_subcommand("apply", "make the fleet match the manifests");
+    apply->add_option("plan_file", apply_opts.plan_file, "a plan saved by plan -out");
+    apply->add_flag("--auto-approve", apply_opts.auto_approve, "do not ask");
+    apply->add_option("--parallelism", apply_opts.parallelism, "steps at once")
+        ->check(CLI::Range(1, 1024));
+    apply->add_option("--target", apply_opts.targets, "limit to ADDR (and what it needs)");
+    bool no_rollback = false;
+    apply->add_flag("--no-rollback", no_rollback, "leave a failed unit as it is");
+
+    fleet::ApplyCommandOptions destroy_opts;
+    destroy_opts.destroy = true;
+    auto* destroy = app.add_subcommand("destroy", "stop serves, restore display RAM, power off");
+    destroy->add_flag("--auto-approve", destroy_opts.auto_approve, "do not ask");
+    destroy->add_option("--parallelism", destroy_opts.parallelism, "steps at once")
+        ->check(CLI::Range(1, 1024));
+    destroy->add_option("--target", destroy_opts.targets, "limit to ADDR (and what needs it)");
+
+    std::string show_file;
+    bool show_json = false;
+    auto* show = app.add_subcommand("show", "show the state, or a saved plan");
+    show->add_option("file", show_file, "a plan saved by plan -out");
+    show->add_flag("--json", show_json, "JSON output");
+
+    auto* status = app.add_subcommand("status", "nodes, power, display RAM, GPU memory");
+
+    auto* state = app.add_subcommand("state", "inspect or edit the state");
+    state->require_subcommand(1);
+    auto* state_list = state->add_subcommand("list", "list recorded resources");
+    std::string state_addr;
+    auto* state_show = state->add_subcommand("show", "show one recorded resource");
+    state_show->add_option("address", state_addr)->required();
+    auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
+    state_rm->add_option("address", state_addr)->required();
+
+    std::string lock_id;
+    auto* unlock = app.add_subcommand("force-unlock", "break a stale state lock");
+    unlock->add_option("lock_id", lock_id)->required();
+
+    std::string probe_node;
+    bool probe_json = false;
+    auto* probe = app.add_subcommand("probe", "print the facts plan reads from a node");
+    probe->add_option("node", probe_node)->required();
+    probe->add_flag("--json", probe_json, "JSON output");
+
+    CLI11_PARSE(app, argc, argv);
+
+    g.color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    g.verbosity = quiet ? -1 : verbose ? 1 : 0;
+    apply_opts.rollback = !no_rollback;
+
+    if (*validate) return fleet::CmdValidate(g);
+    if (*plan) return fleet::CmdPlan(g, plan_opts);
+    if (*apply) return fleet::CmdApply(g, apply_opts);
+    if (*destroy) return fleet::CmdApply(g, destroy_opts);
+    if (*show) return fleet::CmdShow(g, show_file, show_json);
+    if (*status) return fleet::CmdStatus(g);
+    if (*state_list) return fleet::CmdStateList(g);
+    if (*state_show) return fleet::CmdStateShow(g, state_addr);
+    if (*state_rm) return fleet::CmdStateRm(g, state_addr);
+    if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
+    if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
+    return 1;
+  } catch (const std::exception& e) {
+    // Never a stack trace: one line, exit 1.
+    std::fprintf(stderr, "fleet: internal error: %s\n", e.what());
+    return 1;
+  }
+}

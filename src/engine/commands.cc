@@ -1,0 +1,385 @@
+#include "src/engine/commands.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "manifests/manifest.h"
+#include "providers/node/gpu_facts.h"
+#include "providers/node/node_provider.h"
+#include "src/engine/executor.h"
+#include "src/engine/node_connections.h"
+#include "src/engine/planner.h"
+#include "src/engine/render.h"
+#include "src/power_switch.h"
+#include "state/state_store.h"
+
+namespace fleet {
+
+namespace {
+
+// Everything a command needs, opened in one place.
+struct Session {
+  Manifest manifest;
+  Diagnostics diags;
+  std::vector<std::unique_ptr<Provider>> providers;
+  std::unique_ptr<NodeConnections> connections;
+  std::unique_ptr<StateStore> store;
+  std::unique_ptr<PowerSwitch> power;
+};
+
+void PrintDiagnostics(const Diagnostics& diags) {
+  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
+}
+
+// Loads the manifests; on errors prints them and returns false.
+bool Open(const GlobalOptions& g, Session* s) {
+  bool ok = LoadManifest(g.dir, &s->manifest, &s->diags);
+  PrintDiagnostics(s->diags);
+  if (!ok) {
+    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was done\n";
+    return false;
+  }
+  s->providers = MakeProviders();
+  s->connections = std::make_unique<NodeConnections>(&s->manifest);
+  s->store = MakeLocalStateStore(s->manifest.state.path);
+  if (s->manifest.power.present) {
+    // The token lives in the environment only; it is handed to the switch
+    // and never printed, logged or saved.
+    const char* token = std::getenv(s->manifest.power.token_env.c_str());
+    s->power = MakeHomeAssistantSwitch(s->manifest.power.url, token ? token : "");
+  }
+  return true;
+}
+
+void AddWarnings(const Diagnostics& diags, Plan* plan) {
+  for (const Diagnostic& d : diags)
+    if (d.severity == Diagnostic::Severity::kWarning) plan->warnings.push_back(d.ToString());
+}
+
+// Writes `data` to `path` with mode 0600 via a temp file and rename, so a
+// reader never sees half a plan.
+Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return Status::Error("cannot write " + tmp + ": " + strerror(errno));
+  fchmod(fd, 0600);
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      close(fd);
+      unlink(tmp.c_str());
+      return Status::Error("cannot write " + tmp + ": " + strerror(errno));
+    }
+    off += n;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return Status::Error("cannot write " + path + ": " + strerror(errno));
+  }
+  return Status::OK();
+}
+
+Result<Plan> ReadPlanFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Result<Plan>::Error("cannot read plan file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) return Result<Plan>::Error(path + " is not a saved plan (not JSON)");
+  Result<Plan> p = Plan::FromJson(j);
+  if (!p.ok()) return p.status().Prefixed(path);
+  return p;
+}
+
+bool AskApproval(bool destroy) {
+  if (!isatty(STDIN_FILENO)) {
+    std::cerr << "fleet: no terminal to ask for approval; re-run with --auto-approve, or save "
+                 "the plan with `fleet plan -out FILE` and apply that file\n";
+    return false;
+  }
+  std::cout << "\nDo you want to perform these actions" << (destroy ? " (destroy)" : "")
+            << "?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: " << std::flush;
+  std::string answer;
+  std::getline(std::cin, answer);
+  if (answer != "yes") {
+    std::cout << "\nApply cancelled.\n";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int CmdValidate(const GlobalOptions& g) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  std::cout << "The manifests are valid: " << s.manifest.nodes.size() << " node(s), "
+            << s.manifest.images.size() << " image(s), " << s.manifest.models.size()
+            << " model(s), " << s.manifest.deployments.size() << " deployment(s).\n";
+  return 0;
+}
+
+int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  PlanOptions po;
+  po.destroy = o.destroy;
+  po.targets = o.targets;
+  Plan plan = planner.MakePlan(*state, po);
+  AddWarnings(s.diags, &plan);
+  if (o.json) std::cout << plan.ToJson().dump(2) << "\n";
+  else std::cout << RenderPlan(plan, {g.color});
+  if (!plan.errors.empty()) return 1;
+  if (!o.out_file.empty()) {
+    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2) + "\n");
+    if (!w.ok()) {
+      std::cerr << "fleet: " << w.message() << "\n";
+      return 1;
+    }
+    if (!o.json)
+      std::cout << "\nSaved the plan to " << o.out_file
+                << "; apply exactly these actions with: fleet apply " << o.out_file << "\n";
+  }
+  return o.detailed_exitcode && plan.HasChanges() ? 2 : 0;
+}
+
+int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<std::unique_ptr<StateLock>> lock = s.store->Lock(o.destroy ? "destroy" : "apply");
+  if (!lock.ok()) {
+    std::cerr << "fleet: " << lock.status().message() << "\n";
+    return 1;
+  }
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  Plan plan;
+  if (!o.plan_file.empty()) {
+    Result<Plan> saved = ReadPlanFile(o.plan_file);
+    if (!saved.ok()) {
+      std::cerr << "fleet: " << saved.status().message() << "\n";
+      return 1;
+    }
+    plan = std::move(saved.value());
+    // A state never written has no lineage worth comparing yet.
+    bool fresh = state->serial == 0 && plan.serial == 0;
+    if (!fresh && (plan.lineage != state->lineage || plan.serial != state->serial)) {
+      std::cerr << "fleet: the saved plan " << o.plan_file << " is stale: it was made against "
+                << "state serial " << plan.serial << " (lineage " << plan.lineage
+                << "), the state is now at serial " << state->serial << " (lineage "
+                << state->lineage << "); run `fleet plan` again\n";
+      return 1;
+    }
+    if (fresh) state->lineage = plan.lineage;
+    if (!plan.errors.empty()) {
+      std::cerr << "fleet: the saved plan has errors; nothing applied\n";
+      return 1;
+    }
+  } else {
+    Planner planner(&s.manifest, &s.providers, s.connections.get());
+    PlanOptions po;
+    po.destroy = o.destroy;
+    po.targets = o.targets;
+    plan = planner.MakePlan(*state, po);
+    AddWarnings(s.diags, &plan);
+    std::cout << RenderPlan(plan, {g.color});
+    if (!plan.errors.empty()) return 1;
+    if (!plan.HasChanges()) return 0;
+    if (!o.auto_approve && !AskApproval(o.destroy)) return 1;
+  }
+  if (!plan.HasChanges()) {
+    std::cout << "No changes to apply.\n";
+    return 0;
+  }
+  std::cout << "\n";
+  std::mutex out_mu;
+  Executor executor(&s.manifest, &s.providers, s.connections.get(), s.store.get(), s.power.get(),
+                    [&](const std::string& line) {
+                      std::lock_guard<std::mutex> l(out_mu);
+                      std::cout << line << "\n" << std::flush;
+                    });
+  ApplyOptions ao;
+  ao.parallelism = o.parallelism;
+  ao.rollback = o.rollback;
+  ApplyReport report = executor.Apply(plan, &state.value(), ao);
+  std::cout << "\n" << RenderApplyReport(report, o.destroy, {g.color});
+  return report.ok() ? 0 : 1;
+}
+
+int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
+  if (!plan_file.empty()) {
+    Result<Plan> plan = ReadPlanFile(plan_file);
+    if (!plan.ok()) {
+      std::cerr << "fleet: " << plan.status().message() << "\n";
+      return 1;
+    }
+    if (json) std::cout << plan->ToJson().dump(2) << "\n";
+    else std::cout << RenderPlan(*plan, {g.color});
+    return 0;
+  }
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  if (json) std::cout << state->ToJson().dump(2) << "\n";
+  else std::cout << RenderState(*state);
+  return 0;
+}
+
+int CmdStatus(const GlobalOptions& g) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  std::vector<DesiredResource> desired = planner.Desired();
+  ProbeResult probed = planner.Probe(desired, 64);
+  std::printf("%-12s %-5s %-14s %-12s %s\n", "NODE", "UP", "HOSTNAME", "DISPLAY_RAM", "GPU");
+  for (const auto& [name, spec] : s.manifest.nodes) {
+    const NodeFacts& f = probed.facts[name];
+    std::string display = "-";
+    if (auto it = probed.actual.find("display_ram." + name); it != probed.actual.end())
+      display = it->second.attributes.value("mode", "-");
+    std::string gpu = "-";
+    GpuFacts gf;
+    if (f.reachable && GpuFactsFromJson(f.gpu, &gf)) gpu = DescribeGpuMemory(gf);
+    std::printf("%-12s %-5s %-14s %-12s %s\n", name.c_str(), f.reachable ? "yes" : "no",
+                f.reachable ? f.hostname.c_str() : "-", display.c_str(), gpu.c_str());
+    if (!f.reachable) std::printf("    %s\n", f.unreachable_reason.c_str());
+  }
+  return 0;
+}
+
+int CmdStateList(const GlobalOptions& g) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  for (const ResourceRecord& r : state->resources) std::cout << r.address << "\n";
+  return 0;
+}
+
+int CmdStateShow(const GlobalOptions& g, const std::string& address) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  const ResourceRecord* r = state->Find(address);
+  if (!r) {
+    std::cerr << "fleet: no resource " << address << " in the state\n";
+    return 1;
+  }
+  std::cout << nlohmann::json{{"address", r->address}, {"type", r->type}, {"node", r->node},
+                              {"attributes", r->attributes}, {"updated_at", r->updated_at}}
+                   .dump(2)
+            << "\n";
+  return 0;
+}
+
+int CmdStateRm(const GlobalOptions& g, const std::string& address) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<std::unique_ptr<StateLock>> lock = s.store->Lock("state rm");
+  if (!lock.ok()) {
+    std::cerr << "fleet: " << lock.status().message() << "\n";
+    return 1;
+  }
+  Result<State> state = s.store->Load();
+  if (!state.ok()) {
+    std::cerr << "fleet: " << state.status().message() << "\n";
+    return 1;
+  }
+  if (!state->Remove(address)) {
+    std::cerr << "fleet: no resource " << address << " in the state\n";
+    return 1;
+  }
+  ++state->serial;
+  Status saved = s.store->Save(*state);
+  if (!saved.ok()) {
+    std::cerr << "fleet: " << saved.message() << "\n";
+    return 1;
+  }
+  std::cout << "Removed " << address << " from the state (nothing on the node changed).\n";
+  return 0;
+}
+
+int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Status st = s.store->ForceUnlock(lock_id);
+  if (!st.ok()) {
+    std::cerr << "fleet: " << st.message() << "\n";
+    return 1;
+  }
+  std::cout << "The state lock " << lock_id << " was broken.\n";
+  return 0;
+}
+
+int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  if (!s.manifest.nodes.count(node)) {
+    std::vector<std::string> names;
+    for (const auto& [n, _] : s.manifest.nodes) names.push_back(n);
+    std::string near = NearestName(node, names);
+    std::cerr << "fleet: no node '" << node << "' in the manifests"
+              << (near.empty() ? "" : "; did you mean '" + near + "'?") << "\n";
+    return 1;
+  }
+  Transport* t = s.connections->Get(node);
+  Status c = t->Connect();
+  if (!c.ok()) {
+    std::cerr << "fleet: " << c.message() << "\n";
+    return 1;
+  }
+  Result<CommandResult> r = t->Run(NodeFactsScript());
+  if (!r.ok()) {
+    std::cerr << "fleet: " << r.status().message() << "\n";
+    return 1;
+  }
+  NodeFacts f = ParseNodeFacts(r->out);
+  if (json) {
+    std::cout << f.ToJson().dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "node:       " << node << "\n"
+            << "hostname:   " << f.hostname << "\n"
+            << "machine id: " << f.machine_id << "\n"
+            << "boot id:    " << f.boot_id << "\n"
+            << "arch:       " << f.arch << "\n"
+            << "kernel:     " << f.kernel << "\n";
+  GpuFacts gf;
+  if (GpuFactsFromJson(f.gpu, &gf)) std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+  return 0;
+}
+
+}  // namespace fleet

@@ -1,0 +1,48 @@
+// The fleet commands, one function each; cli.cc maps arguments onto them.
+// Each returns the process exit code (0 ok, 1 error, 2 changes present with
+// --detailed-exitcode) and never throws.
+#ifndef FLEET_SRC_ENGINE_COMMANDS_H_
+#define FLEET_SRC_ENGINE_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace fleet {
+
+struct GlobalOptions {
+  std::string dir = ".";
+  bool color = false;
+  int verbosity = 0;  // -1 quiet, 0 normal, 1 verbose
+};
+
+struct PlanCommandOptions {
+  std::string out_file;
+  bool json = false;
+  bool detailed_exitcode = false;
+  bool destroy = false;
+  std::vector<std::string> targets;
+};
+
+struct ApplyCommandOptions {
+  std::string plan_file;
+  bool auto_approve = false;
+  int parallelism = 10;
+  bool rollback = true;
+  bool destroy = false;
+  std::vector<std::string> targets;
+};
+
+int CmdValidate(const GlobalOptions& g);
+int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o);
+int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o);
+int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json);
+int CmdStatus(const GlobalOptions& g);
+int CmdStateList(const GlobalOptions& g);
+int CmdStateShow(const GlobalOptions& g, const std::string& address);
+int CmdStateRm(const GlobalOptions& g, const std::string& address);
+int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id);
+int CmdProbe(const GlobalOptions& g, const std::string& node, bool json);
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_COMMANDS_H_

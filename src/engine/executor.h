@@ -1,0 +1,67 @@
+// Executor: runs a Plan's changes through their providers.
+//
+// Walks the dependency graph with up to `parallelism` steps at once, at most
+// one step per node at a time (steps on a node follow dependency order).
+// Every finished step is saved to the state before any dependent starts.
+// When a step fails, its dependents are skipped, independent branches go on,
+// and (unless rollback is off) the steps of this run that the failed step
+// depended on, and that nothing else successful still needs, are undone in
+// reverse order.
+#ifndef FLEET_SRC_ENGINE_EXECUTOR_H_
+#define FLEET_SRC_ENGINE_EXECUTOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "src/engine/node_connections.h"
+#include "src/plan.h"
+#include "src/power_switch.h"
+#include "src/provider.h"
+#include "state/state.h"
+#include "state/state_store.h"
+
+namespace fleet {
+
+struct ApplyOptions {
+  int parallelism = 10;
+  bool rollback = true;
+};
+
+struct ApplyReport {
+  std::vector<std::string> done;     // applied
+  std::vector<std::string> failed;   // "address: error"
+  std::vector<std::string> undone;   // rolled back
+  std::vector<std::string> kept;     // done, failure downstream, kept by design
+  std::vector<std::string> skipped;  // not started: a dependency failed
+  std::vector<std::string> rollback_failed;
+  bool ok() const { return failed.empty() && rollback_failed.empty(); }
+};
+
+class Executor {
+ public:
+  // `log` receives one human line per event (thread-safe calls).
+  // All pointers must outlive the executor. `power` may be null.
+  Executor(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
+           NodeConnections* connections, StateStore* store, PowerSwitch* power,
+           std::function<void(const std::string&)> log);
+
+  // Applies `plan` on top of `state` (updated in place and saved after each
+  // step; the serial is bumped once, at the first change).
+  // REQUIRES: the caller holds the state lock.
+  ApplyReport Apply(const Plan& plan, State* state, const ApplyOptions& options);
+
+ private:
+  const Manifest* manifest_;
+  const std::vector<std::unique_ptr<Provider>>* providers_;
+  NodeConnections* connections_;
+  StateStore* store_;
+  PowerSwitch* power_;
+  std::function<void(const std::string&)> log_;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_EXECUTOR_H_

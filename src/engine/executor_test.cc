@@ -1,0 +1,165 @@
+// Executor logic (order, skipping, rollback, state writes) with a fake
+// provider and the local transport: no SSH needed.
+#include "src/engine/executor.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <mutex>
+
+namespace fleet {
+namespace {
+
+// Steps succeed unless detail.fail; undo is possible when detail.undoable.
+class FakeProvider : public Provider {
+ public:
+  explicit FakeProvider(std::vector<std::string>* log, std::mutex* mu) : log_(log), mu_(mu) {}
+  std::string type() const override { return "fake"; }
+  std::vector<DesiredResource> Expand(const Manifest&) const override { return {}; }
+  std::string ProbeScript(const DesiredResource&, const NodeSpec&) const override { return ""; }
+  ActualResource ParseProbe(const DesiredResource&, const std::string&,
+                            const NodeFacts&) const override {
+    return {};
+  }
+  PlanChange Diff(const DesiredResource&, const ActualResource&, const ResourceRecord*,
+                  const NodeFacts&) const override {
+    return {};
+  }
+  Result<nlohmann::json> Apply(const PlanChange& c, const StepContext& ctx) const override {
+    // Touch the node for real, so a broken transport would show.
+    auto r = ctx.transport->Run("echo ran");
+    if (!r.ok() || r->out != "ran\n") return Result<nlohmann::json>::Error("transport broken");
+    Add("apply " + c.address);
+    if (c.detail.value("fail", false)) return Result<nlohmann::json>::Error("boom");
+    return nlohmann::json{{"applied", true}};
+  }
+  Status Undo(const PlanChange& c, const nlohmann::json&, const StepContext&,
+              bool* undone) const override {
+    Add("undo " + c.address);
+    *undone = c.detail.value("undoable", false);
+    return Status::OK();
+  }
+
+ private:
+  void Add(const std::string& s) const {
+    std::lock_guard<std::mutex> l(*mu_);
+    log_->push_back(s);
+  }
+  std::vector<std::string>* log_;
+  std::mutex* mu_;
+};
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fleet-executor-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    for (const char* n : {"n1", "n2"}) {
+      NodeSpec spec;
+      spec.name = n;
+      spec.address = "local";
+      manifest_.nodes[n] = spec;
+    }
+    providers_.push_back(std::make_unique<FakeProvider>(&log_, &mu_));
+    connections_ = std::make_unique<NodeConnections>(&manifest_);
+    store_ = MakeLocalStateStore(dir_ + "/state.json");
+    state_.lineage = "L";
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  static PlanChange Change(const std::string& addr, const std::string& node,
+                           std::vector<std::string> deps, nlohmann::json detail = {}) {
+    PlanChange c;
+    c.address = addr;
+    c.type = "fake";
+    c.node = node;
+    c.action = Action::kCreate;
+    c.depends_on = std::move(deps);
+    c.detail = detail.is_null() ? nlohmann::json::object() : detail;
+    return c;
+  }
+
+  ApplyReport Run(const Plan& plan, bool rollback = true) {
+    Executor ex(&manifest_, &providers_, connections_.get(), store_.get(), nullptr,
+                [](const std::string&) {});
+    ApplyOptions o;
+    o.rollback = rollback;
+    auto lock = store_->Lock("test");
+    EXPECT_TRUE(lock.ok());
+    return ex.Apply(plan, &state_, o);
+  }
+
+  std::string dir_;
+  Manifest manifest_;
+  std::vector<std::unique_ptr<Provider>> providers_;
+  std::unique_ptr<NodeConnections> connections_;
+  std::unique_ptr<StateStore> store_;
+  State state_;
+  std::vector<std::string> log_;
+  std::mutex mu_;
+};
+
+TEST_F(ExecutorTest, AppliesInDependencyOrderAndSavesState) {
+  Plan p;
+  p.changes = {Change("fake.b@n1", "n1", {"fake.a@n1"}), Change("fake.a@n1", "n1", {}),
+               Change("fake.c@n2", "n2", {})};
+  ApplyReport r = Run(p);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.done.size(), 3u);
+  auto a = std::find(log_.begin(), log_.end(), "apply fake.a@n1");
+  auto b = std::find(log_.begin(), log_.end(), "apply fake.b@n1");
+  EXPECT_LT(a, b);
+  auto loaded = store_->Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->serial, 1u);  // bumped once per apply, not per step
+  EXPECT_EQ(loaded->resources.size(), 3u);
+}
+
+TEST_F(ExecutorTest, FailureSkipsDependentsAndRollsBackItsUnit) {
+  Plan p;
+  p.changes = {Change("fake.unlock@n1", "n1", {}, {{"undoable", true}}),
+               Change("fake.stage@n1", "n1", {}),
+               Change("fake.serve@n1", "n1", {"fake.unlock@n1", "fake.stage@n1"},
+                      {{"fail", true}}),
+               Change("fake.health@n1", "n1", {"fake.serve@n1"}),
+               Change("fake.other@n2", "n2", {})};
+  ApplyReport r = Run(p);
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_NE(r.failed[0].find("fake.serve@n1: boom"), std::string::npos);
+  EXPECT_EQ(r.skipped, std::vector<std::string>{"fake.health@n1"});
+  EXPECT_EQ(r.undone, std::vector<std::string>{"fake.unlock@n1"});
+  EXPECT_EQ(r.kept, std::vector<std::string>{"fake.stage@n1"});
+  // The independent branch went on.
+  EXPECT_NE(std::find(r.done.begin(), r.done.end(), "fake.other@n2"), r.done.end());
+  auto loaded = store_->Load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->Find("fake.unlock@n1"), nullptr);  // undone: record gone
+  EXPECT_NE(loaded->Find("fake.stage@n1"), nullptr);   // kept: still recorded
+  EXPECT_EQ(loaded->Find("fake.serve@n1"), nullptr);
+}
+
+TEST_F(ExecutorTest, NoRollbackLeavesTheUnit) {
+  Plan p;
+  p.changes = {Change("fake.unlock@n1", "n1", {}, {{"undoable", true}}),
+               Change("fake.serve@n1", "n1", {"fake.unlock@n1"}, {{"fail", true}})};
+  ApplyReport r = Run(p, /*rollback=*/false);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.undone.empty());
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "undo fake.unlock@n1"), 0);
+}
+
+TEST_F(ExecutorTest, NoopPlanWritesNothing) {
+  Plan p;
+  PlanChange c = Change("fake.a@n1", "n1", {});
+  c.action = Action::kNoop;
+  p.changes = {c};
+  ApplyReport r = Run(p);
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(log_.empty());
+  EXPECT_EQ(access((dir_ + "/state.json").c_str(), F_OK), -1);
+}
+
+}  // namespace
+}  // namespace fleet

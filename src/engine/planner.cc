@@ -1,0 +1,272 @@
+#include "src/engine/planner.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "providers/node/node_provider.h"
+#include "src/engine/probe_script.h"
+
+namespace fleet {
+
+namespace {
+
+std::string RandomNonce() {
+  unsigned char b[8];
+  if (RAND_bytes(b, sizeof b) != 1) return "0";
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+// Runs fn(i) for i in [0, n) on up to `parallelism` threads.
+void ParallelFor(size_t n, int parallelism, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  size_t workers = std::min<size_t>(n, std::max(1, parallelism));
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+  for (auto& t : threads) t.join();
+}
+
+// All addresses reachable from `roots` following `edges`.
+std::set<std::string> Closure(const std::vector<std::string>& roots,
+                              const std::map<std::string, std::vector<std::string>>& edges) {
+  std::set<std::string> seen;
+  std::vector<std::string> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    std::string a = stack.back();
+    stack.pop_back();
+    if (!seen.insert(a).second) continue;
+    auto it = edges.find(a);
+    if (it == edges.end()) continue;
+    for (const std::string& d : it->second) stack.push_back(d);
+  }
+  return seen;
+}
+
+}  // namespace
+
+Planner::Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
+                 NodeConnections* connections)
+    : manifest_(manifest), providers_(providers), connections_(connections) {}
+
+const Provider* Planner::ProviderFor(const std::string& type) const {
+  for (const auto& p : *providers_)
+    if (p->type() == type) return p.get();
+  return nullptr;
+}
+
+std::vector<DesiredResource> Planner::Desired() const {
+  std::vector<DesiredResource> all;
+  for (const auto& p : *providers_) {
+    std::vector<DesiredResource> some = p->Expand(*manifest_);
+    all.insert(all.end(), std::make_move_iterator(some.begin()),
+               std::make_move_iterator(some.end()));
+  }
+  return all;
+}
+
+ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int parallelism) {
+  std::map<std::string, std::vector<const DesiredResource*>> by_node;
+  for (const DesiredResource& r : desired) by_node[r.node].push_back(&r);
+  std::vector<std::string> nodes;
+  for (const auto& [n, _] : by_node) nodes.push_back(n);
+
+  std::vector<ProbeResult> partial(nodes.size());
+  ParallelFor(nodes.size(), parallelism, [&](size_t i) {
+    const std::string& node = nodes[i];
+    ProbeResult& out = partial[i];
+    NodeFacts& facts = out.facts[node];
+    const NodeSpec& spec = manifest_->nodes.at(node);
+    Transport* t = connections_->Get(node);
+    Status s = t->Connect();
+    if (!s.ok()) {
+      facts.reachable = false;
+      facts.unreachable_reason = s.message();
+      if (!s.unreachable()) out.node_errors[node] = s.message();
+      return;
+    }
+    // Node facts first: the other fragments' parsers may need them.
+    std::vector<ProbeFragment> fragments;
+    for (const DesiredResource* r : by_node[node]) {
+      const Provider* p = ProviderFor(r->type);
+      std::string script = p->ProbeScript(*r, spec);
+      if (!script.empty()) fragments.push_back({r->address, script});
+    }
+    const std::string nonce = RandomNonce();
+    Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
+    if (!run.ok()) {
+      facts.reachable = false;
+      facts.unreachable_reason = run.status().message();
+      if (!run.status().unreachable()) out.node_errors[node] = run.status().message();
+      return;
+    }
+    std::map<std::string, ProbeSection> sections = SplitProbeOutput(run->out, nonce);
+    facts = ParseNodeFacts(sections[NodeAddress(node)].output);
+    for (const DesiredResource* r : by_node[node]) {
+      auto it = sections.find(r->address);
+      if (it == sections.end() && r->type != "node") continue;
+      const Provider* p = ProviderFor(r->type);
+      ActualResource a = p->ParseProbe(*r, it == sections.end() ? "" : it->second.output, facts);
+      if (it != sections.end() && it->second.exit_code != 0 && a.error.empty())
+        a.error = "probe exited " + std::to_string(it->second.exit_code);
+      out.actual[r->address] = std::move(a);
+    }
+  });
+
+  ProbeResult merged;
+  for (ProbeResult& p : partial) {
+    merged.facts.merge(p.facts);
+    merged.actual.merge(p.actual);
+    merged.node_errors.merge(p.node_errors);
+  }
+  return merged;
+}
+
+Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
+  Plan plan;
+  plan.lineage = state.lineage;
+  plan.serial = state.serial;
+  plan.destroy = options.destroy;
+  plan.targets = options.targets;
+
+  std::vector<DesiredResource> desired = Desired();
+  std::map<std::string, std::vector<std::string>> deps, dependents;
+  std::set<std::string> known;
+  for (const DesiredResource& r : desired) {
+    known.insert(r.address);
+    deps[r.address] = r.depends_on;
+    for (const std::string& d : r.depends_on) dependents[d].push_back(r.address);
+  }
+  for (const ResourceRecord& rec : state.resources) known.insert(rec.address);
+  for (const std::string& t : options.targets)
+    if (!known.count(t)) plan.errors.push_back("--target " + t + ": no such resource");
+  if (!plan.errors.empty()) return plan;
+
+  // Targets select themselves plus what they need (apply) or what needs them
+  // (destroy: a node cannot go down under its deployments).
+  std::set<std::string> selected;
+  if (!options.targets.empty())
+    selected = Closure(options.targets, options.destroy ? dependents : deps);
+  auto in_scope = [&](const std::string& a) { return selected.empty() || selected.count(a); };
+
+  std::vector<DesiredResource> to_probe;
+  for (const DesiredResource& r : desired)
+    if (in_scope(r.address)) to_probe.push_back(r);
+  ProbeResult probed = Probe(to_probe, options.probe_parallelism);
+
+  std::set<std::string> bad_nodes;
+  for (const auto& [node, err] : probed.node_errors) {
+    plan.errors.push_back(err);
+    bad_nodes.insert(node);
+  }
+
+  std::vector<PlanChange> changes;
+  for (const DesiredResource& r : to_probe) {
+    if (bad_nodes.count(r.node)) continue;
+    const Provider* p = ProviderFor(r.type);
+    const NodeFacts& facts = probed.facts[r.node];
+    ActualResource actual;
+    if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
+    const ResourceRecord* rec = state.Find(r.address);
+    PlanChange c = options.destroy ? p->DiffDestroy(r, actual, rec, facts)
+                                   : p->Diff(r, actual, rec, facts);
+    c.depends_on = r.depends_on;
+    if (!c.error.empty()) {
+      plan.errors.push_back(c.error);
+      // Refuse to touch anything else on a node whose identity is wrong.
+      if (r.type == "node") bad_nodes.insert(r.node);
+      continue;
+    }
+    changes.push_back(std::move(c));
+  }
+  std::erase_if(changes, [&](const PlanChange& c) { return bad_nodes.count(c.node) > 0; });
+
+  // State records nothing declares any more: forget them (their provider
+  // decides nothing remote here; the record alone goes).
+  for (const ResourceRecord& rec : state.resources) {
+    if (deps.count(rec.address) || !in_scope(rec.address)) continue;
+    PlanChange c;
+    c.address = rec.address;
+    c.type = rec.type;
+    c.node = rec.node;
+    c.action = Action::kDelete;
+    c.summary = "forget (no longer declared in the manifests)";
+    c.reasons.push_back("in state, not in the manifests");
+    c.before = rec.attributes;
+    c.detail = {{"forget", true}};
+    changes.push_back(std::move(c));
+  }
+
+  if (options.destroy) {
+    // Destroy walks the graph backwards: a change waits for the changes of
+    // everything that depended on it.
+    std::set<std::string> active;
+    for (const PlanChange& c : changes)
+      if (c.action != Action::kNoop) active.insert(c.address);
+    for (PlanChange& c : changes) {
+      c.depends_on.clear();
+      for (const std::string& d : dependents[c.address])
+        if (active.count(d)) c.depends_on.push_back(d);
+    }
+  }
+
+  std::vector<std::string> type_order;
+  for (const auto& p : *providers_) type_order.push_back(p->type());
+  if (options.destroy) std::reverse(type_order.begin(), type_order.end());
+  if (!SortByDependencies(&changes, type_order))
+    plan.errors.push_back("dependency cycle between resources");
+  plan.changes = std::move(changes);
+  return plan;
+}
+
+bool SortByDependencies(std::vector<PlanChange>* changes,
+                        const std::vector<std::string>& type_order) {
+  auto rank = [&](const PlanChange& c) {
+    auto it = std::find(type_order.begin(), type_order.end(), c.type);
+    return it - type_order.begin();
+  };
+  std::vector<PlanChange> in = std::move(*changes);
+  std::sort(in.begin(), in.end(), [&](const PlanChange& a, const PlanChange& b) {
+    return std::make_pair(rank(a), a.address) < std::make_pair(rank(b), b.address);
+  });
+  std::set<std::string> present, placed;
+  for (const PlanChange& c : in) present.insert(c.address);
+  std::vector<PlanChange> out;
+  std::vector<bool> done(in.size(), false);
+  while (out.size() < in.size()) {
+    bool progress = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = std::all_of(in[i].depends_on.begin(), in[i].depends_on.end(),
+                               [&](const std::string& d) { return !present.count(d) || placed.count(d); });
+      if (!ready) continue;
+      placed.insert(in[i].address);
+      out.push_back(in[i]);
+      done[i] = true;
+      progress = true;
+      break;  // restart so the earliest-ranked ready change goes next
+    }
+    if (!progress) {
+      for (size_t i = 0; i < in.size(); ++i)
+        if (!done[i]) out.push_back(in[i]);
+      *changes = std::move(out);
+      return false;
+    }
+  }
+  *changes = std::move(out);
+  return true;
+}
+
+}  // namespace fleet

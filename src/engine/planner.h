@@ -1,0 +1,66 @@
+// Planner: manifests + probed facts + state -> Plan. Changes nothing.
+//
+// Probing is the hot path: every node is probed in parallel, each with one
+// connection and one script (the fragments of every resource on it), so a
+// converged node costs one round trip whatever the number of its resources.
+#ifndef FLEET_SRC_ENGINE_PLANNER_H_
+#define FLEET_SRC_ENGINE_PLANNER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "src/engine/node_connections.h"
+#include "src/plan.h"
+#include "src/provider.h"
+#include "state/state.h"
+
+namespace fleet {
+
+struct PlanOptions {
+  bool destroy = false;
+  std::vector<std::string> targets;  // addresses; empty = everything
+  int probe_parallelism = 64;        // nodes probed at once
+};
+
+struct ProbeResult {
+  std::map<std::string, NodeFacts> facts;         // by node
+  std::map<std::string, ActualResource> actual;   // by address
+  std::map<std::string, std::string> node_errors; // by node: cannot plan it at all
+};
+
+class Planner {
+ public:
+  // All arguments must outlive the planner.
+  Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
+          NodeConnections* connections);
+
+  // The desired resources of the manifest, from every provider.
+  std::vector<DesiredResource> Desired() const;
+
+  // Probes the nodes that hold `desired` (all of them in parallel).
+  ProbeResult Probe(const std::vector<DesiredResource>& desired, int parallelism);
+
+  // Probes and diffs. Plan errors (identity mismatch, unreachable node
+  // without a switch, unknown target) land in plan.errors.
+  Plan MakePlan(const State& state, const PlanOptions& options);
+
+  const Provider* ProviderFor(const std::string& type) const;
+
+ private:
+  const Manifest* manifest_;
+  const std::vector<std::unique_ptr<Provider>>* providers_;
+  NodeConnections* connections_;
+};
+
+// Orders `changes` so that every change comes after those it depends on
+// (ties: provider order, then address). Dependencies on addresses not in
+// `changes` are ignored. Returns false on a cycle.
+bool SortByDependencies(std::vector<PlanChange>* changes,
+                        const std::vector<std::string>& type_order);
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_PLANNER_H_

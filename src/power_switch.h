@@ -1,0 +1,31 @@
+// PowerSwitch: the controller that switches nodes' power (a smart plug or
+// PDU). The Home Assistant REST backend talks to it over HTTP with libcurl.
+#ifndef FLEET_SRC_POWER_SWITCH_H_
+#define FLEET_SRC_POWER_SWITCH_H_
+
+#include <memory>
+#include <string>
+
+#include "src/status.h"
+
+namespace fleet {
+
+class PowerSwitch {
+ public:
+  virtual ~PowerSwitch() = default;
+  // "on" or "off". Errors name the controller URL and entity, never the token.
+  virtual Result<std::string> GetState(const std::string& entity) = 0;
+  virtual Status TurnOn(const std::string& entity) = 0;
+  virtual Status TurnOff(const std::string& entity) = 0;
+};
+
+// Home Assistant: GET /api/states/<entity>, POST /api/services/switch/turn_on
+// and turn_off with {"entity_id": ...}, `Authorization: Bearer <token>`.
+// `token` is held in memory only; no message, log or file ever contains it.
+std::unique_ptr<PowerSwitch> MakeHomeAssistantSwitch(const std::string& url,
+                                                     const std::string& token,
+                                                     int timeout_s = 10);
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_POWER_SWITCH_H_
