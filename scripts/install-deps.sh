@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what fleet needs to build and test on Debian 12 (run as root).
+set -euo pipefail
+packages=(
+  build-essential g++ meson ninja-build pkg-config
+  libyaml-cpp-dev libtomlplusplus-dev nlohmann-json3-dev libssh-dev libssl-dev
+  libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev
+  openssh-server openssh-client python3 iproute2 util-linux procps passwd
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,69 @@
+# Shared set-up for the integration tests: a real simulated fleet (sshd per
+# node, see tests/sim/), a manifests repo for it, and assertion helpers.
+# Source it; it cleans up after itself on exit.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+FLEET=${FLEET:-$ROOT/build/src/engine/fleet}
+SIM=$ROOT/tests/sim/fleet-sim
+WORK=$(mktemp -d /var/tmp/fleet-it.XXXXXX)
+REPO=$WORK/repo
+SIMDIR=$WORK/sim
+
+cleanup() {
+  "$SIM" stop "$SIMDIR" --purge >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -f $WORK/out ]] && { echo "--- stdout:" >&2; cat "$WORK/out" >&2; }
+  [[ -f $WORK/err ]] && { echo "--- stderr:" >&2; cat "$WORK/err" >&2; }
+  exit 1
+}
+step() { echo "== $*"; }
+
+# fleet with the test repo; output in $WORK/out and $WORK/err.
+fl() {
+  "$FLEET" -C "$REPO" --no-color "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+}
+# expect_rc CODE fleet-args...: runs fl and checks the exit code.
+expect_rc() {
+  local want=$1 rc=0
+  shift
+  fl "$@" || rc=$?
+  [[ $rc == "$want" ]] || fail "fleet $* exited $rc, expected $want"
+}
+expect_out() { grep -qF -- "$1" "$WORK/out" "$WORK/err" || fail "output lacks: $1"; }
+expect_no_out() { ! grep -qF -- "$1" "$WORK/out" "$WORK/err" || fail "output has: $1"; }
+no_crash() {
+  ! grep -qE 'terminate called|Segmentation|Aborted|internal error|what\(\)' "$WORK/out" "$WORK/err" ||
+    fail "crash in output"
+}
+
+start_fleet() {  # start_fleet N [fleet-sim start options]
+  local n=$1
+  shift
+  "$SIM" start "$SIMDIR" --nodes "$n" "$@" >"$WORK/sim.log" 2>&1 || {
+    cat "$WORK/sim.log" >&2
+    fail "fleet-sim start"
+  }
+}
+mkrepo() { python3 "$ROOT/tests/integration/mkrepo.py" --sim "$SIMDIR" --out "$REPO" "$@"; }
+
+state_file() { echo "$REPO/.fleet/state.json"; }
+state_serial() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["serial"])' "$(state_file)"; }
+state_parses() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1"; }
+node_root() { python3 -c 'import json,sys; print([n["root"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0])' "$SIMDIR/sim.json" "$1"; }
+param() { cat "$(node_root "$1")/sys/module/nvidia_drm/parameters/$2"; }
+
+# After an apply: plan shows nothing to do, and a second apply changes
+# nothing, not even the serial.
+assert_converged() {
+  local serial
+  expect_rc 0 plan --detailed-exitcode
+  serial=$(state_serial)
+  expect_rc 0 apply --auto-approve
+  expect_out "No changes"
+  [[ $(state_serial) == "$serial" ]] || fail "second apply bumped serial $serial -> $(state_serial)"
+}

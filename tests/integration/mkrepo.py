@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Writes a manifests repo (fleet.yaml) for a running simulated fleet.
+
+Reads the sim's sim.json (nodes, ports, users, keys) and emits contract-v1
+YAML, with per-test variations given as flags.
+"""
+import argparse
+import json
+import os
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sim", required=True, help="fleet-sim directory")
+    ap.add_argument("--out", required=True, help="repo directory to write")
+    ap.add_argument("--unlock", default="", help="nodes with display_ram: unlocked")
+    ap.add_argument("--hostname", action="append", default=[],
+                    help="NODE=NAME: expect another hostname")
+    ap.add_argument("--power", action="store_true", help="declare switches")
+    ap.add_argument("--power-off", default="", help="nodes declared power: off")
+    ap.add_argument("--ha-url", default="", help="override the controller URL")
+    ap.add_argument("--only", default="", help="only these nodes")
+    args = ap.parse_args()
+
+    sim = json.load(open(os.path.join(args.sim, "sim.json")))
+    unlock = set(filter(None, args.unlock.split(",")))
+    off = set(filter(None, args.power_off.split(",")))
+    only = set(filter(None, args.only.split(",")))
+    hostnames = dict(h.split("=", 1) for h in args.hostname)
+
+    lines = ["version: 1", "fleet: sim",
+             "ssh: {identity: %s, known_hosts: %s}" % (json.dumps(sim["identity"]),
+                                                      json.dumps(sim["known_hosts"]))]
+    if args.power:
+        ha = sim["ha"]
+        lines.append("power: {kind: home-assistant, url: %s, token_env: %s}" %
+                     (json.dumps(args.ha_url or ha["url"]), ha["token_env"]))
+    lines.append("nodes:")
+    for n in sim["nodes"]:
+        name = n["name"]
+        if only and name not in only:
+            continue
+        lines += [
+            "  %s:" % name,
+            "    address: 127.0.0.1",
+            "    ssh: {user: %s, port: %d}" % (n["user"], n["port"]),
+            "    hostname: %s" % hostnames.get(name, name),
+            "    container_cli: podman",
+            "    display_ram: %s" % ("unlocked" if name in unlock else "default"),
+            "    paths: {hf_cache: /srv/hf/hub, sysfs: /srv/sys, dev: /srv/dev}",
+        ]
+        if args.power:
+            lines.append("    power: {switch: switch.%s, state: %s}" %
+                         (name, "off" if name in off else "on"))
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "fleet.yaml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
