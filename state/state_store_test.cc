@@ -1,0 +1,462 @@
+// Tests of the local state store: atomic saves, backups, modes, crash safety
+// and the cross-process lock. Writers and lock holders are forked children,
+// so that the kernel's view (flock per open file, SIGKILL mid-write) is real.
+#include "state/state_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fleet {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class StateStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fleet_state_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ + "/fleet";  // not created: the store must create it
+    path_ = dir_ + "/state.json";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  std::string root_, dir_, path_;
+};
+
+State MakeState(uint64_t serial, int records = 3) {
+  State s;
+  s.lineage = "11111111-2222-4333-8444-555555555555";
+  s.serial = serial;
+  for (int i = 0; i < records; ++i) {
+    ResourceRecord r;
+    r.address = "node.n" + std::to_string(i);
+    r.type = "node";
+    r.node = "n" + std::to_string(i);
+    r.attributes = {{"serial", serial}, {"pad", std::string(200, 'x')}};
+    r.updated_at = "2026-11-29T17:35:24Z";
+    s.Upsert(std::move(r));
+  }
+  return s;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 07777;
+  return st.st_mode & 07777;
+}
+
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+TEST_F(StateStoreTest, LoadMissingIsEmptyWithFreshLineage) {
+  auto store = MakeLocalStateStore(path_);
+  auto a = store->Load();
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->serial, 0u);
+  EXPECT_EQ(a->version, 1);
+  EXPECT_TRUE(a->resources.empty());
+  EXPECT_EQ(a->lineage.size(), 36u);
+  auto b = store->Load();
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(a->lineage, b->lineage);  // nothing was written
+  EXPECT_FALSE(fs::exists(dir_));
+  EXPECT_EQ(store->Describe(), path_);
+}
+
+TEST_F(StateStoreTest, SaveThenLoadEquals) {
+  auto store = MakeLocalStateStore(path_);
+  State s = MakeState(7);
+  ASSERT_TRUE(store->Save(s).ok());
+  auto back = store->Load();
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->ToJson(), s.ToJson());
+  EXPECT_EQ(ModeOf(dir_), 0700u);
+  // Only the state itself: no temp file, and no backup before a second save.
+  EXPECT_EQ(Names(dir_), std::vector<std::string>{"state.json"});
+}
+
+TEST_F(StateStoreTest, ModesIgnoreTheUmask) {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    mode_t old = ::umask(mask);
+    auto store = MakeLocalStateStore(path_);
+    Status s1 = store->Save(MakeState(1));
+    Status s2 = store->Save(MakeState(2));
+    auto lock = store->Lock("test");
+    std::string lock_mode_path = path_ + ".lock";
+    mode_t lock_mode = ModeOf(lock_mode_path);
+    ::umask(old);
+    ASSERT_TRUE(s1.ok()) << s1.message();
+    ASSERT_TRUE(s2.ok()) << s2.message();
+    ASSERT_TRUE(lock.ok()) << lock.status().message();
+    EXPECT_EQ(ModeOf(path_), 0600u);
+    EXPECT_EQ(ModeOf(path_ + ".backup"), 0600u);
+    EXPECT_EQ(ModeOf(dir_), 0700u);
+    EXPECT_EQ(lock_mode, 0600u);
+  }
+}
+
+TEST_F(StateStoreTest, BackupHoldsThePreviousVersion) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->Save(MakeState(1)).ok());
+  ASSERT_TRUE(store->Save(MakeState(2)).ok());
+  auto backup = State::FromJson(json::parse(ReadFile(path_ + ".backup")));
+  ASSERT_TRUE(backup.ok()) << backup.status().message();
+  EXPECT_EQ(backup->serial, 1u);
+  ASSERT_TRUE(store->Save(MakeState(3)).ok());
+  backup = State::FromJson(json::parse(ReadFile(path_ + ".backup")));
+  ASSERT_TRUE(backup.ok());
+  EXPECT_EQ(backup->serial, 2u);
+  EXPECT_EQ(store->Load()->serial, 3u);
+  // The backup is its own file, not a link to the current one.
+  struct stat a, b;
+  ASSERT_EQ(::stat(path_.c_str(), &a), 0);
+  ASSERT_EQ(::stat((path_ + ".backup").c_str(), &b), 0);
+  EXPECT_NE(a.st_ino, b.st_ino);
+  EXPECT_EQ(a.st_nlink, 1u);
+}
+
+TEST_F(StateStoreTest, UnparseableFileNamesItAndTheBackup) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->Save(MakeState(1)).ok());
+  ASSERT_TRUE(store->Save(MakeState(2)).ok());
+  for (const char* text :
+       {"{\"version\": 1, \"lineage\": \"x\", \"ser", "", "[1,2]",
+        "{\"version\":1,\"lineage\":\"x\",\"serial\":\"7\"}"}) {
+    SCOPED_TRACE(text);
+    WriteFile(path_, text);
+    auto r = store->Load();
+    ASSERT_FALSE(r.ok());
+    EXPECT_TRUE(Contains(r.status().message(), path_)) << r.status().message();
+    EXPECT_TRUE(Contains(r.status().message(),
+                         "the previous version is at " + path_ + ".backup"))
+        << r.status().message();
+  }
+}
+
+TEST_F(StateStoreTest, NewerVersionSaysSo) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(fs::create_directories(dir_));
+  WriteFile(path_, R"({"version": 9, "whatever": true})");
+  auto r = store->Load();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(),
+                       "state written by a newer fleet (version 9)"))
+      << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), path_));
+}
+
+TEST_F(StateStoreTest, UnreadableFileIsAnError) {
+  ASSERT_TRUE(fs::create_directories(path_));  // a directory where the file is
+  auto r = MakeLocalStateStore(path_)->Load();
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(Contains(r.status().message(), path_)) << r.status().message();
+  EXPECT_TRUE(Contains(r.status().message(), ".backup"));
+}
+
+TEST_F(StateStoreTest, RefusesToSaveWhatLoadWouldReject) {
+  auto store = MakeLocalStateStore(path_);
+  State s = MakeState(1);
+  s.resources.push_back(s.resources[0]);  // duplicate address
+  Status st = store->Save(s);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(Contains(st.message(), "duplicate address")) << st.message();
+  State no_lineage = MakeState(1);
+  no_lineage.lineage.clear();
+  EXPECT_FALSE(store->Save(no_lineage).ok());
+  EXPECT_FALSE(fs::exists(path_));
+}
+
+// A pid that is certainly dead: a child we already reaped.
+pid_t DeadPid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  ::waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+TEST_F(StateStoreTest, SaveRemovesTempFilesOfDeadWriters) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->Save(MakeState(1)).ok());
+  std::string dead = std::to_string(DeadPid());
+  WriteFile(path_ + ".tmp." + dead, "{torn");
+  WriteFile(path_ + ".backup.tmp." + dead, "{torn");
+  WriteFile(path_ + ".tmp." + std::to_string(::getpid()), "{mine");
+  // A live writer's file stays (only a caller ignoring the lock makes one).
+  pid_t live = ::fork();
+  if (live == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  std::string live_tmp = path_ + ".tmp." + std::to_string(live);
+  WriteFile(live_tmp, "{busy");
+  WriteFile(dir_ + "/unrelated.tmp.1", "x");
+
+  Status saved = store->Save(MakeState(2));
+  std::vector<std::string> names = Names(dir_);
+  // Reap the live writer before any assertion can end the test.
+  ::kill(live, SIGKILL);
+  ::waitpid(live, nullptr, 0);
+  ASSERT_TRUE(saved.ok()) << saved.message();
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"state.json", "state.json.backup",
+                                      "state.json.tmp." + std::to_string(live),
+                                      "unrelated.tmp.1"}));
+  ASSERT_TRUE(store->Save(MakeState(3)).ok());  // now it is dead: removed
+  EXPECT_FALSE(fs::exists(live_tmp));
+}
+
+// A writer saving in a loop, killed at random moments: every kill must leave
+// a state that loads, a backup that loads, and no temp file but the victim's
+// (which the next writer's Save removes).
+TEST_F(StateStoreTest, KillDuringSaveNeverTearsTheFile) {
+  std::mt19937 rng(20261129);
+  std::uniform_int_distribution<int> delay_us(0, 15000);
+  uint64_t last_serial = 0;
+  for (int i = 0; i < 50; ++i) {
+    SCOPED_TRACE("iteration " + std::to_string(i));
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(ready[0]);
+      auto store = MakeLocalStateStore(path_);
+      auto lock = store->Lock("crash test");
+      if (!lock.ok()) ::_exit(2);
+      auto loaded = store->Load();
+      if (!loaded.ok()) ::_exit(3);
+      State s = std::move(loaded).value();
+      bool told = false;
+      for (;;) {
+        ++s.serial;
+        ResourceRecord r;
+        r.address = "model.m" + std::to_string(s.serial % 64) + "@nas";
+        r.type = "model";
+        r.node = "nas";
+        r.attributes = {{"serial", s.serial}, {"pad", std::string(4096, 'y')}};
+        s.Upsert(std::move(r));
+        if (!store->Save(s).ok()) ::_exit(4);
+        if (!told) {
+          // One save done: the previous victim's temp file is gone by now.
+          told = ::write(ready[1], "x", 1) == 1;
+        }
+      }
+    }
+    ::close(ready[1]);
+    char c;
+    ssize_t n = ::read(ready[0], &c, 1);
+    ::close(ready[0]);
+    if (n != 1) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      FAIL() << "writer died early, status " << status;
+    }
+    ::usleep(static_cast<useconds_t>(delay_us(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited with " << status;
+
+    auto loaded = MakeLocalStateStore(path_)->Load();
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_GT(loaded->serial, last_serial);
+    last_serial = loaded->serial;
+    if (fs::exists(path_ + ".backup")) {
+      auto backup = State::FromJson(
+          json::parse(ReadFile(path_ + ".backup"), nullptr, false));
+      EXPECT_TRUE(backup.ok()) << backup.status().message();
+    }
+    const std::string victim = "." + std::to_string(pid);
+    for (const std::string& name : Names(dir_)) {
+      if (!Contains(name, ".tmp.")) continue;
+      EXPECT_TRUE(
+          name.size() > victim.size() &&
+          name.compare(name.size() - victim.size(), victim.size(), victim) == 0)
+          << "stray temp file " << name;
+    }
+  }
+  // And the next save cleans up after the last victim.
+  auto store = MakeLocalStateStore(path_);
+  auto loaded = store->Load();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_TRUE(store->Save(*loaded).ok());
+  for (const std::string& name : Names(dir_)) {
+    EXPECT_FALSE(Contains(name, ".tmp.")) << name;
+  }
+}
+
+// A child that takes the lock, reports its id, and holds it until told to
+// release (a byte on *release_fd) or killed.
+pid_t SpawnLockHolder(const std::string& path, std::string* id,
+                      int* release_fd) {
+  int ready[2], release[2];
+  if (::pipe(ready) != 0 || ::pipe(release) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(ready[0]);
+    ::close(release[1]);
+    auto store = MakeLocalStateStore(path);
+    auto lock = store->Lock("apply");
+    if (!lock.ok()) ::_exit(2);
+    std::string msg = (*lock)->info().id + "\n";
+    if (::write(ready[1], msg.data(), msg.size()) !=
+        static_cast<ssize_t>(msg.size()))
+      ::_exit(3);
+    char c;
+    while (::read(release[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    lock = Status::Error("released");  // runs the lock's destructor
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  ::close(release[0]);
+  id->clear();
+  char c;
+  while (::read(ready[0], &c, 1) == 1 && c != '\n') id->push_back(c);
+  ::close(ready[0]);
+  *release_fd = release[1];
+  return pid;
+}
+
+TEST_F(StateStoreTest, LockHeldElsewhereFailsFastAndDiesWithItsHolder) {
+  std::string id;
+  int release_fd;
+  pid_t child = SpawnLockHolder(path_, &id, &release_fd);
+  ASSERT_GT(child, 0);
+  ASSERT_FALSE(id.empty());
+
+  auto store = MakeLocalStateStore(path_);
+  auto t0 = std::chrono::steady_clock::now();
+  auto denied = store->Lock("plan");
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - t0)
+                .count();
+  ASSERT_FALSE(denied.ok());
+  EXPECT_LT(ms, 250) << "Lock() must not wait for the holder";
+  const std::string& msg = denied.status().message();
+  EXPECT_TRUE(Contains(msg, "pid " + std::to_string(child))) << msg;
+  EXPECT_TRUE(Contains(msg, "@")) << msg;
+  EXPECT_TRUE(Contains(msg, "(apply)")) << msg;
+  EXPECT_TRUE(Contains(msg, " since ")) << msg;
+  EXPECT_TRUE(Contains(msg, "lock id " + id)) << msg;
+  EXPECT_TRUE(Contains(msg, "fleet force-unlock " + id)) << msg;
+
+  // kill -9: the kernel drops the flock; the stale info is simply replaced.
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(release_fd);
+  EXPECT_TRUE(fs::exists(path_ + ".lock"));
+  auto mine = store->Lock("plan");
+  ASSERT_TRUE(mine.ok()) << mine.status().message();
+  EXPECT_EQ((*mine)->info().pid, ::getpid());
+  EXPECT_EQ((*mine)->info().operation, "plan");
+  EXPECT_NE((*mine)->info().id, id);
+  json on_disk = json::parse(ReadFile(path_ + ".lock"));
+  EXPECT_EQ(on_disk["id"], (*mine)->info().id);
+  EXPECT_EQ(on_disk["pid"], ::getpid());
+
+  // Released by the destructor: the file goes, the next Lock succeeds.
+  mine = Status::Error("dropped");
+  EXPECT_FALSE(fs::exists(path_ + ".lock"));
+  EXPECT_TRUE(store->Lock("plan").ok());
+}
+
+TEST_F(StateStoreTest, LockIsExclusiveWithinOneProcessToo) {
+  auto a = MakeLocalStateStore(path_);
+  auto b = MakeLocalStateStore(path_);
+  auto la = a->Lock("apply");
+  ASSERT_TRUE(la.ok()) << la.status().message();
+  auto lb = b->Lock("destroy");
+  ASSERT_FALSE(lb.ok());
+  EXPECT_TRUE(Contains(lb.status().message(), (*la)->info().id));
+  EXPECT_TRUE(
+      Contains((*la)->info().holder, " pid " + std::to_string(::getpid())));
+}
+
+TEST_F(StateStoreTest, ForceUnlock) {
+  auto store = MakeLocalStateStore(path_);
+  Status none = store->ForceUnlock("abc");
+  ASSERT_FALSE(none.ok());
+  EXPECT_TRUE(Contains(none.message(), "no lock held")) << none.message();
+
+  std::string id;
+  int release_fd;
+  pid_t child = SpawnLockHolder(path_, &id, &release_fd);
+  ASSERT_GT(child, 0);
+
+  Status wrong = store->ForceUnlock("0123456789abcdef");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(Contains(wrong.message(), id)) << wrong.message();
+  EXPECT_FALSE(store->Lock("apply").ok());
+
+  ASSERT_TRUE(store->ForceUnlock(id).ok());
+  // The old holder still lives (and still holds its flock on the unlinked
+  // file), yet a new lock is granted.
+  ASSERT_EQ(::kill(child, 0), 0);
+  auto mine = store->Lock("apply");
+  ASSERT_TRUE(mine.ok()) << mine.status().message();
+
+  // When the old holder finally releases, it must not remove our lock file.
+  ASSERT_EQ(::write(release_fd, "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ::close(release_fd);
+  EXPECT_TRUE(fs::exists(path_ + ".lock"));
+  auto other = MakeLocalStateStore(path_)->Lock("destroy");
+  ASSERT_FALSE(other.ok());
+  EXPECT_TRUE(Contains(other.status().message(), (*mine)->info().id));
+
+  // A stale force-unlock command cannot break the newer lock.
+  Status stale = store->ForceUnlock(id);
+  ASSERT_FALSE(stale.ok());
+  EXPECT_TRUE(Contains(stale.message(), (*mine)->info().id)) << stale.message();
+}
+
+}  // namespace
+}  // namespace fleet
