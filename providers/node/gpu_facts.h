@@ -1,0 +1,103 @@
+// GPU facts of a node and the memory budget check built on them.
+//
+// The facts come from fleet-probe (src/probe/fleet_probe.cc, which asks the
+// CUDA driver) or, when that is not installed, from nvidia-smi. On unified-
+// memory GPUs (DGX Spark / GB10) nvidia-smi reports memory as [N/A]; such a
+// figure is unknown here (std::nullopt), never zero, and the budget check
+// answers "unknown" for it rather than yes or no.
+#ifndef FLEET_PROVIDERS_NODE_GPU_FACTS_H_
+#define FLEET_PROVIDERS_NODE_GPU_FACTS_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fleet {
+
+struct GpuProcess {
+  uint32_t pid = 0;
+  std::optional<uint64_t> used_bytes;  // NVML gives none on unified memory
+
+  friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
+};
+
+struct GpuInfo {
+  int index = 0;     // PCI bus order, as nvidia-smi and `docker --gpus` count
+  std::string name;  // "NVIDIA GB10"; empty when unknown
+  std::string uuid;  // "GPU-…"; empty when unknown
+  std::string compute_capability;  // "12.1"; empty when unknown
+  std::optional<uint64_t> memory_total_bytes;
+  std::optional<uint64_t> memory_free_bytes;
+  // Shares the host's RAM (CUDA's INTEGRATED attribute). false when unknown:
+  // nvidia-smi cannot tell.
+  bool unified_memory = false;
+  std::vector<GpuProcess> processes;
+  bool processes_known = false;     // false: `processes` is empty, not "none"
+  std::vector<std::string> errors;  // why a figure above is unknown
+
+  friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
+};
+
+struct GpuFacts {
+  std::string source;  // "fleet-probe" | "nvidia-smi" | "none"
+  std::vector<GpuInfo> gpus;
+  std::optional<uint64_t> host_mem_total_bytes;
+  std::optional<uint64_t> host_mem_available_bytes;  // /proc/meminfo
+  std::string driver_version;  // NVIDIA driver ("580.95.05"); empty if unknown
+  // For the operator, e.g. why there is no GPU or why memory is unknown:
+  // "memory unknown: nvidia-smi reports [N/A] (unified memory?); install
+  // fleet-probe".
+  std::string note;
+
+  friend bool operator==(const GpuFacts&, const GpuFacts&) = default;
+};
+
+// Parses the JSON document fleet-probe prints (probe_version 1). On success
+// fills *out (source "fleet-probe") and returns true; on malformed input
+// returns false with *error saying where, and leaves *out untouched.
+bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error);
+
+// Parses the output of
+//   nvidia-smi
+//   --query-gpu=index,name,uuid,memory.total,memory.free,driver_version
+//              --format=csv,noheader,nounits
+// (memory in MiB). A bracketed value such as [N/A] or [Not Supported] makes
+// that figure unknown. Empty output or "No devices were found" means no GPU.
+// Same success/failure contract as ParseProbeJson (source "nvidia-smi").
+bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
+                       std::string* error);
+
+// GpuFacts as JSON for the state file and saved plans; unknown figures are
+// null. GpuFactsFromJson(GpuFactsToJson(f)) == f. On failure returns false
+// with *error (when given) saying where, and leaves *out untouched.
+nlohmann::json GpuFactsToJson(const GpuFacts& facts);
+bool GpuFactsFromJson(const nlohmann::json& json, GpuFacts* out,
+                      std::string* error = nullptr);
+
+// One line for `fleet status` / `fleet probe`, e.g. "GPU 0 (NVIDIA GB10,
+// unified) 96.3 GiB free of 119.7 GiB, host MemAvailable 110.4 GiB"; says
+// "unknown" with the reason where memory is unknown, or why there is no GPU.
+std::string DescribeGpuMemory(const GpuFacts& facts);
+
+struct BudgetAnswer {
+  bool fits = false;
+  bool known = false;  // false: memory is unknown, so neither yes nor no
+  // The arithmetic in GiB, e.g. "needs 120.0 GiB, GPU 0 (NVIDIA GB10,
+  // unified) has 96.3 GiB free of 119.7 GiB: short by 23.7 GiB; ...".
+  std::string explanation;
+};
+
+// Does `need_bytes` of GPU memory fit on GPU `gpu_index` (-1: on any one GPU
+// of the node, the one with the most free memory)? Decides on each GPU's free
+// memory as the CUDA driver reports it; for unified memory the explanation
+// also gives the host's MemAvailable. Unknown memory gives known=false and
+// fits=false, with the reason.
+BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes,
+                               int gpu_index = -1);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_NODE_GPU_FACTS_H_

@@ -1,0 +1,792 @@
+// fleet-probe: prints one JSON document with this node's host memory and the
+// facts of its GPUs, read from the CUDA driver (and from NVML when present).
+//
+// Why it exists: on unified-memory GPUs (DGX Spark / GB10) nvidia-smi and NVML
+// report GPU memory as [N/A], while the CUDA driver's cuMemGetInfo answers.
+// fleet may copy this file to a node and build it there with
+//   c++ -O2 -std=c++17 fleet_probe.cc -ldl -o fleet-probe
+// so it stays one self-contained C++17 source file with no dependencies.
+//
+// Contract:
+// - libcuda.so.1 and libnvidia-ml.so.1 are dlopen()ed, never linked: the same
+//   binary runs on nodes without a GPU or a driver and says so.
+// - stdout carries exactly one JSON document (probe_version 1):
+//     {"probe_version":1,
+//      "host":{"mem_total_bytes":N,"mem_available_bytes":N,"swap_free_bytes":N},
+//      "cuda":{"available":B,"driver_version":"13.0","error":S},
+//      "nvml":{"available":B,"driver_version":"580.95.05","error":S},
+//      "gpus":[{"index":0,"name":S,"uuid":"GPU-…","compute_capability":"12.1",
+//               "memory_total_bytes":N,"memory_free_bytes":N,
+//               "unified_memory":B,"processes":[{"pid":N,"used_bytes":N}],
+//               "errors":[S]}]}
+//   Any value that could not be read is null, never 0 or false. "processes"
+//   is null when NVML could not list them. cuda.available is true when
+//   cuInit succeeded; otherwise "gpus" is [] and cuda.error says why.
+// - Errors of CUDA or NVML calls on one GPU go to that GPU's "errors"; they
+//   never abort the probe.
+// - Exit 0 whenever the document was written (no GPU and no driver included),
+//   1 on an internal error (stdout not writable), 2 on a bad command line.
+// - GPU indexes follow PCI bus order, as nvidia-smi and `docker --gpus` count.
+// - To ask cuMemGetInfo, the probe retains each GPU's primary context for a
+//   moment, which briefly costs that GPU a little memory.
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifdef FLEET_PROBE_HAVE_CUDA_H
+#include <cuda.h>
+
+#include <type_traits>
+#else
+// The few cuda.h (CUDA 13.0) types used here, ABI-identical to the header's:
+// its enums CUresult and CUdevice_attribute are int-sized. A build with the
+// toolkit checks all of these against cuda.h (static_asserts below).
+typedef int CUresult;
+typedef int CUdevice;
+typedef int CUdevice_attribute;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUuuid_st {
+  char bytes[16];
+} CUuuid;
+#endif
+
+namespace {
+
+constexpr int kProbeVersion = 1;
+
+// cuda.h values, spelled out so that the standalone build needs no header.
+constexpr int kCudaSuccess = 0;
+constexpr int kAttrIntegrated = 18;  // CU_DEVICE_ATTRIBUTE_INTEGRATED
+constexpr int kAttrComputeCapabilityMajor = 75;
+constexpr int kAttrComputeCapabilityMinor = 76;
+
+// Driver API entry points, by the versioned symbol that cuda.h 13.0 maps each
+// name to. _v2 matters: cuDeviceTotalMem and cuMemGetInfo without it take
+// 32-bit sizes. The primary context (retain + set current) is used instead of
+// cuCtxCreate, whose signature changed in CUDA 13 (cuCtxCreate_v4).
+using CuInitFn = CUresult (*)(unsigned int);
+using CuDriverGetVersionFn = CUresult (*)(int*);
+using CuDeviceGetCountFn = CUresult (*)(int*);
+using CuDeviceGetFn = CUresult (*)(CUdevice*, int);
+using CuDeviceGetNameFn = CUresult (*)(char*, int, CUdevice);
+using CuDeviceGetUuidFn = CUresult (*)(CUuuid*, CUdevice);
+using CuDeviceGetAttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+using CuDeviceTotalMemFn = CUresult (*)(size_t*, CUdevice);
+using CuDevicePrimaryCtxRetainFn = CUresult (*)(CUcontext*, CUdevice);
+using CuDevicePrimaryCtxReleaseFn = CUresult (*)(CUdevice);
+using CuCtxSetCurrentFn = CUresult (*)(CUcontext);
+using CuMemGetInfoFn = CUresult (*)(size_t*, size_t*);
+using CuGetErrorTextFn = CUresult (*)(CUresult, const char**);
+
+#ifdef FLEET_PROBE_HAVE_CUDA_H
+static_assert(CUDA_SUCCESS == kCudaSuccess);
+static_assert(CU_DEVICE_ATTRIBUTE_INTEGRATED == kAttrIntegrated);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
+              kAttrComputeCapabilityMajor);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
+              kAttrComputeCapabilityMinor);
+static_assert(sizeof(CUresult) == sizeof(int));
+static_assert(sizeof(CUdevice_attribute) == sizeof(int));
+static_assert(std::is_same_v<CUdevice, int>);
+static_assert(sizeof(CUuuid) == 16);
+static_assert(std::is_same_v<CuInitFn, decltype(&cuInit)>);
+static_assert(
+    std::is_same_v<CuDriverGetVersionFn, decltype(&cuDriverGetVersion)>);
+static_assert(std::is_same_v<CuDeviceGetCountFn, decltype(&cuDeviceGetCount)>);
+static_assert(std::is_same_v<CuDeviceGetFn, decltype(&cuDeviceGet)>);
+static_assert(std::is_same_v<CuDeviceGetNameFn, decltype(&cuDeviceGetName)>);
+static_assert(std::is_same_v<CuDeviceGetUuidFn, decltype(&cuDeviceGetUuid_v2)>);
+static_assert(
+    std::is_same_v<CuDeviceGetAttributeFn, decltype(&cuDeviceGetAttribute)>);
+static_assert(
+    std::is_same_v<CuDeviceTotalMemFn, decltype(&cuDeviceTotalMem_v2)>);
+static_assert(std::is_same_v<CuDevicePrimaryCtxRetainFn,
+                             decltype(&cuDevicePrimaryCtxRetain)>);
+static_assert(std::is_same_v<CuDevicePrimaryCtxReleaseFn,
+                             decltype(&cuDevicePrimaryCtxRelease_v2)>);
+static_assert(std::is_same_v<CuCtxSetCurrentFn, decltype(&cuCtxSetCurrent)>);
+static_assert(std::is_same_v<CuMemGetInfoFn, decltype(&cuMemGetInfo_v2)>);
+static_assert(std::is_same_v<CuGetErrorTextFn, decltype(&cuGetErrorName)>);
+static_assert(std::is_same_v<CuGetErrorTextFn, decltype(&cuGetErrorString)>);
+#endif
+
+// NVML, declared here because nvml.h ships with neither the toolkit nor CI.
+// nvmlReturn_t is an int-sized enum; NvmlProcessInfo is nvmlProcessInfo_t as
+// the _v3 process calls fill it.
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr nvmlReturn_t kNvmlErrorInsufficientSize = 7;
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+constexpr unsigned int kNvmlDriverVersionBufferSize = 80;
+
+using NvmlInitFn = nvmlReturn_t (*)();
+using NvmlShutdownFn = nvmlReturn_t (*)();
+using NvmlErrorStringFn = const char* (*)(nvmlReturn_t);
+using NvmlSystemGetDriverVersionFn = nvmlReturn_t (*)(char*, unsigned int);
+using NvmlDeviceGetHandleByUuidFn = nvmlReturn_t (*)(const char*,
+                                                     nvmlDevice_t*);
+using NvmlDeviceGetComputeRunningProcessesFn =
+    nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfo*);
+
+// ---------------------------------------------------------------------------
+// What the probe found.
+
+struct HostReport {
+  std::optional<uint64_t> mem_total_bytes;
+  std::optional<uint64_t> mem_available_bytes;
+  std::optional<uint64_t> swap_free_bytes;
+};
+
+struct LibraryReport {
+  bool available = false;
+  std::optional<std::string> driver_version;
+  std::optional<std::string> error;
+};
+
+struct ProcessReport {
+  uint32_t pid = 0;
+  std::optional<uint64_t> used_bytes;
+};
+
+struct GpuReport {
+  int index = 0;
+  std::optional<std::string> name;
+  std::optional<std::string> uuid;
+  std::optional<std::string> compute_capability;
+  std::optional<uint64_t> memory_total_bytes;
+  std::optional<uint64_t> memory_free_bytes;
+  std::optional<bool> unified_memory;
+  std::optional<std::vector<ProcessReport>> processes;
+  std::vector<std::string> errors;
+};
+
+struct Report {
+  HostReport host;
+  LibraryReport cuda;
+  LibraryReport nvml;
+  std::vector<GpuReport> gpus;
+};
+
+// ---------------------------------------------------------------------------
+// JSON output, by hand (no dependencies). Strings are escaped and invalid
+// UTF-8 (e.g. in a dlerror() message) becomes U+FFFD, so that strict parsers
+// accept the document.
+
+class JsonWriter {
+ public:
+  explicit JsonWriter(bool pretty) : pretty_(pretty) {}
+
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(std::string_view key) {
+    BeginElement();
+    AppendString(key);
+    out_ += pretty_ ? ": " : ":";
+    after_key_ = true;
+  }
+  void String(std::string_view s) {
+    BeginValue();
+    AppendString(s);
+  }
+  void Uint(uint64_t v) {
+    BeginValue();
+    out_ += std::to_string(v);
+  }
+  void Bool(bool v) {
+    BeginValue();
+    out_ += v ? "true" : "false";
+  }
+  void Null() {
+    BeginValue();
+    out_ += "null";
+  }
+  void OptString(const std::optional<std::string>& s) {
+    if (s) {
+      String(*s);
+    } else {
+      Null();
+    }
+  }
+  void OptUint(const std::optional<uint64_t>& v) {
+    if (v) {
+      Uint(*v);
+    } else {
+      Null();
+    }
+  }
+  void OptBool(const std::optional<bool>& v) {
+    if (v) {
+      Bool(*v);
+    } else {
+      Null();
+    }
+  }
+
+  // The document, ending in a newline.
+  std::string Finish() { return out_ + "\n"; }
+
+ private:
+  void Open(char c) {
+    BeginValue();
+    out_ += c;
+    counts_.push_back(0);
+  }
+  void Close(char c) {
+    const bool empty = counts_.back() == 0;
+    counts_.pop_back();
+    if (!empty) Newline();
+    out_ += c;
+  }
+  void BeginValue() {
+    if (after_key_) {
+      after_key_ = false;
+    } else if (!counts_.empty()) {
+      BeginElement();
+    }
+  }
+  void BeginElement() {
+    if (counts_.back()++ > 0) out_ += ',';
+    Newline();
+  }
+  void Newline() {
+    if (!pretty_) return;
+    out_ += '\n';
+    out_.append(2 * counts_.size(), ' ');
+  }
+
+  // Length of the valid UTF-8 sequence starting at s[i], 0 if invalid.
+  static size_t Utf8Length(std::string_view s, size_t i) {
+    const auto byte = [&](size_t k) -> int {
+      return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0;
+    };
+    const int c = byte(0);
+    size_t len = 0;
+    int lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // overlong
+      if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;  // overlong
+      if (c == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return 0;
+    }
+    if (byte(1) < lo || byte(1) > hi) return 0;
+    for (size_t k = 2; k < len; ++k) {
+      if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+    }
+    return len;
+  }
+
+  void AppendString(std::string_view s) {
+    out_ += '"';
+    for (size_t i = 0; i < s.size();) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c >= 0x80) {
+        const size_t len = Utf8Length(s, i);
+        if (len == 0) {
+          out_ += "\\ufffd";
+          ++i;
+        } else {
+          out_.append(s.substr(i, len));
+          i += len;
+        }
+        continue;
+      }
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        default:
+          if (c < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+            out_ += buf;
+          } else {
+            out_ += static_cast<char>(c);
+          }
+      }
+      ++i;
+    }
+    out_ += '"';
+  }
+
+  bool pretty_;
+  bool after_key_ = false;
+  std::vector<int> counts_;  // elements written so far, per open container
+  std::string out_;
+};
+
+// ---------------------------------------------------------------------------
+// Host memory from /proc/meminfo; a figure it lacks stays null.
+
+void ReadHostMemory(HostReport* host) {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return;
+  char line[256];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    char key[64];
+    unsigned long long kib = 0;
+    if (std::sscanf(line, "%63[^:]: %llu kB", key, &kib) != 2) continue;
+    const uint64_t bytes = static_cast<uint64_t>(kib) * 1024;
+    if (std::strcmp(key, "MemTotal") == 0) {
+      host->mem_total_bytes = bytes;
+    } else if (std::strcmp(key, "MemAvailable") == 0) {
+      host->mem_available_bytes = bytes;
+    } else if (std::strcmp(key, "SwapFree") == 0) {
+      host->swap_free_bytes = bytes;
+    }
+  }
+  std::fclose(f);
+}
+
+// ---------------------------------------------------------------------------
+// CUDA.
+
+std::string DlError(const char* library) {
+  const char* e = dlerror();
+  return e != nullptr ? std::string(e)
+                      : std::string(library) + ": dlopen failed";
+}
+
+template <typename Fn>
+Fn Symbol(void* library, const char* name) {
+  return reinterpret_cast<Fn>(dlsym(library, name));
+}
+
+struct Cuda {
+  CuInitFn init = nullptr;
+  CuDriverGetVersionFn driver_get_version = nullptr;
+  CuDeviceGetCountFn device_get_count = nullptr;
+  CuDeviceGetFn device_get = nullptr;
+  CuDeviceGetNameFn device_get_name = nullptr;
+  CuDeviceGetUuidFn device_get_uuid = nullptr;
+  CuDeviceGetAttributeFn device_get_attribute = nullptr;
+  CuDeviceTotalMemFn device_total_mem = nullptr;
+  CuDevicePrimaryCtxRetainFn primary_ctx_retain = nullptr;
+  CuDevicePrimaryCtxReleaseFn primary_ctx_release = nullptr;
+  CuCtxSetCurrentFn ctx_set_current = nullptr;
+  CuMemGetInfoFn mem_get_info = nullptr;
+  CuGetErrorTextFn get_error_name = nullptr;
+  CuGetErrorTextFn get_error_string = nullptr;
+
+  void Resolve(void* lib) {
+    init = Symbol<CuInitFn>(lib, "cuInit");
+    driver_get_version =
+        Symbol<CuDriverGetVersionFn>(lib, "cuDriverGetVersion");
+    device_get_count = Symbol<CuDeviceGetCountFn>(lib, "cuDeviceGetCount");
+    device_get = Symbol<CuDeviceGetFn>(lib, "cuDeviceGet");
+    device_get_name = Symbol<CuDeviceGetNameFn>(lib, "cuDeviceGetName");
+    device_get_uuid = Symbol<CuDeviceGetUuidFn>(lib, "cuDeviceGetUuid_v2");
+    if (device_get_uuid == nullptr) {  // drivers before CUDA 11.4
+      device_get_uuid = Symbol<CuDeviceGetUuidFn>(lib, "cuDeviceGetUuid");
+    }
+    device_get_attribute =
+        Symbol<CuDeviceGetAttributeFn>(lib, "cuDeviceGetAttribute");
+    device_total_mem = Symbol<CuDeviceTotalMemFn>(lib, "cuDeviceTotalMem_v2");
+    primary_ctx_retain =
+        Symbol<CuDevicePrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
+    primary_ctx_release = Symbol<CuDevicePrimaryCtxReleaseFn>(
+        lib, "cuDevicePrimaryCtxRelease_v2");
+    ctx_set_current = Symbol<CuCtxSetCurrentFn>(lib, "cuCtxSetCurrent");
+    mem_get_info = Symbol<CuMemGetInfoFn>(lib, "cuMemGetInfo_v2");
+    get_error_name = Symbol<CuGetErrorTextFn>(lib, "cuGetErrorName");
+    get_error_string = Symbol<CuGetErrorTextFn>(lib, "cuGetErrorString");
+  }
+
+  // "cuMemGetInfo_v2: CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+  std::string ErrorText(const char* call, CUresult rc) const {
+    std::string text = std::string(call) + ": ";
+    const char* name = nullptr;
+    const char* description = nullptr;
+    if (get_error_name != nullptr &&
+        static_cast<int>(get_error_name(rc, &name)) != kCudaSuccess) {
+      name = nullptr;
+    }
+    if (get_error_string != nullptr &&
+        static_cast<int>(get_error_string(rc, &description)) != kCudaSuccess) {
+      description = nullptr;
+    }
+    text += name != nullptr
+                ? std::string(name)
+                : "CUDA error " + std::to_string(static_cast<int>(rc));
+    if (description != nullptr) text += std::string(" (") + description + ")";
+    return text;
+  }
+
+  // Calls fn(args...); on failure (or a symbol the driver lacks) appends the
+  // reason to *errors and returns false.
+  template <typename Fn, typename... Args>
+  bool Call(std::vector<std::string>* errors, const char* call, Fn fn,
+            Args... args) const {
+    if (fn == nullptr) {
+      errors->push_back(std::string(call) + ": not exported by libcuda.so.1");
+      return false;
+    }
+    const CUresult rc = fn(args...);
+    if (static_cast<int>(rc) != kCudaSuccess) {
+      errors->push_back(ErrorText(call, rc));
+      return false;
+    }
+    return true;
+  }
+};
+
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", the form nvidia-smi and NVML use.
+std::string FormatUuid(const CUuuid& uuid) {
+  std::string text = "GPU-";
+  static const char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    const unsigned char b = static_cast<unsigned char>(uuid.bytes[i]);
+    text += kHex[b >> 4];
+    text += kHex[b & 0xF];
+  }
+  return text;
+}
+
+GpuReport ProbeGpu(const Cuda& cu, int index) {
+  GpuReport gpu;
+  gpu.index = index;
+  std::vector<std::string>* errors = &gpu.errors;
+  CUdevice dev = 0;
+  if (!cu.Call(errors, "cuDeviceGet", cu.device_get, &dev, index)) return gpu;
+
+  char name[256] = {};
+  if (cu.Call(errors, "cuDeviceGetName", cu.device_get_name, name,
+              static_cast<int>(sizeof(name) - 1), dev)) {
+    gpu.name = name;
+  }
+  CUuuid uuid = {};
+  if (cu.Call(errors, "cuDeviceGetUuid_v2", cu.device_get_uuid, &uuid, dev)) {
+    gpu.uuid = FormatUuid(uuid);
+  }
+  int major = 0, minor = 0;
+  if (cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)",
+              cu.device_get_attribute, &major,
+              static_cast<CUdevice_attribute>(kAttrComputeCapabilityMajor),
+              dev) &&
+      cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)",
+              cu.device_get_attribute, &minor,
+              static_cast<CUdevice_attribute>(kAttrComputeCapabilityMinor),
+              dev)) {
+    gpu.compute_capability =
+        std::to_string(major) + "." + std::to_string(minor);
+  }
+  // An integrated GPU shares the host's memory (GB10): its "GPU memory" is the
+  // same RAM the OS hands out, which is why NVML reports it as N/A.
+  int integrated = 0;
+  if (cu.Call(errors, "cuDeviceGetAttribute(INTEGRATED)",
+              cu.device_get_attribute, &integrated,
+              static_cast<CUdevice_attribute>(kAttrIntegrated), dev)) {
+    gpu.unified_memory = integrated != 0;
+  }
+  size_t total = 0;
+  if (cu.Call(errors, "cuDeviceTotalMem_v2", cu.device_total_mem, &total,
+              dev)) {
+    gpu.memory_total_bytes = total;
+  }
+
+  // cuMemGetInfo needs a current context. The primary context is the one the
+  // runtime API shares, so retaining it creates nothing new when a server
+  // already runs on this GPU, and releasing it leaves the GPU as it was.
+  CUcontext ctx = nullptr;
+  if (cu.Call(errors, "cuDevicePrimaryCtxRetain", cu.primary_ctx_retain, &ctx,
+              dev)) {
+    if (cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current, ctx)) {
+      size_t free_bytes = 0, total_bytes = 0;
+      if (cu.Call(errors, "cuMemGetInfo_v2", cu.mem_get_info, &free_bytes,
+                  &total_bytes)) {
+        gpu.memory_free_bytes = free_bytes;
+        if (!gpu.memory_total_bytes) gpu.memory_total_bytes = total_bytes;
+      }
+      cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current,
+              static_cast<CUcontext>(nullptr));
+    }
+    cu.Call(errors, "cuDevicePrimaryCtxRelease_v2", cu.primary_ctx_release,
+            dev);
+  }
+  return gpu;
+}
+
+void ProbeCuda(Report* report) {
+  // The probe reports the node, not the caller's view of it: see every GPU,
+  // numbered in PCI bus order as nvidia-smi, NVML and `docker --gpus` do.
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+
+  LibraryReport& status = report->cuda;
+  // Never dlclose()d: the driver may keep threads running until exit.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    status.error = DlError("libcuda.so.1");
+    return;
+  }
+  Cuda cu;
+  cu.Resolve(lib);
+  std::vector<std::string> errors;
+  int version = 0;
+  if (cu.Call(&errors, "cuDriverGetVersion", cu.driver_get_version, &version)) {
+    status.driver_version = std::to_string(version / 1000) + "." +
+                            std::to_string(version % 1000 / 10);
+  }
+  int count = 0;
+  if (cu.Call(&errors, "cuInit", cu.init, 0u)) {
+    status.available = true;
+    if (cu.Call(&errors, "cuDeviceGetCount", cu.device_get_count, &count)) {
+      for (int i = 0; i < count; ++i) report->gpus.push_back(ProbeGpu(cu, i));
+    }
+  }
+  if (!errors.empty()) {
+    std::string joined;
+    for (const std::string& e : errors)
+      joined += (joined.empty() ? "" : "; ") + e;
+    status.error = joined;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// NVML: the driver version and the processes on each GPU, matched by UUID.
+
+void ProbeNvml(Report* report) {
+  LibraryReport& status = report->nvml;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    status.error = DlError("libnvidia-ml.so.1");
+    return;
+  }
+  const auto init = Symbol<NvmlInitFn>(lib, "nvmlInit_v2");
+  const auto shutdown = Symbol<NvmlShutdownFn>(lib, "nvmlShutdown");
+  const auto error_string = Symbol<NvmlErrorStringFn>(lib, "nvmlErrorString");
+  const auto driver_version =
+      Symbol<NvmlSystemGetDriverVersionFn>(lib, "nvmlSystemGetDriverVersion");
+  const auto by_uuid =
+      Symbol<NvmlDeviceGetHandleByUuidFn>(lib, "nvmlDeviceGetHandleByUUID");
+  const auto processes = Symbol<NvmlDeviceGetComputeRunningProcessesFn>(
+      lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+
+  const auto error_text = [&](const char* call, nvmlReturn_t rc) {
+    const char* text = error_string != nullptr ? error_string(rc) : nullptr;
+    return std::string(call) + ": " +
+           (text != nullptr ? std::string(text)
+                            : "NVML error " + std::to_string(rc));
+  };
+  if (init == nullptr) {
+    status.error = "nvmlInit_v2: not exported by libnvidia-ml.so.1";
+    return;
+  }
+  const nvmlReturn_t rc = init();
+  if (rc != kNvmlSuccess) {
+    status.error = error_text("nvmlInit_v2", rc);
+    return;
+  }
+  status.available = true;
+
+  if (driver_version != nullptr) {
+    char buf[kNvmlDriverVersionBufferSize] = {};
+    const nvmlReturn_t vrc = driver_version(buf, sizeof(buf));
+    if (vrc == kNvmlSuccess) {
+      status.driver_version = buf;
+    } else {
+      status.error = error_text("nvmlSystemGetDriverVersion", vrc);
+    }
+  }
+
+  for (GpuReport& gpu : report->gpus) {
+    if (!gpu.uuid) continue;  // its errors already say why
+    if (by_uuid == nullptr || processes == nullptr) {
+      gpu.errors.push_back(
+          "NVML: libnvidia-ml.so.1 lacks nvmlDeviceGetHandleByUUID or "
+          "nvmlDeviceGetComputeRunningProcesses_v3");
+      continue;
+    }
+    nvmlDevice_t dev = nullptr;
+    const nvmlReturn_t hrc = by_uuid(gpu.uuid->c_str(), &dev);
+    if (hrc != kNvmlSuccess) {
+      gpu.errors.push_back(error_text("nvmlDeviceGetHandleByUUID", hrc));
+      continue;
+    }
+    // Processes may start between the calls, so retry a few times on a
+    // buffer that is too small.
+    std::vector<NvmlProcessInfo> infos(16);
+    bool answered = false;
+    for (int attempt = 0; attempt < 4 && !answered; ++attempt) {
+      unsigned int n = static_cast<unsigned int>(infos.size());
+      const nvmlReturn_t prc = processes(dev, &n, infos.data());
+      if (prc == kNvmlErrorInsufficientSize) {
+        infos.resize(static_cast<size_t>(n) + 16);
+        continue;
+      }
+      answered = true;
+      if (prc != kNvmlSuccess) {
+        gpu.errors.push_back(
+            error_text("nvmlDeviceGetComputeRunningProcesses_v3", prc));
+        break;
+      }
+      std::vector<ProcessReport> list;
+      for (unsigned int i = 0; i < n && i < infos.size(); ++i) {
+        ProcessReport p;
+        p.pid = infos[i].pid;
+        // Unified-memory GPUs report no per-process figure: null, not 0.
+        if (infos[i].usedGpuMemory != kNvmlValueNotAvailable) {
+          p.used_bytes = infos[i].usedGpuMemory;
+        }
+        list.push_back(p);
+      }
+      gpu.processes = std::move(list);
+    }
+    if (!answered) {
+      gpu.errors.push_back(
+          "nvmlDeviceGetComputeRunningProcesses_v3: process list kept growing");
+    }
+  }
+  if (shutdown != nullptr) shutdown();
+}
+
+// ---------------------------------------------------------------------------
+
+std::string Render(const Report& report, bool pretty) {
+  JsonWriter w(pretty);
+  w.BeginObject();
+  w.Key("probe_version");
+  w.Uint(kProbeVersion);
+  w.Key("host");
+  w.BeginObject();
+  w.Key("mem_total_bytes");
+  w.OptUint(report.host.mem_total_bytes);
+  w.Key("mem_available_bytes");
+  w.OptUint(report.host.mem_available_bytes);
+  w.Key("swap_free_bytes");
+  w.OptUint(report.host.swap_free_bytes);
+  w.EndObject();
+  for (const auto& [key, lib] :
+       {std::pair<const char*, const LibraryReport*>{"cuda", &report.cuda},
+        {"nvml", &report.nvml}}) {
+    w.Key(key);
+    w.BeginObject();
+    w.Key("available");
+    w.Bool(lib->available);
+    w.Key("driver_version");
+    w.OptString(lib->driver_version);
+    w.Key("error");
+    w.OptString(lib->error);
+    w.EndObject();
+  }
+  w.Key("gpus");
+  w.BeginArray();
+  for (const GpuReport& gpu : report.gpus) {
+    w.BeginObject();
+    w.Key("index");
+    w.Uint(static_cast<uint64_t>(gpu.index));
+    w.Key("name");
+    w.OptString(gpu.name);
+    w.Key("uuid");
+    w.OptString(gpu.uuid);
+    w.Key("compute_capability");
+    w.OptString(gpu.compute_capability);
+    w.Key("memory_total_bytes");
+    w.OptUint(gpu.memory_total_bytes);
+    w.Key("memory_free_bytes");
+    w.OptUint(gpu.memory_free_bytes);
+    w.Key("unified_memory");
+    w.OptBool(gpu.unified_memory);
+    w.Key("processes");
+    if (gpu.processes) {
+      w.BeginArray();
+      for (const ProcessReport& p : *gpu.processes) {
+        w.BeginObject();
+        w.Key("pid");
+        w.Uint(p.pid);
+        w.Key("used_bytes");
+        w.OptUint(p.used_bytes);
+        w.EndObject();
+      }
+      w.EndArray();
+    } else {
+      w.Null();
+    }
+    w.Key("errors");
+    w.BeginArray();
+    for (const std::string& e : gpu.errors) w.String(e);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return w.Finish();
+}
+
+constexpr char kUsage[] =
+    "usage: fleet-probe [--pretty]\n"
+    "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
+    "JSON document on stdout. Exit 0 when printed, even without a GPU.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool pretty = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--pretty") {
+      pretty = true;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "fleet-probe: unknown argument '%s'\n%s", argv[i],
+                   kUsage);
+      return 2;
+    }
+  }
+
+  Report report;
+  ReadHostMemory(&report.host);
+  ProbeCuda(&report);
+  ProbeNvml(&report);
+
+  const std::string json = Render(report, pretty);
+  if (std::fwrite(json.data(), 1, json.size(), stdout) != json.size() ||
+      std::fflush(stdout) != 0) {
+    std::perror("fleet-probe: writing stdout");
+    return 1;
+  }
+  return 0;
+}
