@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Self-test of tests/sim/fleet-sim: starts 3 simulated nodes with a power
+# switch server, checks them with plain OpenSSH and HTTP, switches them off and
+# on, stops them and checks that nothing is left behind.
+# Exit 0: all passed; 1: a check failed; 77: skipped (not root / no sshd).
+# Safe to run concurrently with other sims (own DIR, random users, free ports).
+set -euo pipefail
+
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+SIM="$HERE/fleet-sim"
+
+if [[ $EUID -ne 0 ]]; then
+	echo "SKIP: fleet-sim needs root"
+	exit 77
+fi
+for tool in /usr/sbin/sshd ssh python3 unshare; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "SKIP: $tool not installed"
+		exit 77
+	fi
+done
+
+PASS=0
+FAIL=0
+ok() {
+	PASS=$((PASS + 1))
+	printf 'ok   %s\n' "$1"
+}
+not_ok() {
+	FAIL=$((FAIL + 1))
+	printf 'FAIL %s\n' "$1"
+	[[ -z ${2-} ]] || printf '     %s\n' "$2"
+}
+check() { # check DESCRIPTION COMMAND...
+	local what=$1 out
+	shift
+	if out=$("$@" 2>&1); then ok "$what"; else not_ok "$what" "$(printf '%s' "$out" | tail -n 5 | tr '\n' ' ')"; fi
+}
+check_eq() { # check_eq DESCRIPTION WANT GOT
+	if [[ $2 == "$3" ]]; then ok "$1"; else not_ok "$1" "want '$2', got '$3'"; fi
+}
+check_ne() {
+	if [[ $2 != "$3" ]]; then ok "$1"; else not_ok "$1" "both '$2'"; fi
+}
+check_if() { # check_if DESCRIPTION DETAIL TEST...: TEST is a [[ ]]-free command
+	local what=$1 detail=$2
+	shift 2
+	if "$@"; then ok "$what"; else not_ok "$what" "$detail"; fi
+}
+words() { # one line, words separated by single spaces
+	local -a w
+	read -r -d '' -a w <<<"$1" || true
+	printf '%s' "${w[*]}"
+}
+matches() { [[ $1 =~ $2 ]]; }
+# shellcheck disable=SC2053 # $2 is a glob pattern
+globs() { [[ $1 == $2 ]]; }
+
+DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
+cleanup() {
+	local rc=$?
+	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+T0=${EPOCHREALTIME/./}
+if ! "$SIM" start "$DIR" --nodes 3 --power; then
+	not_ok "fleet-sim start --nodes 3 --power"
+	echo "$PASS passed, $FAIL failed"
+	exit 1
+fi
+ok "fleet-sim start --nodes 3 --power ($(((${EPOCHREALTIME/./} - T0) / 1000)) ms)"
+
+# sim.json -> shell arrays
+declare -a NAMES=() PORTS=() USERS=() ROOTS=()
+while read -r n p u r; do
+	NAMES+=("$n")
+	PORTS+=("$p")
+	USERS+=("$u")
+	ROOTS+=("$r")
+done < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+for n in d["nodes"]:
+    print(n["name"], n["port"], n["user"], n["root"])
+' "$DIR/sim.json")
+HA_URL=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ha"]["url"])' "$DIR/sim.json")
+TOKEN=$(<"$DIR/ha_token")
+check_eq "sim.json lists 3 nodes" "dgx1 dgx2 dgx3" "${NAMES[*]}"
+
+ssh_node() { # ssh_node INDEX COMMAND: plain OpenSSH, strict host key checking
+	ssh -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$DIR/known_hosts" \
+		-o BatchMode=yes -o ConnectTimeout=5 -o LogLevel=ERROR \
+		-i "$DIR/id_ed25519" -p "${PORTS[$1]}" "${USERS[$1]}@127.0.0.1" "$2"
+}
+
+# ha METHOD PATH [BODY] [TOKEN]: prints "CODE BODY"
+ha() {
+	python3 - "$HA_URL" "$1" "$2" "${3-}" "${4-$TOKEN}" <<'PY'
+import sys, urllib.request, urllib.error
+url, method, path, body, token = sys.argv[1:6]
+req = urllib.request.Request(url + path, method=method, data=body.encode() if body else None)
+if token:
+    req.add_header("Authorization", "Bearer " + token)
+req.add_header("Content-Type", "application/json")
+try:
+    with urllib.request.urlopen(req, timeout=60) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+PY
+}
+
+ha_state() { # the switch state as HA reports it
+	ha GET "/api/states/switch.$1" | python3 -c 'import json, sys; print(json.loads(sys.stdin.read().split(" ", 1)[1])["state"])'
+}
+
+# ---------------------------------------------------------------- the files
+check "fleet.yaml names every node" grep -q "ssh: {user: ${USERS[2]}, port: ${PORTS[2]}}" "$DIR/fleet.yaml"
+check "fleet.yaml has the power block" grep -q "power: {kind: home-assistant, url: \"$HA_URL\", token_env: FLEET_SIM_HA_TOKEN}" "$DIR/fleet.yaml"
+if grep -qF -- "$TOKEN" "$DIR/fleet.yaml" "$DIR/sim.json"; then
+	not_ok "the HA token is in neither fleet.yaml nor sim.json"
+else
+	ok "the HA token is in neither fleet.yaml nor sim.json"
+fi
+check_eq "ha_token is mode 0600" 600 "$(stat -c %a "$DIR/ha_token")"
+check "known_hosts has [127.0.0.1]:PORT lines" grep -q "^\[127.0.0.1\]:${PORTS[0]} ssh-ed25519 AAAA" "$DIR/known_hosts"
+
+# ---------------------------------------------------------------- the nodes
+HOST_BOOT_ID=$(</proc/sys/kernel/random/boot_id)
+HOST_MACHINE_ID=$(</etc/machine-id)
+declare -A BOOT_IDS=() MACHINE_IDS=()
+for i in 0 1 2; do
+	n=${NAMES[i]}
+	printf 'host side %s\n' "$n" >"${ROOTS[i]}/hf/hub/from-host"
+	# shellcheck disable=SC2016 # expanded on the node
+	out=$(ssh_node "$i" 'hostname; cat /proc/sys/kernel/random/boot_id /etc/machine-id /srv/hf/hub/from-host; echo "$PATH"; id -un' 2>&1) || true
+	mapfile -t lines <<<"$out"
+	check_eq "$n: hostname over ssh" "$n" "${lines[0]-}"
+	check_ne "$n: own boot id" "$HOST_BOOT_ID" "${lines[1]-}"
+	check_ne "$n: own machine id" "$HOST_MACHINE_ID" "${lines[2]-}"
+	check_eq "$n: /srv is its node root" "host side $n" "${lines[3]-}"
+	check_eq "$n: PATH starts with /srv/bin" "/srv/bin:/usr/local/bin:/usr/bin:/bin" "${lines[4]-}"
+	check_eq "$n: logged in as the node user" "${USERS[i]}" "${lines[5]-}"
+	BOOT_IDS[${lines[1]-x$i}]=1
+	MACHINE_IDS[${lines[2]-x$i}]=1
+done
+check_eq "boot ids differ per node" 3 "${#BOOT_IDS[@]}"
+check_eq "machine ids differ per node" 3 "${#MACHINE_IDS[@]}"
+
+out=$(ssh_node 1 'touch /srv/hf/hub/from-node && echo done' 2>&1) || true
+check_eq "dgx2: the node user writes its HF cache" "done" "$out"
+check "dgx2: ... which lands in its node root" test -f "${ROOTS[1]}/hf/hub/from-node"
+check "dgx1: ... and not in another node's" test ! -e "${ROOTS[0]}/hf/hub/from-node"
+
+# ---------------------------------------------------------------- the stand-ins
+# shellcheck disable=SC2016 # expanded on the node
+out=$(ssh_node 0 'for c in nvidia-smi modprobe sudo systemctl; do command -v "$c"; done' 2>&1) || true
+check_eq "stand-ins come first on PATH" "/srv/bin/nvidia-smi /srv/bin/modprobe /srv/bin/sudo /srv/bin/systemctl" "$(words "$out")"
+out=$(ssh_node 0 'nvidia-smi --query-gpu=name,uuid,memory.total,memory.free,driver_version --format=csv,noheader' 2>&1) || true
+check_if "nvidia-smi --query-gpu mimics a GB10" "$out" \
+	matches "$out" '^NVIDIA GB10, GPU-[0-9a-f-]{36}, \[N/A\], \[N/A\], 580\.95\.05$'
+uuid0=$(ssh_node 0 'nvidia-smi -L' 2>&1) || true
+uuid1=$(ssh_node 1 'nvidia-smi -L' 2>&1) || true
+check_if "nvidia-smi -L" "$uuid0" matches "$uuid0" '^GPU 0: NVIDIA GB10 \(UUID: GPU-[0-9a-f-]{36}\)$'
+check_ne "GPU uuids differ per node" "$uuid0" "$uuid1"
+
+drm='cat /srv/sys/module/nvidia_drm/parameters/modeset /srv/sys/module/nvidia_drm/parameters/fbdev; test -e /srv/dev/dri/card0 && echo card0 || echo no-card0'
+out=$(ssh_node 0 "$drm" 2>&1) || true
+check_eq "display RAM default: modeset=N fbdev=Y, no card0" "N Y no-card0" "$(words "$out")"
+out=$(ssh_node 0 "sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) || true
+check_eq "modprobe while loaded changes nothing" "N Y no-card0" "$(words "$out")"
+out=$(ssh_node 0 "sudo -n modprobe -r nvidia_drm && test ! -d /srv/sys/module/nvidia_drm/parameters && sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) || true
+check_eq "unload + load modeset=1 fbdev=0: Y N card0" "Y N card0" "$(words "$out")"
+out=$(ssh_node 0 "sudo -n modprobe -r nvidia_drm && sudo modprobe nvidia_drm && $drm" 2>&1) || true
+check_eq "load without options restores the defaults" "N Y no-card0" "$(words "$out")"
+touch "${ROOTS[0]}/sim/fail-modprobe"
+out=$(ssh_node 0 'sudo -n modprobe -r nvidia_drm 2>&1; echo "rc=$?"' 2>&1) || true
+check_if "/srv/sim/fail-modprobe makes modprobe fail" "$out" globs "$out" '*modprobe:*rc=1'
+rm -f -- "${ROOTS[0]}/sim/fail-modprobe"
+out=$(ssh_node 0 'sudo -n -u root id -un' 2>&1) || true
+check_eq "sudo runs as the node user (no privilege)" "${USERS[0]}" "$out"
+
+# ---------------------------------------------------------------- power
+check_eq "HA: switch.dgx3 is on" on "$(ha_state dgx3)"
+check_eq "HA: no token -> 401" 401 "$(ha GET /api/states/switch.dgx3 '' '' | cut -d' ' -f1)"
+check_eq "HA: wrong token -> 401" 401 "$(ha GET /api/states/switch.dgx3 '' wrong | cut -d' ' -f1)"
+check_eq "HA: unknown entity -> 404" 404 "$(ha GET /api/states/switch.dgx9 | cut -d' ' -f1)"
+touch "$DIR/ha_fail_401"
+check_eq "HA: DIR/ha_fail_401 -> 401" 401 "$(ha GET /api/states/switch.dgx3 | cut -d' ' -f1)"
+rm -f -- "$DIR/ha_fail_401"
+
+boot_before=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
+out=$(ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}')
+check_if "HA: turn_off answers the changed state" "$out" globs "$out" '200 \[*"state": "off"*'
+check_eq "HA: switch.dgx3 is off" off "$(ha_state dgx3)"
+check_eq "node-status dgx3: off" off "$("$SIM" node-status "$DIR" dgx3)"
+if ssh_node 2 true >/dev/null 2>&1; then not_ok "a switched-off node is unreachable"; else ok "a switched-off node is unreachable"; fi
+out=$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')
+check_if "HA: turn_on answers the changed state" "$out" globs "$out" '200 \[*"state": "on"*'
+boot_after=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
+check_if "HA: turn_on boots the node" "before $boot_before after $boot_after" \
+	matches "$boot_after" "^[0-9a-f-]{36}\$"
+check_ne "... with a new boot id" "$boot_before" "$boot_after"
+check_eq "HA: turn_on of an on switch changes nothing" "200 []" "$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')"
+
+out=$(ssh_node 1 'systemctl poweroff; echo "rc=$?"' 2>&1) || true
+check_eq "systemctl poweroff returns to the caller" rc=0 "$out"
+state=on
+for _ in $(seq 50); do
+	state=$("$SIM" node-status "$DIR" dgx2)
+	[[ $state == off ]] && break
+	sleep 0.1
+done
+check_eq "systemctl poweroff switches the node off" off "$state"
+check "node-start after a poweroff" "$SIM" node-start "$DIR" dgx2
+check "... and the node answers again" ssh_node 1 true
+
+# ---------------------------------------------------------------- rekey
+check "rekey dgx1" "$SIM" rekey "$DIR" dgx1
+out=$(ssh_node 0 true 2>&1) && rc=0 || rc=$?
+check_if "after rekey, strict host key checking refuses dgx1" "rc=$rc $out" \
+	globs "rc=$rc $out" 'rc=255 *HOST IDENTIFICATION HAS CHANGED*'
+
+# ---------------------------------------------------------------- stop
+declare -a UIDS=()
+for i in 0 1 2; do UIDS+=("$(id -u "${USERS[i]}")"); done
+HA_PID=$(<"$DIR/ha.pid")
+check "fleet-sim stop" "$SIM" stop "$DIR"
+live=()
+for u in "${UIDS[@]}"; do
+	for pid in $(pgrep -u "$u" || true); do
+		# a killed process waits for PID 1 to reap it: a zombie holds nothing
+		[[ $(awk '/^State:/ { print $2 }' "/proc/$pid/status" 2>/dev/null) == Z ]] || live+=("$pid")
+	done
+done
+check_eq "no process of a node user is left" "" "${live[*]}"
+listening=0
+for p in "${PORTS[@]}"; do
+	ss -ltnH "sport = :$p" | grep -q . && listening=$((listening + 1))
+done
+check_eq "no node port is listening" 0 "$listening"
+if [[ -e /proc/$HA_PID ]] && grep -q ha_switch_server "/proc/$HA_PID/cmdline" 2>/dev/null; then
+	not_ok "the HA server is stopped"
+else
+	ok "the HA server is stopped"
+fi
+check "fleet-sim stop again (idempotent)" "$SIM" stop "$DIR"
+check "fleet-sim stop --purge" "$SIM" stop "$DIR" --purge
+gone=0
+for u in "${USERS[@]}"; do getent passwd "$u" >/dev/null || gone=$((gone + 1)); done
+check_eq "--purge deleted the node users" 3 "$gone"
+
+echo "$PASS passed, $FAIL failed"
+((FAIL == 0))
