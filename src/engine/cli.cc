@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "src/engine/commands.h"
 
@@ -24,7 +26,7 @@ int main(int argc, char** argv) {
 
     fleet::PlanCommandOptions plan_opts;
     auto* plan = app.add_subcommand("plan", "probe the fleet and show what apply would do");
-    plan->add_option("-out,--out", plan_opts.out_file, "save the plan to FILE");
+    plan->add_option("--out", plan_opts.out_file, "save the plan to FILE (also -out FILE)");
     plan->add_flag("--json", plan_opts.json, "print the plan as JSON");
     plan->add_flag("--detailed-exitcode", plan_opts.detailed_exitcode,
                    "exit 2 when there are changes");
@@ -76,7 +78,18 @@ int main(int argc, char** argv) {
     probe->add_option("node", probe_node)->required();
     probe->add_flag("--json", probe_json, "JSON output");
 
-    CLI11_PARSE(app, argc, argv);
+    // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) {
+      std::string a = argv[i];
+      if (a == "-out" || a.rfind("-out=", 0) == 0) a = "-" + a;
+      args.push_back(a);
+    }
+    try {
+      app.parse(std::move(args));  // CLI11 takes the arguments reversed
+    } catch (const CLI::ParseError& e) {
+      return app.exit(e);
+    }
 
     g.color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
     g.verbosity = quiet ? -1 : verbose ? 1 : 0;
