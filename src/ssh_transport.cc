@@ -279,9 +279,11 @@ Status SshTransport::ConnectLocked() {
     }
   }
   if (ssh_connect(session_) != SSH_OK) {
-    Status s =
-        Status::Error("cannot connect (timeout " + std::to_string(timeout_s) +
-                      " s): " + LibsshError());
+    // Refused, timed out, no route: the node is not there (maybe powered
+    // off). Host-key and auth failures come later and are not this.
+    Status s = Status::Unreachable("cannot connect (timeout " +
+                                   std::to_string(timeout_s) +
+                                   " s): " + LibsshError());
     DisconnectLocked();
     return s;
   }
