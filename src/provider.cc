@@ -4,7 +4,7 @@ namespace fleet {
 
 PlanChange Provider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                                  const ResourceRecord* /*record*/,
-                                 const NodeFacts& /*facts*/) const {
+                                 const DiffContext& /*ctx*/) const {
   PlanChange c;
   c.address = desired.address;
   c.type = desired.type;

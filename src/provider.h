@@ -6,6 +6,7 @@
 #define FLEET_SRC_PROVIDER_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,11 +31,24 @@ struct StepContext {
   const Manifest* manifest = nullptr;
   const ResourceRecord* record = nullptr;  // state before the step, may be null
   PowerSwitch* power = nullptr;            // the fleet's power controller, may be null
+  // Another node's transport (not necessarily connected: call Connect()),
+  // for steps that move data between nodes (image and model copies).
+  std::function<Transport*(const std::string& node)> node_transport;
   std::function<void(const std::string&)> progress;  // one line, may be empty
   // Writes `attributes` as this resource's state record now, before the
   // step ends (e.g. the original module values before an unlock, so that a
   // crash mid-step still knows what to restore).
   std::function<Status(const nlohmann::json& attributes)> checkpoint;
+};
+
+// What a diff may read besides its own resource: the facts of its node, and
+// what the probe found everywhere else (e.g. which peer node already holds
+// an image to copy from). Read-only.
+struct DiffContext {
+  const NodeFacts& facts;  // of the resource's node
+  const std::map<std::string, NodeFacts>* all_facts = nullptr;       // by node
+  const std::map<std::string, ActualResource>* all_actual = nullptr;  // by address
+  const Manifest* manifest = nullptr;
 };
 
 class Provider {
@@ -59,12 +73,12 @@ class Provider {
   // The change that brings `actual` to `desired`. `record` is the state's
   // record of this address, or null.
   virtual PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
-                          const ResourceRecord* record, const NodeFacts& facts) const = 0;
+                          const ResourceRecord* record, const DiffContext& ctx) const = 0;
 
   // The change for `fleet destroy` (or a state record no longer desired).
   // The default deletes nothing and says so (a noop).
   virtual PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
-                                 const ResourceRecord* record, const NodeFacts& facts) const;
+                                 const ResourceRecord* record, const DiffContext& ctx) const;
 
   // Performs `change` idempotently: re-check, act, verify. Returns the
   // attributes to record in state (null: remove the record).

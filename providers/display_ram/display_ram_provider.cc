@@ -170,7 +170,8 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
 }
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
-                                    const ResourceRecord* record, const NodeFacts& facts) const {
+                                    const ResourceRecord* record, const DiffContext& ctx) const {
+  const NodeFacts& facts = ctx.facts;
   PlanChange c = BaseChange(desired);
   const std::string want = desired.attributes.value("mode", "default");
   const nlohmann::json rec = record ? record->attributes : nlohmann::json::object();
@@ -225,10 +226,10 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
 PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
                                            const ActualResource& actual,
                                            const ResourceRecord* record,
-                                           const NodeFacts& facts) const {
+                                           const DiffContext& ctx) const {
   DesiredResource as_default = desired;
   as_default.attributes["mode"] = "default";
-  PlanChange c = Diff(as_default, actual, record, facts);
+  PlanChange c = Diff(as_default, actual, record, ctx);
   if (c.action == Action::kNoop) c.summary = "nothing to restore";
   return c;
 }

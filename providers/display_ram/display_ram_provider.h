@@ -20,9 +20,9 @@ class DisplayRamProvider : public Provider {
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
                             const NodeFacts& facts) const override;
   PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
-                  const ResourceRecord* record, const NodeFacts& facts) const override;
+                  const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
-                         const ResourceRecord* record, const NodeFacts& facts) const override;
+                         const ResourceRecord* record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;

@@ -169,7 +169,8 @@ ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::strin
 }
 
 PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
-                              const ResourceRecord* record, const NodeFacts& facts) const {
+                              const ResourceRecord* record, const DiffContext& ctx) const {
+  const NodeFacts& facts = ctx.facts;
   PlanChange c = BaseChange(desired);
   const std::string want_power = desired.attributes.value("power", "on");
   const bool has_switch = desired.attributes.contains("switch");
@@ -234,7 +235,8 @@ PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResour
 
 PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
                                      const ResourceRecord* record,
-                                     const NodeFacts& facts) const {
+                                     const DiffContext& ctx) const {
+  const NodeFacts& facts = ctx.facts;
   PlanChange c = BaseChange(desired);
   c.before = record ? record->attributes : nlohmann::json();
   c.after = c.before;

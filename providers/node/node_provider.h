@@ -35,9 +35,9 @@ class NodeProvider : public Provider {
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
                             const NodeFacts& facts) const override;
   PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
-                  const ResourceRecord* record, const NodeFacts& facts) const override;
+                  const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
-                         const ResourceRecord* record, const NodeFacts& facts) const override;
+                         const ResourceRecord* record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 };
 

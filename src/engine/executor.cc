@@ -114,6 +114,7 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
     ctx->manifest = manifest_;
     ctx->power = power_;
     ctx->transport = c.node.empty() ? nullptr : connections_->Get(c.node);
+    ctx->node_transport = [this](const std::string& node) { return connections_->Get(node); };
     ctx->progress = [this, addr = c.address](const std::string& line) {
       log_(addr + ": " + line);
     };

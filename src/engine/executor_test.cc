@@ -23,7 +23,7 @@ class FakeProvider : public Provider {
     return {};
   }
   PlanChange Diff(const DesiredResource&, const ActualResource&, const ResourceRecord*,
-                  const NodeFacts&) const override {
+                  const DiffContext&) const override {
     return {};
   }
   Result<nlohmann::json> Apply(const PlanChange& c, const StepContext& ctx) const override {

@@ -180,8 +180,9 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     ActualResource actual;
     if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
     const ResourceRecord* rec = state.Find(r.address);
-    PlanChange c = options.destroy ? p->DiffDestroy(r, actual, rec, facts)
-                                   : p->Diff(r, actual, rec, facts);
+    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_};
+    PlanChange c = options.destroy ? p->DiffDestroy(r, actual, rec, ctx)
+                                   : p->Diff(r, actual, rec, ctx);
     c.depends_on = r.depends_on;
     if (!c.error.empty()) {
       plan.errors.push_back(c.error);
