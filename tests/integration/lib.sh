@@ -25,7 +25,10 @@ step() { echo "== $*"; }
 
 # fleet with the test repo; output in $WORK/out and $WORK/err.
 fl() {
-  "$FLEET" -C "$REPO" --no-color "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  local rc=0
+  "$FLEET" -C "$REPO" --no-color "$@" >"$WORK/out" 2>"$WORK/err" </dev/null || rc=$?
+  cat "$WORK/out" "$WORK/err" >>"$WORK/transcript"  # every word fleet said, for leak checks
+  return $rc
 }
 # expect_rc CODE fleet-args...: runs fl and checks the exit code.
 expect_rc() {

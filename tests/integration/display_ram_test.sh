@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Display RAM unlock and restore from both starting states; a half-done
+# unlock is rolled back by the step itself; a reboot is seen at plan time.
+source "$(dirname "$0")/lib.sh"
+
+start_fleet 2
+drm() { echo "$(node_root "$1")/sys/module/nvidia_drm/parameters"; }
+
+step "two starting states: dgx1 at the DGX default (N/Y), dgx2 at modeset=Y fbdev=Y"
+echo Y >"$(drm dgx2)/modeset"
+mkrepo --unlock dgx1,dgx2
+expect_rc 0 apply --auto-approve
+for n in dgx1 dgx2; do
+  [[ $(param $n modeset) == Y && $(param $n fbdev) == N ]] || fail "$n not unlocked"
+done
+assert_converged
+
+step "destroy returns each node to the values recorded before its unlock"
+expect_rc 0 destroy --auto-approve
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not back to N/Y"
+[[ $(param dgx2 modeset) == Y && $(param dgx2 fbdev) == Y ]] || fail "dgx2 not back to Y/Y"
+expect_rc 0 state list
+expect_no_out "display_ram"
+
+step "a half-done unlock (unload ok, load fails) restores the module and says so"
+touch "$(node_root dgx1)/sim/fail-modprobe-unlock"
+chmod 666 "$(node_root dgx1)/sim/fail-modprobe-unlock"
+expect_rc 1 apply --auto-approve
+expect_out "display_ram.dgx1"
+expect_out "restored"
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 left half done"
+[[ $(param dgx2 modeset) == Y && $(param dgx2 fbdev) == N ]] || fail "independent dgx2 did not go on"
+rm -f "$(node_root dgx1)/sim/fail-modprobe-unlock"
+expect_rc 0 apply --auto-approve
+assert_converged
+
+step "a reboot brings the module back to its boot default: plan says so"
+"$SIM" node-stop "$SIMDIR" dgx1 >/dev/null
+"$SIM" node-start "$SIMDIR" dgx1 >/dev/null
+echo N >"$(drm dgx1)/modeset"
+echo Y >"$(drm dgx1)/fbdev"
+expect_rc 2 plan --detailed-exitcode
+expect_out "rebooted"
+expect_rc 0 apply --auto-approve
+assert_converged
+echo PASS

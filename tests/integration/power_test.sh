@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Power through a Home Assistant switch: destroy powers nodes off (sshd gone)
+# after restoring display RAM; apply powers them on and converges; a down or
+# refusing controller is a clear error that changes nothing; the token never
+# shows up in output, plan files or state.
+source "$(dirname "$0")/lib.sh"
+
+start_fleet 3 --power
+FLEET_SIM_HA_TOKEN=$(cat "$SIMDIR/ha_token")
+export FLEET_SIM_HA_TOKEN
+token=$FLEET_SIM_HA_TOKEN
+mkrepo --power --unlock dgx1 --power-off dgx3
+
+step "apply: unlock dgx1, power the declared-off spare dgx3 down"
+expect_rc 0 apply --auto-approve
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 still on"
+[[ $(param dgx1 modeset) == Y ]] || fail "dgx1 not unlocked"
+assert_converged
+
+step "destroy: restore display RAM, then power off, in that order"
+expect_rc 2 plan --destroy --detailed-exitcode
+expect_out "restore display RAM"
+expect_rc 0 destroy --auto-approve
+expect_out "Destroy complete"
+for n in dgx1 dgx2 dgx3; do
+  [[ $("$SIM" node-status "$SIMDIR" "$n") == off ]] || fail "$n still on after destroy"
+done
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
+restore_line=$(grep -n "display_ram.dgx1: complete" "$WORK/out" | cut -d: -f1)
+off_line=$(grep -n "node.dgx1: Modifying" "$WORK/out" | cut -d: -f1)
+((restore_line < off_line)) || fail "dgx1 powered off before its display RAM was restored"
+
+step "after destroy, plan shows what apply brings back"
+expect_rc 2 plan --detailed-exitcode
+expect_out "power on"
+expect_rc 0 plan -out "$WORK/plan.json"
+
+step "apply powers on and converges"
+expect_rc 0 apply --auto-approve
+for n in dgx1 dgx2; do
+  [[ $("$SIM" node-status "$SIMDIR" "$n") == on ]] || fail "$n not powered on"
+done
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "the spare came on"
+[[ $(param dgx1 modeset) == Y ]] || fail "dgx1 not unlocked after power on"
+assert_converged
+
+step "a controller that answers 401: clear error, nothing changed"
+"$SIM" node-stop "$SIMDIR" dgx2 >/dev/null
+serial=$(state_serial)
+touch "$SIMDIR/ha_fail_401"
+expect_rc 1 apply --auto-approve
+expect_out "401"
+expect_out "token"
+[[ $(state_serial) == "$serial" ]] || fail "state changed on a 401"
+[[ $("$SIM" node-status "$SIMDIR" dgx2) == off ]] || fail "dgx2 changed"
+rm -f "$SIMDIR/ha_fail_401"
+
+step "a controller that is down: clear error, nothing changed"
+ha_pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ha"]["pid"])' "$SIMDIR/sim.json")
+kill "$ha_pid"
+sleep 0.3
+expect_rc 1 apply --auto-approve
+expect_out "power controller http://127.0.0.1"
+[[ $(state_serial) == "$serial" ]] || fail "state changed with the controller down"
+[[ $("$SIM" node-status "$SIMDIR" dgx2) == off ]] || fail "dgx2 changed"
+
+step "the token never appears in output, plan files or state"
+for f in "$WORK/transcript" "$WORK/plan.json" "$(state_file)" "$(state_file).backup" "$REPO/fleet.yaml"; do
+  [[ -e $f ]] || continue
+  ! grep -qF "$token" "$f" || fail "token leaked into $f"
+done
+
+step "two nodes naming the same switch entity is a validate error naming both"
+sed -i 's/switch: switch.dgx2/switch: switch.dgx1/' "$REPO/fleet.yaml"
+expect_rc 1 validate
+expect_out "dgx1"
+expect_out "dgx2"
+expect_out "switch.dgx1"
+echo PASS
