@@ -3,6 +3,11 @@
 //
 // Plain values only: the planner expands these into resources. Paths are
 // resolved: `~` expanded, relative paths made absolute against the repo root.
+// That applies to paths on the controller (ssh identity and known_hosts, the
+// state path, recipe files). Paths on a node (NodeSpec hf_cache/sysfs/dev,
+// StoreSpec::path, recipe mounts) are kept as written: absolute, or `~/...`
+// for the node user's home, which only the node knows; whoever runs the
+// command on the node expands it there.
 #ifndef FLEET_MANIFESTS_MANIFEST_H_
 #define FLEET_MANIFESTS_MANIFEST_H_
 

@@ -1,0 +1,844 @@
+// LoadManifest: reads fleet.yaml section by section with the yaml_schema
+// reader, then checks what spans sections (references between entries,
+// shared power switches, ports, addresses) once everything is read, so the
+// order of sections in the file does not matter.
+#include <pwd.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "manifests/duration.h"
+#include "manifests/manifest.h"
+#include "manifests/manifest_checks.h"
+#include "manifests/pinning.h"
+#include "manifests/recipe.h"
+#include "manifests/secrets.h"
+#include "manifests/yaml_schema.h"
+
+namespace fleet {
+
+namespace {
+
+namespace fs = std::filesystem;
+using manifest_checks::CheckAcrossSections;
+using manifest_checks::DeploymentLocs;
+using manifest_checks::ReadNotes;
+using yaml_schema::Entry;
+using yaml_schema::JoinOr;
+using yaml_schema::Located;
+using yaml_schema::MapReader;
+using yaml_schema::Reporter;
+
+constexpr char kManifestFile[] = "fleet.yaml";
+
+const std::vector<std::string> kTopKeys = {
+    "version", "fleet",  "state",  "ssh",    "power",
+    "nodes",   "stores", "images", "models", "deployments"};
+const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts",
+                                           "port", "connect_timeout"};
+const std::vector<std::string> kNodeKeys = {
+    "address",       "ssh",         "hostname", "power",
+    "container_cli", "display_ram", "paths",    "poweroff_command"};
+const std::vector<std::string> kDisplayRam = {"default", "unlocked"};
+
+bool IsValidName(const std::string& name) {
+  if (name.empty() || !std::isalnum(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  });
+}
+
+bool HasSpace(const std::string& s) {
+  return s.find_first_of(" \t\r\n") != std::string::npos;
+}
+
+std::string HomeDir() {
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') return home;
+  const passwd* pw = getpwuid(getuid());
+  return pw != nullptr && pw->pw_dir != nullptr ? pw->pw_dir : "";
+}
+
+class ManifestLoader {
+ public:
+  ManifestLoader(std::string root, Manifest* manifest, Diagnostics* diags)
+      : reporter_(kManifestFile, diags), manifest_(manifest), diags_(diags) {
+    manifest_->root_dir = std::move(root);
+  }
+
+  void Load();
+
+ private:
+  void ReadTop(const YAML::Node& root);
+  void ReadState(const MapReader& top);
+  void ReadSsh(const MapReader& ssh, SshSettings* out);
+  void ReadPower(const MapReader& top);
+  void ReadNode(const Entry& entry);
+  void ReadNodePower(const MapReader& node, NodeSpec* spec);
+  void ReadNodePaths(const MapReader& node, NodeSpec* spec);
+  void ReadStore(const Entry& entry);
+  void ReadImage(const Entry& entry);
+  void ReadModel(const Entry& entry);
+  void ReadDeployment(const Entry& entry);
+  void ReadRecipe(const Located<std::string>& path, DeploymentSpec* spec);
+
+  // Calls `read` for each entry of section `key`, after checking its name.
+  template <typename Fn>
+  void ForEachEntry(const MapReader& top, const std::string& key,
+                    const std::string& kind, Fn read);
+  void AddRefs(const std::string& kind, const std::string& context,
+               const std::vector<Located<std::string>>& refs);
+  // "node:<n>" / "store:<s>" sources: the named entry must exist.
+  bool ReadSource(const MapReader& map, const std::vector<std::string>& plain,
+                  const std::vector<std::string>& prefixed, std::string* out);
+
+  // Controller-side path: `~` expanded, relative made absolute against the
+  // repo root.
+  std::string ResolveLocalPath(const Located<std::string>& path);
+  // Node-side path: absolute or ~/... (the node's home), kept as written.
+  bool CheckNodePath(const Located<std::string>& path,
+                     const std::string& field);
+
+  Reporter reporter_;
+  Manifest* manifest_;
+  Diagnostics* diags_;
+  ReadNotes notes_;  // for the checks across sections
+  // Each recipe file is loaded (and reported) once, however many
+  // deployments use it.
+  std::map<std::string, Recipe> recipes_;  // by resolved path
+};
+
+void ManifestLoader::Load() {
+  const fs::path file = fs::path(manifest_->root_dir) / kManifestFile;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    reporter_.Error(SourceLoc{kManifestFile, 0, 0},
+                    "no fleet.yaml in " + manifest_->root_dir +
+                        " (fleet -C DIR must point at a manifests repo)");
+    return;
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    std::string message = "YAML syntax error: " + e.msg;
+    if (e.msg.find("sequence flow") != std::string::npos)
+      message += " (a '[' without its ']'?)";
+    if (e.msg.find("map flow") != std::string::npos)
+      message += " (a '{' without its '}'?)";
+    // yaml-cpp says "illegal map value" for tab indentation; name the cause.
+    std::istringstream lines(text);
+    std::string line;
+    for (int n = 1; std::getline(lines, line) && n <= e.mark.line + 1; ++n) {
+      const size_t indent_end = line.find_first_not_of(" \t");
+      if (line.substr(0, indent_end).find('\t') != std::string::npos) {
+        message += "; line " + std::to_string(n) +
+                   " is indented with a tab: YAML indentation must be spaces";
+        break;
+      }
+    }
+    reporter_.Error(reporter_.At(e.mark.line, e.mark.column), message);
+    return;
+  } catch (const YAML::Exception& e) {
+    reporter_.Error(reporter_.At(e.mark.line, e.mark.column),
+                    "YAML error: " + e.msg);
+    return;
+  }
+  if (!root.IsDefined() || root.IsNull()) {
+    reporter_.Error(SourceLoc{kManifestFile, 0, 0},
+                    "fleet.yaml is empty; expected at least version: 1, fleet: "
+                    "<name> and nodes:");
+    return;
+  }
+  ReadTop(root);
+  CheckAcrossSections(*manifest_, notes_, &reporter_);
+}
+
+void ManifestLoader::ReadTop(const YAML::Node& root) {
+  MapReader top(&reporter_, root, "the top level", reporter_.Loc(root));
+  if (!top.ok()) return;
+  top.CheckKeys(kTopKeys);
+
+  if (auto version = top.Int("version", 0, 1000000)) {
+    if (version->value != 1) {
+      reporter_.Error(version->loc,
+                      "version " + std::to_string(version->value) +
+                          " is not supported; this fleet reads version: 1");
+    }
+    manifest_->version = version->value;
+  } else if (top.Find("version") == nullptr) {
+    reporter_.Error(top.where(),
+                    "fleet.yaml has no 'version' (required: version: 1)");
+  }
+  if (auto name = top.RequiredString("fleet", "the fleet's name")) {
+    manifest_->fleet = name->value;
+  }
+
+  ReadState(top);
+  manifest_->ssh.known_hosts =
+      ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
+  ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
+  ReadPower(top);
+  // Nodes first: the other sections' checks look them up.
+  ForEachEntry(top, "nodes", "node", [this](const Entry& e) { ReadNode(e); });
+  ForEachEntry(top, "stores", "store",
+               [this](const Entry& e) { ReadStore(e); });
+  ForEachEntry(top, "images", "image",
+               [this](const Entry& e) { ReadImage(e); });
+  ForEachEntry(top, "models", "model",
+               [this](const Entry& e) { ReadModel(e); });
+  ForEachEntry(top, "deployments", "deployment",
+               [this](const Entry& e) { ReadDeployment(e); });
+  if (manifest_->nodes.empty() && top.Find("nodes") == nullptr) {
+    reporter_.Error(top.where(),
+                    "fleet.yaml has no 'nodes' (required: at least one node)");
+  }
+}
+
+template <typename Fn>
+void ManifestLoader::ForEachEntry(const MapReader& top, const std::string& key,
+                                  const std::string& kind, Fn read) {
+  const MapReader section = top.Map(key, key);
+  for (const Entry& e : section.entries()) {
+    if (!IsValidName(e.key)) {
+      reporter_.Error(
+          e.key_loc,
+          kind + " name '" + e.key +
+              "' must be letters, digits, '-' or '_' (it becomes part of "
+              "addresses such as " +
+              kind + ".<name>)");
+      continue;
+    }
+    read(e);
+  }
+}
+
+void ManifestLoader::ReadState(const MapReader& top) {
+  const MapReader state = top.Map("state", "state");
+  state.CheckKeys({"backend", "path"});
+  if (auto backend = state.Enum("backend", {"local"}))
+    manifest_->state.backend = backend->value;
+  if (auto path = state.String("path")) {
+    manifest_->state.path = ResolveLocalPath(*path);
+  } else {
+    manifest_->state.path =
+        (fs::path(manifest_->root_dir) / ".fleet" / "state.json").string();
+  }
+}
+
+void ManifestLoader::ReadSsh(const MapReader& ssh, SshSettings* out) {
+  ssh.CheckKeys(
+      kSshKeys,
+      "use an identity key (identity: ~/.ssh/id_ed25519) or ssh-agent");
+  if (auto user = ssh.String("user")) {
+    if (user->value.empty() || HasSpace(user->value) ||
+        user->value.find('@') != std::string::npos) {
+      reporter_.Error(user->loc, "'user' in " + ssh.what() +
+                                     " must be a plain user name, got '" +
+                                     user->value + "'");
+    } else {
+      out->user = user->value;
+    }
+  }
+  if (auto identity = ssh.String("identity"))
+    out->identity = ResolveLocalPath(*identity);
+  if (auto known = ssh.String("known_hosts"))
+    out->known_hosts = ResolveLocalPath(*known);
+  if (auto port = ssh.Int("port", 1, 65535)) out->port = port->value;
+  if (auto timeout = ssh.String("connect_timeout")) {
+    const auto seconds = ParseDurationSeconds(timeout->value);
+    if (!seconds) {
+      reporter_.Error(
+          timeout->loc,
+          "'connect_timeout' in " + ssh.what() +
+              " must be a duration such as 10s or 1m (a plain number "
+              "is seconds), got '" +
+              timeout->value + "'");
+    } else {
+      out->connect_timeout_s = *seconds;
+    }
+  }
+}
+
+void ManifestLoader::ReadPower(const MapReader& top) {
+  const Entry* entry = top.Find("power");
+  if (entry == nullptr) return;
+  const MapReader power = top.Map("power", "power");
+  PowerController& out = manifest_->power;
+  // Present even when malformed: the nodes' power blocks then get no second,
+  // misleading "no controller" error.
+  out.present = true;
+  out.loc = entry->key_loc;
+  if (!power.ok()) return;
+  power.CheckKeys({"kind", "url", "token_env"},
+                  "export the token in an environment variable and set "
+                  "token_env to its name (e.g. token_env: HA_TOKEN)");
+  if (power.Find("kind") == nullptr) {
+    reporter_.Error(entry->key_loc,
+                    "power has no 'kind' (required: home-assistant)");
+  } else if (auto kind = power.Enum("kind", {"home-assistant"})) {
+    out.kind = kind->value;
+  }
+  if (auto url = power.RequiredString(
+          "url", "the controller's URL, e.g. https://ha.lan:8123")) {
+    const std::string& u = url->value;
+    const bool http = u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0;
+    const size_t authority = u.find("://");
+    const std::string host_part =
+        authority == std::string::npos
+            ? u
+            : u.substr(authority + 3, u.find('/', authority + 3));
+    if (!http || HasSpace(u)) {
+      reporter_.Error(
+          url->loc,
+          "'url' in power must start with http:// or https://, got '" + u +
+              "'");
+    } else if (host_part.find('@') != std::string::npos ||
+               u.find("token=") != std::string::npos) {
+      reporter_.Error(
+          url->loc,
+          "'url' in power carries credentials; the manifest must never hold "
+          "secrets: put the token in an environment variable named by "
+          "token_env");
+    } else {
+      out.url = u;
+    }
+  }
+  if (auto env = power.RequiredString(
+          "token_env",
+          "the name of the environment variable holding the token")) {
+    // A long mixed-case value such as ghp_x1Y2... is also a valid variable
+    // name, but nobody names a variable like that: it is the token pasted in.
+    const bool upper =
+        std::none_of(env->value.begin(), env->value.end(),
+                     [](char c) { return c >= 'a' && c <= 'z'; });
+    if (IsEnvVarName(env->value) && (upper || !LooksLikeToken(env->value))) {
+      out.token_env = env->value;
+    } else if (LooksLikeToken(env->value)) {
+      reporter_.Error(
+          env->loc,
+          "'token_env' in power holds what looks like the token itself; the "
+          "manifest must never hold secrets: export the token in an "
+          "environment variable (e.g. HA_TOKEN) and write its name here; "
+          "revoke the token if it was ever committed");
+    } else {
+      reporter_.Error(
+          env->loc,
+          "'token_env' in power must be an environment variable name "
+          "such as HA_TOKEN, got '" +
+              env->value + "'");
+    }
+  }
+}
+
+void ManifestLoader::ReadNode(const Entry& entry) {
+  const std::string what = "node '" + entry.key + "'";
+  const MapReader node(&reporter_, entry.value, what, entry.key_loc);
+  NodeSpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  spec.ssh = manifest_->ssh;
+  spec.hf_cache = "~/.cache/huggingface/hub";
+  notes_.node_order.push_back(entry.key);
+  if (!node.ok()) {
+    manifest_->nodes[spec.name] = std::move(spec);
+    return;
+  }
+  node.CheckKeys(kNodeKeys);
+  if (auto address =
+          node.RequiredString("address", "a host name, an IP or local")) {
+    if (address->value.find('@') != std::string::npos) {
+      reporter_.Error(address->loc, "'address' in " + what +
+                                        " must be a host name or IP, got '" +
+                                        address->value +
+                                        "'; put the user in ssh: {user: ...}");
+    } else if (HasSpace(address->value) || address->value.empty()) {
+      reporter_.Error(address->loc,
+                      "'address' in " + what +
+                          " must be a host name, an IP or local, got '" +
+                          address->value + "'");
+    } else {
+      spec.address = address->value;
+    }
+  }
+  ReadSsh(node.Map("ssh", what + " ssh"), &spec.ssh);
+  if (auto hostname = node.String("hostname")) spec.hostname = hostname->value;
+  ReadNodePower(node, &spec);
+  if (auto cli = node.Enum("container_cli", {"docker", "podman"}))
+    spec.container_cli = cli->value;
+  if (auto ram = node.Enum("display_ram", kDisplayRam))
+    spec.display_ram = ram->value;
+  ReadNodePaths(node, &spec);
+  if (auto command = node.String("poweroff_command")) {
+    if (command->value.empty()) {
+      reporter_.Error(command->loc,
+                      "'poweroff_command' in " + what + " is empty");
+    } else {
+      spec.poweroff_command = command->value;
+    }
+  }
+  manifest_->nodes[spec.name] = std::move(spec);
+}
+
+void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
+  const Entry* entry = node.Find("power");
+  if (entry == nullptr) return;
+  const std::string what = node.what() + " power";
+  const MapReader power = node.Map("power", what);
+  if (!power.ok()) return;
+  spec->power.present = true;
+  spec->power.loc = entry->key_loc;
+  power.CheckKeys({"switch", "state"});
+  if (!manifest_->power.present) {
+    reporter_.Error(
+        entry->key_loc,
+        node.what() +
+            " has power: but the fleet has no power controller; add one at the "
+            "top "
+            "level: power: {kind: home-assistant, url: ..., token_env: ...}");
+  }
+  if (auto entity = power.RequiredString(
+          "switch", "a switch entity such as switch.dgx1")) {
+    const std::string& s = entity->value;
+    const size_t dot = s.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size() ||
+        HasSpace(s)) {
+      reporter_.Error(entity->loc,
+                      "'switch' in " + what +
+                          " must be an entity id such as switch.dgx1, got '" +
+                          s + "'");
+    } else {
+      spec->power.switch_entity = s;
+      notes_.switches[spec->name] = *entity;
+    }
+  }
+  if (auto state = power.Enum("state", {"on", "off"}))
+    spec->power.state = state->value;
+}
+
+void ManifestLoader::ReadNodePaths(const MapReader& node, NodeSpec* spec) {
+  const MapReader paths = node.Map("paths", node.what() + " paths");
+  paths.CheckKeys({"hf_cache", "sysfs", "dev"});
+  const std::pair<const char*, std::string*> fields[] = {
+      {"hf_cache", &spec->hf_cache},
+      {"sysfs", &spec->sysfs},
+      {"dev", &spec->dev}};
+  for (const auto& [key, out] : fields) {
+    if (auto path = paths.String(key)) {
+      if (CheckNodePath(*path, "'" + std::string(key) + "' in " + paths.what()))
+        *out = path->value;
+    }
+  }
+}
+
+void ManifestLoader::ReadStore(const Entry& entry) {
+  const std::string what = "store '" + entry.key + "'";
+  const MapReader store(&reporter_, entry.value, what, entry.key_loc);
+  StoreSpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  if (entry.key == "local") {
+    reporter_.Error(
+        entry.key_loc,
+        "a store may not be named 'local': models use store: local for "
+        "each node's own cache");
+  }
+  if (store.ok()) {
+    store.CheckKeys({"path", "nodes"});
+    if (auto path =
+            store.RequiredString("path", "the store's path on its nodes")) {
+      if (CheckNodePath(*path, "'path' in " + what)) spec.path = path->value;
+    }
+    if (auto nodes = store.StringList("nodes")) {
+      for (const auto& n : *nodes) spec.nodes.push_back(n.value);
+      AddRefs("node", what, *nodes);
+      if (nodes->empty()) {
+        reporter_.Error(
+            store.Find("nodes")->value_loc,
+            "'nodes' in " + what + " is empty; list the nodes that mount it");
+      }
+    } else if (store.Find("nodes") == nullptr) {
+      reporter_.Error(
+          entry.key_loc,
+          what + " has no 'nodes' (required: the nodes that mount it)");
+    }
+  }
+  manifest_->stores[spec.name] = std::move(spec);
+}
+
+bool ManifestLoader::ReadSource(const MapReader& map,
+                                const std::vector<std::string>& plain,
+                                const std::vector<std::string>& prefixed,
+                                std::string* out) {
+  auto source = map.String("source");
+  if (!source) return false;
+  const std::string& s = source->value;
+  if (std::find(plain.begin(), plain.end(), s) != plain.end()) {
+    *out = s;
+    return true;
+  }
+  for (const std::string& kind : prefixed) {
+    const std::string prefix = kind + ":";
+    if (s.rfind(prefix, 0) == 0 && s.size() > prefix.size()) {
+      Located<std::string> ref{s.substr(prefix.size()), source->loc};
+      AddRefs(kind, "'source' in " + map.what(), {ref});
+      *out = s;
+      return true;
+    }
+  }
+  std::vector<std::string> expected = plain;
+  for (const std::string& kind : prefixed) expected.push_back(kind + ":<name>");
+  std::string message = "'source' in " + map.what() + " must be " +
+                        JoinOr(expected) + ", got '" + s + "'";
+  const std::string near = NearestName(s, plain);
+  if (!near.empty()) message += "; did you mean '" + near + "'?";
+  reporter_.Error(source->loc, message);
+  return false;
+}
+
+void ManifestLoader::ReadImage(const Entry& entry) {
+  const std::string what = "image '" + entry.key + "'";
+  const MapReader image(&reporter_, entry.value, what, entry.key_loc);
+  ImageSpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  spec.source = "registry";
+  if (image.ok()) {
+    image.CheckKeys({"ref", "source", "allow_floating", "nodes"});
+    if (auto floating = image.Bool("allow_floating"))
+      spec.allow_floating = floating->value;
+    if (auto ref = image.RequiredString("ref", "repo@sha256:<digest>")) {
+      spec.ref = ref->value;
+      switch (ClassifyImageRef(ref->value)) {
+        case ImageRefKind::kPinned:
+          break;
+        case ImageRefKind::kFloating:
+          if (spec.allow_floating) {
+            reporter_.Warning(
+                ref->loc, FloatingImageMessage(entry.key, ref->value) +
+                              " (allow_floating is set: every pull may bring a "
+                              "different image)");
+          } else {
+            reporter_.Error(ref->loc,
+                            FloatingImageMessage(entry.key, ref->value));
+          }
+          break;
+        case ImageRefKind::kBadDigest:
+          reporter_.Error(ref->loc, what + ": ref '" + ref->value +
+                                        "' has a malformed digest; expected " +
+                                        ImageRepository(ref->value) +
+                                        "@sha256:<64 lowercase hex digits>");
+          break;
+        case ImageRefKind::kMalformed:
+          reporter_.Error(ref->loc,
+                          what + ": ref '" + ref->value +
+                              "' is not an image reference; expected "
+                              "repo@sha256:<64 lowercase hex digits>");
+          break;
+      }
+    }
+    ReadSource(image, {"registry", "peers"}, {"node"}, &spec.source);
+    if (auto nodes = image.StringList("nodes")) {
+      for (const auto& n : *nodes) spec.nodes.push_back(n.value);
+      AddRefs("node", what, *nodes);
+    }
+  }
+  manifest_->images[spec.name] = std::move(spec);
+}
+
+void ManifestLoader::ReadModel(const Entry& entry) {
+  const std::string what = "model '" + entry.key + "'";
+  const MapReader model(&reporter_, entry.value, what, entry.key_loc);
+  ModelSpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  spec.store = "local";
+  spec.source = "hub";
+  if (model.ok()) {
+    model.CheckKeys(
+        {"repo", "revision", "store", "source", "allow_floating", "nodes"});
+    if (auto floating = model.Bool("allow_floating"))
+      spec.allow_floating = floating->value;
+    if (auto repo = model.RequiredString("repo", "the hub repo id, org/name")) {
+      const std::string& r = repo->value;
+      if (r.empty() || HasSpace(r) || std::count(r.begin(), r.end(), '/') > 1 ||
+          r.front() == '/' || r.back() == '/') {
+        reporter_.Error(repo->loc, "'repo' in " + what +
+                                       " must be a hub repo id such as "
+                                       "org/name, got '" +
+                                       r + "'");
+      } else {
+        spec.repo = r;
+      }
+    }
+    if (auto revision =
+            model.RequiredString("revision", "the 40-hex commit id to serve")) {
+      spec.revision = revision->value;
+      const std::string& rev = revision->value;
+      switch (ClassifyRevision(rev)) {
+        case RevisionKind::kPinned:
+          break;
+        case RevisionKind::kUppercase: {
+          std::string lower = rev;
+          for (char& c : lower) {
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          }
+          reporter_.Error(revision->loc, "'revision' in " + what +
+                                             " must be lowercase hex, as the "
+                                             "hub writes it: " +
+                                             lower);
+          break;
+        }
+        case RevisionKind::kFloating: {
+          const std::string message = FloatingRevisionMessage(
+              entry.key, spec.repo.empty() ? "the repo" : spec.repo, rev);
+          if (spec.allow_floating) {
+            reporter_.Warning(revision->loc,
+                              message + " (allow_floating is set)");
+          } else {
+            reporter_.Error(revision->loc, message);
+          }
+          break;
+        }
+        case RevisionKind::kMalformed:
+          reporter_.Error(revision->loc, "'revision' in " + what +
+                                             " must be a commit id (40 " +
+                                             "lowercase hex digits), got '" +
+                                             rev + "'");
+          break;
+      }
+    }
+    if (auto store = model.String("store")) {
+      spec.store = store->value;
+      if (store->value != "local")
+        AddRefs("store", "'store' in " + what, {*store});
+    }
+    ReadSource(model, {"hub"}, {"node", "store"}, &spec.source);
+    if (spec.source == "store:" + spec.store) {
+      reporter_.Error(model.Find("source")->value_loc,
+                      what + " lives in store '" + spec.store +
+                          "' and names it as its source "
+                          "too; a source is where the model is copied from "
+                          "(hub, node:<name> "
+                          "or another store)");
+    }
+    if (auto nodes = model.StringList("nodes")) {
+      for (const auto& n : *nodes) spec.nodes.push_back(n.value);
+      AddRefs("node", what, *nodes);
+    }
+  }
+  manifest_->models[spec.name] = std::move(spec);
+}
+
+void ManifestLoader::ReadDeployment(const Entry& entry) {
+  const std::string what = "deployment '" + entry.key + "'";
+  const MapReader deployment(&reporter_, entry.value, what, entry.key_loc);
+  DeploymentSpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  notes_.deployment_order.push_back(entry.key);
+  DeploymentLocs& locs = notes_.deployment_locs[entry.key];
+  if (deployment.ok()) {
+    deployment.CheckKeys(
+        {"recipe", "nodes", "image", "model", "display_ram", "port", "health"});
+    if (auto nodes = deployment.StringList("nodes")) {
+      for (const auto& n : *nodes) spec.nodes.push_back(n.value);
+      AddRefs("node", what, *nodes);
+      locs.nodes = *nodes;
+      if (nodes->empty()) {
+        reporter_.Error(
+            deployment.Find("nodes")->value_loc,
+            "'nodes' in " + what + " is empty; list the nodes that serve it");
+      }
+    } else if (deployment.Find("nodes") == nullptr) {
+      reporter_.Error(
+          entry.key_loc,
+          what + " has no 'nodes' (required: the nodes that serve it)");
+    }
+    if (auto image = deployment.RequiredString(
+            "image", "the name of an entry under images:")) {
+      spec.image = image->value;
+      AddRefs("image", what, {*image});
+    }
+    if (auto model = deployment.String("model")) {
+      spec.model = model->value;
+      AddRefs("model", what, {*model});
+    }
+    if (auto ram = deployment.Enum("display_ram", kDisplayRam))
+      spec.display_ram = ram->value;
+    if (auto port = deployment.Int("port", 1, 65535)) {
+      spec.port = port->value;
+      locs.port = port->loc;
+    } else if (deployment.Find("port") == nullptr) {
+      reporter_.Error(entry.key_loc,
+                      what + " has no 'port' (required: 1-65535)");
+    }
+    const MapReader health = deployment.Map("health", what + " health");
+    health.CheckKeys({"path", "timeout"});
+    if (auto path = health.String("path")) {
+      if (path->value.empty() || path->value[0] != '/') {
+        reporter_.Error(path->loc,
+                        "'path' in " + health.what() +
+                            " must be an HTTP path starting with '/', got '" +
+                            path->value + "'");
+      } else {
+        spec.health.path = path->value;
+      }
+    }
+    if (auto timeout = health.String("timeout")) {
+      if (auto seconds = ParseDurationSeconds(timeout->value)) {
+        spec.health.timeout_s = *seconds;
+      } else {
+        reporter_.Error(
+            timeout->loc,
+            "'timeout' in " + health.what() +
+                " must be a duration such as 30m, 90s or 2h (a plain "
+                "number is seconds), got '" +
+                timeout->value + "'");
+      }
+    }
+    if (auto recipe = deployment.RequiredString(
+            "recipe", "the path of a recipe TOML file")) {
+      ReadRecipe(*recipe, &spec);
+    }
+    if (spec.model.empty() &&
+        RecipeUsesPlaceholder(spec.recipe, "model_path")) {
+      reporter_.Error(entry.key_loc,
+                      what + " has no 'model', but its recipe " +
+                          spec.recipe_path +
+                          " uses {model_path}; name the model it serves");
+    }
+  }
+  manifest_->deployments[spec.name] = std::move(spec);
+}
+
+void ManifestLoader::ReadRecipe(const Located<std::string>& path,
+                                DeploymentSpec* spec) {
+  spec->recipe_path = path.value;
+  if (path.value.empty()) {
+    reporter_.Error(path.loc,
+                    "'recipe' in deployment '" + spec->name + "' is empty");
+    return;
+  }
+  const fs::path resolved =
+      (fs::path(manifest_->root_dir) / path.value).lexically_normal();
+  std::error_code ec;
+  if (!fs::is_regular_file(resolved, ec)) {
+    std::string message = "deployment '" + spec->name + "': recipe file '" +
+                          path.value + "' not found (looked for " +
+                          resolved.string() + ")";
+    // Suggest a close file name in the same directory: a typo in a file name
+    // is the usual cause.
+    std::vector<std::string> siblings;
+    for (const auto& f : fs::directory_iterator(resolved.parent_path(), ec)) {
+      siblings.push_back(f.path().filename().string());
+    }
+    const std::string near =
+        NearestName(resolved.filename().string(), siblings);
+    if (!near.empty()) {
+      message += "; did you mean '" +
+                 (fs::path(path.value).parent_path() / near).string() + "'?";
+    }
+    reporter_.Error(path.loc, message);
+    return;
+  }
+  auto cached = recipes_.find(resolved.string());
+  if (cached == recipes_.end()) {
+    Recipe recipe;
+    LoadRecipe(resolved.string(), path.value, &recipe, diags_);
+    cached = recipes_.emplace(resolved.string(), std::move(recipe)).first;
+  }
+  spec->recipe = cached->second;
+}
+
+void ManifestLoader::AddRefs(const std::string& kind,
+                             const std::string& context,
+                             const std::vector<Located<std::string>>& refs) {
+  for (const auto& ref : refs) notes_.refs.push_back({kind, context, ref});
+}
+
+std::string ManifestLoader::ResolveLocalPath(const Located<std::string>& path) {
+  const std::string& p = path.value;
+  if (p.empty()) return p;
+  if (p[0] == '~') {
+    if (p.size() > 1 && p[1] != '/') {
+      reporter_.Error(
+          path.loc,
+          "'" + p + "': ~user paths are not supported; write the full path");
+      return p;
+    }
+    return (fs::path(HomeDir() + p.substr(1))).lexically_normal().string();
+  }
+  const fs::path fp(p);
+  if (fp.is_absolute()) return fp.lexically_normal().string();
+  return (fs::path(manifest_->root_dir) / fp).lexically_normal().string();
+}
+
+bool ManifestLoader::CheckNodePath(const Located<std::string>& path,
+                                   const std::string& field) {
+  const std::string& p = path.value;
+  if (!p.empty() && (p[0] == '/' || p == "~" || p.rfind("~/", 0) == 0))
+    return true;
+  reporter_.Error(path.loc,
+                  field +
+                      " must be an absolute path on the node (or ~/... for the "
+                      "node user's home), got '" +
+                      p + "'");
+  return false;
+}
+
+}  // namespace
+
+bool LoadManifest(const std::string& dir, Manifest* manifest,
+                  Diagnostics* diags) {
+  Diagnostics found;
+  try {
+    std::error_code ec;
+    fs::path root =
+        fs::absolute(dir.empty() ? "." : dir, ec).lexically_normal();
+    std::string root_dir = root.string();
+    while (root_dir.size() > 1 && root_dir.back() == '/') root_dir.pop_back();
+    ManifestLoader(root_dir, manifest, &found).Load();
+  } catch (const std::exception& e) {
+    // Nothing above is meant to throw; if a library still does, the operator
+    // gets a located-as-possible error instead of a crash.
+    found.push_back(
+        {Diagnostic::Severity::kError, SourceLoc{kManifestFile, 0, 0},
+         std::string("internal error while loading the manifest: ") +
+             e.what()});
+  }
+  // Report in reading order: fleet.yaml top to bottom, then each recipe.
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) {
+                     const bool a_main = a.loc.file == kManifestFile;
+                     const bool b_main = b.loc.file == kManifestFile;
+                     if (a_main != b_main) return a_main;
+                     if (a.loc.file != b.loc.file)
+                       return a.loc.file < b.loc.file;
+                     if (a.loc.line != b.loc.line)
+                       return a.loc.line < b.loc.line;
+                     return a.loc.column < b.loc.column;
+                   });
+  const bool ok = !HasErrors(found);
+  diags->insert(diags->end(), found.begin(), found.end());
+  return ok;
+}
+
+}  // namespace fleet

@@ -1,0 +1,572 @@
+#include "manifests/recipe.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "manifests/secrets.h"
+
+namespace fleet {
+
+namespace {
+
+const std::vector<std::string>& TopLevelKeys() {
+  static const std::vector<std::string> keys = {
+      "model",        "args", "env",      "devices",
+      "memory_limit", "cpus", "shm_size", "extra_mounts"};
+  return keys;
+}
+
+// Keys that only make sense at the top level: finding one in a sub-table
+// means it was written below that table's header.
+bool IsTopLevelOnly(const std::string& key) {
+  return key != "extra_mounts" &&
+         std::find(TopLevelKeys().begin(), TopLevelKeys().end(), key) !=
+             TopLevelKeys().end();
+}
+
+const std::vector<std::string>& MountKeys() {
+  static const std::vector<std::string> keys = {"host", "container",
+                                                "read_only"};
+  return keys;
+}
+
+// Keys people reach for that belong somewhere else: the hint says where.
+std::string MisplacedKeyHint(const std::string& key) {
+  if (key == "image" || key == "docker_image") {
+    return "; the image is declared in fleet.yaml (images:) and chosen by the "
+           "deployment";
+  }
+  if (key == "port")
+    return "; the port is the deployment's (fleet.yaml); use {port} in args";
+  if (key == "nodes" || key == "cluster")
+    return "; nodes are the deployment's (fleet.yaml)";
+  return "";
+}
+
+// One key of a TOML table, in file order.
+struct TomlEntry {
+  std::string key;
+  const toml::key* key_ref;
+  const toml::node* value;
+};
+
+std::vector<TomlEntry> InFileOrder(const toml::table& table) {
+  std::vector<TomlEntry> out;
+  for (auto&& [k, v] : table) out.push_back({std::string(k.str()), &k, &v});
+  std::stable_sort(
+      out.begin(), out.end(), [](const TomlEntry& a, const TomlEntry& b) {
+        const auto& pa = a.key_ref->source().begin;
+        const auto& pb = b.key_ref->source().begin;
+        return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+      });
+  return out;
+}
+
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a number";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date/time";
+  }
+}
+
+// The TOML text of a number or boolean, for "quote it" hints and cpus.
+std::string ScalarText(const toml::node& node) {
+  if (const auto* i = node.as_integer()) return std::to_string(i->get());
+  if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* f = node.as_floating_point()) {
+    char buffer[64];
+    const auto result =
+        std::to_chars(buffer, buffer + sizeof(buffer), f->get());
+    return std::string(buffer, result.ptr);
+  }
+  return "";
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// "6", "1.5": a plain decimal, as --cpus takes it.
+bool IsDecimal(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  if (i == 0) return false;
+  if (i == s.size()) return true;
+  if (s[i] != '.') return false;
+  const size_t fraction = ++i;
+  while (i < s.size() && IsDigit(s[i])) ++i;
+  return i == s.size() && i > fraction;
+}
+
+// What docker and podman accept for --memory and --shm-size:
+// <decimal>[ ][kmgtp][i][b], case-insensitive ("9g", "512m", "9GiB").
+bool IsSize(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && (IsDigit(s[i]) || s[i] == '.')) ++i;
+  if (!IsDecimal(s.substr(0, i))) return false;
+  if (i < s.size() && s[i] == ' ') ++i;
+  auto take = [&](std::string_view set) {
+    if (i < s.size() && set.find(s[i]) != std::string_view::npos) ++i;
+  };
+  take("kKmMgGtTpP");
+  take("iI");
+  take("bB");
+  return i == s.size();
+}
+
+// Every {identifier} in `s` (JSON such as {"a": 1} is not one).
+std::vector<std::string> PlaceholderNames(const std::string& s) {
+  std::vector<std::string> names;
+  for (size_t open = s.find('{'); open != std::string::npos;
+       open = s.find('{', open + 1)) {
+    size_t i = open + 1;
+    if (i >= s.size() ||
+        !(std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+      continue;
+    while (i < s.size() &&
+           (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+      ++i;
+    if (i < s.size() && s[i] == '}')
+      names.push_back(s.substr(open + 1, i - open - 1));
+  }
+  return names;
+}
+
+// A string in the recipe with where it came from, for the placeholder lint.
+struct RecipeString {
+  std::string value;
+  std::string field;  // "args[2]", "env.FOO", "model"
+  SourceLoc loc;
+};
+
+class RecipeReader {
+ public:
+  RecipeReader(std::string file, Recipe* recipe, Diagnostics* diags)
+      : file_(std::move(file)), recipe_(recipe), diags_(diags) {}
+
+  void Read(const toml::table& root);
+
+ private:
+  SourceLoc Loc(const toml::source_region& region) const {
+    return SourceLoc{file_, static_cast<int>(region.begin.line),
+                     static_cast<int>(region.begin.column)};
+  }
+  void Error(const SourceLoc& loc, std::string message) {
+    diags_->push_back({Diagnostic::Severity::kError, loc, std::move(message)});
+  }
+
+  void ReadKey(const TomlEntry& e);
+  std::optional<std::string> ReadString(const TomlEntry& e,
+                                        const std::string& field);
+  std::vector<std::string> ReadStringArray(const TomlEntry& e,
+                                           const std::string& field);
+  void ReadEnv(const TomlEntry& e);
+  void ReadCpus(const TomlEntry& e);
+  void ReadSize(const TomlEntry& e, std::string* out);
+  void ReadMounts(const TomlEntry& e);
+  void ReadMount(const toml::table& table, size_t index);
+  // A top-level key found in `table`: the ordering trap.
+  void OrderingTrap(const TomlEntry& e, const std::string& header,
+                    const toml::table& table);
+  void CheckTwoPositionals();
+  void CheckPlaceholders();
+
+  std::string file_;
+  Recipe* recipe_;
+  Diagnostics* diags_;
+  std::vector<std::string> top_level_seen_;
+  std::optional<SourceLoc> model_loc_;
+  std::vector<SourceLoc> arg_locs_;
+  std::vector<RecipeString> strings_;
+};
+
+void RecipeReader::Read(const toml::table& root) {
+  const std::vector<TomlEntry> entries = InFileOrder(root);
+  for (const TomlEntry& e : entries) top_level_seen_.push_back(e.key);
+  for (const TomlEntry& e : entries) ReadKey(e);
+  CheckTwoPositionals();
+  CheckPlaceholders();
+}
+
+void RecipeReader::ReadKey(const TomlEntry& e) {
+  const std::string& k = e.key;
+  if (k == "model") {
+    if (auto v = ReadString(e, "model")) {
+      recipe_->model = *v;
+      model_loc_ = Loc(e.value->source());
+    }
+  } else if (k == "args") {
+    recipe_->args = ReadStringArray(e, "args");
+  } else if (k == "env") {
+    ReadEnv(e);
+  } else if (k == "devices") {
+    recipe_->devices = ReadStringArray(e, "devices");
+    for (size_t i = 0; i < recipe_->devices.size(); ++i) {
+      if (recipe_->devices[i].empty() || recipe_->devices[i][0] != '/') {
+        Error(Loc(e.value->as_array()->get(i)->source()),
+              "devices[" + std::to_string(i) + "] '" + recipe_->devices[i] +
+                  "' must be a device path such as /dev/dri/card0 (or "
+                  "host:container)");
+      }
+    }
+  } else if (k == "memory_limit") {
+    ReadSize(e, &recipe_->memory_limit);
+  } else if (k == "shm_size") {
+    ReadSize(e, &recipe_->shm_size);
+  } else if (k == "cpus") {
+    ReadCpus(e);
+  } else if (k == "extra_mounts") {
+    ReadMounts(e);
+  } else {
+    std::string message = "unknown key '" + k + "' in recipe";
+    const std::string near = NearestName(k, TopLevelKeys());
+    if (!near.empty()) {
+      message += "; did you mean '" + near + "'?";
+    } else {
+      message +=
+          "; expected one of: model, args, env, devices, memory_limit, cpus, "
+          "shm_size, "
+          "[[extra_mounts]]";
+    }
+    Error(Loc(e.key_ref->source()), message + MisplacedKeyHint(k));
+  }
+}
+
+std::optional<std::string> RecipeReader::ReadString(const TomlEntry& e,
+                                                    const std::string& field) {
+  const auto* s = e.value->as_string();
+  if (s == nullptr) {
+    Error(Loc(e.value->source()),
+          "'" + field + "' must be a string, got " + TypeName(*e.value));
+    return std::nullopt;
+  }
+  strings_.push_back({s->get(), field, Loc(e.value->source())});
+  return s->get();
+}
+
+std::vector<std::string> RecipeReader::ReadStringArray(
+    const TomlEntry& e, const std::string& field) {
+  std::vector<std::string> out;
+  const auto* array = e.value->as_array();
+  if (array == nullptr) {
+    std::string message = "'" + field + "' must be an array of strings, got " +
+                          TypeName(*e.value);
+    if (e.value->is_string()) {
+      message +=
+          "; write " + field + " = [\"" + e.value->as_string()->get() + "\"]";
+    }
+    Error(Loc(e.value->source()), message);
+    return out;
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& item = *array->get(i);
+    const std::string item_field = field + "[" + std::to_string(i) + "]";
+    if (const auto* s = item.as_string()) {
+      out.push_back(s->get());
+      strings_.push_back({s->get(), item_field, Loc(item.source())});
+      if (field == "args") arg_locs_.push_back(Loc(item.source()));
+    } else {
+      Error(Loc(item.source()), item_field + " must be a string, got " +
+                                    TypeName(item) + "; quote it (\"...\")");
+      // Keep the argument positions aligned with `args` for later lints.
+      out.push_back("");
+      if (field == "args") arg_locs_.push_back(Loc(item.source()));
+    }
+  }
+  return out;
+}
+
+void RecipeReader::ReadEnv(const TomlEntry& e) {
+  const auto* table = e.value->as_table();
+  if (table == nullptr) {
+    Error(Loc(e.value->source()),
+          "'env' must be a table of strings (env = {NAME = \"value\"} or an "
+          "[env] section), "
+          "got " +
+              TypeName(*e.value));
+    return;
+  }
+  for (const TomlEntry& var : InFileOrder(*table)) {
+    // Under an [env] header, a lowercase top-level key is the ordering trap,
+    // not a variable: `args` below [env] would vanish from the command line.
+    if (!table->is_inline() && IsTopLevelOnly(var.key)) {
+      OrderingTrap(var, "[env]", *table);
+      continue;
+    }
+    const SourceLoc key_loc = Loc(var.key_ref->source());
+    if (!IsEnvVarName(var.key)) {
+      Error(key_loc, "env '" + var.key +
+                         "' is not a valid environment variable name "
+                         "([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    const auto* s = var.value->as_string();
+    if (s == nullptr) {
+      std::string message =
+          "env '" + var.key + "' must be a string, got " + TypeName(*var.value);
+      const std::string text = ScalarText(*var.value);
+      if (!text.empty())
+        message += "; quote it: " + var.key + " = \"" + text + "\"";
+      Error(Loc(var.value->source()), message);
+      continue;
+    }
+    recipe_->env[var.key] = s->get();
+    strings_.push_back({s->get(), "env." + var.key, Loc(var.value->source())});
+  }
+}
+
+void RecipeReader::ReadCpus(const TomlEntry& e) {
+  const SourceLoc loc = Loc(e.value->source());
+  std::string text;
+  if (const auto* s = e.value->as_string()) {
+    text = s->get();
+  } else if (e.value->is_integer() || e.value->is_floating_point()) {
+    text = ScalarText(*e.value);
+  } else {
+    Error(loc,
+          "'cpus' must be a number or a string such as \"6\" or \"1.5\", got " +
+              TypeName(*e.value));
+    return;
+  }
+  if (!IsDecimal(text) || std::strtod(text.c_str(), nullptr) <= 0) {
+    Error(loc, "'cpus' must be a positive number such as 6 or 1.5, got '" +
+                   text + "'");
+    return;
+  }
+  recipe_->cpus = text;
+}
+
+void RecipeReader::ReadSize(const TomlEntry& e, std::string* out) {
+  auto text = ReadString(e, e.key);
+  if (!text) return;
+  if (!IsSize(*text)) {
+    Error(Loc(e.value->source()),
+          "'" + e.key + "' must be a size such as \"9g\" or \"512m\", got '" +
+              *text + "'");
+    return;
+  }
+  *out = *text;
+}
+
+void RecipeReader::ReadMounts(const TomlEntry& e) {
+  const auto* array = e.value->as_array();
+  if (array == nullptr) {
+    std::string message =
+        "'extra_mounts' must be an array of tables ([[extra_mounts]] "
+        "entries with host, container, read_only), got " +
+        TypeName(*e.value);
+    if (e.value->is_table())
+      message += "; write the header as [[extra_mounts]], not [extra_mounts]";
+    Error(Loc(e.value->source()), message);
+    return;
+  }
+  for (size_t i = 0; i < array->size(); ++i) {
+    const toml::node& item = *array->get(i);
+    if (const auto* table = item.as_table()) {
+      ReadMount(*table, i);
+    } else {
+      Error(Loc(item.source()),
+            "extra_mounts[" + std::to_string(i) +
+                "] must be a table {host, container, read_only}, got " +
+                TypeName(item));
+    }
+  }
+}
+
+void RecipeReader::ReadMount(const toml::table& table, size_t index) {
+  const std::string field = "extra_mounts[" + std::to_string(index) + "]";
+  RecipeMount mount;
+  bool has_host = false;
+  bool has_container = false;
+  for (const TomlEntry& e : InFileOrder(table)) {
+    const SourceLoc value_loc = Loc(e.value->source());
+    if (IsTopLevelOnly(e.key)) {
+      OrderingTrap(e, "[[extra_mounts]]", table);
+    } else if (e.key == "host" || e.key == "container") {
+      const auto* s = e.value->as_string();
+      if (s == nullptr) {
+        Error(value_loc, field + "." + e.key + " must be a string path, got " +
+                             TypeName(*e.value));
+        continue;
+      }
+      strings_.push_back({s->get(), field + "." + e.key, value_loc});
+      if (e.key == "host") {
+        mount.host = s->get();
+        has_host = !mount.host.empty();
+      } else {
+        mount.container = s->get();
+        has_container = !mount.container.empty();
+        if (has_container && mount.container[0] != '/' &&
+            mount.container[0] != '{') {
+          Error(value_loc,
+                field + ".container '" + mount.container +
+                    "' must be an absolute path inside the container");
+        }
+      }
+    } else if (e.key == "read_only") {
+      if (const auto* b = e.value->as_boolean()) {
+        mount.read_only = b->get();
+      } else {
+        Error(value_loc, field + ".read_only must be true or false, got " +
+                             TypeName(*e.value));
+      }
+    } else {
+      std::string message = "unknown key '" + e.key + "' in " + field;
+      const std::string near = NearestName(e.key, MountKeys());
+      message += near.empty() ? "; expected host, container or read_only"
+                              : "; did you mean '" + near + "'?";
+      Error(Loc(e.key_ref->source()), message);
+    }
+  }
+  const SourceLoc header = Loc(table.source());
+  if (!has_host)
+    Error(header, field + " has no 'host' (required: the path on the node)");
+  if (!has_container) {
+    Error(header,
+          field +
+              " has no 'container' (required: the path inside the container)");
+  }
+  recipe_->extra_mounts.push_back(std::move(mount));
+}
+
+void RecipeReader::OrderingTrap(const TomlEntry& e, const std::string& header,
+                                const toml::table& table) {
+  const int header_line = static_cast<int>(table.source().begin.line);
+  const bool also_at_top =
+      std::find(top_level_seen_.begin(), top_level_seen_.end(), e.key) !=
+      top_level_seen_.end();
+  const std::string consequence =
+      also_at_top ? "this '" + e.key + "' would be ignored"
+                  : "this recipe would run with no " + e.key;
+  const std::string where = header == "[env]"
+                                ? "the [env] header"
+                                : "the first " + header + " header";
+  Error(Loc(e.key_ref->source()),
+        "'" + e.key + "' is inside " + header + " (line " +
+            std::to_string(header_line) + "): TOML puts every key after a " +
+            (header == "[env]" ? "[table]" : "[[table]]") +
+            " header into that table, so " + consequence + "; move '" + e.key +
+            "' above " + where);
+}
+
+void RecipeReader::CheckTwoPositionals() {
+  if (recipe_->model.empty() || recipe_->args.empty() || arg_locs_.empty())
+    return;
+  const std::string& first = recipe_->args[0];
+  if (first.empty() || first[0] == '-') return;
+  Error(arg_locs_[0], "args[0] '" + first +
+                          "' is a positional argument, but the launcher "
+                          "already passes model '" +
+                          recipe_->model +
+                          "' as the positional model: the server would get two "
+                          "models and refuse "
+                          "('unrecognized arguments'); set model = \"\" when "
+                          "args carries the model path, "
+                          "or start args with a --flag");
+}
+
+void RecipeReader::CheckPlaceholders() {
+  const std::vector<std::string>& allowed = RecipePlaceholders();
+  for (const RecipeString& s : strings_) {
+    for (const std::string& name : PlaceholderNames(s.value)) {
+      if (std::find(allowed.begin(), allowed.end(), name) != allowed.end())
+        continue;
+      std::string message =
+          "unknown placeholder '{" + name + "}' in " + s.field;
+      const std::string near = NearestName(name, allowed);
+      if (!near.empty()) message += "; did you mean '{" + near + "}'?";
+      message +=
+          " (the launcher fills {port}, {model_path}, {host} and {node})";
+      Error(s.loc, message);
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& RecipePlaceholders() {
+  static const std::vector<std::string> names = {"port", "model_path", "host",
+                                                 "node"};
+  return names;
+}
+
+bool RecipeUsesPlaceholder(const Recipe& recipe, const std::string& name) {
+  const std::string token = "{" + name + "}";
+  auto has = [&](const std::string& s) {
+    return s.find(token) != std::string::npos;
+  };
+  if (has(recipe.model)) return true;
+  if (std::any_of(recipe.args.begin(), recipe.args.end(), has)) return true;
+  if (std::any_of(recipe.devices.begin(), recipe.devices.end(), has))
+    return true;
+  for (const auto& [k, v] : recipe.env) {
+    if (has(v)) return true;
+  }
+  for (const RecipeMount& m : recipe.extra_mounts) {
+    if (has(m.host) || has(m.container)) return true;
+  }
+  return false;
+}
+
+bool ParseRecipe(std::string_view text, const std::string& display_file,
+                 Recipe* recipe, Diagnostics* diags) {
+  Diagnostics found;
+  try {
+    toml::table root = toml::parse(text, display_file);
+    RecipeReader(display_file, recipe, &found).Read(root);
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    std::string message = "TOML syntax error: " + std::string(e.description());
+    if (message.find("expected '='") != std::string::npos) {
+      message += " (a comment line that lost its '#'?)";
+    }
+    found.push_back({Diagnostic::Severity::kError,
+                     SourceLoc{display_file, static_cast<int>(begin.line),
+                               static_cast<int>(begin.column)},
+                     message});
+  } catch (const std::exception& e) {
+    found.push_back({Diagnostic::Severity::kError,
+                     SourceLoc{display_file, 0, 0},
+                     std::string("cannot read recipe: ") + e.what()});
+  }
+  const bool ok = !HasErrors(found);
+  diags->insert(diags->end(), found.begin(), found.end());
+  return ok;
+}
+
+bool LoadRecipe(const std::string& path, const std::string& display_file,
+                Recipe* recipe, Diagnostics* diags) {
+  recipe->file = path;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) {
+    diags->push_back({Diagnostic::Severity::kError,
+                      SourceLoc{display_file, 0, 0},
+                      "cannot read recipe file " + path});
+    return false;
+  }
+  return ParseRecipe(text.str(), display_file, recipe, diags);
+}
+
+}  // namespace fleet

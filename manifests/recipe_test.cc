@@ -1,0 +1,278 @@
+#include "manifests/recipe.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace fleet {
+namespace {
+
+constexpr char kTestdata[] = FLEET_MANIFESTS_TESTDATA;
+
+std::string Dump(const Diagnostics& diags) {
+  std::string out;
+  for (const Diagnostic& d : diags) out += "  " + d.ToString() + "\n";
+  return out;
+}
+
+// Parses `text` as recipes/r.toml; returns the diagnostics.
+Diagnostics Parse(const std::string& text, Recipe* recipe = nullptr) {
+  Recipe local;
+  Diagnostics diags;
+  ParseRecipe(text, "recipes/r.toml", recipe != nullptr ? recipe : &local,
+              &diags);
+  return diags;
+}
+
+// Expects exactly one diagnostic whose ToString() is `line`.
+#define EXPECT_DIAG(diags, line)                                           \
+  do {                                                                     \
+    const Diagnostics& d_ = (diags);                                       \
+    int n_ = 0;                                                            \
+    for (const Diagnostic& x_ : d_) n_ += x_.ToString() == (line) ? 1 : 0; \
+    EXPECT_EQ(n_, 1) << "want: " << (line) << "\ngot:\n" << Dump(d_);      \
+  } while (0)
+
+TEST(RecipeTest, LoadsEveryField) {
+  Recipe recipe;
+  Diagnostics diags;
+  const std::string path =
+      std::string(kTestdata) + "/valid/recipes/dsv41-flash-exl3-2x.toml";
+  ASSERT_TRUE(
+      LoadRecipe(path, "recipes/dsv41-flash-exl3-2x.toml", &recipe, &diags))
+      << Dump(diags);
+  EXPECT_TRUE(diags.empty()) << Dump(diags);
+  EXPECT_EQ(recipe.file, path);
+  EXPECT_EQ(recipe.model, "/model");
+  EXPECT_EQ(recipe.args, (std::vector<std::string>{
+                             "--config", "conservative.yaml", "--port",
+                             "{port}", "--disable-custom-all-reduce"}));
+  EXPECT_EQ(recipe.devices, std::vector<std::string>{"/dev/dri/card0"});
+  EXPECT_EQ(recipe.memory_limit, "9g");
+  EXPECT_EQ(recipe.cpus, "6");  // a TOML integer, converted
+  EXPECT_EQ(recipe.shm_size, "8g");
+  EXPECT_EQ(recipe.env.size(), 3u);
+  EXPECT_EQ(recipe.env.at("DS41_DRAFT_EXL3_PATH"), "/draft-exl3");
+  EXPECT_EQ(recipe.env.at("NODE_NAME"), "{node}");
+  ASSERT_EQ(recipe.extra_mounts.size(), 2u);
+  EXPECT_EQ(recipe.extra_mounts[0].host, "{model_path}");
+  EXPECT_EQ(recipe.extra_mounts[0].container, "/model");
+  EXPECT_TRUE(recipe.extra_mounts[0].read_only);  // the default
+  EXPECT_EQ(recipe.extra_mounts[1].host, "/mnt/nas/ai/draft");
+  EXPECT_FALSE(recipe.extra_mounts[1].read_only);
+}
+
+TEST(RecipeTest, FractionalCpusAsNumberOrString) {
+  Recipe a;
+  EXPECT_TRUE(Parse("cpus = 1.5\n", &a).empty());
+  EXPECT_EQ(a.cpus, "1.5");
+  Recipe b;
+  EXPECT_TRUE(Parse("cpus = \"2.25\"\n", &b).empty());
+  EXPECT_EQ(b.cpus, "2.25");
+  EXPECT_DIAG(Parse("cpus = \"six\"\n"),
+              "recipes/r.toml:1:8: error: 'cpus' must be a positive number "
+              "such as 6 or 1.5, "
+              "got 'six'");
+  EXPECT_DIAG(Parse("cpus = 0\n"),
+              "recipes/r.toml:1:8: error: 'cpus' must be a positive number "
+              "such as 6 or 1.5, "
+              "got '0'");
+}
+
+TEST(RecipeTest, OrderingTrapArgsAfterExtraMounts) {
+  // The log's Aiden recipe: args written below the [[extra_mounts]] header
+  // parsed into the mount and the server ran with no flags.
+  const std::string text =
+      "model = \"\"\n"                      // 1
+      "env = {A = \"1\"}\n"                 // 2
+      "\n"                                  // 3
+      "[[extra_mounts]]\n"                  // 4
+      "host = \"/a\"\n"                     // 5
+      "container = \"/b\"\n"                // 6
+      "args = [\"--port\", \"{port}\"]\n";  // 7
+  Recipe recipe;
+  const Diagnostics diags = Parse(text, &recipe);
+  ASSERT_EQ(diags.size(), 1u) << Dump(diags);
+  EXPECT_EQ(diags[0].ToString(),
+            "recipes/r.toml:7:1: error: 'args' is inside [[extra_mounts]] "
+            "(line 4): TOML puts "
+            "every key after a [[table]] header into that table, so this "
+            "recipe would run with "
+            "no args; move 'args' above the first [[extra_mounts]] header");
+  EXPECT_TRUE(recipe.args.empty());
+}
+
+TEST(RecipeTest, OrderingTrapInSecondMountAndEveryTopLevelKey) {
+  const std::string text =
+      "args = [\"--a\"]\n"        // 1
+      "[[extra_mounts]]\n"        // 2
+      "host = \"/a\"\n"           // 3
+      "container = \"/b\"\n"      // 4
+      "[[extra_mounts]]\n"        // 5
+      "host = \"/c\"\n"           // 6
+      "container = \"/d\"\n"      // 7
+      "memory_limit = \"9g\"\n"   // 8
+      "args = [\"--b\"]\n"        // 9
+      "devices = [\"/dev/x\"]\n"  // 10
+      "model = \"m\"\n";          // 11
+  const Diagnostics diags = Parse(text);
+  EXPECT_EQ(diags.size(), 4u) << Dump(diags);
+  EXPECT_DIAG(
+      diags,
+      "recipes/r.toml:8:1: error: 'memory_limit' is inside [[extra_mounts]] "
+      "(line 5): "
+      "TOML puts every key after a [[table]] header into that table, so this "
+      "recipe "
+      "would run with no memory_limit; move 'memory_limit' above the first "
+      "[[extra_mounts]] header");
+  // args also exists at the top: the one in the mount would be ignored.
+  EXPECT_DIAG(diags,
+              "recipes/r.toml:9:1: error: 'args' is inside [[extra_mounts]] "
+              "(line 5): TOML puts "
+              "every key after a [[table]] header into that table, so this "
+              "'args' would be "
+              "ignored; move 'args' above the first [[extra_mounts]] header");
+}
+
+TEST(RecipeTest, OrderingTrapAfterEnvHeader) {
+  const std::string text =
+      "model = \"\"\n"           // 1
+      "[env]\n"                  // 2
+      "NCCL_DEBUG = \"WARN\"\n"  // 3
+      "args = [\"--x\"]\n";      // 4
+  EXPECT_DIAG(Parse(text),
+              "recipes/r.toml:4:1: error: 'args' is inside [env] (line 2): "
+              "TOML puts every key "
+              "after a [table] header into that table, so this recipe would "
+              "run with no args; "
+              "move 'args' above the [env] header");
+}
+
+TEST(RecipeTest, TwoPositionalModels) {
+  const std::string text =
+      "model = \"azampatti/Qwen3.8\"\n"
+      "args = [\"/workspace/flashnext/model\", \"--port\", \"{port}\"]\n";
+  EXPECT_DIAG(Parse(text),
+              "recipes/r.toml:2:9: error: args[0] '/workspace/flashnext/model' "
+              "is a positional "
+              "argument, but the launcher already passes model "
+              "'azampatti/Qwen3.8' as the "
+              "positional model: the server would get two models and refuse "
+              "('unrecognized "
+              "arguments'); set model = \"\" when args carries the model path, "
+              "or start args "
+              "with a --flag");
+  // The fix from the log: model = "" and the path in args.
+  EXPECT_TRUE(
+      Parse("model = \"\"\nargs = [\"/workspace/m\", \"--port\", \"{port}\"]\n")
+          .empty());
+  EXPECT_TRUE(
+      Parse("model = \"/m\"\nargs = [\"--port\", \"{port}\"]\n").empty());
+}
+
+TEST(RecipeTest, UnknownKeysSayWhatWasMeant) {
+  EXPECT_DIAG(Parse("model = \"\"\narg = [\"--x\"]\n"),
+              "recipes/r.toml:2:1: error: unknown key 'arg' in recipe; did you "
+              "mean 'args'?");
+  EXPECT_DIAG(Parse("shm_szie = \"8g\"\n"),
+              "recipes/r.toml:1:1: error: unknown key 'shm_szie' in recipe; "
+              "did you mean "
+              "'shm_size'?");
+  EXPECT_DIAG(
+      Parse("docker_image = \"eugr/x:latest\"\n"),
+      "recipes/r.toml:1:1: error: unknown key 'docker_image' in recipe; "
+      "expected one of: "
+      "model, args, env, devices, memory_limit, cpus, shm_size, "
+      "[[extra_mounts]]; the "
+      "image is declared in fleet.yaml (images:) and chosen by the deployment");
+  EXPECT_DIAG(Parse("[[extra_mounts]]\nhost = \"/a\"\ncontainer = "
+                    "\"/b\"\nread_olny = true\n"),
+              "recipes/r.toml:4:1: error: unknown key 'read_olny' in "
+              "extra_mounts[0]; did you "
+              "mean 'read_only'?");
+}
+
+TEST(RecipeTest, Placeholders) {
+  EXPECT_DIAG(Parse("args = [\"--model\", \"{modelpath}\"]\n"),
+              "recipes/r.toml:1:20: error: unknown placeholder '{modelpath}' "
+              "in args[1]; did you "
+              "mean '{model_path}'? (the launcher fills {port}, {model_path}, "
+              "{host} and {node})");
+  EXPECT_DIAG(
+      Parse("[env]\nURL = \"http://{hots}:{port}/\"\n"),
+      "recipes/r.toml:2:7: error: unknown placeholder '{hots}' in env.URL; did "
+      "you mean "
+      "'{host}'? (the launcher fills {port}, {model_path}, {host} and {node})");
+  // JSON in an argument is not a placeholder.
+  EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n")
+                  .empty());
+}
+
+TEST(RecipeTest, SyntaxErrorIsLocated) {
+  // The log: an edit dropped the '#' of a comment line.
+  const std::string text =
+      "model = \"\"\n Aiden 4x recipe, see AGENTS.md\nargs = []\n";
+  const Diagnostics diags = Parse(text);
+  ASSERT_EQ(diags.size(), 1u) << Dump(diags);
+  EXPECT_EQ(diags[0].loc.file, "recipes/r.toml");
+  EXPECT_EQ(diags[0].loc.line, 2);
+  EXPECT_GT(diags[0].loc.column, 0);
+  EXPECT_NE(diags[0].message.find("TOML syntax error"), std::string::npos);
+  EXPECT_NE(diags[0].message.find("lost its '#'"), std::string::npos)
+      << diags[0].message;
+}
+
+TEST(RecipeTest, WrongTypes) {
+  EXPECT_DIAG(Parse("args = \"--port 8000\"\n"),
+              "recipes/r.toml:1:8: error: 'args' must be an array of strings, "
+              "got a string; "
+              "write args = [\"--port 8000\"]");
+  EXPECT_DIAG(Parse("args = [\"--tp\", 4]\n"),
+              "recipes/r.toml:1:17: error: args[1] must be a string, got an "
+              "integer; quote it "
+              "(\"...\")");
+  EXPECT_DIAG(Parse("env = {NCCL_P2P_LEVEL = 5}\n"),
+              "recipes/r.toml:1:25: error: env 'NCCL_P2P_LEVEL' must be a "
+              "string, got an integer; "
+              "quote it: NCCL_P2P_LEVEL = \"5\"");
+  EXPECT_DIAG(Parse("memory_limit = \"9 gigs\"\n"),
+              "recipes/r.toml:1:16: error: 'memory_limit' must be a size such "
+              "as \"9g\" or "
+              "\"512m\", got '9 gigs'");
+  EXPECT_DIAG(
+      Parse("model = 5\n"),
+      "recipes/r.toml:1:9: error: 'model' must be a string, got an integer");
+  EXPECT_DIAG(
+      Parse("[extra_mounts]\nhost = \"/a\"\n"),
+      "recipes/r.toml:1:1: error: 'extra_mounts' must be an array of tables "
+      "([[extra_mounts]] entries with host, container, read_only), got a "
+      "table; write "
+      "the header as [[extra_mounts]], not [extra_mounts]");
+  EXPECT_DIAG(Parse("[[extra_mounts]]\nhost = \"/a\"\n"),
+              "recipes/r.toml:1:1: error: extra_mounts[0] has no 'container' "
+              "(required: the path "
+              "inside the container)");
+  EXPECT_DIAG(Parse("devices = [\"dri/card0\"]\n"),
+              "recipes/r.toml:1:12: error: devices[0] 'dri/card0' must be a "
+              "device path such as "
+              "/dev/dri/card0 (or host:container)");
+}
+
+TEST(RecipeTest, SizesDockerAccepts) {
+  for (const char* size : {"9g", "512m", "9GiB", "1.5g", "100", "2 GB"}) {
+    EXPECT_TRUE(Parse(std::string("shm_size = \"") + size + "\"\n").empty())
+        << size;
+  }
+}
+
+TEST(RecipeTest, MissingFileIsAnError) {
+  Recipe recipe;
+  Diagnostics diags;
+  EXPECT_FALSE(
+      LoadRecipe("/nonexistent/x.toml", "recipes/x.toml", &recipe, &diags));
+  ASSERT_EQ(diags.size(), 1u);
+  EXPECT_EQ(diags[0].loc.file, "recipes/x.toml");
+}
+
+}  // namespace
+}  // namespace fleet
