@@ -2,12 +2,14 @@
 // each other (a node before what lives on it).
 #include "providers/display_ram/display_ram_provider.h"
 #include "providers/node/node_provider.h"
+#include "providers/probe/probe_provider.h"
 
 namespace fleet {
 
 std::vector<std::unique_ptr<Provider>> MakeProviders() {
   std::vector<std::unique_ptr<Provider>> p;
   p.push_back(std::make_unique<NodeProvider>());
+  p.push_back(std::make_unique<ProbeProvider>());
   p.push_back(std::make_unique<DisplayRamProvider>());
   return p;
 }

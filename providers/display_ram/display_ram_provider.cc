@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 
@@ -116,6 +117,24 @@ Status Restore(const StepContext& ctx, const nlohmann::json& original) {
   return Status::OK();
 }
 
+// Free GPU memory as the installed fleet-probe reads it (cuMemGetInfo), or
+// null when there is no probe or the figure is unknown: the unlock's gain is
+// recorded as measured, never guessed.
+nlohmann::json GpuFreeBytes(const StepContext& ctx) {
+  Result<CommandResult> r =
+      ctx.transport->Run("cd && [ -x .fleet/bin/fleet-probe ] && .fleet/bin/fleet-probe");
+  if (!r.ok() || r->exit_code != 0) return nullptr;
+  GpuFacts facts;
+  std::string error;
+  if (!ParseProbeJson(r->out, &facts, &error) || facts.gpus.empty()) return nullptr;
+  uint64_t free = 0;
+  for (const GpuInfo& g : facts.gpus) {
+    if (!g.memory_free_bytes) return nullptr;
+    free += *g.memory_free_bytes;
+  }
+  return free;
+}
+
 PlanChange BaseChange(const DesiredResource& d) {
   PlanChange c;
   c.address = d.address;
@@ -148,7 +167,8 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
     r.node = name;
     r.attributes = {{"mode", wanted_by.empty() ? "default" : "unlocked"},
                     {"wanted_by", wanted_by}};
-    r.depends_on = {NodeAddress(name)};
+    // The probe measures the free GPU memory before and after an unlock.
+    r.depends_on = {NodeAddress(name), "probe." + name};
     r.loc = spec.loc;
     out.push_back(std::move(r));
   }
@@ -256,6 +276,7 @@ Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
                                                  {"fbdev", now->fbdev}};
   nlohmann::json record = {{"mode", "unlocking"}, {"original", original}, {"boot_id", now->boot_id}};
   if (!now->unlocked()) {
+    record["gpu_free_before_bytes"] = GpuFreeBytes(ctx);
     // Record first: if we die between the reload and the end of the step,
     // the state still knows what to restore.
     Status s = ctx.checkpoint ? ctx.checkpoint(record) : Status::OK();
@@ -275,6 +296,7 @@ Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
     record["modeset"] = after->modeset;
     record["fbdev"] = after->fbdev;
     record["card0"] = after->card0;
+    record["gpu_free_after_bytes"] = GpuFreeBytes(ctx);
   }
   record["mode"] = "unlocked";
   return record;

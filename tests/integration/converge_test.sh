@@ -26,10 +26,11 @@ assert p["format_version"] == "1", p
 by = {c["address"]: c for c in p["changes"]}
 assert by["node.dgx1"]["action"] == "create", by["node.dgx1"]
 assert by["display_ram.dgx2"]["action"] == "update", by["display_ram.dgx2"]
-assert by["display_ram.dgx2"]["depends_on"] == ["node.dgx2"]
+assert by["display_ram.dgx2"]["depends_on"] == ["node.dgx2", "probe.dgx2"]
+assert by["probe.dgx1"]["action"] == "create", by["probe.dgx1"]
 assert by["display_ram.dgx2"]["reasons"], "a change says why"
 assert by["display_ram.dgx1"]["action"] == "noop"
-assert p["summary"]["create"] == 3 and p["summary"]["update"] == 1, p["summary"]
+assert p["summary"]["create"] == 6 and p["summary"]["update"] == 1, p["summary"]
 assert p["errors"] == []
 PY
 
@@ -51,6 +52,9 @@ expect_out '"original"'
 expect_rc 0 show --json
 expect_rc 0 probe dgx1
 expect_out "hostname:   dgx1"
+expect_out "no GPU"  # the installed fleet-probe answers: this machine has none
+expect_rc 0 probe dgx1 --json
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1])); assert f["gpu"]["source"]=="fleet-probe", f' "$WORK/out"
 
 step "apply with no terminal and no --auto-approve refuses instead of hanging"
 mkrepo --unlock dgx2,dgx3

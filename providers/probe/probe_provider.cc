@@ -1,0 +1,187 @@
+#include "providers/probe/probe_provider.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "src/probe/fleet_probe_source.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+// Relative to the node user's home: SFTP and exec channels both start there.
+constexpr const char* kDir = ".fleet/bin";
+constexpr const char* kBinary = ".fleet/bin/fleet-probe";
+constexpr const char* kVersionFile = ".fleet/bin/fleet-probe.sha256src";
+constexpr const char* kSourceFile = ".fleet/src/fleet_probe.cc";
+
+std::string ControllerArch() {
+  struct utsname u;
+  return uname(&u) == 0 ? u.machine : "";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string KeyValue(const std::string& out, const std::string& key) {
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
+  return "";
+}
+
+Status RunChecked(const StepContext& ctx, const std::string& cmd) {
+  Result<CommandResult> r = ctx.transport->Run(cmd);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error("on " + ctx.node->name + ": `" + cmd + "` exited " +
+                         std::to_string(r->exit_code) + ": " + r->err);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string LocalProbeBinary() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  self[n] = 0;
+  std::string dir(self);
+  dir = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate : {dir + "/fleet-probe", dir + "/../probe/fleet-probe"})
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  return "";
+}
+
+std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
+  std::vector<DesiredResource> out;
+  for (const auto& [name, spec] : m.nodes) {
+    DesiredResource r;
+    r.address = "probe." + name;
+    r.type = "probe";
+    r.name = name;
+    r.node = name;
+    r.attributes = {{"source_sha256", kFleetProbeSourceSha256}};
+    r.depends_on = {NodeAddress(name)};
+    r.loc = spec.loc;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
+  return std::string("cd && if [ -x ") + kBinary + " ]; then printf 'installed=%s\\n' \"$(cat " +
+         kVersionFile +
+         " 2>/dev/null)\"; fi\n"
+         "printf 'arch=%s\\n' \"$(uname -m)\"\n"
+         "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
+}
+
+ActualResource ProbeProvider::ParseProbe(const DesiredResource&, const std::string& output,
+                                         const NodeFacts&) const {
+  ActualResource a;
+  a.probed = true;
+  std::string installed = KeyValue(output, "installed");
+  a.exists = output.find("installed=") != std::string::npos;
+  a.attributes = {{"source_sha256", installed},
+                  {"arch", KeyValue(output, "arch")},
+                  {"compiler", KeyValue(output, "compiler")}};
+  return a;
+}
+
+PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+                               const ResourceRecord*, const DiffContext& ctx) const {
+  PlanChange c;
+  c.address = desired.address;
+  c.type = desired.type;
+  c.node = desired.node;
+  const std::string want = desired.attributes.value("source_sha256", "");
+  c.before = actual.exists ? nlohmann::json{{"source_sha256", actual.attributes["source_sha256"]}}
+                           : nlohmann::json();
+  c.after = {{"source_sha256", want}};
+  if (!actual.probed) {
+    if (ctx.facts.reachable) return c;
+    // Node off, to be powered on: install once it is up.
+    c.action = Action::kCreate;
+    c.summary = "install fleet-probe after power on";
+    c.detail = {{"method", "auto"}};
+    return c;
+  }
+  if (actual.exists && actual.attributes.value("source_sha256", "") == want) {
+    c.after = c.before;
+    return c;
+  }
+  const std::string node_arch = actual.attributes.value("arch", "");
+  std::string method;
+  if (node_arch == ControllerArch() && !LocalProbeBinary().empty()) method = "upload";
+  else if (!actual.attributes.value("compiler", "").empty()) method = "compile";
+  if (method.empty()) {
+    // Not an error: node facts fall back to nvidia-smi, with GPU memory
+    // reported as unknown rather than zero.
+    c.reasons.push_back("cannot install fleet-probe on " + desired.node + " (" + node_arch +
+                        ", controller " + ControllerArch() +
+                        ", no c++ on the node): GPU memory stays unknown");
+    c.after = c.before;
+    return c;
+  }
+  c.action = actual.exists ? Action::kUpdate : Action::kCreate;
+  c.summary = method == "upload" ? "install fleet-probe (upload the controller's " +
+                                       ControllerArch() + " build)"
+                                 : "install fleet-probe (compile on the node, " + node_arch + ")";
+  c.reasons.push_back(actual.exists ? "installed probe is another version"
+                                    : "fleet-probe is not installed: GPU memory comes from "
+                                      "the CUDA driver only through it");
+  c.detail = {{"method", method}};
+  return c;
+}
+
+Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
+                                            const StepContext& ctx) const {
+  std::string method = change.detail.value("method", "auto");
+  Result<CommandResult> arch = ctx.transport->Run("uname -m");
+  if (!arch.ok()) return arch.status();
+  std::string node_arch = arch->out.substr(0, arch->out.find('\n'));
+  if (method == "auto")
+    method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? "upload" : "compile";
+
+  Status s = RunChecked(ctx, ShellCommand({"mkdir", "-p", kDir, ".fleet/src"}));
+  if (!s.ok()) return s;
+  if (method == "upload") {
+    std::string binary = ReadFile(LocalProbeBinary());
+    if (binary.empty()) return Result<nlohmann::json>::Error("cannot read the local fleet-probe");
+    s = ctx.transport->WriteFile(kBinary, binary, 0755);
+  } else {
+    s = ctx.transport->WriteFile(
+        kSourceFile,
+        std::string_view(reinterpret_cast<const char*>(kFleetProbeSource), kFleetProbeSourceSize),
+        0644);
+    if (s.ok())
+      s = RunChecked(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-o",
+                                        std::string(kBinary) + ".tmp"}) +
+                              " && " +
+                              ShellCommand({"mv", "-f", std::string(kBinary) + ".tmp", kBinary}));
+  }
+  if (!s.ok()) return s;
+  s = ctx.transport->WriteFile(kVersionFile, std::string(kFleetProbeSourceSha256) + "\n", 0644);
+  if (!s.ok()) return s;
+  // Verify: the installed probe runs and prints its JSON document.
+  Result<CommandResult> run = ctx.transport->Run(kBinary);
+  if (!run.ok()) return run.status();
+  if (run->exit_code != 0 || run->out.find("\"probe_version\"") == std::string::npos)
+    return Result<nlohmann::json>::Error("on " + ctx.node->name +
+                                         ": the installed fleet-probe does not run: " + run->err);
+  return nlohmann::json{{"source_sha256", kFleetProbeSourceSha256},
+                        {"method", method},
+                        {"arch", node_arch}};
+}
+
+}  // namespace fleet
