@@ -161,9 +161,18 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     selected = Closure(options.targets, options.destroy ? dependents : deps);
   auto in_scope = [&](const std::string& a) { return selected.empty() || selected.count(a); };
 
-  std::vector<DesiredResource> to_probe;
+  // A node declared off is a normal state: only the node itself is probed
+  // (is it really off?), nothing on it is read or changed.
+  std::set<std::string> declared_off;
   for (const DesiredResource& r : desired)
-    if (in_scope(r.address)) to_probe.push_back(r);
+    if (r.type == "node" && r.attributes.value("power", "on") == "off") declared_off.insert(r.node);
+
+  std::vector<DesiredResource> in_plan, to_probe;
+  for (const DesiredResource& r : desired) {
+    if (!in_scope(r.address)) continue;
+    in_plan.push_back(r);
+    if (r.type == "node" || !declared_off.count(r.node)) to_probe.push_back(r);
+  }
   ProbeResult probed = Probe(to_probe, options.probe_parallelism);
 
   std::set<std::string> bad_nodes;
@@ -173,8 +182,18 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   }
 
   std::vector<PlanChange> changes;
-  for (const DesiredResource& r : to_probe) {
+  for (const DesiredResource& r : in_plan) {
     if (bad_nodes.count(r.node)) continue;
+    if (r.type != "node" && declared_off.count(r.node)) {
+      PlanChange c;
+      c.address = r.address;
+      c.type = r.type;
+      c.node = r.node;
+      c.summary = "not checked: node " + r.node + " is declared off";
+      c.depends_on = r.depends_on;
+      changes.push_back(std::move(c));
+      continue;
+    }
     const Provider* p = ProviderFor(r.type);
     const NodeFacts& facts = probed.facts[r.node];
     ActualResource actual;
