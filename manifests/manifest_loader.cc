@@ -405,7 +405,7 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   if (!power.ok()) return;
   spec->power.present = true;
   spec->power.loc = entry->key_loc;
-  power.CheckKeys({"switch", "state"});
+  power.CheckKeys({"switch", "state", "boot_timeout", "shutdown_timeout"});
   if (!manifest_->power.present) {
     reporter_.Error(
         entry->key_loc,
@@ -431,6 +431,22 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   }
   if (auto state = power.Enum("state", {"on", "off"}))
     spec->power.state = state->value;
+  // How long power on waits for SSH, and power off for SSH to stop.
+  const std::pair<const char*, int*> timeouts[] = {
+      {"boot_timeout", &spec->power.boot_timeout_s},
+      {"shutdown_timeout", &spec->power.shutdown_timeout_s}};
+  for (const auto& [key, field] : timeouts) {
+    auto value = power.String(key);
+    if (!value) continue;
+    const auto seconds = ParseDurationSeconds(value->value);
+    if (!seconds || *seconds <= 0) {
+      reporter_.Error(value->loc, std::string("'") + key + "' in " + what +
+                                      " must be a duration such as 10m or 90s, got '" +
+                                      value->value + "'");
+    } else {
+      *field = static_cast<int>(*seconds);
+    }
+  }
 }
 
 void ManifestLoader::ReadNodePaths(const MapReader& node, NodeSpec* spec) {

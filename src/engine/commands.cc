@@ -20,6 +20,9 @@
 #include "src/power_switch.h"
 #include "state/state_store.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 namespace fleet {
 
 namespace {
@@ -38,8 +41,20 @@ void PrintDiagnostics(const Diagnostics& diags) {
   for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
 }
 
+// Debug logs (-v) go to stderr so that --json output stays clean.
+void SetUpLogging(const GlobalOptions& g) {
+  static bool done = false;
+  if (!done) {
+    spdlog::set_default_logger(spdlog::stderr_color_mt("fleet"));
+    spdlog::set_pattern("%^%l%$ %v");
+    done = true;
+  }
+  spdlog::set_level(g.verbosity > 0 ? spdlog::level::debug : spdlog::level::warn);
+}
+
 // Loads the manifests; on errors prints them and returns false.
 bool Open(const GlobalOptions& g, Session* s) {
+  SetUpLogging(g);
   bool ok = LoadManifest(g.dir, &s->manifest, &s->diags);
   PrintDiagnostics(s->diags);
   if (!ok) {
@@ -212,6 +227,8 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
   std::mutex out_mu;
   Executor executor(&s.manifest, &s.providers, s.connections.get(), s.store.get(), s.power.get(),
                     [&](const std::string& line) {
+                      // -q keeps the errors and the final report only.
+                      if (g.verbosity < 0 && line.rfind("Error", 0) != 0) return;
                       std::lock_guard<std::mutex> l(out_mu);
                       std::cout << line << "\n" << std::flush;
                     });

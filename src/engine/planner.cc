@@ -6,7 +6,10 @@
 #include <atomic>
 #include <functional>
 #include <set>
+#include <chrono>
 #include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "providers/node/node_provider.h"
 #include "src/engine/probe_script.h"
@@ -105,7 +108,13 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
       if (!script.empty()) fragments.push_back({r->address, script});
     }
     const std::string nonce = RandomNonce();
+    auto started = std::chrono::steady_clock::now();
     Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
+    spdlog::debug("{}: probed {} resource(s) in one round trip, {:.1f} ms", node,
+                  fragments.size(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            started)
+                      .count());
     if (!run.ok()) {
       facts.reachable = false;
       facts.unreachable_reason = run.status().message();

@@ -62,6 +62,35 @@ expect_rc 1 apply
 expect_out "no terminal"
 [[ $(param dgx3 modeset) == N ]] || fail "dgx3 changed without approval"
 
+step "on a terminal apply asks, and only 'yes' goes on"
+printf 'no\n' | script -qec "$FLEET -C $REPO --no-color apply" /dev/null >"$WORK/out" 2>&1 || true
+expect_out "Only 'yes' will be accepted"
+expect_out "Apply cancelled"
+[[ $(param dgx3 modeset) == N ]] || fail "dgx3 changed after 'no'"
+printf 'yes\n' | script -qec "$FLEET -C $REPO --no-color apply" /dev/null >"$WORK/out" 2>&1
+expect_out "Apply complete"
+[[ $(param dgx3 modeset) == Y ]] || fail "dgx3 not changed after 'yes'"
+
+step "--target applies one resource and what it needs, nothing else"
+mkrepo --unlock dgx1,dgx2,dgx3
+sed -i 's/display_ram: unlocked/display_ram: default/' "$REPO/fleet.yaml"
+mkrepo --unlock dgx1
+expect_rc 0 plan --json --target display_ram.dgx3
+python3 - "$WORK/out" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+nodes = {c["node"] for c in p["changes"]}
+assert nodes == {"dgx3"}, nodes
+acts = {c["address"]: c["action"] for c in p["changes"] if c["action"] != "noop"}
+assert acts == {"display_ram.dgx3": "update"}, acts
+PY
+expect_rc 0 -q apply --auto-approve --target display_ram.dgx3
+expect_no_out "Modifying"  # -q: errors and the report only
+[[ $(param dgx3 modeset) == N ]] || fail "dgx3 not restored"
+[[ $(param dgx1 modeset) == N ]] || fail "dgx1 changed outside the target"
+expect_rc 2 plan --detailed-exitcode
+expect_out "display_ram.dgx1"
+
 step "no longer wanted: the unlock is restored to the recorded values"
 mkrepo
 expect_rc 0 apply --auto-approve
