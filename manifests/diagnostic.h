@@ -8,9 +8,9 @@
 namespace fleet {
 
 struct SourceLoc {
-  std::string file;  // path as the operator would type it (relative to -C dir)
-  int line = 0;      // 1-based; 0 = unknown
-  int column = 0;    // 1-based; 0 = unknown
+  std::string file;              // path as the operator would type it (relative to -C dir)
+  int line = 0;                  // 1-based; 0 = unknown
+  int column = 0;                // 1-based; 0 = unknown
   std::string ToString() const;  // "fleet.yaml:12:5" (or just the file)
 };
 
@@ -18,7 +18,7 @@ struct Diagnostic {
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;
   SourceLoc loc;
-  std::string message;  // what is wrong, what was expected, "did you mean 'x'?"
+  std::string message;           // what is wrong, what was expected, "did you mean 'x'?"
   std::string ToString() const;  // "fleet.yaml:12:5: error: ..."
 };
 

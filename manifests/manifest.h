@@ -38,8 +38,8 @@ struct PowerController {
 
 struct NodePower {
   bool present = false;
-  std::string switch_entity;  // e.g. switch.dgx1
-  std::string state = "on";   // "on" | "off"
+  std::string switch_entity;     // e.g. switch.dgx1
+  std::string state = "on";      // "on" | "off"
   int boot_timeout_s = 600;      // power on: how long to wait for SSH
   int shutdown_timeout_s = 300;  // power off: how long to wait for SSH to stop
   SourceLoc loc;

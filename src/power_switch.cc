@@ -3,7 +3,6 @@
 #include <curl/curl.h>
 
 #include <mutex>
-
 #include <nlohmann/json.hpp>
 
 namespace fleet {

@@ -23,8 +23,7 @@ class PowerSwitch {
 // and turn_off with {"entity_id": ...}, `Authorization: Bearer <token>`.
 // `token` is held in memory only; no message, log or file ever contains it.
 std::unique_ptr<PowerSwitch> MakeHomeAssistantSwitch(const std::string& url,
-                                                     const std::string& token,
-                                                     int timeout_s = 10);
+                                                     const std::string& token, int timeout_s = 10);
 
 }  // namespace fleet
 

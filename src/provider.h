@@ -8,10 +8,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "manifests/manifest.h"
 #include "src/plan.h"
@@ -26,7 +25,7 @@ class PowerSwitch;      // src/power_switch.h
 
 // What a step may use while it runs on a node.
 struct StepContext {
-  Transport* transport = nullptr;      // the node's; connected
+  Transport* transport = nullptr;  // the node's; connected
   const NodeSpec* node = nullptr;
   const Manifest* manifest = nullptr;
   const ResourceRecord* record = nullptr;  // state before the step, may be null
@@ -45,8 +44,8 @@ struct StepContext {
 // what the probe found everywhere else (e.g. which peer node already holds
 // an image to copy from). Read-only.
 struct DiffContext {
-  const NodeFacts& facts;  // of the resource's node
-  const std::map<std::string, NodeFacts>* all_facts = nullptr;       // by node
+  const NodeFacts& facts;                                             // of the resource's node
+  const std::map<std::string, NodeFacts>* all_facts = nullptr;        // by node
   const std::map<std::string, ActualResource>* all_actual = nullptr;  // by address
   const Manifest* manifest = nullptr;
 };

@@ -8,10 +8,9 @@
 #define FLEET_SRC_RESOURCE_H_
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "manifests/diagnostic.h"
 
@@ -34,10 +33,10 @@ struct DesiredResource {
 
 // What the probe read for one resource.
 struct ActualResource {
-  bool probed = false;   // false: not read (node off, unreachable, skipped)
-  bool exists = false;   // the thing is there at all
+  bool probed = false;  // false: not read (node off, unreachable, skipped)
+  bool exists = false;  // the thing is there at all
   nlohmann::json attributes = nlohmann::json::object();
-  std::string error;     // a read error worth showing (not "absent")
+  std::string error;  // a read error worth showing (not "absent")
 };
 
 // Facts about a node shared by every resource on it (read once per plan by

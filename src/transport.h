@@ -22,8 +22,8 @@ struct CommandResult {
 };
 
 struct SshEndpoint {
-  std::string node;         // node name, used in every message
-  std::string address;      // host name or IP, or "local"
+  std::string node;     // node name, used in every message
+  std::string address;  // host name or IP, or "local"
   int port = 22;
   std::string user;         // empty: the current user
   std::string identity;     // private key file; empty: ssh-agent only
@@ -53,19 +53,16 @@ class Transport {
   // image or a model file). `on_stdout` returning false aborts the command.
   // stderr is collected into CommandResult.err; CommandResult.out stays empty.
   virtual Result<CommandResult> RunStreaming(
-      const std::string& command,
-      const std::function<bool(std::string_view chunk)>& on_stdout) = 0;
+      const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout) = 0;
 
   // Runs `command` feeding it standard input pulled from `next_stdin` until it
   // returns false (EOF). Output is collected as in Run.
   virtual Result<CommandResult> RunWithInput(
-      const std::string& command,
-      const std::function<bool(std::string* chunk)>& next_stdin) = 0;
+      const std::string& command, const std::function<bool(std::string* chunk)>& next_stdin) = 0;
 
   // Writes `data` to `remote_path` atomically (temp name, then mv -f) with
   // permission bits `mode`.
-  virtual Status WriteFile(const std::string& remote_path, std::string_view data,
-                           int mode) = 0;
+  virtual Status WriteFile(const std::string& remote_path, std::string_view data, int mode) = 0;
 
   // "dgx1 (kilork@127.0.0.1:22001)": used to prefix remote errors.
   virtual std::string Describe() const = 0;

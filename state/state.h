@@ -6,10 +6,9 @@
 #define FLEET_STATE_STATE_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "src/status.h"
 

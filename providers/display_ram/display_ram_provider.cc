@@ -49,11 +49,16 @@ ModuleState ParseModuleState(const std::string& out) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (k == "loaded") m.loaded = v == "1";
-    else if (k == "modeset") m.modeset = v;
-    else if (k == "fbdev") m.fbdev = v;
-    else if (k == "card0") m.card0 = v == "1";
-    else if (k == "boot_id") m.boot_id = v;
+    if (k == "loaded")
+      m.loaded = v == "1";
+    else if (k == "modeset")
+      m.modeset = v;
+    else if (k == "fbdev")
+      m.fbdev = v;
+    else if (k == "card0")
+      m.card0 = v == "1";
+    else if (k == "boot_id")
+      m.boot_id = v;
   }
   return m;
 }
@@ -65,9 +70,8 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
   Result<CommandResult> r = ctx.transport->Run(ReadScript(ctx.node->sysfs, ctx.node->dev));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0)
-    return Result<ModuleState>::Error("reading " + std::string(kModule) +
-                                      " parameters exited " + std::to_string(r->exit_code) +
-                                      ": " + r->err);
+    return Result<ModuleState>::Error("reading " + std::string(kModule) + " parameters exited " +
+                                      std::to_string(r->exit_code) + ": " + r->err);
   return ParseModuleState(r->out);
 }
 
@@ -111,9 +115,9 @@ Status Restore(const StepContext& ctx, const nlohmann::json& original) {
   if (!after.ok()) return after.status();
   if (after->loaded != want_loaded ||
       (want_loaded && (after->modeset != modeset || after->fbdev != fbdev)))
-    return Status::Error("on " + ctx.node->name + ": restore did not take: modeset=" +
-                         after->modeset + " fbdev=" + after->fbdev + ", expected modeset=" +
-                         modeset + " fbdev=" + fbdev);
+    return Status::Error(
+        "on " + ctx.node->name + ": restore did not take: modeset=" + after->modeset +
+        " fbdev=" + after->fbdev + ", expected modeset=" + modeset + " fbdev=" + fbdev);
   return Status::OK();
 }
 
@@ -165,8 +169,7 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
     r.type = "display_ram";
     r.name = name;
     r.node = name;
-    r.attributes = {{"mode", wanted_by.empty() ? "default" : "unlocked"},
-                    {"wanted_by", wanted_by}};
+    r.attributes = {{"mode", wanted_by.empty() ? "default" : "unlocked"}, {"wanted_by", wanted_by}};
     // The probe measures the free GPU memory before and after an unlock.
     r.depends_on = {NodeAddress(name), "probe." + name};
     r.loc = spec.loc;
@@ -235,7 +238,8 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
     return c;
   }
   c.action = Action::kUpdate;
-  c.summary = "restore display RAM to " + Describe(rec["original"]) + " (recorded before the unlock)";
+  c.summary =
+      "restore display RAM to " + Describe(rec["original"]) + " (recorded before the unlock)";
   c.reasons.push_back("no deployment or node setting asks for the unlock any more");
   c.after = rec["original"];
   c.after["mode"] = "default";
@@ -269,12 +273,13 @@ Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
   if (!now.ok()) return now.status();
   // The values to restore later: those found before the first unlock. A
   // re-run after a crash keeps the original recorded by the first attempt.
-  nlohmann::json original = rec.contains("original") && rec.value("boot_id", "") == now->boot_id
-                                ? rec["original"]
-                                : nlohmann::json{{"loaded", now->loaded},
-                                                 {"modeset", now->modeset},
-                                                 {"fbdev", now->fbdev}};
-  nlohmann::json record = {{"mode", "unlocking"}, {"original", original}, {"boot_id", now->boot_id}};
+  nlohmann::json original =
+      rec.contains("original") && rec.value("boot_id", "") == now->boot_id
+          ? rec["original"]
+          : nlohmann::json{
+                {"loaded", now->loaded}, {"modeset", now->modeset}, {"fbdev", now->fbdev}};
+  nlohmann::json record = {
+      {"mode", "unlocking"}, {"original", original}, {"boot_id", now->boot_id}};
   if (!now->unlocked()) {
     record["gpu_free_before_bytes"] = GpuFreeBytes(ctx);
     // Record first: if we die between the reload and the end of the step,

@@ -30,10 +30,8 @@ PlanChange BaseChange(const DesiredResource& d) {
 }
 
 nlohmann::json IdentityRecord(const NodeFacts& f) {
-  return {{"hostname", f.hostname},
-          {"machine_id", f.machine_id},
-          {"arch", f.arch},
-          {"power", "on"}};
+  return {
+      {"hostname", f.hostname}, {"machine_id", f.machine_id}, {"arch", f.arch}, {"power", "on"}};
 }
 
 // Polls `ok` every 500 ms until it returns true or `timeout_s` passes.
@@ -90,13 +88,20 @@ NodeFacts ParseNodeFacts(const std::string& output) {
     size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "hostname") f.hostname = value;
-    else if (key == "machine_id") f.machine_id = value;
-    else if (key == "boot_id") f.boot_id = value;
-    else if (key == "arch") f.arch = value;
-    else if (key == "kernel") f.kernel = value;
-    else if (key == "gpu_probe") probe_json = value;
-    else if (key == "gpu_smi") smi_csv += value + "\n";
+    if (key == "hostname")
+      f.hostname = value;
+    else if (key == "machine_id")
+      f.machine_id = value;
+    else if (key == "boot_id")
+      f.boot_id = value;
+    else if (key == "arch")
+      f.arch = value;
+    else if (key == "kernel")
+      f.kernel = value;
+    else if (key == "gpu_probe")
+      probe_json = value;
+    else if (key == "gpu_smi")
+      smi_csv += value + "\n";
   }
   GpuFacts gpu;
   std::string error;
@@ -122,10 +127,11 @@ std::string CheckNodeIdentity(const std::string& node, const std::string& where,
   }
   std::string rec_id = Field(recorded, "machine_id");
   if (!rec_id.empty() && !facts.machine_id.empty() && rec_id != facts.machine_id) {
-    return "node " + node + ": machine id changed (state recorded " + rec_id +
-           ", the machine at " + where + " has " + facts.machine_id +
+    return "node " + node + ": machine id changed (state recorded " + rec_id + ", the machine at " +
+           where + " has " + facts.machine_id +
            "); this is a different or reinstalled box. If that is intended, run: fleet state rm "
-           "node." + node;
+           "node." +
+           node;
   }
   return "";
 }
@@ -234,8 +240,7 @@ PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResour
 }
 
 PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
-                                     const ResourceRecord* record,
-                                     const DiffContext& ctx) const {
+                                     const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
   PlanChange c = BaseChange(desired);
   c.before = record ? record->attributes : nlohmann::json();
@@ -257,8 +262,7 @@ PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const Actua
   return c;
 }
 
-Result<nlohmann::json> NodeProvider::Apply(const PlanChange& change,
-                                           const StepContext& ctx) const {
+Result<nlohmann::json> NodeProvider::Apply(const PlanChange& change, const StepContext& ctx) const {
   const std::string op = change.detail.value("op", "adopt");
   const NodeSpec& spec = *ctx.node;
   nlohmann::json recorded = ctx.record ? ctx.record->attributes : nlohmann::json::object();
@@ -275,9 +279,9 @@ Result<nlohmann::json> NodeProvider::Apply(const PlanChange& change,
           last = ctx.transport->Connect();
           return last.ok();
         })) {
-      return Result<nlohmann::json>::Error(
-          "node " + spec.name + " did not answer SSH within " +
-          std::to_string(spec.power.boot_timeout_s) + "s after power on: " + last.message());
+      return Result<nlohmann::json>::Error("node " + spec.name + " did not answer SSH within " +
+                                           std::to_string(spec.power.boot_timeout_s) +
+                                           "s after power on: " + last.message());
     }
   }
 

@@ -122,8 +122,10 @@ PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResou
   }
   const std::string node_arch = actual.attributes.value("arch", "");
   std::string method;
-  if (node_arch == ControllerArch() && !LocalProbeBinary().empty()) method = "upload";
-  else if (!actual.attributes.value("compiler", "").empty()) method = "compile";
+  if (node_arch == ControllerArch() && !LocalProbeBinary().empty())
+    method = "upload";
+  else if (!actual.attributes.value("compiler", "").empty())
+    method = "compile";
   if (method.empty()) {
     // Not an error: node facts fall back to nvidia-smi, with GPU memory
     // reported as unknown rather than zero.
@@ -134,9 +136,9 @@ PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResou
     return c;
   }
   c.action = actual.exists ? Action::kUpdate : Action::kCreate;
-  c.summary = method == "upload" ? "install fleet-probe (upload the controller's " +
-                                       ControllerArch() + " build)"
-                                 : "install fleet-probe (compile on the node, " + node_arch + ")";
+  c.summary = method == "upload"
+                  ? "install fleet-probe (upload the controller's " + ControllerArch() + " build)"
+                  : "install fleet-probe (compile on the node, " + node_arch + ")";
   c.reasons.push_back(actual.exists ? "installed probe is another version"
                                     : "fleet-probe is not installed: GPU memory comes from "
                                       "the CUDA driver only through it");
@@ -179,9 +181,8 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
   if (run->exit_code != 0 || run->out.find("\"probe_version\"") == std::string::npos)
     return Result<nlohmann::json>::Error("on " + ctx.node->name +
                                          ": the installed fleet-probe does not run: " + run->err);
-  return nlohmann::json{{"source_sha256", kFleetProbeSourceSha256},
-                        {"method", method},
-                        {"arch", node_arch}};
+  return nlohmann::json{
+      {"source_sha256", kFleetProbeSourceSha256}, {"method", method}, {"arch", node_arch}};
 }
 
 }  // namespace fleet

@@ -1,6 +1,8 @@
 #include "src/engine/commands.h"
 
 #include <fcntl.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,9 +21,6 @@
 #include "src/engine/render.h"
 #include "src/power_switch.h"
 #include "state/state_store.h"
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 namespace fleet {
 
@@ -156,8 +155,10 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   po.targets = o.targets;
   Plan plan = planner.MakePlan(*state, po);
   AddWarnings(s.diags, &plan);
-  if (o.json) std::cout << plan.ToJson().dump(2) << "\n";
-  else std::cout << RenderPlan(plan, {g.color});
+  if (o.json)
+    std::cout << plan.ToJson().dump(2) << "\n";
+  else
+    std::cout << RenderPlan(plan, {g.color});
   if (!plan.errors.empty()) return 1;
   if (!o.out_file.empty()) {
     Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2) + "\n");
@@ -247,8 +248,10 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
       std::cerr << "fleet: " << plan.status().message() << "\n";
       return 1;
     }
-    if (json) std::cout << plan->ToJson().dump(2) << "\n";
-    else std::cout << RenderPlan(*plan, {g.color});
+    if (json)
+      std::cout << plan->ToJson().dump(2) << "\n";
+    else
+      std::cout << RenderPlan(*plan, {g.color});
     return 0;
   }
   Session s;
@@ -258,8 +261,10 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
     std::cerr << "fleet: " << state.status().message() << "\n";
     return 1;
   }
-  if (json) std::cout << state->ToJson().dump(2) << "\n";
-  else std::cout << RenderState(*state);
+  if (json)
+    std::cout << state->ToJson().dump(2) << "\n";
+  else
+    std::cout << RenderState(*state);
   return 0;
 }
 
@@ -315,8 +320,11 @@ int CmdStateShow(const GlobalOptions& g, const std::string& address) {
     std::cerr << "fleet: no resource " << address << " in the state\n";
     return 1;
   }
-  std::cout << nlohmann::json{{"address", r->address}, {"type", r->type}, {"node", r->node},
-                              {"attributes", r->attributes}, {"updated_at", r->updated_at}}
+  std::cout << nlohmann::json{{"address", r->address},
+                              {"type", r->type},
+                              {"node", r->node},
+                              {"attributes", r->attributes},
+                              {"updated_at", r->updated_at}}
                    .dump(2)
             << "\n";
   return 0;

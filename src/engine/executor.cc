@@ -16,11 +16,16 @@ enum class StepState { kPending, kRunning, kDone, kFailed, kSkipped, kUndone };
 
 const char* Verb(Action a) {
   switch (a) {
-    case Action::kCreate: return "Creating";
-    case Action::kUpdate: return "Modifying";
-    case Action::kReplace: return "Replacing";
-    case Action::kDelete: return "Destroying";
-    default: return "Checking";
+    case Action::kCreate:
+      return "Creating";
+    case Action::kUpdate:
+      return "Modifying";
+    case Action::kReplace:
+      return "Replacing";
+    case Action::kDelete:
+      return "Destroying";
+    default:
+      return "Checking";
   }
 }
 
@@ -115,9 +120,7 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
     ctx->power = power_;
     ctx->transport = c.node.empty() ? nullptr : connections_->Get(c.node);
     ctx->node_transport = [this](const std::string& node) { return connections_->Get(node); };
-    ctx->progress = [this, addr = c.address](const std::string& line) {
-      log_(addr + ": " + line);
-    };
+    ctx->progress = [this, addr = c.address](const std::string& line) { log_(addr + ": " + line); };
     ctx->checkpoint = [&, i](const nlohmann::json& attrs) {
       std::lock_guard<std::mutex> lock(mu);
       state->Upsert(record_of(*steps[i], attrs));
@@ -148,16 +151,21 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
       ctx.record = rec ? &*rec : nullptr;
       Status s = make_context(i, &ctx);
       const Provider* p = provider_for(c.type);
-      if (!s.ok()) result = s;
-      else if (p == nullptr) result = Result<nlohmann::json>::Error("no provider for type " + c.type);
-      else result = p->Apply(c, ctx);
+      if (!s.ok())
+        result = s;
+      else if (p == nullptr)
+        result = Result<nlohmann::json>::Error("no provider for type " + c.type);
+      else
+        result = p->Apply(c, ctx);
     }
     std::lock_guard<std::mutex> lock(mu);
     Status s = result.status();
     if (s.ok()) {
       applied[i] = result.value();
-      if (result.value().is_null()) state->Remove(c.address);
-      else state->Upsert(record_of(c, result.value()));
+      if (result.value().is_null())
+        state->Remove(c.address);
+      else
+        state->Upsert(record_of(c, result.value()));
       s = save();
       if (!s.ok()) s = s.Prefixed("writing state after " + c.address);
     }
@@ -169,8 +177,7 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
     } else {
       st[i] = StepState::kFailed;
       report.failed.push_back(c.address + ": " + s.message());
-      log_("Error: " + c.address + (c.node.empty() ? "" : " on " + c.node) + ": " +
-           s.message());
+      log_("Error: " + c.address + (c.node.empty() ? "" : " on " + c.node) + ": " + s.message());
       skip_dependents(i);
     }
   };
@@ -246,8 +253,10 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
         continue;
       }
       st[i] = StepState::kUndone;
-      if (prior[i]) state->Upsert(*prior[i]);
-      else state->Remove(c.address);
+      if (prior[i])
+        state->Upsert(*prior[i]);
+      else
+        state->Remove(c.address);
       Status saved = save();
       if (!saved.ok()) report.rollback_failed.push_back(c.address + ": " + saved.message());
       report.undone.push_back(c.address);

@@ -118,12 +118,10 @@ TEST_F(ExecutorTest, AppliesInDependencyOrderAndSavesState) {
 
 TEST_F(ExecutorTest, FailureSkipsDependentsAndRollsBackItsUnit) {
   Plan p;
-  p.changes = {Change("fake.unlock@n1", "n1", {}, {{"undoable", true}}),
-               Change("fake.stage@n1", "n1", {}),
-               Change("fake.serve@n1", "n1", {"fake.unlock@n1", "fake.stage@n1"},
-                      {{"fail", true}}),
-               Change("fake.health@n1", "n1", {"fake.serve@n1"}),
-               Change("fake.other@n2", "n2", {})};
+  p.changes = {
+      Change("fake.unlock@n1", "n1", {}, {{"undoable", true}}), Change("fake.stage@n1", "n1", {}),
+      Change("fake.serve@n1", "n1", {"fake.unlock@n1", "fake.stage@n1"}, {{"fail", true}}),
+      Change("fake.health@n1", "n1", {"fake.serve@n1"}), Change("fake.other@n2", "n2", {})};
   ApplyReport r = Run(p);
   EXPECT_FALSE(r.ok());
   ASSERT_EQ(r.failed.size(), 1u);

@@ -16,8 +16,7 @@ SshEndpoint EndpointFor(const NodeSpec& spec) {
 
 NodeConnections::NodeConnections(const Manifest* manifest, Factory factory)
     : manifest_(manifest), factory_(std::move(factory)) {
-  if (!factory_)
-    factory_ = [](const NodeSpec& spec) { return MakeTransport(EndpointFor(spec)); };
+  if (!factory_) factory_ = [](const NodeSpec& spec) { return MakeTransport(EndpointFor(spec)); };
 }
 
 Transport* NodeConnections::Get(const std::string& node) {

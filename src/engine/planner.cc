@@ -1,15 +1,14 @@
 #include "src/engine/planner.h"
 
 #include <openssl/rand.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <set>
-#include <chrono>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "providers/node/node_provider.h"
 #include "src/engine/probe_script.h"
@@ -110,11 +109,10 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
     const std::string nonce = RandomNonce();
     auto started = std::chrono::steady_clock::now();
     Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
-    spdlog::debug("{}: probed {} resource(s) in one round trip, {:.1f} ms", node,
-                  fragments.size(),
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            started)
-                      .count());
+    spdlog::debug(
+        "{}: probed {} resource(s) in one round trip, {:.1f} ms", node, fragments.size(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count());
     if (!run.ok()) {
       facts.reachable = false;
       facts.unreachable_reason = run.status().message();
@@ -209,8 +207,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
     const ResourceRecord* rec = state.Find(r.address);
     DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_};
-    PlanChange c = options.destroy ? p->DiffDestroy(r, actual, rec, ctx)
-                                   : p->Diff(r, actual, rec, ctx);
+    PlanChange c =
+        options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
     c.depends_on = r.depends_on;
     if (!c.error.empty()) {
       plan.errors.push_back(c.error);
@@ -278,8 +276,9 @@ bool SortByDependencies(std::vector<PlanChange>* changes,
     bool progress = false;
     for (size_t i = 0; i < in.size(); ++i) {
       if (done[i]) continue;
-      bool ready = std::all_of(in[i].depends_on.begin(), in[i].depends_on.end(),
-                               [&](const std::string& d) { return !present.count(d) || placed.count(d); });
+      bool ready =
+          std::all_of(in[i].depends_on.begin(), in[i].depends_on.end(),
+                      [&](const std::string& d) { return !present.count(d) || placed.count(d); });
       if (!ready) continue;
       placed.insert(in[i].address);
       out.push_back(in[i]);

@@ -26,9 +26,9 @@ struct PlanOptions {
 };
 
 struct ProbeResult {
-  std::map<std::string, NodeFacts> facts;         // by node
-  std::map<std::string, ActualResource> actual;   // by address
-  std::map<std::string, std::string> node_errors; // by node: cannot plan it at all
+  std::map<std::string, NodeFacts> facts;          // by node
+  std::map<std::string, ActualResource> actual;    // by address
+  std::map<std::string, std::string> node_errors;  // by node: cannot plan it at all
 };
 
 class Planner {

@@ -19,8 +19,7 @@ struct ProbeFragment {
 // `nonce` makes the markers unguessable to whatever a fragment prints.
 // Each fragment runs in its own subshell, so an `exit` in one does not cut
 // the others short.
-std::string BuildProbeScript(const std::vector<ProbeFragment>& fragments,
-                             const std::string& nonce);
+std::string BuildProbeScript(const std::vector<ProbeFragment>& fragments, const std::string& nonce);
 
 struct ProbeSection {
   std::string output;

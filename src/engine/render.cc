@@ -15,31 +15,46 @@ struct Style {
 
 const char* Symbol(Action a) {
   switch (a) {
-    case Action::kCreate: return "+";
-    case Action::kUpdate: return "~";
-    case Action::kReplace: return "-/+";
-    case Action::kDelete: return "-";
-    default: return " ";
+    case Action::kCreate:
+      return "+";
+    case Action::kUpdate:
+      return "~";
+    case Action::kReplace:
+      return "-/+";
+    case Action::kDelete:
+      return "-";
+    default:
+      return " ";
   }
 }
 
 const char* ColorOf(Action a) {
   switch (a) {
-    case Action::kCreate: return "32";
-    case Action::kUpdate: return "33";
-    case Action::kReplace: return "35";
-    case Action::kDelete: return "31";
-    default: return "0";
+    case Action::kCreate:
+      return "32";
+    case Action::kUpdate:
+      return "33";
+    case Action::kReplace:
+      return "35";
+    case Action::kDelete:
+      return "31";
+    default:
+      return "0";
   }
 }
 
 const char* Phrase(Action a) {
   switch (a) {
-    case Action::kCreate: return "will be created";
-    case Action::kUpdate: return "will be updated in-place";
-    case Action::kReplace: return "must be replaced";
-    case Action::kDelete: return "will be destroyed";
-    default: return "has no changes";
+    case Action::kCreate:
+      return "will be created";
+    case Action::kUpdate:
+      return "will be updated in-place";
+    case Action::kReplace:
+      return "must be replaced";
+    case Action::kDelete:
+      return "will be destroyed";
+    default:
+      return "has no changes";
   }
 }
 
@@ -56,14 +71,18 @@ void RenderAttributes(const PlanChange& c, const Style& style, std::string* out)
   if (c.after.is_object())
     for (auto it = c.after.begin(); it != c.after.end(); ++it) keys.insert(it.key());
   for (const std::string& k : keys) {
-    nlohmann::json b = c.before.is_object() && c.before.contains(k) ? c.before[k] : nlohmann::json();
+    nlohmann::json b =
+        c.before.is_object() && c.before.contains(k) ? c.before[k] : nlohmann::json();
     nlohmann::json a = c.after.is_object() && c.after.contains(k) ? c.after[k] : nlohmann::json();
     if (a == b) continue;
-    if (b.is_null()) *out += "      " + style("32", "+") + " " + k + " = " + Value(a) + "\n";
+    if (b.is_null())
+      *out += "      " + style("32", "+") + " " + k + " = " + Value(a) + "\n";
     else if (a.is_null() && c.action == Action::kDelete)
       *out += "      " + style("31", "-") + " " + k + " = " + Value(b) + "\n";
-    else if (a.is_null()) continue;  // after does not say: unchanged
-    else *out += "      " + style("33", "~") + " " + k + " = " + Value(b) + " -> " + Value(a) + "\n";
+    else if (a.is_null())
+      continue;  // after does not say: unchanged
+    else
+      *out += "      " + style("33", "~") + " " + k + " = " + Value(b) + " -> " + Value(a) + "\n";
   }
 }
 
@@ -131,8 +150,8 @@ std::string RenderApplyReport(const ApplyReport& r, bool destroy, const RenderOp
 }
 
 std::string RenderState(const State& state) {
-  std::string out = "lineage " + state.lineage + ", serial " + std::to_string(state.serial) +
-                    ", " + std::to_string(state.resources.size()) + " resource(s)\n";
+  std::string out = "lineage " + state.lineage + ", serial " + std::to_string(state.serial) + ", " +
+                    std::to_string(state.resources.size()) + " resource(s)\n";
   for (const ResourceRecord& r : state.resources) {
     out += "\n" + r.address + "  (" + r.type + (r.node.empty() ? "" : " on " + r.node) +
            ", updated " + r.updated_at + ")\n";
