@@ -285,6 +285,21 @@ int CmdStatus(const GlobalOptions& g) {
     std::string display = "-";
     if (auto it = probed.actual.find("display_ram." + name); it != probed.actual.end())
       display = it->second.attributes.value("mode", "-");
+    // What the unlock freed, as measured by the probe before and after it.
+    if (const ResourceRecord* rec = state->Find("display_ram." + name)) {
+      const nlohmann::json& a = rec->attributes;
+      auto gib = [](const nlohmann::json& v) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%.1f", v.get<double>() / (1024.0 * 1024 * 1024));
+        return std::string(buf);
+      };
+      if (a.value("gpu_free_before_bytes", nlohmann::json()).is_number() &&
+          a.value("gpu_free_after_bytes", nlohmann::json()).is_number())
+        display += " (GPU free " + gib(a["gpu_free_before_bytes"]) + " -> " +
+                   gib(a["gpu_free_after_bytes"]) + " GiB)";
+      else if (a.value("mode", "") == "unlocked")
+        display += " (gain not measured)";
+    }
     std::string gpu = "-";
     GpuFacts gf;
     if (f.reachable && GpuFactsFromJson(f.gpu, &gf)) gpu = DescribeGpuMemory(gf);

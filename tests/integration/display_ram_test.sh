@@ -14,6 +14,10 @@ for n in dgx1 dgx2; do
   [[ $(param $n modeset) == Y && $(param $n fbdev) == N ]] || fail "$n not unlocked"
 done
 assert_converged
+expect_rc 0 status
+expect_out "unlocked (gain not measured)"  # no GPU here: measured, never guessed
+expect_rc 0 state show display_ram.dgx1
+expect_out '"gpu_free_before_bytes": null'
 
 step "destroy returns each node to the values recorded before its unlock"
 expect_rc 0 destroy --auto-approve
