@@ -1,6 +1,7 @@
 // The list of resource types fleet knows, in the order their types depend on
 // each other (a node before what lives on it).
 #include "providers/display_ram/display_ram_provider.h"
+#include "providers/image/image_provider.h"
 #include "providers/node/node_provider.h"
 #include "providers/probe/probe_provider.h"
 
@@ -11,6 +12,7 @@ std::vector<std::unique_ptr<Provider>> MakeProviders() {
   p.push_back(std::make_unique<NodeProvider>());
   p.push_back(std::make_unique<ProbeProvider>());
   p.push_back(std::make_unique<DisplayRamProvider>());
+  p.push_back(std::make_unique<ImageProvider>());
   return p;
 }
 

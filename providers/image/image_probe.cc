@@ -1,0 +1,167 @@
+#include "providers/image/image_probe.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+// "[...] <id>" or "null <id>": the answer line of kInspectFormat.
+bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
+  size_t space = line.rfind(' ');
+  if (space == std::string::npos) return false;
+  std::string id = NormalizeImageId(line.substr(space + 1));
+  if (id.empty()) return false;
+  nlohmann::json digests = nlohmann::json::parse(line.substr(0, space), nullptr, false);
+  if (digests.is_discarded() || !(digests.is_array() || digests.is_null())) return false;
+  out->repo_digests.clear();
+  if (digests.is_array())
+    for (const auto& d : digests)
+      if (d.is_string()) out->repo_digests.push_back(d.get<std::string>());
+  out->id = id;
+  return true;
+}
+
+ImageLookup LookupFromJson(const nlohmann::json& j) {
+  ImageLookup l;
+  if (!j.is_object()) return l;
+  l.tried = j.value("tried", false);
+  l.found = j.value("found", false);
+  l.id = j.value("id", "");
+  l.error = j.value("error", "");
+  if (j.contains("repo_digests") && j["repo_digests"].is_array())
+    for (const auto& d : j["repo_digests"])
+      if (d.is_string()) l.repo_digests.push_back(d.get<std::string>());
+  return l;
+}
+
+nlohmann::json LookupToJson(const ImageLookup& l) {
+  nlohmann::json j = {{"tried", l.tried}, {"found", l.found}};
+  if (l.found) {
+    j["id"] = l.id;
+    j["repo_digests"] = l.repo_digests;
+  }
+  if (!l.error.empty()) j["error"] = l.error;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json ImageProbe::ToJson() const {
+  return {{"cli_found", cli_found},
+          {"by_ref", LookupToJson(by_ref)},
+          {"by_name", LookupToJson(by_name)}};
+}
+
+ImageProbe ImageProbe::FromJson(const nlohmann::json& j) {
+  ImageProbe p;
+  if (!j.is_object()) return p;
+  p.cli_found = j.value("cli_found", true);
+  if (j.contains("by_ref")) p.by_ref = LookupFromJson(j["by_ref"]);
+  if (j.contains("by_name")) p.by_name = LookupFromJson(j["by_name"]);
+  return p;
+}
+
+std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
+  // One line per lookup: "<what> <exit status> <inspect's output, newlines
+  // turned into spaces>". 2>&1 keeps the reason of a miss; the parser skips
+  // warnings around the answer.
+  const std::string inspect = "\"$cli\" image inspect --format " + ShellQuote(kInspectFormat) + " ";
+  std::string s = "cli=" + ShellQuote(cli) +
+                  "\n"
+                  "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
+                  "out=$(" +
+                  inspect + ShellQuote(ref.Lookup()) +
+                  " 2>&1); rc=$?\n"
+                  "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
+  const std::string name = ref.FleetTag();
+  if (!name.empty())
+    s += "[ \"$rc\" = 0 ] && exit 0\n"
+         "out=$(" +
+         inspect + ShellQuote(name) +
+         " 2>&1); rc=$?\n"
+         "printf 'name %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
+  return s;
+}
+
+ImageLookup ParseInspect(int exit_code, const std::string& output) {
+  ImageLookup l;
+  l.tried = true;
+  if (exit_code == 0) {
+    // The answer is one "<json> <id>" line; the CLI may print warnings
+    // ("WARN[0000] ...") around it. Lines may have been joined by spaces, so
+    // look for the answer as a "[...] <id>" / "null <id>" tail too.
+    std::istringstream in(output);
+    std::string line;
+    while (std::getline(in, line)) {
+      line = Trim(line);
+      if (ParseAnswerLine(line, &l)) {
+        l.found = true;
+        return l;
+      }
+      for (size_t p = line.rfind('['); p != std::string::npos && p > 0; p = line.rfind('[', p - 1))
+        if (ParseAnswerLine(line.substr(p), &l)) {
+          l.found = true;
+          return l;
+        }
+      size_t n = line.rfind("null ");
+      if (n != std::string::npos && ParseAnswerLine(line.substr(n), &l)) {
+        l.found = true;
+        return l;
+      }
+    }
+    l.error = "cannot read `image inspect` output: " + Trim(output).substr(0, 300);
+    return l;
+  }
+  const std::string lower = Lower(output);
+  if (lower.find("image not known") != std::string::npos ||
+      lower.find("no such image") != std::string::npos ||
+      lower.find("no such object") != std::string::npos)
+    return l;  // a plain miss
+  l.error =
+      "`image inspect` exited " + std::to_string(exit_code) + ": " + Trim(output).substr(0, 300);
+  return l;
+}
+
+ImageProbe ParseImageProbe(const std::string& output) {
+  ImageProbe p;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line == "cli missing") {
+      p.cli_found = false;
+      continue;
+    }
+    std::istringstream words(line);
+    std::string what;
+    int rc = -1;
+    if (!(words >> what >> rc)) continue;
+    std::string rest;
+    std::getline(words, rest);
+    ImageLookup l = ParseInspect(rc, rest);
+    if (what == "ref")
+      p.by_ref = l;
+    else if (what == "name")
+      p.by_name = l;
+  }
+  return p;
+}
+
+}  // namespace fleet

@@ -1,0 +1,57 @@
+// The image probe: a read-only sh fragment that asks the node's container
+// CLI about one image, and the parser of what it printed.
+//
+// Only `<cli> image inspect` is used: never `image ls` (it prints nothing for
+// a `repo@sha256:` reference, the log's "pinned recipe looks absent" trap) and
+// never `.Digest` (podman may report another digest than the registry's). The
+// fragment looks the image up by the manifest's ref (by registry digest when
+// pinned) and, when that fails, by the name fleet tags copied images with
+// (ImageRef::FleetTag), and prints for each lookup whether it found an image,
+// its RepoDigests and its ID (the config digest). Whether that counts as
+// "present" is the diff's call: it compares IDs across nodes.
+#ifndef FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
+#define FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "providers/image/image_ref.h"
+
+namespace fleet {
+
+// One `image inspect` lookup.
+struct ImageLookup {
+  bool tried = false;
+  bool found = false;
+  std::vector<std::string> repo_digests;
+  std::string id;     // normalised "sha256:<hex>"
+  std::string error;  // a failure other than "no such image" (daemon down, storage broken)
+};
+
+struct ImageProbe {
+  bool cli_found = true;
+  ImageLookup by_ref;   // ref.Lookup()
+  ImageLookup by_name;  // ref.FleetTag(); tried only when by_ref found nothing
+
+  nlohmann::json ToJson() const;
+  static ImageProbe FromJson(const nlohmann::json& j);
+};
+
+// The `--format` both the probe and the steps give `image inspect`.
+inline constexpr const char* kInspectFormat = "{{json .RepoDigests}} {{.Id}}";
+
+// The fragment for `ref` on a node whose container CLI is `cli`.
+std::string ImageProbeScript(const std::string& cli, const ImageRef& ref);
+
+// Parses the fragment's output (lines "ref found ...", "name missing ...").
+ImageProbe ParseImageProbe(const std::string& output);
+
+// Parses what `<cli> image inspect --format kInspectFormat X 2>&1` printed,
+// given its exit status (0: found). Warnings the CLI printed around the
+// answer are skipped; "no such image" / "image not known" is a plain miss.
+ImageLookup ParseInspect(int exit_code, const std::string& output);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_

@@ -1,0 +1,366 @@
+// Unit tests of the image provider's pure parts: refs, probe parsing, the
+// diff (presence by digest / config digest, source choice, errors) and the
+// no-pull run argv.
+#include "providers/image/image_provider.h"
+
+#include <gtest/gtest.h>
+
+#include "providers/image/image_probe.h"
+#include "providers/image/image_ref.h"
+#include "providers/image/image_steps.h"
+#include "providers/image/run_args.h"
+#include "state/state.h"
+
+namespace fleet {
+namespace {
+
+const std::string kD = "sha256:" + std::string(64, 'd');
+const std::string kC = "sha256:" + std::string(64, 'c');
+const std::string kX = "sha256:" + std::string(64, 'e');
+const std::string kRepo = "127.0.0.1:5000/team/vllm";
+
+TEST(ImageRefTest, SplitsRepositoryTagDigest) {
+  ImageRef r = ParseImageRef(kRepo + ":nightly@" + kD);
+  EXPECT_EQ(r.repository, kRepo);
+  EXPECT_EQ(r.tag, "nightly");
+  EXPECT_EQ(r.digest, kD);
+  EXPECT_TRUE(r.pinned());
+  EXPECT_EQ(r.Lookup(), kRepo + "@" + kD);  // the tag does not take part
+  EXPECT_EQ(r.FleetTag(), kRepo + ":sha256-" + std::string(64, 'd'));
+  EXPECT_EQ(r.TaggedName(), kRepo + ":nightly");
+
+  ImageRef f = ParseImageRef("eugr/spark-vllm-b12x:latest");
+  EXPECT_FALSE(f.pinned());
+  EXPECT_EQ(f.repository, "eugr/spark-vllm-b12x");
+  EXPECT_EQ(f.Lookup(), "eugr/spark-vllm-b12x:latest");
+  EXPECT_EQ(f.FleetTag(), "");
+
+  ImageRef port = ParseImageRef("localhost:5000/x");  // the port is no tag
+  EXPECT_EQ(port.repository, "localhost:5000/x");
+  EXPECT_EQ(port.tag, "");
+}
+
+TEST(ImageRefTest, NormalisesIdsAndMatchesDigestsUnderAnyName) {
+  EXPECT_EQ(NormalizeImageId(std::string(64, 'c')), kC);  // podman prints bare hex
+  EXPECT_EQ(NormalizeImageId(kC), kC);                    // docker prints sha256:
+  EXPECT_EQ(NormalizeImageId("abc"), "");
+  EXPECT_EQ(NormalizeImageId("sha256:" + std::string(64, 'C')), "");
+  EXPECT_TRUE(HasRepoDigest({"other.io/elsewhere@" + kD}, kD));
+  EXPECT_FALSE(HasRepoDigest({kRepo + "@" + kX}, kD));
+  EXPECT_FALSE(HasRepoDigest({}, kD));
+  EXPECT_FALSE(HasRepoDigest({kRepo + "@" + kD}, ""));
+  EXPECT_EQ(ShortId(kC), "cccccccccccc");
+}
+
+TEST(ImageProbeTest, ScriptUsesInspectOnlyAndQuotes) {
+  std::string s = ImageProbeScript("podman", ParseImageRef(kRepo + "@" + kD));
+  EXPECT_NE(s.find("image inspect --format '{{json .RepoDigests}} {{.Id}}'"), std::string::npos);
+  EXPECT_NE(s.find(kRepo + "@" + kD), std::string::npos);
+  EXPECT_NE(s.find(kRepo + ":sha256-"), std::string::npos);
+  EXPECT_EQ(s.find("image ls"), std::string::npos);
+  EXPECT_EQ(s.find("images"), std::string::npos);
+  EXPECT_EQ(s.find(".Digest"), std::string::npos);
+  // A hostile CLI name stays one quoted word.
+  std::string h = ImageProbeScript("podman; rm -rf /", ParseImageRef(kRepo + "@" + kD));
+  EXPECT_NE(h.find("cli='podman; rm -rf /'"), std::string::npos);
+  // Floating: only the tag is looked up.
+  std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
+  EXPECT_EQ(f.find("name "), std::string::npos);
+}
+
+TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
+  ImageProbe p =
+      ParseImageProbe("ref 0 [\"" + kRepo + "@" + kD + "\"] " + std::string(64, 'c') + "\n");
+  EXPECT_TRUE(p.cli_found);
+  EXPECT_TRUE(p.by_ref.found);
+  EXPECT_EQ(p.by_ref.id, kC);
+  ASSERT_EQ(p.by_ref.repo_digests.size(), 1u);
+  EXPECT_FALSE(p.by_name.tried);
+
+  // podman's miss, then found by fleet's tag with no RepoDigests (a copy).
+  p = ParseImageProbe(
+      "ref 125 Error: inspecting object: x: image not known\n"
+      "name 0 [] " +
+      std::string(64, 'c') + "\n");
+  EXPECT_FALSE(p.by_ref.found);
+  EXPECT_TRUE(p.by_ref.error.empty());
+  EXPECT_TRUE(p.by_name.found);
+  EXPECT_EQ(p.by_name.id, kC);
+  EXPECT_TRUE(p.by_name.repo_digests.empty());
+
+  // docker's miss and `null` RepoDigests; warnings around the answer.
+  p = ParseImageProbe(
+      "ref 1 Error: No such image: x\n"
+      "name 0 WARN[0000] cgroup thing null " +
+      kC + "\n");
+  EXPECT_FALSE(p.by_ref.found);
+  EXPECT_TRUE(p.by_ref.error.empty());
+  EXPECT_TRUE(p.by_name.found);
+  EXPECT_EQ(p.by_name.id, kC);
+
+  p = ParseImageProbe("ref 1 Cannot connect to the Docker daemon at unix:///var/run/docker.sock\n");
+  EXPECT_FALSE(p.by_ref.found);
+  EXPECT_NE(p.by_ref.error.find("Cannot connect"), std::string::npos);
+
+  p = ParseImageProbe("cli missing\n");
+  EXPECT_FALSE(p.cli_found);
+
+  // Round trip through the attributes the planner keeps.
+  ImageProbe q = ImageProbe::FromJson(ParseImageProbe("ref 0 [] " + kC + "\n").ToJson());
+  EXPECT_TRUE(q.by_ref.found);
+  EXPECT_EQ(q.by_ref.id, kC);
+}
+
+TEST(ImageProviderTest, ParseProbeReportsMissingCliAsError) {
+  ImageProvider p;
+  DesiredResource r;
+  r.attributes = {{"ref", kRepo + "@" + kD}, {"cli", "podman"}};
+  ActualResource a = p.ParseProbe(r, "cli missing\n", NodeFacts{});
+  EXPECT_NE(a.error.find("'podman' not found"), std::string::npos);
+  a = p.ParseProbe(r, "", NodeFacts{});
+  EXPECT_FALSE(a.error.empty());
+  a = p.ParseProbe(r, "ref 125 Error: x: image not known\nname 125 Error: y: image not known\n",
+                   NodeFacts{});
+  EXPECT_TRUE(a.error.empty());
+  EXPECT_FALSE(a.exists);
+}
+
+// ---- Expand and Diff
+
+Manifest ThreeNodes(const std::string& ref, const std::string& source) {
+  Manifest m;
+  for (const char* n : {"a", "b", "c"}) {
+    NodeSpec s;
+    s.name = n;
+    s.container_cli = "podman";
+    m.nodes[n] = s;
+  }
+  ImageSpec img;
+  img.name = "vllm";
+  img.ref = ref;
+  img.source = source;
+  img.nodes = {"a", "b", "c"};
+  m.images["vllm"] = img;
+  return m;
+}
+
+TEST(ImageProviderTest, ExpandScopesDeploymentNodesAndListedNodes) {
+  Manifest m = ThreeNodes(kRepo + "@" + kD, "registry");
+  m.images["vllm"].nodes = {"c"};
+  DeploymentSpec d;
+  d.name = "qwen";
+  d.image = "vllm";
+  d.nodes = {"a"};
+  m.deployments["qwen"] = d;
+  ImageProvider p;
+  std::vector<DesiredResource> rs = p.Expand(m);
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].address, "image.vllm@a");
+  EXPECT_EQ(rs[0].depends_on, std::vector<std::string>{"node.a"});
+  EXPECT_EQ(rs[0].attributes["wanted_by"][0], "deployment qwen");
+  EXPECT_EQ(rs[1].address, "image.vllm@c");
+  EXPECT_EQ(rs[1].attributes["digest"], kD);
+}
+
+// Probe outputs as the node would print them.
+std::string HasByDigest(const std::string& id = std::string(64, 'c')) {
+  return "ref 0 [\"" + kRepo + "@" + kD + "\"] " + id + "\n";
+}
+std::string HasByFleetTag(const std::string& id = std::string(64, 'c')) {
+  return "ref 125 Error: image not known\nname 0 [] " + id + "\n";
+}
+const std::string kMissing = "ref 125 Error: image not known\nname 125 Error: image not known\n";
+
+struct Fixture {
+  Manifest m;
+  ImageProvider p;
+  std::map<std::string, NodeFacts> facts;
+  std::map<std::string, ActualResource> actual;
+  std::vector<DesiredResource> desired;
+
+  Fixture(const std::string& ref, const std::string& source,
+          const std::map<std::string, std::string>& outputs)
+      : m(ThreeNodes(ref, source)) {
+    desired = p.Expand(m);
+    for (const DesiredResource& r : desired) {
+      NodeFacts f;
+      f.reachable = outputs.count(r.node) > 0;
+      if (!f.reachable) f.unreachable_reason = "connection refused";
+      facts[r.node] = f;
+      if (f.reachable) actual[r.address] = p.ParseProbe(r, outputs.at(r.node), f);
+    }
+  }
+  PlanChange Diff(const std::string& node, const ResourceRecord* rec = nullptr) {
+    for (const DesiredResource& r : desired)
+      if (r.node == node) {
+        DiffContext ctx{facts[node], &facts, &actual, &m};
+        ActualResource a;
+        if (auto it = actual.find(r.address); it != actual.end()) a = it->second;
+        return p.Diff(r, a, rec, ctx);
+      }
+    ADD_FAILURE() << "no resource on " << node;
+    return {};
+  }
+};
+
+TEST(ImageDiffTest, PresentByDigestIsNoop) {
+  Fixture f(kRepo + "@" + kD, "registry", {{"a", HasByDigest()}, {"b", kMissing}, {"c", kMissing}});
+  PlanChange c = f.Diff("a");
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.action, Action::kNoop);
+  EXPECT_EQ(c.before["image_id"], kC);
+}
+
+TEST(ImageDiffTest, MissingWithRegistrySourcePullsByDigest) {
+  Fixture f(kRepo + "@" + kD, "registry", {{"a", HasByDigest()}, {"b", kMissing}, {"c", kMissing}});
+  PlanChange c = f.Diff("b");
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.detail["op"], "pull");
+  EXPECT_EQ(c.detail["config"], kC);  // to check the pull against
+  EXPECT_EQ(c.reasons.front(), "digest " + kD + " not on node");
+  EXPECT_EQ(c.after["digest"], kD);
+}
+
+TEST(ImageDiffTest, CopiedImageFoundByFleetTagWithTheRightConfigIsPresent) {
+  // a pulled it (knows D -> C); b got a copy (only the config digest survives).
+  Fixture f(kRepo + "@" + kD, "peers",
+            {{"a", HasByDigest()}, {"b", HasByFleetTag()}, {"c", kMissing}});
+  EXPECT_EQ(f.Diff("b").action, Action::kNoop);
+}
+
+TEST(ImageDiffTest, FleetTagOnAnotherImageIsRestaged) {
+  Fixture f(kRepo + "@" + kD, "peers",
+            {{"a", HasByDigest()}, {"b", HasByFleetTag(std::string(64, 'e'))}, {"c", kMissing}});
+  PlanChange c = f.Diff("b");
+  EXPECT_EQ(c.action, Action::kUpdate);
+  EXPECT_EQ(c.detail["op"], "copy");
+  EXPECT_EQ(c.detail["from"], "a");
+  EXPECT_EQ(c.before["image_id"], kX);
+}
+
+TEST(ImageDiffTest, CopyOnlyHoldersUseTheRecordedConfigDigest) {
+  // Nobody has D any more, b has the copy: the record vouches for its ID.
+  Fixture f(kRepo + "@" + kD, "peers", {{"a", kMissing}, {"b", HasByFleetTag()}, {"c", kMissing}});
+  ResourceRecord rec;
+  rec.attributes = {{"digest", kD}, {"image_id", kC}};
+  PlanChange c = f.Diff("b", &rec);
+  EXPECT_EQ(c.action, Action::kNoop);
+  rec.attributes["image_id"] = kX;  // the record says another image: not it
+  EXPECT_EQ(f.Diff("b", &rec).action, Action::kUpdate);
+  // No record, no digest holder: trusted by fleet's tag, and the plan says so.
+  c = f.Diff("b");
+  EXPECT_EQ(c.action, Action::kNoop);
+  ASSERT_FALSE(c.reasons.empty());
+  EXPECT_NE(c.reasons[0].find("only"), std::string::npos);
+  // c copies from b (the only holder).
+  c = f.Diff("c");
+  EXPECT_EQ(c.detail["from"], "b");
+}
+
+TEST(ImageDiffTest, PeersPickAHolderAndSpreadTargets) {
+  Fixture f(kRepo + "@" + kD, "peers", {{"a", HasByDigest()}, {"b", kMissing}, {"c", kMissing}});
+  PlanChange b = f.Diff("b"), c = f.Diff("c");
+  EXPECT_EQ(b.detail["op"], "copy");
+  EXPECT_EQ(b.detail["from"], "a");
+  EXPECT_EQ(c.detail["from"], "a");
+  EXPECT_EQ(b.detail["config"], kC);
+  EXPECT_NE(b.summary.find("copy from a"), std::string::npos);
+}
+
+TEST(ImageDiffTest, PeersWithNoHolderIsAPlanErrorNamingImageAndNodes) {
+  Fixture f(kRepo + "@" + kD, "peers", {{"a", kMissing}, {"b", kMissing}, {"c", kMissing}});
+  PlanChange c = f.Diff("b");
+  EXPECT_NE(c.error.find("image vllm"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("a, b, c"), std::string::npos) << c.error;
+}
+
+TEST(ImageDiffTest, NamedSourceNodeMustHaveItAndBeUp) {
+  Fixture f(kRepo + "@" + kD, "node:a", {{"a", kMissing}, {"b", kMissing}, {"c", kMissing}});
+  EXPECT_NE(f.Diff("b").error.find("source node a does not have it"), std::string::npos);
+  EXPECT_NE(f.Diff("a").error.find("its own source"), std::string::npos);
+
+  Fixture off(kRepo + "@" + kD, "node:a", {{"b", kMissing}, {"c", kMissing}});
+  EXPECT_NE(off.Diff("b").error.find("not reachable"), std::string::npos);
+
+  Fixture ok(kRepo + "@" + kD, "node:c", {{"a", kMissing}, {"b", kMissing}, {"c", HasByDigest()}});
+  PlanChange c = ok.Diff("a");
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.detail["from"], "c");
+}
+
+TEST(ImageDiffTest, UnreachableTargetIsPlannedAndCheckedAtApply) {
+  Fixture f(kRepo + "@" + kD, "registry", {{"a", HasByDigest()}, {"c", kMissing}});
+  PlanChange c = f.Diff("b");
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_NE(c.reasons.front().find("checked again at apply"), std::string::npos);
+}
+
+TEST(ImageDiffTest, ProbeErrorIsAPlanError) {
+  Fixture f(kRepo + "@" + kD, "registry",
+            {{"a", "cli missing\n"}, {"b", kMissing}, {"c", kMissing}});
+  EXPECT_NE(f.Diff("a").error.find("not found on the node's PATH"), std::string::npos);
+}
+
+TEST(ImageDiffTest, FloatingTagSaysWhatItIsOnEachNode) {
+  const std::string tag = kRepo + ":latest";
+  Manifest m = ThreeNodes(tag, "registry");
+  // Without allow_floating the diff refuses (the loader refuses first).
+  {
+    Fixture f(tag, "registry", {{"a", kMissing}, {"b", kMissing}, {"c", kMissing}});
+    EXPECT_NE(f.Diff("a").error.find("not pinned"), std::string::npos);
+  }
+  Fixture f(tag, "registry",
+            {{"a", "ref 0 [\"" + kRepo + "@" + kD + "\"] " + std::string(64, 'c') + "\n"},
+             {"b", "ref 0 [\"" + kRepo + "@" + kX + "\"] " + std::string(64, 'e') + "\n"},
+             {"c", "ref 125 Error: image not known\n"}});
+  for (DesiredResource& r : f.desired) r.attributes["allow_floating"] = true;
+  PlanChange a = f.Diff("a");
+  EXPECT_EQ(a.action, Action::kNoop);
+  ASSERT_GE(a.reasons.size(), 2u);
+  EXPECT_NE(a.reasons[0].find("FLOATING TAG"), std::string::npos);
+  EXPECT_NE(a.reasons[0].find(kD), std::string::npos);  // the digest it resolves to here
+  EXPECT_NE(a.reasons[1].find("disagree"), std::string::npos);
+  PlanChange c = f.Diff("c");
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.detail["op"], "pull");
+}
+
+TEST(ImageProviderTest, DestroyKeepsImages) {
+  Fixture f(kRepo + "@" + kD, "registry", {{"a", HasByDigest()}, {"b", kMissing}, {"c", kMissing}});
+  DiffContext ctx{f.facts["a"], &f.facts, &f.actual, &f.m};
+  PlanChange c = f.p.DiffDestroy(f.desired[0], f.actual["image.vllm@a"], nullptr, ctx);
+  EXPECT_EQ(c.action, Action::kNoop);
+  EXPECT_NE(c.summary.find("kept"), std::string::npos);
+}
+
+// ---- steps' parsing and the run argv
+
+TEST(ImageStepsTest, ParsesWhatLoadSaysItLoaded) {
+  EXPECT_EQ(ParseLoadedNames("Getting image source signatures\nLoaded image: sha256:" +
+                             std::string(64, 'c') + "\n"),
+            std::vector<std::string>{kC});
+  EXPECT_EQ(ParseLoadedNames("Loaded image(s): a/b:1, c/d:2\n"),
+            (std::vector<std::string>{"a/b:1", "c/d:2"}));
+  EXPECT_EQ(ParseLoadedNames("Loaded image ID: " + kC + "\n"), std::vector<std::string>{kC});
+  EXPECT_TRUE(ParseLoadedNames("Error: payload does not match\n").empty());
+}
+
+TEST(ImageStepsTest, NamesForCopy) {
+  EXPECT_EQ(NamesForCopy(ParseImageRef(kRepo + "@" + kD)),
+            std::vector<std::string>{kRepo + ":sha256-" + std::string(64, 'd')});
+  EXPECT_EQ(NamesForCopy(ParseImageRef(kRepo + ":v1@" + kD)).size(), 2u);
+  EXPECT_EQ(NamesForCopy(ParseImageRef(kRepo + ":v1")), std::vector<std::string>{kRepo + ":v1"});
+}
+
+TEST(RunArgsTest, NeverPulls) {
+  std::vector<std::string> argv =
+      RunArgsNoPull("docker", {"--pull=always", "-d", "--pull", "missing", "--name", "q"}, kC,
+                    {"serve", "--port", "30000"});
+  EXPECT_EQ(argv, (std::vector<std::string>{"docker", "run", "--pull=never", "-d", "--name", "q",
+                                            kC, "serve", "--port", "30000"}));
+  EXPECT_EQ(RunArgsNoPull("podman", {}, kC, {}),
+            (std::vector<std::string>{"podman", "run", "--pull=never", kC}));
+}
+
+}  // namespace
+}  // namespace fleet

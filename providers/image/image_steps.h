@@ -1,0 +1,75 @@
+// What the image provider does on nodes at apply time: look an image up,
+// pull it, copy it from another node, name it. Every command is built with
+// ShellCommand; every function re-reads the node rather than trusting the
+// plan.
+#ifndef FLEET_PROVIDERS_IMAGE_IMAGE_STEPS_H_
+#define FLEET_PROVIDERS_IMAGE_IMAGE_STEPS_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "providers/image/image_probe.h"
+#include "providers/image/image_ref.h"
+#include "src/status.h"
+#include "src/transport.h"
+
+namespace fleet {
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+// `<cli> image inspect --format kInspectFormat <what>` on the node. A miss is
+// a lookup with found == false; a transport failure or an unexpected CLI
+// error is an error Status.
+Result<ImageLookup> InspectImage(Transport* t, const std::string& cli, const std::string& what);
+
+struct FoundImage {
+  bool present = false;
+  std::string id;   // config digest, "sha256:<hex>"
+  std::string how;  // "by registry digest", "by config digest", "by fleet's tag"
+};
+
+// Whether the node holds `ref`'s image: by registry digest (pinned) or tag
+// (floating), else by `config` (an image ID; may be empty: unknown), else by
+// fleet's tag when `config` is unknown.
+Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRef& ref,
+                             const std::string& config);
+
+// Gives image `id` each of `names` (skipping empty ones and names already
+// pointing at it). Verifies each name resolves to `id` afterwards.
+Status EnsureNames(Transport* t, const std::string& cli, const std::string& id,
+                   const std::vector<std::string>& names, const ProgressFn& progress);
+
+// The names fleet gives an image it staged: FleetTag and the ref's
+// repository:tag for a pinned ref copied from a node; the tag for a
+// floating one.
+std::vector<std::string> NamesForCopy(const ImageRef& ref);
+
+// `<cli> pull <ref.Lookup()>` and checks the result (registry digest D among
+// the RepoDigests when pinned). Returns the image ID.
+Result<std::string> PullImage(Transport* t, const std::string& cli, const ImageRef& ref,
+                              const std::string& node, const ProgressFn& progress);
+
+struct CopySpec {
+  Transport* source = nullptr;  // connected
+  std::string source_node;
+  std::string source_cli;
+  Transport* target = nullptr;  // connected
+  std::string target_node;
+  std::string target_cli;
+  std::string config;  // image ID on the source to copy
+};
+
+// Streams `<source_cli> save <config>` into `<target_cli> load` and checks
+// that the target then holds `config`. On any failure the image the load may
+// have left (it was absent before: callers check) is removed, and the error
+// says what happened and what was cleaned up.
+Status CopyImage(const CopySpec& spec, const ProgressFn& progress);
+
+// The names `<cli> load` reported ("Loaded image: X", "Loaded image(s): X, Y",
+// docker's "Loaded image ID: sha256:..."), in order.
+std::vector<std::string> ParseLoadedNames(const std::string& load_output);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_IMAGE_IMAGE_STEPS_H_
