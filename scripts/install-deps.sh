@@ -6,6 +6,8 @@ packages=(
   libyaml-cpp-dev libtomlplusplus-dev nlohmann-json3-dev libssh-dev libssl-dev
   libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev
   openssh-server openssh-client python3 iproute2 util-linux procps passwd
+  # images: rootless podman on the simulated nodes, a local registry, test images
+  podman runc uidmap docker-registry busybox-static
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "providers/image/cli_error.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -350,6 +351,22 @@ TEST(ImageStepsTest, NamesForCopy) {
             std::vector<std::string>{kRepo + ":sha256-" + std::string(64, 'd')});
   EXPECT_EQ(NamesForCopy(ParseImageRef(kRepo + ":v1@" + kD)).size(), 2u);
   EXPECT_EQ(NamesForCopy(ParseImageRef(kRepo + ":v1")), std::vector<std::string>{kRepo + ":v1"});
+}
+
+TEST(CliErrorTest, KeepsTheCauseNotTheProgress) {
+  EXPECT_EQ(CliErrorText("Trying to pull r@sha256:x...\n"
+                         "Error: initializing source docker://r: pinging container registry "
+                         "127.0.0.1:5000: connect: connection refused\n"),
+            "Error: initializing source docker://r: pinging container registry 127.0.0.1:5000: "
+            "connect: connection refused");
+  EXPECT_EQ(CliErrorText("Error: payload does not match any of the supported image formats:\n"
+                         " * oci: open index.json: not a directory\n"
+                         " * docker-archive: unexpected EOF\n"),
+            "Error: payload does not match any of the supported image formats: / * oci: open "
+            "index.json: not a directory / * docker-archive: unexpected EOF");
+  EXPECT_EQ(CliErrorText("a\nb\nc\nd\n"), "b / c / d");
+  EXPECT_EQ(CliErrorText(std::string(1000, 'x'), 10), "xxxxxxxxxx...");
+  EXPECT_EQ(CliErrorText(""), "");
 }
 
 TEST(RunArgsTest, NeverPulls) {

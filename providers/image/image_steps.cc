@@ -6,20 +6,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "providers/image/cli_error.h"
 #include "providers/image/stream_copy.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 namespace {
-
-std::string Tail(const std::string& s, size_t n = 400) {
-  size_t b = s.find_first_not_of(" \n");
-  size_t e = s.find_last_not_of(" \n");
-  if (b == std::string::npos) return "";
-  std::string t = s.substr(b, e - b + 1);
-  return t.size() > n ? "..." + t.substr(t.size() - n) : t;
-}
 
 std::string HumanBytes(uint64_t b) {
   char buf[32];
@@ -48,7 +41,7 @@ std::mutex& NodeCopyLock(const std::string& node) {
 std::string Remove(Transport* t, const std::string& cli, const std::string& what) {
   Result<CommandResult> r = t->Run(ShellCommand({cli, "rmi", what}) + " 2>&1");
   if (!r.ok()) return r.status().message();
-  if (r->exit_code != 0) return "`" + cli + " rmi " + what + "`: " + Tail(r->out, 200);
+  if (r->exit_code != 0) return "`" + cli + " rmi " + what + "`: " + CliErrorText(r->out, 200);
   return "";
 }
 
@@ -108,7 +101,7 @@ Status EnsureNames(Transport* t, const std::string& cli, const std::string& id,
     if (!r.ok()) return r.status();
     if (r->exit_code != 0)
       return Status::Error("`" + cmd + "` exited " + std::to_string(r->exit_code) + ": " +
-                           Tail(r->out));
+                           CliErrorText(r->out));
     l = InspectImage(t, cli, name);
     if (!l.ok()) return l.status();
     if (!l->found || l->id != id)
@@ -133,7 +126,7 @@ Result<std::string> PullImage(Transport* t, const std::string& cli, const ImageR
   if (r->exit_code != 0)
     return Status::Error("pulling " + ref.Lookup() + " on " + node + " failed: `" + cmd +
                          "` exited " + std::to_string(r->exit_code) + ": " +
-                         Tail(r->err.empty() ? r->out : r->err));
+                         CliErrorText(r->err.empty() ? r->out : r->err));
   Result<ImageLookup> l = InspectImage(t, cli, ref.Lookup());
   if (!l.ok()) return l.status();
   if (!l->found || (ref.pinned() && !HasRepoDigest(l->repo_digests, ref.digest)))

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "providers/image/cli_error.h"
 #include "providers/image/tar_stream_check.h"
 
 namespace fleet {
@@ -76,19 +77,11 @@ class ByteQueue {
   bool cancelled_ = false;
 };
 
-std::string Tail(const std::string& s, size_t n = 400) {
-  size_t b = s.find_first_not_of(" \n");
-  size_t e = s.find_last_not_of(" \n");
-  if (b == std::string::npos) return "";
-  std::string t = s.substr(b, e - b + 1);
-  return t.size() > n ? "..." + t.substr(t.size() - n) : t;
-}
-
 std::string Side(const char* name, const Result<CommandResult>& r) {
   if (!r.ok()) return std::string(name) + ": " + r.status().message();
   if (r->exit_code == 0) return "";
   std::string s = std::string(name) + " exited " + std::to_string(r->exit_code);
-  std::string why = Tail(r->err.empty() ? r->out : r->err);
+  std::string why = CliErrorText(r->err.empty() ? r->out : r->err);
   if (!why.empty()) s += ": " + why;
   return s;
 }
@@ -104,9 +97,11 @@ std::string StreamCopyResult::Problem() const {
     if (!p.empty()) p += "; ";
     p += s;
   };
+  // The stream's problem first: when the source stopped short, that is the
+  // cause and the target's complaint the consequence.
+  if (!tar_problem.empty()) add("stream: " + tar_problem);
   add(Side("source", source));
   add(Side("target", target));
-  if (!tar_problem.empty()) add("stream: " + tar_problem);
   return p;
 }
 

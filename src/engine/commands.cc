@@ -305,7 +305,10 @@ int CmdStatus(const GlobalOptions& g) {
     if (f.reachable && GpuFactsFromJson(f.gpu, &gf)) gpu = DescribeGpuMemory(gf);
     std::printf("%-12s %-5s %-14s %-12s %s\n", name.c_str(), f.reachable ? "yes" : "no",
                 f.reachable ? f.hostname.c_str() : "-", display.c_str(), gpu.c_str());
-    if (!f.reachable) std::printf("    %s\n", f.unreachable_reason.c_str());
+    if (!f.reachable && spec.power.present && spec.power.state == "off")
+      std::printf("    powered off, as declared\n");
+    else if (!f.reachable)
+      std::printf("    %s\n", f.unreachable_reason.c_str());
   }
   return 0;
 }

@@ -20,6 +20,9 @@ def main():
     ap.add_argument("--power-off", default="", help="nodes declared power: off")
     ap.add_argument("--ha-url", default="", help="override the controller URL")
     ap.add_argument("--only", default="", help="only these nodes")
+    ap.add_argument("--image", action="append", default=[],
+                    help='NAME=JSON: an images: entry, e.g. b12x={"ref": "r@sha256:...", '
+                         '"source": "peers", "nodes": ["dgx1"]}')
     args = ap.parse_args()
 
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
@@ -52,6 +55,12 @@ def main():
         if args.power:
             lines.append("    power: {switch: switch.%s, state: %s}" %
                          (name, "off" if name in off else "on"))
+    if args.image:
+        lines.append("images:")
+        for spec in args.image:
+            name, value = spec.split("=", 1)
+            json.loads(value)  # JSON is YAML flow syntax: written as given
+            lines.append("  %s: %s" % (name, value))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "fleet.yaml"), "w") as f:
         f.write("\n".join(lines) + "\n")

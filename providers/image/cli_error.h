@@ -1,0 +1,18 @@
+// The part of a failed container-CLI command's output worth putting in an
+// error message: podman and docker print progress first and the cause last,
+// on a line starting with "Error" (sometimes followed by indented details).
+#ifndef FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_
+#define FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_
+
+#include <string>
+
+namespace fleet {
+
+// From the last line that starts with "Error" (else the last three lines) to
+// the end, lines joined by " / ", trimmed, at most `max` characters (cut at
+// the end, marked "...").
+std::string CliErrorText(const std::string& output, size_t max = 600);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_

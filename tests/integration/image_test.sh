@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Container images by digest against real rootless podman on simulated nodes
+# and a real registry (tests/integration/registry.sh):
+# - an image on one node and missing on two is copied to both (save | load
+#   through the controller), then the plan shows no change;
+# - a node that has the digest under another tag or another repository name
+#   is not copied to; one that has the image (config digest) under an
+#   unrelated name gets a name, not a copy;
+# - a registry that is down fails that image's pull with a clear error while
+#   other nodes' steps go on;
+# - a truncated transfer (a node-side podman wrapper cuts `save` short and
+#   exits 0) fails the step and leaves no image on the target, whether the
+#   cut makes `podman load` fail or not;
+# - validate refuses a floating tag unless allow_floating.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/registry.sh"
+
+node_field() {  # node_field NAME FIELD (from sim.json)
+  python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0][sys.argv[3]])' \
+    "$SIMDIR/sim.json" "$1" "$2"
+}
+on_node() {  # on_node NAME COMMAND: runs COMMAND as the node user over ssh
+  local name=$1
+  shift
+  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
+    -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
+    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
+}
+has_image() { on_node "$1" "podman image exists $2"; }  # has_image NODE REF-OR-ID
+image_id() { on_node "$1" "podman image inspect --format '{{.Id}}' $2"; }
+img() {  # img NAME REF SOURCE NODES: a --image flag for mkrepo
+  printf '%s={"ref": "%s", "source": "%s", "nodes": [%s]}' "$1" "$2" "$3" "$4"
+}
+ALL='"dgx1", "dgx2", "dgx3"'
+
+step "registry and images"
+registry_start
+D1=$(image_push fleet/bb v1)
+D2=$(image_push fleet/bb2 v1)
+[[ $(image_push_again v1 other/bb2:v1) == "$D2" ]] || fail "same image, another name: digest changed"
+D3=$(image_push fleet/bb3 v1)
+D4=$(image_push fleet/bb4 v1)
+D5=$(image_push fleet/bb5 v1)
+R=$REGISTRY
+
+step "start 3 simulated nodes (pulls from $R allowed over HTTP)"
+start_fleet 3 --insecure-registry "$R"
+on_node dgx1 "podman pull -q $R/fleet/bb@$D1 && podman pull -q $R/fleet/bb2@$D2 && podman pull -q $R/fleet/bb4@$D4 && podman pull -q $R/fleet/bb5@$D5" >/dev/null
+C1=$(image_id dgx1 "$R/fleet/bb@$D1")
+C4=$(image_id dgx1 "$R/fleet/bb4@$D4")
+C5=$(image_id dgx1 "$R/fleet/bb5@$D5")
+on_node dgx2 "podman pull -q $R/fleet/bb2:v1" >/dev/null          # same digest, by tag
+on_node dgx3 "podman pull -q $R/other/bb2@$D2" >/dev/null         # same digest, other name
+# dgx3 has bb4 under an unrelated name, copied by hand: no registry digest left
+on_node dgx1 "podman save $C4" | on_node dgx3 "podman load -q && podman tag $C4 localhost/renamed:x" >/dev/null
+
+step "copy to two nodes; the digest under another tag or name is not copied"
+mkrepo --image "$(img bb "$R/fleet/bb@$D1" peers "$ALL")" \
+  --image "$(img bb2 "$R/fleet/bb2@$D2" peers "$ALL")"
+expect_rc 0 validate
+expect_rc 2 plan --detailed-exitcode
+expect_out "image.bb@dgx2"
+expect_out "copy from dgx1"
+expect_no_out "# image.bb2@"
+expect_rc 0 plan --json
+python3 - "$WORK/out" "$D1" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+by = {c["address"]: c for c in p["changes"]}
+for n in ("dgx2", "dgx3"):
+    c = by["image.bb@" + n]
+    assert c["action"] == "create", c
+    assert c["reasons"][0] == "digest %s not on node" % sys.argv[2], c
+    assert c["depends_on"] == ["node." + n], c
+for n in ("dgx1", "dgx2", "dgx3"):
+    assert by["image.bb2@" + n]["action"] == "noop", by["image.bb2@" + n]
+assert by["image.bb@dgx1"]["action"] == "noop"
+PY
+expect_rc 0 apply --auto-approve
+expect_out "Apply complete"
+expect_no_out "image.bb2@"
+for n in dgx2 dgx3; do
+  [[ $(image_id $n "$C1") == "${C1#sha256:}" ]] || fail "$n lacks config $C1"
+  has_image $n "$R/fleet/bb:sha256-${D1#sha256:}" || fail "$n: copied image not named"
+done
+assert_converged
+
+step "registry down: that pull fails clearly, other nodes' steps go on"
+mkrepo --image "$(img bb "$R/fleet/bb@$D1" peers "$ALL")" \
+  --image "$(img bb2 "$R/fleet/bb2@$D2" peers "$ALL")" \
+  --image "$(img bb3 "$R/fleet/bb3@$D3" registry '"dgx2"')" \
+  --image "$(img bb4 "$R/fleet/bb4@$D4" peers "$ALL")"
+registry_stop
+expect_rc 2 plan --detailed-exitcode
+expect_out "pull $R/fleet/bb3@$D3"
+expect_rc 1 apply --auto-approve
+expect_out "Apply failed"
+expect_out "image.bb3@dgx2: pulling $R/fleet/bb3@$D3 on dgx2 failed"
+grep -q "connection refused" "$WORK/out" "$WORK/err" || fail "the error does not say why"
+grep -A20 "  done:" "$WORK/out" | grep -q "image.bb4@dgx3" || fail "bb4@dgx3 did not go on"
+grep -A20 "  done:" "$WORK/out" | grep -q "image.bb4@dgx2" || fail "bb4@dgx2 did not go on"
+[[ $(image_id dgx2 "$C4") == "${C4#sha256:}" ]] || fail "dgx2 lacks bb4"
+# dgx3 had bb4 under another name: named, not copied (the record says so)
+python3 - "$(state_file)" <<'PY'
+import json, sys
+s = {r["address"]: r["attributes"] for r in json.load(open(sys.argv[1]))["resources"]}
+assert s["image.bb4@dgx3"]["via"] == "present", s["image.bb4@dgx3"]
+assert s["image.bb4@dgx3"]["found"] == "by config digest", s["image.bb4@dgx3"]
+assert s["image.bb4@dgx2"]["via"] == "copy", s["image.bb4@dgx2"]
+assert "image.bb3@dgx2" not in s
+PY
+registry_start "${R#*:}"
+expect_rc 0 apply --auto-approve
+has_image dgx2 "$R/fleet/bb3@$D3" || fail "bb3 not pulled after the registry came back"
+assert_converged
+
+step "truncated transfer: the step fails and leaves no image"
+# A node-side stand-in on dgx1's PATH: `podman save` stops after N bytes
+# (exit status 0, the worst case), N from /srv/sim/truncate-save.
+root1=$(node_root dgx1)
+cat >"$root1/bin/podman" <<'SH'
+#!/bin/sh
+if [ "$1" = save ] && [ -s /srv/sim/truncate-save ]; then
+  /usr/bin/podman "$@" | head -c "$(cat /srv/sim/truncate-save)"
+  exit 0
+fi
+exec /usr/bin/podman "$@"
+SH
+chmod 0755 "$root1/bin/podman"
+size=$(on_node dgx1 "podman save $C5 | wc -c")
+mkrepo --image "$(img bb5 "$R/fleet/bb5@$D5" node:dgx1 '"dgx1", "dgx3"')"
+for cut in $((size / 2)) $((size - 1024)); do
+  echo "$cut" >"$root1/sim/truncate-save"
+  expect_rc 1 apply --auto-approve
+  expect_out "image.bb5@dgx3: copy dgx1 -> dgx3 failed"
+  expect_out "the archive stopped after $cut bytes"
+  ! has_image dgx3 "$C5" || fail "cut at $cut of $size: a half-copied image is on dgx3"
+  ! has_image dgx3 "$R/fleet/bb5:sha256-${D5#sha256:}" || fail "cut at $cut: name left on dgx3"
+done
+expect_out "removed the image the load left"  # the cut load podman accepted was taken out
+rm -f "$root1/sim/truncate-save"
+expect_rc 0 apply --auto-approve
+[[ $(image_id dgx3 "$C5") == "${C5#sha256:}" ]] || fail "dgx3 lacks bb5 after a whole copy"
+assert_converged
+
+step "validate refuses a floating tag without allow_floating"
+mkrepo --image "$(img bbf "$R/fleet/bb:latest" registry '"dgx1"')"
+expect_rc 1 validate
+expect_out "floats"
+mkrepo --image 'bbf={"ref": "'"$R"'/fleet/bb:v1", "allow_floating": true, "nodes": ["dgx1"]}'
+expect_rc 0 validate
+expect_rc 0 plan --json
+grep -q "FLOATING TAG $R/fleet/bb:v1" "$WORK/out" || fail "plan does not flag the floating tag"
+no_crash
+echo PASS
