@@ -77,8 +77,34 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 
 // Reloads the module with `options` ("" = unload only). The same commands run
 // on every node; the node's PATH decides which modprobe and sudo run.
+// The label fleet puts on every serving container it starts.
+constexpr const char* kDeploymentLabel = "fleet.deployment";
+
+// Never reload the module under a running serve: the engine would lose its
+// GPU. Returns an error naming the containers when any runs.
+Status CheckNoServingContainers(const StepContext& ctx) {
+  const std::string& cli = ctx.node->container_cli;
+  std::string cmd = "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 || exit 0; " +
+                    ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel,
+                                  "--format", "{{.Names}}"});
+  Result<CommandResult> r = ctx.transport->Run(cmd);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error("on " + ctx.node->name + ": cannot list running containers (`" + cmd +
+                         "` exited " + std::to_string(r->exit_code) + "): " + r->err);
+  std::string names = r->out;
+  while (!names.empty() && names.back() == '\n') names.pop_back();
+  if (names.empty()) return Status::OK();
+  for (char& ch : names)
+    if (ch == '\n') ch = ' ';
+  return Status::Error("on " + ctx.node->name + ": serving containers run (" + names +
+                       "); refusing to reload nvidia_drm under them: stop them first");
+}
+
 Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string>& options,
               bool load) {
+  Status guard = CheckNoServingContainers(ctx);
+  if (!guard.ok()) return guard;
   std::string cmd;
   if (loaded) cmd = ShellCommand({"sudo", "-n", "modprobe", "-r", kModule});
   if (load) {
