@@ -10,7 +10,8 @@
 #   other nodes' steps go on;
 # - a truncated transfer (a node-side podman wrapper cuts `save` short and
 #   exits 0) fails the step and leaves no image on the target, whether the
-#   cut makes `podman load` fail or not;
+#   cut makes `podman load` fail or not; a whole archive of the wrong image
+#   fails the step too, without naming it or removing what the node had;
 # - validate refuses a floating tag unless allow_floating.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
@@ -124,6 +125,9 @@ if [ "$1" = save ] && [ -s /srv/sim/truncate-save ]; then
   /usr/bin/podman "$@" | head -c "$(cat /srv/sim/truncate-save)"
   exit 0
 fi
+if [ "$1" = save ] && [ -s /srv/sim/save-instead ]; then  # a whole archive of another image
+  exec /usr/bin/podman save "$(cat /srv/sim/save-instead)"
+fi
 exec /usr/bin/podman "$@"
 SH
 chmod 0755 "$root1/bin/podman"
@@ -139,6 +143,14 @@ for cut in $((size / 2)) $((size - 1024)); do
 done
 expect_out "removed the image the load left"  # the cut load podman accepted was taken out
 rm -f "$root1/sim/truncate-save"
+# The source sends a whole archive of the wrong image (one dgx3 already has).
+echo "$C1" >"$root1/sim/save-instead"
+expect_rc 1 apply --auto-approve
+expect_out "image sha256:${C5#sha256:} is not on dgx3"
+! has_image dgx3 "$C5" || fail "wrong image: $C5 on dgx3"
+! has_image dgx3 "$R/fleet/bb5:sha256-${D5#sha256:}" || fail "wrong image named as bb5 on dgx3"
+has_image dgx3 "$C1" || fail "an image dgx3 had before was removed"
+rm -f "$root1/sim/save-instead"
 expect_rc 0 apply --auto-approve
 [[ $(image_id dgx3 "$C5") == "${C5#sha256:}" ]] || fail "dgx3 lacks bb5 after a whole copy"
 assert_converged
