@@ -1,5 +1,7 @@
 #include "src/provider.h"
 
+#include <sstream>
+
 namespace fleet {
 
 PlanChange Provider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
@@ -21,6 +23,34 @@ Status Provider::Undo(const PlanChange& change, const nlohmann::json& /*applied*
   (void)change;
   *undone = false;
   return Status::OK();
+}
+
+PlanChange ChangeFor(const DesiredResource& d) {
+  PlanChange c;
+  c.address = d.address;
+  c.type = d.type;
+  c.node = d.node;
+  return c;
+}
+
+std::map<std::string, std::string> ParseKeyValues(const std::string& text) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return kv;
+}
+
+Result<CommandResult> RunOnNode(const StepContext& ctx, const std::string& command) {
+  Result<CommandResult> r = ctx.transport->Run(command);
+  if (!r.ok()) return r;
+  if (r->exit_code != 0)
+    return Result<CommandResult>::Error("on " + ctx.node->name + ": `" + command + "` exited " +
+                                        std::to_string(r->exit_code) + ": " + r->err);
+  return r;
 }
 
 }  // namespace fleet

@@ -92,6 +92,20 @@ class Provider {
                       const StepContext& ctx, bool* undone) const;
 };
 
+// Helpers every provider uses.
+
+// A noop change for `d` with its address, type and node filled in: the start
+// of every diff.
+PlanChange ChangeFor(const DesiredResource& d);
+
+// Parses the "key=value" lines probe fragments print (later keys win; lines
+// without '=' are ignored).
+std::map<std::string, std::string> ParseKeyValues(const std::string& text);
+
+// Runs `command` on the step's node. A non-zero exit is an error naming the
+// node, the command and its stderr.
+Result<CommandResult> RunOnNode(const StepContext& ctx, const std::string& command);
+
 // All providers, in dependency order of their types (node first).
 std::vector<std::unique_ptr<Provider>> MakeProviders();
 

@@ -42,24 +42,13 @@ std::string ReadScript(const std::string& sysfs, const std::string& dev) {
 }
 
 ModuleState ParseModuleState(const std::string& out) {
+  std::map<std::string, std::string> kv = ParseKeyValues(out);
   ModuleState m;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    if (k == "loaded")
-      m.loaded = v == "1";
-    else if (k == "modeset")
-      m.modeset = v;
-    else if (k == "fbdev")
-      m.fbdev = v;
-    else if (k == "card0")
-      m.card0 = v == "1";
-    else if (k == "boot_id")
-      m.boot_id = v;
-  }
+  m.loaded = kv["loaded"] == "1";
+  m.modeset = kv["modeset"];
+  m.fbdev = kv["fbdev"];
+  m.card0 = kv["card0"] == "1";
+  m.boot_id = kv["boot_id"];
   return m;
 }
 
@@ -67,11 +56,8 @@ ModuleState ParseModuleState(const std::string& out) {
 std::string AsModprobeValue(const std::string& yn) { return yn == "Y" ? "1" : "0"; }
 
 Result<ModuleState> ReadModule(const StepContext& ctx) {
-  Result<CommandResult> r = ctx.transport->Run(ReadScript(ctx.node->sysfs, ctx.node->dev));
+  Result<CommandResult> r = RunOnNode(ctx, ReadScript(ctx.node->sysfs, ctx.node->dev));
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0)
-    return Result<ModuleState>::Error("reading " + std::string(kModule) + " parameters exited " +
-                                      std::to_string(r->exit_code) + ": " + r->err);
   return ParseModuleState(r->out);
 }
 
@@ -114,12 +100,7 @@ Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string
   }
   if (cmd.empty()) return Status::OK();
   if (ctx.progress) ctx.progress(cmd);
-  Result<CommandResult> r = ctx.transport->Run(cmd);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0)
-    return Status::Error("on " + ctx.node->name + ": `" + cmd + "` exited " +
-                         std::to_string(r->exit_code) + ": " + r->err + r->out);
-  return Status::OK();
+  return RunOnNode(ctx, cmd).status();
 }
 
 // Puts the module back to `original` (as recorded before an unlock) and
@@ -163,14 +144,6 @@ nlohmann::json GpuFreeBytes(const StepContext& ctx) {
     free += *g.memory_free_bytes;
   }
   return free;
-}
-
-PlanChange BaseChange(const DesiredResource& d) {
-  PlanChange c;
-  c.address = d.address;
-  c.type = d.type;
-  c.node = d.node;
-  return c;
 }
 
 std::string Describe(const nlohmann::json& values) {
@@ -221,7 +194,7 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
-  PlanChange c = BaseChange(desired);
+  PlanChange c = ChangeFor(desired);
   const std::string want = desired.attributes.value("mode", "default");
   const nlohmann::json rec = record ? record->attributes : nlohmann::json::object();
   c.before = actual.probed ? actual.attributes : nlohmann::json();

@@ -21,14 +21,6 @@ std::string Field(const nlohmann::json& j, const char* key) {
   return j[key].get<std::string>();
 }
 
-PlanChange BaseChange(const DesiredResource& d) {
-  PlanChange c;
-  c.address = d.address;
-  c.type = d.type;
-  c.node = d.node;
-  return c;
-}
-
 nlohmann::json IdentityRecord(const NodeFacts& f) {
   return {
       {"hostname", f.hostname}, {"machine_id", f.machine_id}, {"arch", f.arch}, {"power", "on"}};
@@ -81,28 +73,19 @@ std::string NodeFactsScript() {
 NodeFacts ParseNodeFacts(const std::string& output) {
   NodeFacts f;
   f.reachable = true;
+  // gpu_smi repeats (one line per GPU); everything else is key=value once.
+  std::string smi_csv;
   std::istringstream in(output);
-  std::string line, smi_csv;
-  std::string probe_json;
-  while (std::getline(in, line)) {
-    size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "hostname")
-      f.hostname = value;
-    else if (key == "machine_id")
-      f.machine_id = value;
-    else if (key == "boot_id")
-      f.boot_id = value;
-    else if (key == "arch")
-      f.arch = value;
-    else if (key == "kernel")
-      f.kernel = value;
-    else if (key == "gpu_probe")
-      probe_json = value;
-    else if (key == "gpu_smi")
-      smi_csv += value + "\n";
-  }
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("gpu_smi=", 0) == 0) smi_csv += line.substr(8) + "\n";
+  std::map<std::string, std::string> kv = ParseKeyValues(output);
+  f.hostname = kv["hostname"];
+  f.machine_id = kv["machine_id"];
+  f.boot_id = kv["boot_id"];
+  f.arch = kv["arch"];
+  f.kernel = kv["kernel"];
+  const std::string& probe_json = kv["gpu_probe"];
   GpuFacts gpu;
   std::string error;
   if (!probe_json.empty() && ParseProbeJson(probe_json, &gpu, &error)) {
@@ -177,7 +160,7 @@ ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::strin
 PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                               const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
-  PlanChange c = BaseChange(desired);
+  PlanChange c = ChangeFor(desired);
   const std::string want_power = desired.attributes.value("power", "on");
   const bool has_switch = desired.attributes.contains("switch");
   nlohmann::json recorded = record ? record->attributes : nlohmann::json::object();
@@ -242,7 +225,7 @@ PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResour
 PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
                                      const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
-  PlanChange c = BaseChange(desired);
+  PlanChange c = ChangeFor(desired);
   c.before = record ? record->attributes : nlohmann::json();
   c.after = c.before;
   if (!desired.attributes.contains("switch")) {

@@ -31,23 +31,6 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-std::string KeyValue(const std::string& out, const std::string& key) {
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + "=", 0) == 0) return line.substr(key.size() + 1);
-  return "";
-}
-
-Status RunChecked(const StepContext& ctx, const std::string& cmd) {
-  Result<CommandResult> r = ctx.transport->Run(cmd);
-  if (!r.ok()) return r.status();
-  if (r->exit_code != 0)
-    return Status::Error("on " + ctx.node->name + ": `" + cmd + "` exited " +
-                         std::to_string(r->exit_code) + ": " + r->err);
-  return Status::OK();
-}
-
 }  // namespace
 
 std::string LocalProbeBinary() {
@@ -90,11 +73,10 @@ ActualResource ProbeProvider::ParseProbe(const DesiredResource&, const std::stri
                                          const NodeFacts&) const {
   ActualResource a;
   a.probed = true;
-  std::string installed = KeyValue(output, "installed");
-  a.exists = output.find("installed=") != std::string::npos;
-  a.attributes = {{"source_sha256", installed},
-                  {"arch", KeyValue(output, "arch")},
-                  {"compiler", KeyValue(output, "compiler")}};
+  std::map<std::string, std::string> kv = ParseKeyValues(output);
+  a.exists = kv.count("installed") > 0;
+  a.attributes = {
+      {"source_sha256", kv["installed"]}, {"arch", kv["arch"]}, {"compiler", kv["compiler"]}};
   return a;
 }
 
@@ -155,7 +137,7 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
   if (method == "auto")
     method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? "upload" : "compile";
 
-  Status s = RunChecked(ctx, ShellCommand({"mkdir", "-p", kDir, ".fleet/src"}));
+  Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", kDir, ".fleet/src"})).status();
   if (!s.ok()) return s;
   if (method == "upload") {
     std::string binary = ReadFile(LocalProbeBinary());
@@ -167,10 +149,11 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
         std::string_view(reinterpret_cast<const char*>(kFleetProbeSource), kFleetProbeSourceSize),
         0644);
     if (s.ok())
-      s = RunChecked(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-o",
-                                        std::string(kBinary) + ".tmp"}) +
-                              " && " +
-                              ShellCommand({"mv", "-f", std::string(kBinary) + ".tmp", kBinary}));
+      s = RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-o",
+                                       std::string(kBinary) + ".tmp"}) +
+                             " && " +
+                             ShellCommand({"mv", "-f", std::string(kBinary) + ".tmp", kBinary}))
+              .status();
   }
   if (!s.ok()) return s;
   s = ctx.transport->WriteFile(kVersionFile, std::string(kFleetProbeSourceSha256) + "\n", 0644);
