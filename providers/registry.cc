@@ -2,6 +2,7 @@
 // each other (a node before what lives on it).
 #include "providers/display_ram/display_ram_provider.h"
 #include "providers/image/image_provider.h"
+#include "providers/model/model_provider.h"
 #include "providers/node/node_provider.h"
 #include "providers/probe/probe_provider.h"
 
@@ -13,6 +14,7 @@ std::vector<std::unique_ptr<Provider>> MakeProviders() {
   p.push_back(std::make_unique<ProbeProvider>());
   p.push_back(std::make_unique<DisplayRamProvider>());
   p.push_back(std::make_unique<ImageProvider>());
+  p.push_back(std::make_unique<ModelProvider>());
   return p;
 }
 

@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
                    "exit 2 when there are changes");
     plan->add_option("--target", plan_opts.targets, "limit to ADDR (and what it needs)");
     plan->add_flag("--destroy", plan_opts.destroy, "plan a destroy");
+    plan->add_option("--verify", plan_opts.verify, "models: sizes (default) or deep (hash blobs)")
+        ->check(CLI::IsMember({"sizes", "deep"}));
 
     fleet::ApplyCommandOptions apply_opts;
     auto* apply = app.add_subcommand("apply", "make the fleet match the manifests");
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
     apply->add_option("--target", apply_opts.targets, "limit to ADDR (and what it needs)");
     bool no_rollback = false;
     apply->add_flag("--no-rollback", no_rollback, "leave a failed unit as it is");
+    apply->add_option("--verify", apply_opts.verify, "models: sizes (default) or deep (hash blobs)")
+        ->check(CLI::IsMember({"sizes", "deep"}));
 
     fleet::ApplyCommandOptions destroy_opts;
     destroy_opts.destroy = true;
@@ -78,6 +82,16 @@ int main(int argc, char** argv) {
     probe->add_option("node", probe_node)->required();
     probe->add_flag("--json", probe_json, "JSON output");
 
+    auto* model = app.add_subcommand("model", "models in hub caches");
+    model->require_subcommand(1);
+    std::string model_name, model_node, model_root;
+    auto* model_files = model->add_subcommand(
+        "files", "per-file read-only bind list: host_path<TAB>container_path");
+    model_files->add_option("name", model_name, "the model's name in the manifests")->required();
+    model_files->add_option("--node", model_node, "the node whose cache to resolve")->required();
+    model_files->add_option("--container-root", model_root,
+                            "where the snapshot appears in the container (default: its own path)");
+
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) {
@@ -106,6 +120,7 @@ int main(int argc, char** argv) {
     if (*state_rm) return fleet::CmdStateRm(g, state_addr);
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
+    if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
     return 1;
   } catch (const std::exception& e) {
     // Never a stack trace: one line, exit 1.

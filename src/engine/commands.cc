@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "manifests/manifest.h"
+#include "providers/model/bind_list.h"
+#include "providers/model/model_provider.h"
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
 #include "src/engine/executor.h"
@@ -144,6 +146,7 @@ int CmdValidate(const GlobalOptions& g) {
 int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
+  SetModelVerifyOverride(o.verify);
   Result<State> state = s.store->Load();
   if (!state.ok()) {
     std::cerr << "fleet: " << state.status().message() << "\n";
@@ -176,6 +179,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
 int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
+  SetModelVerifyOverride(o.verify);
   Result<std::unique_ptr<StateLock>> lock = s.store->Lock(o.destroy ? "destroy" : "apply");
   if (!lock.ok()) {
     std::cerr << "fleet: " << lock.status().message() << "\n";
@@ -422,6 +426,31 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
             << "kernel:     " << f.kernel << "\n";
   GpuFacts gf;
   if (GpuFactsFromJson(f.gpu, &gf)) std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+  return 0;
+}
+
+int CmdModelFiles(const GlobalOptions& g, const std::string& model, const std::string& node,
+                  const std::string& container_root) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<HubLocation> loc = ModelLocationOnNode(s.manifest, model, node);
+  if (!loc.ok()) {
+    std::cerr << "fleet: " << loc.status().message() << "\n";
+    return 1;
+  }
+  Transport* t = s.connections->Get(node);
+  Status c = t->Connect();
+  if (!c.ok()) {
+    std::cerr << "fleet: " << c.message() << "\n";
+    return 1;
+  }
+  Result<std::vector<BindMount>> binds =
+      ModelBindList(t, loc->cache, loc->repo, loc->revision, container_root);
+  if (!binds.ok()) {
+    std::cerr << "fleet: " << binds.status().message() << "\n";
+    return 1;
+  }
+  std::cout << FormatBindList(*binds);
   return 0;
 }
 

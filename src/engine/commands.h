@@ -21,6 +21,7 @@ struct PlanCommandOptions {
   bool detailed_exitcode = false;
   bool destroy = false;
   std::vector<std::string> targets;
+  std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
 };
 
 struct ApplyCommandOptions {
@@ -30,6 +31,7 @@ struct ApplyCommandOptions {
   bool rollback = true;
   bool destroy = false;
   std::vector<std::string> targets;
+  std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
 };
 
 int CmdValidate(const GlobalOptions& g);
@@ -42,6 +44,11 @@ int CmdStateShow(const GlobalOptions& g, const std::string& address);
 int CmdStateRm(const GlobalOptions& g, const std::string& address);
 int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id);
 int CmdProbe(const GlobalOptions& g, const std::string& node, bool json);
+// `fleet model files NAME --node N`: the model's per-file bind list on N,
+// "host_path<TAB>container_path" per line (container_root "" = the
+// snapshot's own path).
+int CmdModelFiles(const GlobalOptions& g, const std::string& model, const std::string& node,
+                  const std::string& container_root);
 
 }  // namespace fleet
 

@@ -23,6 +23,11 @@ def main():
     ap.add_argument("--image", action="append", default=[],
                     help='NAME=JSON: an images: entry, e.g. b12x={"ref": "r@sha256:...", '
                          '"source": "peers", "nodes": ["dgx1"]}')
+    ap.add_argument("--store", action="append", default=[],
+                    help='NAME=JSON: a stores: entry, e.g. nas={"path": "/srv/nas", "nodes": ["dgx1"]}')
+    ap.add_argument("--model", action="append", default=[],
+                    help='NAME=JSON: a models: entry, e.g. m={"repo": "org/m", "revision": "<40 hex>", '
+                         '"source": "node:dgx1", "nodes": ["dgx2"]}')
     args = ap.parse_args()
 
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
@@ -61,6 +66,13 @@ def main():
             name, value = spec.split("=", 1)
             json.loads(value)  # JSON is YAML flow syntax: written as given
             lines.append("  %s: %s" % (name, value))
+    for section, entries in (("stores", args.store), ("models", args.model)):
+        if entries:
+            lines.append(section + ":")
+            for spec in entries:
+                name, value = spec.split("=", 1)
+                json.loads(value)  # JSON is YAML flow syntax: written as given
+                lines.append("  %s: %s" % (name, value))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "fleet.yaml"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -1,0 +1,66 @@
+// Blob hashes of the hub cache, computed with OpenSSL EVP while streaming.
+//
+// A blob's name is its content hash: sha256 hex (64 digits) for LFS files
+// (the weights), git's blob sha1 (40 digits: sha1("blob <size>\0" + data))
+// for the small files git stores itself (config.json, tokenizer files).
+// So every file of a snapshot can be checked against its own name.
+#ifndef FLEET_PROVIDERS_MODEL_BLOB_HASH_H_
+#define FLEET_PROVIDERS_MODEL_BLOB_HASH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/status.h"
+
+namespace fleet {
+
+enum class BlobHashKind { kNone, kSha256, kGitSha1 };
+
+// From the blob's name: 64 lowercase hex -> sha256, 40 -> git sha1.
+BlobHashKind BlobHashKindOf(std::string_view blob);
+
+// Incremental hash of one blob (EVP; thread-compatible, one per stream).
+class BlobHasher {
+ public:
+  // `size` is the blob's full size (git's sha1 hashes it first).
+  BlobHasher(BlobHashKind kind, uint64_t size);
+  ~BlobHasher();
+  BlobHasher(const BlobHasher&) = delete;
+  BlobHasher& operator=(const BlobHasher&) = delete;
+  void Update(std::string_view data);
+  std::string HexDigest();  // finishes; call once
+  bool ok() const { return ctx_ != nullptr; }
+
+ private:
+  void* ctx_ = nullptr;  // EVP_MD_CTX*
+};
+
+// Hashes `data` whole (tests, small files).
+std::string HashBlobData(BlobHashKind kind, std::string_view data);
+
+struct LocalHashJob {
+  std::string path;  // file on this machine
+  std::string blob;  // expected name (its kind decides the hash)
+};
+struct LocalHashResult {
+  std::string path;
+  std::string blob;
+  std::string digest;  // "" when the file could not be read
+  std::string error;
+  bool ok() const { return error.empty() && digest == blob; }
+};
+
+// Hashes the files on this machine, `threads` files at a time, each read
+// sequentially in 1 MiB pieces. `bytes_done` (optional) is bumped as data is
+// hashed, for progress.
+std::vector<LocalHashResult> HashLocalFiles(const std::vector<LocalHashJob>& jobs, int threads,
+                                            std::atomic<uint64_t>* bytes_done = nullptr);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_MODEL_BLOB_HASH_H_

@@ -1,0 +1,352 @@
+#include "providers/model/hub_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::vector<std::string> SplitTabs(const std::string& line, size_t max_fields) {
+  std::vector<std::string> f;
+  size_t start = 0;
+  while (f.size() + 1 < max_fields) {
+    size_t tab = line.find('\t', start);
+    if (tab == std::string::npos) break;
+    f.push_back(line.substr(start, tab - start));
+    start = tab + 1;
+  }
+  f.push_back(line.substr(start));
+  return f;
+}
+
+uint64_t ToU64(const std::string& s) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') break;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// The blob a link points at: the last component when the one before it is
+// "blobs" ("../../blobs/abc" -> "abc").
+std::string BlobOf(const std::string& target) {
+  size_t slash = target.rfind('/');
+  if (slash == std::string::npos) return "";
+  std::string dir = target.substr(0, slash);
+  size_t prev = dir.rfind('/');
+  std::string parent = prev == std::string::npos ? dir : dir.substr(prev + 1);
+  return parent == "blobs" ? target.substr(slash + 1) : "";
+}
+
+Json DiskToJson(const DiskFree& d) {
+  return {{"known", d.known}, {"path", d.path}, {"mount", d.mount}, {"avail_bytes", d.avail_bytes}};
+}
+
+DiskFree DiskFromJson(const Json& j) {
+  DiskFree d;
+  if (!j.is_object()) return d;
+  d.known = j.value("known", false);
+  d.path = j.value("path", "");
+  d.mount = j.value("mount", "");
+  d.avail_bytes = j.value("avail_bytes", uint64_t{0});
+  return d;
+}
+
+LinkKind LinkKindFromName(const std::string& s) {
+  if (s == "relative") return LinkKind::kRelative;
+  if (s == "absolute") return LinkKind::kAbsolute;
+  if (s == "broken") return LinkKind::kBroken;
+  return LinkKind::kNone;
+}
+
+}  // namespace
+
+std::string HubRepoDirName(std::string_view repo) {
+  std::string out = "models--";
+  for (char c : repo) {
+    if (c == '/')
+      out += "--";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string NodePathWord(const std::string& path) {
+  if (path == "~") return "\"$HOME\"";
+  if (path.rfind("~/", 0) == 0) return "\"$HOME\"/" + ShellQuote(path.substr(2));
+  return ShellQuote(path);
+}
+
+const char* LinkKindName(LinkKind k) {
+  switch (k) {
+    case LinkKind::kRelative:
+      return "relative";
+    case LinkKind::kAbsolute:
+      return "absolute";
+    case LinkKind::kBroken:
+      return "broken";
+    default:
+      return "none";
+  }
+}
+
+std::string HubProbeScript(const HubProbeTarget& t) {
+  std::string s;
+  s += "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
+       "; r=" + ShellQuote(t.revision) + "\n";
+  s += "to=; command -v timeout >/dev/null 2>&1 && to='timeout 10'\n";
+  s += R"SH(if [ -L "$c/$d" ]; then printf 'repolink\t%s\n' "$(readlink -- "$c/$d")"; fi
+m=
+if [ -d "$c/$d" ]; then m="$c/$d"; printf 'layout\thub\n'
+elif [ -d "$c/../$d" ]; then m="$c/../$d"; printf 'layout\tlegacy\n'
+fi
+if [ -n "$m" ]; then
+  if [ -d "$m/refs" ]; then
+    find "$m/refs" -type f -printf '%P\n' 2>/dev/null | while IFS= read -r f; do
+      v=; IFS= read -r v < "$m/refs/$f" || :; printf 'ref\t%s\t%s\n' "$f" "$v"; done
+  fi
+  for x in "$m"/snapshots/*; do [ -d "$x" ] && printf 'snap\t%s\n' "${x##*/}"; done
+  for x in "$m"/* "$m"/.[!.]*; do [ -f "$x" ] && printf 'top\t%s\n' "${x##*/}"; done
+  s="$m/snapshots/$r"
+  if [ -d "$s" ]; then
+    printf 'snapshot\t1\n'
+    find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null ||
+      printf 'err\tcannot list %s (GNU find with -printf is needed)\n' "$s"
+    find -L "$s" -mindepth 1 -type f -printf 's\t%s\t%P\n' 2>/dev/null || :
+  fi
+  i=$(find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
+  if [ -n "$i" ]; then printf '%s\n' "$i"; printf 'now\t%s\n' "$(date +%s)"; fi
+fi
+l="$c/.fleet-staging-$d.lock"
+if [ -d "$l" ]; then
+  o=; [ -r "$l/owner" ] && { IFS= read -r o < "$l/owner" || :; }
+  printf 'lock\t%s\n' "$o"
+  p=${o%% *}
+  case $p in ''|*[!0-9]*) ;; *) [ -d "/proc/$p" ] && printf 'lockalive\t1\n';; esac
+fi
+p=$c
+while [ ! -e "$p" ]; do case $p in */*) p=${p%/*}; [ -n "$p" ] || p=/;; *) break;; esac; done
+$to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $4, $6, p}'
+)SH";
+  for (const auto& [name, path] : t.stores) {
+    s += "$to df -Pk " + NodePathWord(path) + " 2>/dev/null | awk -v n=" + ShellQuote(name) +
+         " 'NR==2 {printf \"dfstore\\t%s\\t%s\\t%s\\n\", n, $4, $6}'\n";
+  }
+  s += "exit 0\n";
+  return s;
+}
+
+HubProbe ParseHubProbe(const std::string& output) {
+  HubProbe p;
+  std::map<std::string, uint64_t> sizes;
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::vector<std::string> f = SplitTabs(line, 2);
+    if (f.size() < 2) continue;
+    const std::string& k = f[0];
+    const std::string& rest = f[1];
+    if (k == "layout") {
+      p.layout = rest;
+    } else if (k == "repolink") {
+      p.repo_link = rest;
+    } else if (k == "ref") {
+      std::vector<std::string> r = SplitTabs(rest, 2);
+      if (r.size() == 2) p.refs[r[0]] = r[1];
+    } else if (k == "snap") {
+      p.snapshots.push_back(rest);
+    } else if (k == "top") {
+      p.top_files.push_back(rest);
+    } else if (k == "snapshot") {
+      p.snapshot = true;
+    } else if (k == "e") {
+      std::vector<std::string> e = SplitTabs(rest, 4);  // %y %Y %P %l
+      if (e.size() != 4) continue;
+      SnapshotEntry entry;
+      entry.path = e[2];
+      if (e[0] == "l") {
+        entry.target = e[3];
+        entry.blob = BlobOf(entry.target);
+        if (e[1] == "N" || e[1] == "L" || e[1] == "?")
+          entry.link = LinkKind::kBroken;
+        else if (!entry.target.empty() && entry.target[0] == '/')
+          entry.link = LinkKind::kAbsolute;
+        else
+          entry.link = LinkKind::kRelative;
+      }
+      p.entries.push_back(std::move(entry));
+    } else if (k == "s") {
+      std::vector<std::string> e = SplitTabs(rest, 2);  // %s %P
+      if (e.size() == 2) sizes[e[1]] = ToU64(e[0]);
+    } else if (k == "inc") {
+      std::vector<std::string> e = SplitTabs(rest, 3);  // %s %T@ %f
+      if (e.size() != 3) continue;
+      IncompleteBlob b;
+      b.size = ToU64(e[0]);
+      b.mtime = static_cast<int64_t>(ToU64(e[1]));
+      b.name = e[2];
+      p.incomplete.push_back(std::move(b));
+    } else if (k == "now") {
+      p.now = static_cast<int64_t>(ToU64(rest));
+    } else if (k == "lock") {
+      StagingLock l;
+      l.owner = rest;
+      std::istringstream o(rest);
+      std::string since;
+      o >> l.pid >> l.host >> l.boot_id >> since;
+      l.since = static_cast<int64_t>(ToU64(since));
+      p.lock = l;
+    } else if (k == "lockalive") {
+      if (p.lock) p.lock->pid_alive = true;
+    } else if (k == "df") {
+      std::vector<std::string> e = SplitTabs(rest, 3);  // avail_k mount path
+      if (e.size() != 3) continue;
+      p.disk.known = true;
+      p.disk.avail_bytes = ToU64(e[0]) * 1024;
+      p.disk.mount = e[1];
+      p.disk.path = e[2];
+    } else if (k == "dfstore") {
+      std::vector<std::string> e = SplitTabs(rest, 3);  // name avail_k mount
+      if (e.size() != 3) continue;
+      DiskFree d;
+      d.known = true;
+      d.avail_bytes = ToU64(e[1]) * 1024;
+      d.mount = e[2];
+      p.stores[e[0]] = d;
+    } else if (k == "err") {
+      p.errors.push_back(rest);
+    }
+  }
+  for (SnapshotEntry& e : p.entries) {
+    auto it = sizes.find(e.path);
+    if (it != sizes.end() && e.link != LinkKind::kBroken) {
+      e.resolved = true;
+      e.size = it->second;
+    }
+  }
+  std::sort(p.entries.begin(), p.entries.end(),
+            [](const SnapshotEntry& a, const SnapshotEntry& b) { return a.path < b.path; });
+  return p;
+}
+
+const SnapshotEntry* HubProbe::Find(const std::string& path) const {
+  auto it =
+      std::lower_bound(entries.begin(), entries.end(), path,
+                       [](const SnapshotEntry& e, const std::string& p) { return e.path < p; });
+  return it != entries.end() && it->path == path ? &*it : nullptr;
+}
+
+Json HubProbe::ToJson() const {
+  Json files = Json::array();
+  for (const SnapshotEntry& e : entries) {
+    Json f = {{"path", e.path},
+              {"link", LinkKindName(e.link)},
+              {"size", e.size},
+              {"resolved", e.resolved}};
+    if (!e.target.empty()) f["target"] = e.target;
+    if (!e.blob.empty()) f["blob"] = e.blob;
+    files.push_back(std::move(f));
+  }
+  Json inc = Json::array();
+  for (const IncompleteBlob& b : incomplete)
+    inc.push_back({{"name", b.name}, {"size", b.size}, {"mtime", b.mtime}});
+  Json j = {
+      {"layout", layout}, {"refs", refs},      {"snapshots", snapshots}, {"snapshot", snapshot},
+      {"files", files},   {"incomplete", inc}, {"top_files", top_files}, {"disk", DiskToJson(disk)},
+      {"now", now},       {"errors", errors}};
+  if (!repo_link.empty()) j["repo_link"] = repo_link;
+  if (lock)
+    j["lock"] = {{"owner", lock->owner}, {"pid", lock->pid},
+                 {"host", lock->host},   {"boot_id", lock->boot_id},
+                 {"since", lock->since}, {"pid_alive", lock->pid_alive}};
+  Json st = Json::object();
+  for (const auto& [name, d] : stores) st[name] = DiskToJson(d);
+  j["stores"] = st;
+  return j;
+}
+
+HubProbe HubProbe::FromJson(const Json& j) {
+  HubProbe p;
+  if (!j.is_object()) return p;
+  p.layout = j.value("layout", "absent");
+  p.repo_link = j.value("repo_link", "");
+  if (j.contains("refs") && j["refs"].is_object())
+    for (auto it = j["refs"].begin(); it != j["refs"].end(); ++it)
+      if (it.value().is_string()) p.refs[it.key()] = it.value().get<std::string>();
+  if (j.contains("snapshots") && j["snapshots"].is_array())
+    for (const Json& s : j["snapshots"])
+      if (s.is_string()) p.snapshots.push_back(s.get<std::string>());
+  p.snapshot = j.value("snapshot", false);
+  if (j.contains("files") && j["files"].is_array())
+    for (const Json& f : j["files"]) {
+      if (!f.is_object()) continue;
+      SnapshotEntry e;
+      e.path = f.value("path", "");
+      e.link = LinkKindFromName(f.value("link", "none"));
+      e.size = f.value("size", uint64_t{0});
+      e.resolved = f.value("resolved", false);
+      e.target = f.value("target", "");
+      e.blob = f.value("blob", "");
+      p.entries.push_back(std::move(e));
+    }
+  if (j.contains("incomplete") && j["incomplete"].is_array())
+    for (const Json& b : j["incomplete"]) {
+      if (!b.is_object()) continue;
+      p.incomplete.push_back(
+          {b.value("name", ""), b.value("size", uint64_t{0}), b.value("mtime", int64_t{0})});
+    }
+  if (j.contains("top_files") && j["top_files"].is_array())
+    for (const Json& s : j["top_files"])
+      if (s.is_string()) p.top_files.push_back(s.get<std::string>());
+  p.disk = DiskFromJson(j.value("disk", Json::object()));
+  p.now = j.value("now", int64_t{0});
+  if (j.contains("errors") && j["errors"].is_array())
+    for (const Json& s : j["errors"])
+      if (s.is_string()) p.errors.push_back(s.get<std::string>());
+  if (j.contains("lock") && j["lock"].is_object()) {
+    const Json& l = j["lock"];
+    StagingLock lock;
+    lock.owner = l.value("owner", "");
+    lock.pid = l.value("pid", 0L);
+    lock.host = l.value("host", "");
+    lock.boot_id = l.value("boot_id", "");
+    lock.since = l.value("since", int64_t{0});
+    lock.pid_alive = l.value("pid_alive", false);
+    p.lock = lock;
+  }
+  if (j.contains("stores") && j["stores"].is_object())
+    for (auto it = j["stores"].begin(); it != j["stores"].end(); ++it)
+      p.stores[it.key()] = DiskFromJson(it.value());
+  std::sort(p.entries.begin(), p.entries.end(),
+            [](const SnapshotEntry& a, const SnapshotEntry& b) { return a.path < b.path; });
+  return p;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1000.0 && u < 5) {
+    v /= 1000.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else if (v >= 100.0)
+    snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
+  else
+    snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  return buf;
+}
+
+}  // namespace fleet

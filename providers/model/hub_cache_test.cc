@@ -1,0 +1,250 @@
+#include "providers/model/hub_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "providers/model/completeness.h"
+#include "providers/model/hub_remote.h"
+#include "providers/model/hub_test_util.h"
+
+namespace fleet {
+namespace {
+
+using namespace testing_hub;  // NOLINT
+
+const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
+const std::string kRepo = "org/tiny-model";
+
+std::unique_ptr<Transport> Local() {
+  SshEndpoint e;
+  e.node = "local";
+  e.address = "local";
+  auto t = MakeTransport(e);
+  EXPECT_TRUE(t->Connect().ok());
+  return t;
+}
+
+HubProbe RunProbe(Transport* t, const std::string& cache,
+                  std::vector<std::pair<std::string, std::string>> stores = {}) {
+  Result<CommandResult> r = t->Run(HubProbeScript({cache, kRepo, kRev, stores}));
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0) << r->err;
+  return ParseHubProbe(r->out);
+}
+
+TEST(HubCache, Names) {
+  EXPECT_EQ(HubRepoDirName("azampatti/Qwen3.8-Flash"), "models--azampatti--Qwen3.8-Flash");
+  EXPECT_EQ(NodePathWord("/srv/hf/hub"), "/srv/hf/hub");
+  EXPECT_EQ(NodePathWord("~/hf-local/hub"), "\"$HOME\"/hf-local/hub");
+  EXPECT_EQ(NodePathWord("~/a b"), "\"$HOME\"/'a b'");
+  EXPECT_EQ(NodePathWord("/x/$(reboot)"), "'/x/$(reboot)'");
+}
+
+TEST(HubCache, ParsesProbeOutput) {
+  const std::string out =
+      "layout\thub\n"
+      "ref\tmain\t" +
+      kRev +
+      "\n"
+      "ref\tpr/1\tdeadbeef\n"
+      "snap\t" +
+      kRev +
+      "\n"
+      "top\t.done\n"
+      "snapshot\t1\n"
+      "e\tl\tf\tmodel.safetensors\t../../blobs/aaa\n"
+      "e\tl\tN\tgone.json\t../../blobs/bbb\n"
+      "e\tl\tf\tabs.json\t/srv/hf/hub/models--org--tiny-model/blobs/ccc\n"
+      "e\tf\tf\tplain.txt\t\n"
+      "e\tl\tf\tsub/x.safetensors\t../../../blobs/ddd\n"
+      "s\t1234\tmodel.safetensors\n"
+      "s\t10\tabs.json\n"
+      "s\t3\tplain.txt\n"
+      "s\t99\tsub/x.safetensors\n"
+      "inc\t500\t1700000000.5\teee.incomplete\n"
+      "now\t1700000010\n"
+      "lock\t4242 dgx1 b00t 1700000000\n"
+      "lockalive\t1\n"
+      "df\t251000\t/srv\t/srv/hf/hub\n"
+      "dfstore\tnas\t999000\t/mnt/nas\n"
+      "garbage line\n";
+  HubProbe p = ParseHubProbe(out);
+  EXPECT_EQ(p.layout, "hub");
+  EXPECT_EQ(p.refs.at("main"), kRev);
+  EXPECT_EQ(p.refs.at("pr/1"), "deadbeef");
+  EXPECT_TRUE(p.snapshot);
+  ASSERT_EQ(p.entries.size(), 5u);
+  const SnapshotEntry* m = p.Find("model.safetensors");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->link, LinkKind::kRelative);
+  EXPECT_EQ(m->blob, "aaa");
+  EXPECT_EQ(m->size, 1234u);
+  EXPECT_TRUE(m->resolved);
+  EXPECT_EQ(p.Find("gone.json")->link, LinkKind::kBroken);
+  EXPECT_FALSE(p.Find("gone.json")->resolved);
+  EXPECT_EQ(p.Find("abs.json")->link, LinkKind::kAbsolute);
+  EXPECT_EQ(p.Find("abs.json")->blob, "ccc");
+  EXPECT_EQ(p.Find("plain.txt")->link, LinkKind::kNone);
+  EXPECT_EQ(p.Find("sub/x.safetensors")->blob, "ddd");
+  ASSERT_EQ(p.incomplete.size(), 1u);
+  EXPECT_EQ(p.incomplete[0].mtime, 1700000000);
+  EXPECT_EQ(p.now, 1700000010);
+  ASSERT_TRUE(p.lock.has_value());
+  EXPECT_EQ(p.lock->pid, 4242);
+  EXPECT_EQ(p.lock->host, "dgx1");
+  EXPECT_TRUE(p.lock->pid_alive);
+  EXPECT_EQ(p.disk.avail_bytes, 251000u * 1024);
+  EXPECT_EQ(p.disk.mount, "/srv");
+  EXPECT_EQ(p.stores.at("nas").avail_bytes, 999000u * 1024);
+  EXPECT_EQ(p.top_files, std::vector<std::string>{".done"});
+
+  // Through JSON (how the plan carries it) and back.
+  HubProbe q = HubProbe::FromJson(p.ToJson());
+  EXPECT_EQ(q.ToJson(), p.ToJson());
+}
+
+TEST(HubCache, ProbesARealLayout) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hf hub's";  // a space and a quote
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel());
+  auto t = Local();
+  HubProbe p = RunProbe(t.get(), cache, {{"nas", dir.path()}});
+  ASSERT_TRUE(p.errors.empty()) << p.errors[0];
+  EXPECT_EQ(p.layout, "hub");
+  EXPECT_TRUE(p.snapshot);
+  EXPECT_EQ(p.refs.at("main"), kRev);
+  ASSERT_EQ(p.entries.size(), 5u);
+  for (const SnapshotEntry& e : p.entries) {
+    EXPECT_EQ(e.link, LinkKind::kRelative) << e.path;
+    EXPECT_TRUE(e.resolved) << e.path;
+    EXPECT_EQ(
+        e.size,
+        ReadFile(cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/" + e.path).size());
+    EXPECT_EQ(BlobHashKindOf(e.blob) != BlobHashKind::kNone, true) << e.blob;
+  }
+  EXPECT_TRUE(p.disk.known);
+  EXPECT_GT(p.disk.avail_bytes, 0u);
+  EXPECT_TRUE(p.stores.at("nas").known);
+  EXPECT_FALSE(p.lock.has_value());
+  Completeness c = CheckCompleteness(p, nullptr, kRev);
+  EXPECT_TRUE(c.complete) << JoinProblems(c.problems);
+  EXPECT_TRUE(c.notes.empty());
+}
+
+TEST(HubCache, ProbeSeesBrokenAbsoluteIncompleteAndDanglingRefs) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel());
+  const std::string m = cache + "/" + HubRepoDirName(kRepo);
+  const std::string snap = m + "/snapshots/" + kRev;
+  // A blob deleted under its link, an absolute link, a partial blob, a ref
+  // to a snapshot that is not there, a marker.
+  std::string shard2 = fs::read_symlink(snap + "/model-00002-of-00003.safetensors").filename();
+  fs::remove(m + "/blobs/" + shard2);
+  std::string cfg = fs::read_symlink(snap + "/config.json").filename();
+  fs::remove(snap + "/config.json");
+  fs::create_symlink(m + "/blobs/" + cfg, snap + "/config.json");
+  WriteFile(m + "/blobs/" + shard2 + ".incomplete", "abc");
+  WriteFile(m + "/refs/other", "ffffffffffffffffffffffffffffffffffffffff");
+  WriteFile(m + "/.done", "");
+  auto t = Local();
+  HubProbe p = RunProbe(t.get(), cache);
+  EXPECT_EQ(p.Find("model-00002-of-00003.safetensors")->link, LinkKind::kBroken);
+  EXPECT_EQ(p.Find("config.json")->link, LinkKind::kAbsolute);
+  EXPECT_TRUE(p.Find("config.json")->resolved);
+  ASSERT_EQ(p.incomplete.size(), 1u);
+  EXPECT_EQ(p.incomplete[0].size, 3u);
+  EXPECT_GT(p.now, 0);
+  Completeness c = CheckCompleteness(p, nullptr, kRev);
+  EXPECT_FALSE(c.complete);
+  EXPECT_NE(JoinProblems(c.problems).find("model-00002-of-00003.safetensors: broken symlink"),
+            std::string::npos);
+  EXPECT_EQ(c.absolute_links, std::vector<std::string>{"config.json"});
+  std::string notes;
+  for (const std::string& n : c.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("refs/other points at ffff"), std::string::npos) << notes;
+  EXPECT_NE(notes.find(".incomplete"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("marker .done"), std::string::npos) << notes;
+
+  // MakeLinksRelative repairs the absolute link.
+  Status s = MakeLinksRelative(t.get(), {cache, kRepo, kRev}, c.absolute_links);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(fs::read_symlink(snap + "/config.json").string(), "../../blobs/" + cfg);
+}
+
+TEST(HubCache, LegacyLayoutIsDetectedAndLinkedRelative) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hf-local/hub";
+  fs::create_directories(cache);
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel(),
+                dir.path() + "/hf-local/" + HubRepoDirName(kRepo));
+  auto t = Local();
+  HubProbe p = RunProbe(t.get(), cache);
+  EXPECT_EQ(p.layout, "legacy");
+  EXPECT_TRUE(p.snapshot);
+  EXPECT_EQ(p.entries.size(), 5u);
+  Status s = FixLegacyLayout(t.get(), {cache, kRepo, kRev});
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(fs::read_symlink(cache + "/" + HubRepoDirName(kRepo)).string(),
+            "../" + HubRepoDirName(kRepo));
+  p = RunProbe(t.get(), cache);
+  EXPECT_EQ(p.layout, "hub");
+  EXPECT_EQ(p.repo_link, "../" + HubRepoDirName(kRepo));
+  EXPECT_TRUE(FixLegacyLayout(t.get(), {cache, kRepo, kRev}).ok());  // idempotent
+}
+
+TEST(HubCache, AbsentCacheStillReportsFreeSpace) {
+  TempDir dir;
+  auto t = Local();
+  HubProbe p = RunProbe(t.get(), dir.path() + "/not/yet/there");
+  EXPECT_EQ(p.layout, "absent");
+  EXPECT_FALSE(p.snapshot);
+  EXPECT_TRUE(p.disk.known);
+  EXPECT_EQ(p.disk.path, dir.path());
+}
+
+TEST(HubCache, HeaderStreamCarriesAnyBytes) {
+  std::string header = "{\"a\":\n\t{}}\n";
+  std::string out = "H\t100\t0b00000000000000\t11\tx/y.safetensors\n" + header +
+                    "I\t5\tmodel.safetensors.index.json\nH\t{}\n"
+                    "H\t3\t0102\t0\tshort.safetensors\n";
+  Result<SnapshotHeaders> h = ParseHeaderStream(out);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  ASSERT_EQ(h->headers.size(), 2u);
+  EXPECT_EQ(h->headers[0].path, "x/y.safetensors");
+  EXPECT_EQ(h->headers[0].header_length, 11u);
+  EXPECT_EQ(h->headers[0].header, header);
+  EXPECT_EQ(h->indexes.at("model.safetensors.index.json"), "H\t{}\n");
+  EXPECT_EQ(h->headers[1].header_length, 0x0201u);
+  EXPECT_FALSE(ParseHeaderStream("H\t100\t0b00000000000000\t11\tx\nabc").ok());
+  EXPECT_FALSE(ParseHeaderStream("Z\tq\n").ok());
+}
+
+TEST(HubCache, ReadsRealHeadersAndIndexes) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  auto files = ThreeShardModel();
+  WriteHubModel(cache, kRepo, kRev, files);
+  auto t = Local();
+  HubLocation loc{cache, kRepo, kRev};
+  Result<SnapshotHeaders> h = ReadSnapshotHeaders(t.get(), loc);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(h->headers.size(), 3u);
+  EXPECT_EQ(h->indexes.size(), 1u);
+  HubProbe p = RunProbe(t.get(), cache);
+  EXPECT_TRUE(CheckSafetensors(h->headers, h->indexes, ListingFromProbe(p)).empty());
+
+  // Truncate shard 3's blob: its header no longer matches the file.
+  const std::string snap = cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/";
+  fs::resize_file(fs::canonical(snap + "model-00003-of-00003.safetensors"),
+                  files["model-00003-of-00003.safetensors"].size() - 10);
+  h = ReadSnapshotHeaders(t.get(), loc);
+  ASSERT_TRUE(h.ok());
+  p = RunProbe(t.get(), cache);
+  std::vector<std::string> problems = CheckSafetensors(h->headers, h->indexes, ListingFromProbe(p));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("model-00003-of-00003.safetensors: "), std::string::npos);
+  EXPECT_NE(problems[0].find("truncated"), std::string::npos) << problems[0];
+}
+
+}  // namespace
+}  // namespace fleet

@@ -1,0 +1,75 @@
+// What the model steps run on a node, each one command over a Transport:
+// probe one model, read its safetensors headers and indexes, hash its blobs
+// in place, fix the legacy layout and absolute links, list blobs.
+#ifndef FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_
+#define FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "providers/model/completeness.h"
+#include "providers/model/hub_cache.h"
+#include "src/status.h"
+#include "src/transport.h"
+
+namespace fleet {
+
+// Where a model lives: a hub cache folder on the node behind a transport.
+struct HubLocation {
+  std::string cache;     // node path (may start with ~/)
+  std::string repo;      // org/name
+  std::string revision;  // 40 hex
+};
+
+// Sets c, d, r and m (the repo folder: hub layout, else the legacy one) in
+// a node-side script.
+std::string RepoPrelude(const HubLocation& loc);
+
+// Runs the probe fragment of `loc` on its own.
+Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc);
+
+struct SnapshotHeaders {
+  std::vector<HeaderSample> headers;           // every *.safetensors
+  std::map<std::string, std::string> indexes;  // every *.safetensors.index.json
+};
+
+// Reads, for every .safetensors file of the snapshot, its size, its 8-byte
+// header length and the header itself (when the length is in bounds), and
+// every safetensors index. One command; the output is framed so that any
+// header bytes pass through.
+Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc);
+
+// Parses ReadSnapshotHeaders' framed output (exposed for tests).
+Result<SnapshotHeaders> ParseHeaderStream(const std::string& out);
+
+// Hashes the listed files in place on the node (sha256sum for sha256 blobs,
+// git's blob sha1 for the others; `parallel` files at a time) and returns
+// one problem per file whose content does not match its blob name.
+// `on_file` is called as each file is done (path, size), for progress.
+Result<std::vector<std::string>> DeepVerifyOnNode(
+    Transport* t, const HubLocation& loc, const Listing& files, int parallel,
+    const std::function<void(const std::string& path, uint64_t size)>& on_file);
+
+// Legacy layout: makes <cache>/models--x a RELATIVE symlink to
+// ../models--x (an absolute one dangles inside a container whose mount
+// root differs). Idempotent.
+Status FixLegacyLayout(Transport* t, const HubLocation& loc);
+
+// Rewrites absolute snapshot links that point into this repo's blobs as
+// relative ones (../../blobs/<blob>, deeper for files in subfolders).
+Status MakeLinksRelative(Transport* t, const HubLocation& loc,
+                         const std::vector<std::string>& paths);
+
+// The blobs already in the repo folder (name -> size), complete ones only.
+Result<std::map<std::string, uint64_t>> ListBlobs(Transport* t, const HubLocation& loc);
+
+// "../../blobs/<blob>" for a snapshot file at `path` (one more "../" per
+// folder in the path).
+std::string RelativeBlobLink(const std::string& path, const std::string& blob);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_

@@ -1,0 +1,59 @@
+// Staging a model from one node (or store) to another through the
+// controller, streamed: `cat` on the source | `cat >> <blob>.incomplete` on
+// the target, then a size check and a rename. Nothing lands on the
+// controller's disk and at most a few MiB per stream sit in its memory.
+//
+// Resumable: the caller passes only the files that are not already right
+// on the target, with the bytes an earlier attempt left in the .incomplete
+// blob (the copy continues from there). Every file copied from its start
+// is hashed on the way through (OpenSSL EVP) and checked against its blob
+// name before the rename, so a corrupt source never lands as a blob.
+#ifndef FLEET_PROVIDERS_MODEL_MODEL_COPY_H_
+#define FLEET_PROVIDERS_MODEL_MODEL_COPY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "providers/model/hub_remote.h"
+#include "src/status.h"
+#include "src/transport.h"
+
+namespace fleet {
+
+// A fresh transport to one side, connected, used by one stream only.
+using TransportMaker = std::function<Result<std::unique_ptr<Transport>>()>;
+
+struct CopySide {
+  TransportMaker connect;
+  HubLocation loc;
+};
+
+struct CopyItem {
+  std::string path;  // in the snapshot
+  uint64_t size = 0;
+  std::string blob;     // "" when the source file is not a blob (copied as a plain file)
+  uint64_t offset = 0;  // bytes already in the target's .incomplete file
+};
+
+struct CopyOptions {
+  int streams = 2;   // files in flight at once (each: one connection per side)
+  bool hash = true;  // check files copied from byte 0 against their blob name
+  std::function<void(uint64_t bytes)> on_bytes;  // called from stream threads
+};
+
+struct CopyReport {
+  uint64_t bytes = 0;
+  std::vector<std::string> hashed;  // paths whose content matched their blob name
+};
+
+// Copies `items` from src to dst. dst's repo folder is <cache>/models--x
+// (the caller fixes a legacy layout first). Stops at the first failure.
+Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
+                                  const std::vector<CopyItem>& items, const CopyOptions& options);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_MODEL_MODEL_COPY_H_

@@ -1,0 +1,79 @@
+// ModelProvider: a Hugging Face repo at a pinned revision, complete, in a
+// hub cache: `model.<name>@<node>` for a node's own cache (store: local, the
+// node's paths.hf_cache), `model.<name>@<store>` for a shared store (probed
+// through the first of the store's nodes).
+//
+// Scope: the nodes of the deployments that use the model, the model's own
+// `nodes:`, and its source (a peer node or store is probed too: it is the
+// reference file list, and it must itself be complete before anything is
+// copied from it).
+//
+// Plan reads sizes and links only (one probe round trip per node, however
+// many files); apply checks every safetensors header and the index, and
+// with verify deep hashes every blob against its name. Staging refuses at
+// plan time when the target lacks the space, takes a lock on the node so
+// that a second apply does not start a duplicate, copies from a peer or a
+// store through the controller (streamed, resumable, hashed on the way), or
+// runs the node's hub download tool. Models are never removed by omission or
+// by destroy.
+#ifndef FLEET_PROVIDERS_MODEL_MODEL_PROVIDER_H_
+#define FLEET_PROVIDERS_MODEL_MODEL_PROVIDER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "providers/model/hub_remote.h"
+#include "src/provider.h"
+
+namespace fleet {
+
+struct ModelProviderOptions {
+  int copy_streams = 2;   // files copied at once between two nodes
+  int hash_parallel = 4;  // files hashed at once by a deep verify
+  // {repo} {revision} {cache} are replaced; empty: DefaultDownloadCommand().
+  std::vector<std::string> download_command;
+  // A fresh transport to a node, for streams and the lock keeper; default
+  // MakeTransport on the node's endpoint.
+  std::function<std::unique_ptr<Transport>(const NodeSpec&)> transport_factory;
+
+  // Defaults, overridden by FLEET_MODEL_DOWNLOAD (a command template) and
+  // FLEET_MODEL_COPY_STREAMS.
+  static ModelProviderOptions FromEnvironment();
+};
+
+// `--verify=deep` on the command line: "deep" makes every model in scope
+// hash its blobs at the next apply, even when a deep verify is recorded.
+// "" or "sizes": the manifests decide. Process-wide; set before planning.
+void SetModelVerifyOverride(const std::string& mode);
+
+// Where model `model` lives as `node` sees it: the node's hf_cache for
+// store: local, the store's path when the node mounts the store.
+Result<HubLocation> ModelLocationOnNode(const Manifest& m, const std::string& model,
+                                        const std::string& node);
+
+class ModelProvider : public Provider {
+ public:
+  ModelProvider() : ModelProvider(ModelProviderOptions::FromEnvironment()) {}
+  explicit ModelProvider(ModelProviderOptions options);
+
+  std::string type() const override { return "model"; }
+  std::vector<DesiredResource> Expand(const Manifest& m) const override;
+  std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
+  ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
+                            const NodeFacts& facts) const override;
+  PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
+                  const ResourceRecord* record, const DiffContext& ctx) const override;
+  PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const DiffContext& ctx) const override;
+  Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
+
+ private:
+  Result<std::unique_ptr<Transport>> Dedicated(const Manifest& m, const std::string& node) const;
+  ModelProviderOptions options_;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_MODEL_MODEL_PROVIDER_H_

@@ -1,0 +1,176 @@
+#include "providers/model/staging_lock.h"
+
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <sstream>
+
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+std::string UtcTime(int64_t t) {
+  if (t <= 0) return "an unknown time";
+  time_t tt = static_cast<time_t>(t);
+  struct tm tm;
+  gmtime_r(&tt, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+StagingLock ParseOwner(const std::string& line) {
+  StagingLock l;
+  l.owner = line;
+  std::istringstream in(line);
+  std::string since;
+  in >> l.pid >> l.host >> l.boot_id >> since;
+  l.since = since.empty() ? 0 : std::atoll(since.c_str());
+  return l;
+}
+
+}  // namespace
+
+std::string StagingLockPath(const std::string& cache, const std::string& repo) {
+  return cache + "/.fleet-staging-" + HubRepoDirName(repo) + ".lock";
+}
+
+std::string DescribeLockOwner(const StagingLock& lock) {
+  if (lock.owner.empty()) return "staging in progress (lock without an owner yet)";
+  return "staging in progress by pid " + std::to_string(lock.pid) + " on " + lock.host + " since " +
+         UtcTime(lock.since);
+}
+
+struct StagingLockHolder::Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool answered = false;
+  std::string first_line;
+  std::string buffer;
+  bool stop = false;
+  bool finished = false;
+  std::string error;  // transport error or the keeper's stderr
+};
+
+Result<std::unique_ptr<StagingLockHolder>> StagingLockHolder::Acquire(
+    std::unique_ptr<Transport> keeper, const std::string& cache, const std::string& repo,
+    std::string* took_over) {
+  using R = Result<std::unique_ptr<StagingLockHolder>>;
+  const std::string lock_path = StagingLockPath(cache, repo);
+  Status c = keeper->Connect();
+  if (!c.ok()) return c;
+  const std::string script = "c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) + "\n" +
+                             R"SH(mkdir -p -- "$c" || exit 3
+b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); [ -n "$b" ] || b=-
+h=$(uname -n)
+me="$$ $h $b $(date +%s)"
+took=
+if ! mkdir -- "$l" 2>/dev/null; then
+  o=; [ -r "$l/owner" ] && { IFS= read -r o < "$l/owner" || :; }
+  stale=
+  set -- $o
+  if [ -z "$o" ]; then
+    [ -n "$(find "$l" -maxdepth 0 -mmin +1 2>/dev/null)" ] && stale=1
+  elif [ "$2" = "$h" ] && { [ "$3" != "$b" ] || [ ! -d "/proc/$1" ]; }; then
+    stale=1
+  fi
+  if [ -n "$stale" ] && mv -- "$l" "$l.stale.$$" 2>/dev/null && mkdir -- "$l" 2>/dev/null; then
+    rm -rf -- "$l.stale.$$"; took=${o:-"(no owner)"}
+  else
+    printf 'held\t%s\n' "$o"; exit 75
+  fi
+fi
+trap 'rm -rf -- "$l"; exit 0' EXIT HUP INT TERM PIPE
+printf '%s\n' "$me" > "$l/owner"
+printf 'acquired\t%s\t%s\n' "$me" "$took"
+while [ -d "$l" ]; do sleep 5 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n' || exit 0; done
+)SH";
+
+  std::unique_ptr<StagingLockHolder> h(new StagingLockHolder());
+  h->shared_ = std::make_shared<Shared>();
+  h->keeper_ = std::move(keeper);
+  std::shared_ptr<Shared> sh = h->shared_;
+  Transport* t = h->keeper_.get();
+  h->thread_ = std::thread([sh, t, script] {
+    Result<CommandResult> r = t->RunStreaming(script, [sh](std::string_view chunk) {
+      std::lock_guard<std::mutex> l(sh->mu);
+      if (!sh->answered) {
+        sh->buffer.append(chunk);
+        size_t nl = sh->buffer.find('\n');
+        if (nl != std::string::npos) {
+          sh->first_line = sh->buffer.substr(0, nl);
+          sh->answered = true;
+          sh->cv.notify_all();
+        }
+      }
+      return !sh->stop;
+    });
+    std::lock_guard<std::mutex> l(sh->mu);
+    sh->finished = true;
+    if (!r.ok())
+      sh->error = r.status().message();
+    else if (!sh->answered)
+      sh->error = "the lock keeper exited " + std::to_string(r->exit_code) +
+                  (r->err.empty() ? "" : ": " + r->err);
+    sh->answered = true;
+    sh->cv.notify_all();
+  });
+
+  std::string first;
+  {
+    std::unique_lock<std::mutex> l(sh->mu);
+    sh->cv.wait(l, [&] { return sh->answered; });
+    first = sh->first_line;
+  }
+  if (first.rfind("acquired\t", 0) == 0) {
+    std::string rest = first.substr(9);
+    size_t tab = rest.find('\t');
+    h->owner_ = ParseOwner(rest.substr(0, tab));
+    if (took_over) *took_over = tab == std::string::npos ? "" : rest.substr(tab + 1);
+    return R(std::move(h));
+  }
+  h->thread_.join();
+  h->released_ = true;
+  if (first.rfind("held\t", 0) == 0)
+    return R::Error(DescribeLockOwner(ParseOwner(first.substr(5))) + " (lock " + lock_path +
+                    " on " + h->keeper_->Describe() +
+                    "); not starting a duplicate. Run apply again when it is done; if that "
+                    "process is gone for good, remove the lock folder");
+  std::string err;
+  {
+    std::lock_guard<std::mutex> l(sh->mu);
+    err = sh->error;
+  }
+  return R::Error("cannot take the staging lock " + lock_path + ": " + err);
+}
+
+Status StagingLockHolder::Release(Transport* control) {
+  if (released_) return Status::OK();
+  released_ = true;
+  {
+    std::lock_guard<std::mutex> l(shared_->mu);
+    shared_->stop = true;
+  }
+  Status s;
+  if (control != nullptr && owner_.pid > 0) {
+    Result<CommandResult> r =
+        control->Run(ShellCommand({"kill", "-TERM", std::to_string(owner_.pid)}));
+    if (!r.ok())
+      s = r.status();
+    else if (r->exit_code != 0)
+      s = Status::Error("releasing the staging lock: kill exited " + std::to_string(r->exit_code) +
+                        ": " + r->err);
+  }
+  // Without the kill, the keeper's next heartbeat (<= 5 s) ends it.
+  if (thread_.joinable()) thread_.join();
+  return s;
+}
+
+StagingLockHolder::~StagingLockHolder() {
+  if (!released_) Release(nullptr);
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace fleet
