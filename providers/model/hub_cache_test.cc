@@ -190,6 +190,79 @@ TEST(HubCache, LegacyLayoutIsDetectedAndLinkedRelative) {
   EXPECT_EQ(p.layout, "hub");
   EXPECT_EQ(p.repo_link, "../" + HubRepoDirName(kRepo));
   EXPECT_TRUE(FixLegacyLayout(t.get(), {cache, kRepo, kRev}).ok());  // idempotent
+  // Removal (--purge) takes the legacy folder and the link to it.
+  uint64_t freed = 0;
+  ASSERT_TRUE(RemoveModelRevision(t.get(), {cache, kRepo, kRev}, &freed).ok());
+  EXPECT_GT(freed, 0u);
+  EXPECT_FALSE(fs::exists(dir.path() + "/hf-local/" + HubRepoDirName(kRepo)));
+  EXPECT_FALSE(fs::is_symlink(cache + "/" + HubRepoDirName(kRepo)));
+}
+
+TEST(HubCache, RemoveRevisionKeepsSharedBlobs) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  const std::string other = "ffffffffffffffffffffffffffffffffffffffff";
+  auto files = ThreeShardModel();
+  WriteHubModel(cache, kRepo, kRev, files);
+  // Another revision shares config.json and shard 1 (same content, same blob).
+  std::map<std::string, std::string> next = {
+      {"config.json", files["config.json"]},
+      {"model-00001-of-00003.safetensors", files["model-00001-of-00003.safetensors"]}};
+  WriteHubModel(cache, kRepo, other, next);
+  WriteFile(cache + "/" + HubRepoDirName(kRepo) + "/refs/main", kRev);
+  auto t = Local();
+  uint64_t freed = 0;
+  Status s = RemoveModelRevision(t.get(), {cache, kRepo, kRev}, &freed);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string m = cache + "/" + HubRepoDirName(kRepo);
+  EXPECT_FALSE(fs::exists(m + "/snapshots/" + kRev));
+  EXPECT_FALSE(fs::exists(m + "/refs/main"));  // it named the removed revision
+  EXPECT_EQ(freed, files["model-00002-of-00003.safetensors"].size() +
+                       files["model-00003-of-00003.safetensors"].size() +
+                       files["model.safetensors.index.json"].size());
+  HubProbe p = RunProbe(t.get(), cache);  // probes kRev: gone
+  EXPECT_FALSE(p.snapshot);
+  EXPECT_EQ(p.layout, "hub");
+  Result<HubProbe> o = ProbeHub(t.get(), {cache, kRepo, other});
+  ASSERT_TRUE(o.ok());
+  Completeness c = CheckCompleteness(*o, nullptr, other);
+  EXPECT_TRUE(c.complete) << JoinProblems(c.problems);  // the shared blobs stayed
+  // Removing the last revision removes the repo folder; twice is fine.
+  ASSERT_TRUE(RemoveModelRevision(t.get(), {cache, kRepo, other}, &freed).ok());
+  EXPECT_FALSE(fs::exists(m));
+  ASSERT_TRUE(RemoveModelRevision(t.get(), {cache, kRepo, other}, &freed).ok());
+  EXPECT_EQ(freed, 0u);
+}
+
+TEST(HubCache, DeepVerifyHashesEveryBlobAgainstItsName) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  auto files = ThreeShardModel();
+  files["sub dir/tokenizer.json"] = R"({"v": 1})";
+  WriteHubModel(cache, kRepo, kRev, files);
+  auto t = Local();
+  HubLocation loc{cache, kRepo, kRev};
+  Listing listing = ListingFromProbe(RunProbe(t.get(), cache));
+  ASSERT_EQ(listing.size(), 6u);
+  uint64_t seen = 0;
+  Result<std::vector<std::string>> r = DeepVerifyOnNode(
+      t.get(), loc, listing, 2, [&](const std::string&, uint64_t size) { seen += size; });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->empty()) << JoinProblems(*r);
+  EXPECT_EQ(seen, ListingBytes(listing));
+  // One flipped byte in a shard and in a git blob: both named.
+  const std::string snap = cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/";
+  for (const char* f : {"model-00002-of-00003.safetensors", "config.json"}) {
+    std::string path = fs::canonical(snap + f);
+    std::string data = ReadFile(path);
+    data[data.size() / 2] ^= 1;
+    WriteFile(path, data);
+  }
+  r = DeepVerifyOnNode(t.get(), loc, listing, 2, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 2u) << JoinProblems(*r);
+  EXPECT_EQ((*r)[0].rfind("config.json: content hash ", 0), 0u) << (*r)[0];
+  EXPECT_EQ((*r)[1].rfind("model-00002-of-00003.safetensors: content hash ", 0), 0u) << (*r)[1];
 }
 
 TEST(HubCache, AbsentCacheStillReportsFreeSpace) {

@@ -165,17 +165,24 @@ Result<std::vector<std::string>> DeepVerifyOnNode(
         "sha1sum) && printf '%s  %s\\n' \"${h%% *}\" \"$f\"; done\n";
   }
   if (!sha256.empty()) {
+    // OpenSSL's CLI hashes with the CPU's SHA extensions (EVP): several
+    // times coreutils' sha256sum where both exist. Paths go as ./path so
+    // that none reads as an option.
+    std::vector<std::string> dotted;
+    for (const std::string& p : sha256) dotted.push_back("./" + p);
     script +=
-        "command -v sha256sum >/dev/null || { echo 'sha256sum not found on the node' >&2; exit "
-        "127; }\n";
-    script += NulList(sha256) + " | xargs -0 -n 1 -P " + std::to_string(std::max(1, parallel)) +
-              " sha256sum --\n";
+        "if command -v openssl >/dev/null 2>&1; then h='openssl dgst -sha256 -r'\n"
+        "elif command -v sha256sum >/dev/null 2>&1; then h=sha256sum\n"
+        "else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi\n";
+    script +=
+        NulList(dotted) + " | xargs -0 -n 1 -P " + std::to_string(std::max(1, parallel)) + " $h\n";
   }
   std::map<std::string, std::string> digests;
   std::string partial;
+  // "<hex>  <path>" (sha256sum, sha1sum) or "<hex> *<path>" (openssl -r).
   auto take_line = [&](const std::string& line) {
-    size_t sep = line.find("  ");
-    if (sep == std::string::npos) return;
+    size_t sep = line.find(' ');
+    if (sep == std::string::npos || sep + 2 > line.size()) return;
     std::string digest = line.substr(0, sep), path = line.substr(sep + 2);
     if (path.rfind("./", 0) == 0) path = path.substr(2);
     digests[path] = digest;
@@ -248,6 +255,42 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
   Result<CommandResult> r = t->Run(script + "exit 0\n");
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "making links relative", *r);
+  return Status::OK();
+}
+
+Status RemoveModelRevision(Transport* t, const HubLocation& loc, uint64_t* freed) {
+  *freed = 0;
+  const std::string script = RepoPrelude(loc) + R"SH(s="$m/snapshots/$r"
+[ -d "$s" ] || { echo freed 0; exit 0; }
+k=$(mktemp) || exit 1
+trap 'rm -f "$k"' EXIT
+# Blobs another snapshot links to stay.
+for o in "$m"/snapshots/*; do
+  [ -d "$o" ] && [ "$o" != "$s" ] && find "$o" -type l -printf '%l
+'
+done | sed 's,.*/,,' | sort -u > "$k"
+n=0
+for b in $(find "$s" -type l -printf '%l
+' | sed 's,.*/,,' | sort -u | grep -vxF -f "$k"); do
+  for f in "$m/blobs/$b" "$m/blobs/$b.incomplete"; do
+    [ -f "$f" ] && n=$((n + $(wc -c < "$f"))) && rm -f -- "$f"
+  done
+done
+rm -rf -- "$s" || exit 1
+find "$m/refs" -type f 2>/dev/null | while IFS= read -r f; do
+  v=; IFS= read -r v < "$f" || :; [ "$v" = "$r" ] && rm -f -- "$f"; done
+if [ -z "$(ls -A "$m/snapshots" 2>/dev/null)" ]; then
+  # Through a legacy-layout link: remove the folder it points at, then it.
+  [ -L "$c/$d" ] && { rm -rf -- "$(cd "$c/$d" && pwd -P)"; rm -f -- "$c/$d"; }
+  rm -rf -- "$m"
+fi
+echo "freed $n"
+)SH";
+  Result<CommandResult> r = t->Run(script);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return CommandFailed(t, loc, "removing the revision", *r);
+  size_t at = r->out.rfind("freed ");
+  if (at != std::string::npos) *freed = ToU64(r->out.substr(at + 6));
   return Status::OK();
 }
 

@@ -66,6 +66,12 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
 // The blobs already in the repo folder (name -> size), complete ones only.
 Result<std::map<std::string, uint64_t>> ListBlobs(Transport* t, const HubLocation& loc);
 
+// Removes revision `loc.revision` from the cache (only on request: `--purge`):
+// its snapshot, the blobs no other snapshot links to, the refs naming it,
+// and the repo folder (and a legacy-layout link to it) when nothing is left.
+// Sets *freed to the bytes removed. Idempotent.
+Status RemoveModelRevision(Transport* t, const HubLocation& loc, uint64_t* freed);
+
 // "../../blobs/<blob>" for a snapshot file at `path` (one more "../" per
 // folder in the path).
 std::string RelativeBlobLink(const std::string& path, const std::string& blob);

@@ -488,19 +488,36 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
   c.detail["op"] = "ensure";
 
   // Space, at plan time, with the figures (the log's 636 GB onto 251 GB).
-  if (have_ref && p.disk.known && comp.missing_bytes > p.disk.avail_bytes) {
+  // A hub download has no listing before it starts, but another copy of
+  // the same revision probed in this plan gives the sizes.
+  uint64_t needed = comp.missing_bytes;
+  std::string sizes_from;
+  if (!have_ref && ctx.all_actual) {
+    const std::string prefix = "model." + desired.name + "@";
+    for (const auto& [address, other] : *ctx.all_actual) {
+      if (address.rfind(prefix, 0) != 0 || address == desired.address || !other.probed) continue;
+      HubProbe op = HubProbe::FromJson(other.attributes);
+      Listing ol = ListingFromProbe(op);
+      if (ol.empty() || !CheckCompleteness(op, nullptr, rev).complete) continue;
+      needed = CheckCompleteness(p, &ol, rev).missing_bytes;
+      sizes_from = " (sizes from the copy at " + address.substr(prefix.size()) + ")";
+      c.summary += " (" + HumanBytes(needed) + ")";
+      break;
+    }
+  }
+  if ((have_ref || !sizes_from.empty()) && p.disk.known && needed > p.disk.avail_bytes) {
     std::string fits;
     for (const auto& [sname, d] : p.stores)
-      if (d.known && d.avail_bytes >= comp.missing_bytes)
+      if (d.known && d.avail_bytes >= needed)
         fits += (fits.empty() ? "" : ", ") + sname + " (" + HumanBytes(d.avail_bytes) + " free)";
-    c.error = desired.address + ": needs " + HumanBytes(comp.missing_bytes) + ", " + where +
+    c.error = desired.address + ": needs " + HumanBytes(needed) + sizes_from + ", " + where +
               " has " + HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path +
               (p.disk.mount.empty() ? "" : " (filesystem " + p.disk.mount + ")") + "; " +
               (fits.empty() ? "no store " + desired.node + " mounts has room either"
                             : "a store that fits: " + fits);
     return c;
   }
-  if (!have_ref && p.disk.known)
+  if (!have_ref && sizes_from.empty() && p.disk.known)
     c.reasons.push_back("size unknown until the download lists it; " +
                         HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path);
   return c;
@@ -521,6 +538,24 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
   const Manifest& m = *ctx.manifest;
   const HubLocation loc{d.value("cache", ""), d.value("repo", ""), d.value("revision", "")};
   const std::string where = WhereOf(d, change.node);
+  if (d.value("op", "") == "remove") {
+    // --purge: under the staging lock, so that no copy is half-way.
+    Result<std::unique_ptr<Transport>> keeper = Dedicated(m, change.node);
+    if (!keeper.ok()) return keeper.status();
+    std::string took;
+    Result<std::unique_ptr<StagingLockHolder>> l =
+        StagingLockHolder::Acquire(std::move(keeper.value()), loc.cache, loc.repo, &took);
+    if (!l.ok()) return R::Error(where + ": " + l.status().message());
+    uint64_t freed = 0;
+    Status s = RemoveModelRevision(ctx.transport, loc, &freed);
+    Status r = l.value()->Release(ctx.transport);
+    if (!s.ok()) return s;
+    if (!r.ok()) return r;
+    if (ctx.progress)
+      ctx.progress("removed " + loc.repo + "@" + Short(loc.revision) + ", freed " +
+                   HumanBytes(freed));
+    return Json();  // no record left
+  }
   const bool self_source = d.value("self_source", false);
   const std::string src_kind = d.value("source_kind", "hub");
   const std::string src_name = d.value("source_name", "");
@@ -637,8 +672,10 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
 
   Status s = fix_layout();
   bool downloaded = false;
+  bool staged = false;  // this apply wrote files (not only checked them)
   std::set<std::string> hashed;
   if (s.ok() && !comp.complete) {
+    staged = true;
     if (may_download) {
       s = download();
       downloaded = true;
@@ -732,7 +769,7 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
     if (problems.empty() || !may_download || downloaded) break;
     say("verification failed (" + JoinProblems(problems, 3) + "): downloading");
     s = download();
-    downloaded = true;
+    downloaded = staged = true;
     if (s.ok() && !comp.complete)
       s = Status::Error(where + ": still incomplete after the download (it exited 0): " +
                         JoinProblems(comp.problems));
@@ -791,7 +828,12 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
               {"files", ListingToJson(present)},
               {"bytes", ListingBytes(present)},
               {"verified", "headers"},
-              {"verified_at", NowRfc3339()}};
+              {"verified_at", NowRfc3339()},
+              // What --purge may remove: files fleet put there, not a copy it
+              // only found and checked (a source, an operator's download).
+              {"origin", staged               ? "staged"
+                         : SameRecord(rec, d) ? rec.value("origin", "adopted")
+                                              : "adopted"}};
   const bool same_files = SameRecord(rec, d) &&
                           ListingFromJson(rec["files"]).size() == present.size() &&
                           ListingToJson(ListingFromJson(rec["files"])) == ListingToJson(present);

@@ -65,6 +65,7 @@ class ModelProvider : public Provider {
                             const NodeFacts& facts) const override;
   PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
                   const ResourceRecord* record, const DiffContext& ctx) const override;
+  // Models are kept by destroy.
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;

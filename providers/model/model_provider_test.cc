@@ -264,6 +264,27 @@ TEST(ModelProvider, HubModelWithoutReferenceIsVerifiedThenDownloaded) {
       << c.summary;
 }
 
+TEST(ModelProvider, HubDownloadSizedFromAnotherCopy) {
+  // The log's 636 GB download onto 251 GB: another node's copy of the same
+  // revision gives the sizes before any download starts.
+  Fixture f;
+  ModelSpec& ds = f.m.models["ds"];
+  ds.store = "local";
+  ds.nodes = {"dgx1", "dgx5"};
+  f.desired = f.p.Expand(f.m);
+  f.actual["model.ds@dgx1"] = Actual(Probe());
+  HubProbe small = Empty(251'000'000'000);
+  f.actual["model.ds@dgx5"] = Actual(small);
+  PlanChange c = f.Diff("model.ds@dgx5");
+  EXPECT_EQ(c.error,
+            "model.ds@dgx5: needs 636 GB (sizes from the copy at dgx1), dgx5 has 251 GB free at "
+            "/srv/hf/hub (filesystem /srv); no store dgx5 mounts has room either");
+  f.actual["model.ds@dgx5"] = Actual(Empty(uint64_t{1} << 41));
+  c = f.Diff("model.ds@dgx5");
+  EXPECT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.summary, "download org/ds@0123456789ab from the hub on dgx5 (636 GB)");
+}
+
 TEST(ModelProvider, LocationOnNode) {
   Manifest m = Lab();
   Result<HubLocation> l = ModelLocationOnNode(m, "qwen", "dgx5");

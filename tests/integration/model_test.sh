@@ -272,16 +272,23 @@ for c in models:
     assert c["action"] == "noop" and "kept" in c["summary"], c
 PY
 
+# Optional: Hugging Face's own cache scanner (npm @huggingface/hub) reads
+# the caches fleet wrote without a warning. Its scanCacheDir (2.17) lists a
+# snapshot's top-level files only: 6 of the 7 (not draft/model.safetensors).
+# NODE_PATH may point at a node_modules holding it.
 if command -v node >/dev/null && node -e 'require("@huggingface/hub")' 2>/dev/null; then
   step "huggingface's own scanner reads the caches fleet wrote"
   for n in dgx2 dgx3 dgx4; do
     node -e '
       const {scanCacheDir} = require("@huggingface/hub");
       scanCacheDir(process.argv[1]).then(r => {
-        if (r.warnings.length) { console.error(r.warnings); process.exit(1); }
         const repo = r.repos.find(x => x.id.name === "org/tiny-model");
-        if (!repo || repo.revisions[0].files.length !== 7) { console.error(JSON.stringify(r)); process.exit(1); }
-      });' "$(hub $n)" || fail "scanCacheDir on $n"
+        const rev = repo && repo.revisions.find(v => v.commitOid === process.argv[2]);
+        if (r.warnings.length || !rev || rev.files.length !== 6) {
+          console.error(r.warnings.map(String), JSON.stringify(repo, (k, v) => typeof v === "bigint" ? Number(v) : v));
+          process.exit(1);
+        }
+      });' "$(hub $n)" "$REV" || fail "scanCacheDir on $n"
   done
 fi
 [[ -z ${MODEL_TEST_TRANSCRIPT:-} ]] || cp "$WORK/transcript" "$MODEL_TEST_TRANSCRIPT"
