@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "state/state.h"
+
 namespace fleet {
 
 PlanChange Provider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
@@ -15,6 +17,23 @@ PlanChange Provider::DiffDestroy(const DesiredResource& desired, const ActualRes
   c.summary = "kept (destroy leaves " + desired.type + " resources in place)";
   c.before = actual.exists ? actual.attributes : nlohmann::json();
   c.after = c.before;
+  return c;
+}
+
+PlanChange Provider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
+  return ForgetRecord(record);
+}
+
+PlanChange ForgetRecord(const ResourceRecord& record) {
+  PlanChange c;
+  c.address = record.address;
+  c.type = record.type;
+  c.node = record.node;
+  c.action = Action::kDelete;
+  c.summary = "forget (no longer declared in the manifests; nothing on the node changes)";
+  c.reasons.push_back("in state, not in the manifests");
+  c.before = record.attributes;
+  c.detail = {{"forget", true}};
   return c;
 }
 

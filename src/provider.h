@@ -48,6 +48,10 @@ struct DiffContext {
   const std::map<std::string, NodeFacts>* all_facts = nullptr;        // by node
   const std::map<std::string, ActualResource>* all_actual = nullptr;  // by address
   const Manifest* manifest = nullptr;
+  // --purge: remove what fleet staged (images, models) when destroying, or
+  // when the manifests no longer declare it. Off by default: staging took
+  // hours.
+  bool purge = false;
 };
 
 class Provider {
@@ -79,6 +83,10 @@ class Provider {
   virtual PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                                  const ResourceRecord* record, const DiffContext& ctx) const;
 
+  // The change for a state record the manifests no longer declare. The
+  // default forgets the record and touches nothing on the node.
+  virtual PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const;
+
   // Performs `change` idempotently: re-check, act, verify. Returns the
   // attributes to record in state (null: remove the record).
   virtual Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const = 0;
@@ -97,6 +105,9 @@ class Provider {
 // A noop change for `d` with its address, type and node filled in: the start
 // of every diff.
 PlanChange ChangeFor(const DesiredResource& d);
+
+// A change that drops `record` from the state and touches nothing remote.
+PlanChange ForgetRecord(const ResourceRecord& record);
 
 // Parses the "key=value" lines probe fragments print (later keys win; lines
 // without '=' are ignored).

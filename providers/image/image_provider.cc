@@ -2,10 +2,12 @@
 
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
+#include "src/shell_quote.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -287,8 +289,89 @@ PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResou
   return c;
 }
 
+namespace {
+
+PlanChange RemoveChange(const std::string& address, const std::string& node,
+                        const nlohmann::json& before, const std::string& image_id,
+                        const std::string& why) {
+  PlanChange c;
+  c.address = address;
+  c.type = "image";
+  c.node = node;
+  c.action = Action::kDelete;
+  c.summary = "remove image " + image_id + " from " + node;
+  c.reasons.push_back(why);
+  c.before = before;
+  c.detail = {{"op", "remove"}, {"image_id", image_id}};
+  return c;
+}
+
+// Removes image `id` unless a container uses it. Absent already: done.
+Status RemoveImage(const StepContext& ctx, const std::string& id) {
+  const std::string& cli = ctx.node->container_cli;
+  // Every container, running or not, with the image it was made from
+  // (`.Image` is the image ID in both docker and podman, with or without
+  // the sha256: prefix).
+  const std::string list =
+      "ids=$(" + ShellCommand({cli, "ps", "-aq"}) + ") && { [ -z \"$ids\" ] || " +
+      ShellCommand({cli, "container", "inspect", "--format", "{{.Image}} {{.Name}}"}) + " $ids; }";
+  Result<CommandResult> users = RunOnNode(ctx, list);
+  if (!users.ok()) return users.status();
+  auto bare = [](std::string s) { return s.rfind("sha256:", 0) == 0 ? s.substr(7) : s; };
+  std::string names;
+  std::istringstream in(users->out);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t sp = line.find(' ');
+    if (sp == std::string::npos) continue;
+    if (bare(line.substr(0, sp)) == bare(id))
+      names += (names.empty() ? "" : " ") + line.substr(sp + 1);
+  }
+  if (!names.empty())
+    return Status::Error("on " + ctx.node->name + ": image " + id + " is used by container(s) " +
+                         names + "; not removed");
+  Result<CommandResult> found =
+      ctx.transport->Run(ShellCommand({cli, "image", "inspect", "--format", "{{.Id}}", id}));
+  if (!found.ok()) return found.status();
+  if (found->exit_code != 0) return Status::OK();  // not there (any more)
+  // -f: the image may carry several names; no container uses it (checked).
+  return RunOnNode(ctx, ShellCommand({cli, "rmi", "-f", id})).status();
+}
+
+}  // namespace
+
+// Only what fleet itself pulled or copied is ever removed; an image the
+// node already had when fleet first looked is the operator's.
+bool StagedByFleet(const nlohmann::json& attributes) {
+  const std::string via = attributes.value("via", "");
+  return via == "pull" || via == "copy";
+}
+
+PlanChange ImageProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                                      const ResourceRecord* record, const DiffContext& ctx) const {
+  std::string id = record ? record->attributes.value("image_id", "") : "";
+  if (!ctx.purge || !actual.exists || id.empty() || !StagedByFleet(record->attributes))
+    return Provider::DiffDestroy(desired, actual, record, ctx);
+  return RemoveChange(desired.address, desired.node, record->attributes, id,
+                      "destroy --purge removes staged images");
+}
+
+PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {
+  std::string id = record.attributes.value("image_id", "");
+  if (!ctx.purge || id.empty() || !StagedByFleet(record.attributes) || !ctx.facts.reachable ||
+      ctx.manifest == nullptr || !ctx.manifest->nodes.count(record.node))
+    return Provider::DiffOrphan(record, ctx);
+  return RemoveChange(record.address, record.node, record.attributes, id,
+                      "no longer declared for " + record.node + ", and --purge was given");
+}
+
 Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
                                             const StepContext& ctx) const {
+  if (change.detail.value("op", "") == "remove") {
+    Status s = RemoveImage(ctx, change.detail.value("image_id", ""));
+    if (!s.ok()) return s;
+    return nlohmann::json();  // removed: drop the record
+  }
   const nlohmann::json& d = change.detail;
   const ImageRef ref = ParseImageRef(d.value("ref", ""));
   const std::string op = d.value("op", "");

@@ -20,7 +20,8 @@
 // A copy that fails (truncated stream, load error, wrong image) fails the
 // step and removes what the load left.
 //
-// Destroy keeps images, and so does rollback: they take long to stage.
+// Destroy keeps images unless --purge, and so does rollback: they take long
+// to stage.
 // Containers are never started here (see run_args.h for deployments).
 #ifndef FLEET_PROVIDERS_IMAGE_IMAGE_PROVIDER_H_
 #define FLEET_PROVIDERS_IMAGE_IMAGE_PROVIDER_H_
@@ -38,6 +39,13 @@ class ImageProvider : public Provider {
                             const NodeFacts& facts) const override;
   PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
                   const ResourceRecord* record, const DiffContext& ctx) const override;
+  // With --purge: destroy removes images fleet staged (pulled or copied),
+  // and an image the manifests no longer name is removed from the nodes
+  // fleet staged it on; never one the node had before fleet, and never while
+  // a container (running or not) uses it.
+  PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const DiffContext& ctx) const override;
+  PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 };
 

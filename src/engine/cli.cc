@@ -32,6 +32,9 @@ int main(int argc, char** argv) {
                    "exit 2 when there are changes");
     plan->add_option("--target", plan_opts.targets, "limit to ADDR (and what it needs)");
     plan->add_flag("--destroy", plan_opts.destroy, "plan a destroy");
+    plan->add_flag("--purge", plan_opts.purge,
+                   "also remove staged images/models (all with --destroy, else those no longer "
+                   "declared)");
     plan->add_option("--verify", plan_opts.verify, "models: sizes (default) or deep (hash blobs)")
         ->check(CLI::IsMember({"sizes", "deep"}));
 
@@ -44,6 +47,8 @@ int main(int argc, char** argv) {
     apply->add_option("--target", apply_opts.targets, "limit to ADDR (and what it needs)");
     bool no_rollback = false;
     apply->add_flag("--no-rollback", no_rollback, "leave a failed unit as it is");
+    apply->add_flag("--purge", apply_opts.purge,
+                    "also remove staged images/models the manifests no longer declare");
     apply->add_option("--verify", apply_opts.verify, "models: sizes (default) or deep (hash blobs)")
         ->check(CLI::IsMember({"sizes", "deep"}));
 
@@ -54,6 +59,8 @@ int main(int argc, char** argv) {
     destroy->add_option("--parallelism", destroy_opts.parallelism, "steps at once")
         ->check(CLI::Range(1, 1024));
     destroy->add_option("--target", destroy_opts.targets, "limit to ADDR (and what needs it)");
+    destroy->add_flag("--purge", destroy_opts.purge,
+                      "also remove staged images and models (kept by default: they took hours)");
 
     std::string show_file;
     bool show_json = false;

@@ -156,6 +156,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   PlanOptions po;
   po.destroy = o.destroy;
   po.targets = o.targets;
+  po.purge = o.purge;
   Plan plan = planner.MakePlan(*state, po);
   AddWarnings(s.diags, &plan);
   if (o.json)
@@ -217,6 +218,7 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
     PlanOptions po;
     po.destroy = o.destroy;
     po.targets = o.targets;
+    po.purge = o.purge;
     plan = planner.MakePlan(*state, po);
     AddWarnings(s.diags, &plan);
     std::cout << RenderPlan(plan, {g.color});

@@ -20,6 +20,7 @@ struct PlanCommandOptions {
   bool json = false;
   bool detailed_exitcode = false;
   bool destroy = false;
+  bool purge = false;
   std::vector<std::string> targets;
   std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
 };
@@ -30,6 +31,7 @@ struct ApplyCommandOptions {
   int parallelism = 10;
   bool rollback = true;
   bool destroy = false;
+  bool purge = false;
   std::vector<std::string> targets;
   std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
 };

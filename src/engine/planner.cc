@@ -206,7 +206,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     ActualResource actual;
     if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
     const ResourceRecord* rec = state.Find(r.address);
-    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_};
+    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge};
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
     c.depends_on = r.depends_on;
@@ -220,19 +220,15 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   }
   std::erase_if(changes, [&](const PlanChange& c) { return bad_nodes.count(c.node) > 0; });
 
-  // State records nothing declares any more: forget them (their provider
-  // decides nothing remote here; the record alone goes).
+  // State records nothing declares any more: their provider decides (by
+  // default the record is forgotten and nothing on the node changes).
   for (const ResourceRecord& rec : state.resources) {
     if (deps.count(rec.address) || !in_scope(rec.address)) continue;
-    PlanChange c;
-    c.address = rec.address;
-    c.type = rec.type;
-    c.node = rec.node;
-    c.action = Action::kDelete;
-    c.summary = "forget (no longer declared in the manifests)";
-    c.reasons.push_back("in state, not in the manifests");
-    c.before = rec.attributes;
-    c.detail = {{"forget", true}};
+    if (bad_nodes.count(rec.node)) continue;
+    const Provider* p = ProviderFor(rec.type);
+    const NodeFacts& facts = probed.facts[rec.node];
+    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge};
+    PlanChange c = p ? p->DiffOrphan(rec, ctx) : ForgetRecord(rec);
     changes.push_back(std::move(c));
   }
 

@@ -23,6 +23,7 @@ struct PlanOptions {
   bool destroy = false;
   std::vector<std::string> targets;  // addresses; empty = everything
   int probe_parallelism = 64;        // nodes probed at once
+  bool purge = false;                // see DiffContext::purge
 };
 
 struct ProbeResult {

@@ -163,5 +163,43 @@ mkrepo --image 'bbf={"ref": "'"$R"'/fleet/bb:v1", "allow_floating": true, "nodes
 expect_rc 0 validate
 expect_rc 0 plan --json
 grep -q "FLOATING TAG $R/fleet/bb:v1" "$WORK/out" || fail "plan does not flag the floating tag"
+step "pruning is opt-in, removes only what fleet staged, never under a container"
+on_node dgx2 "podman rmi -f $C1" >/dev/null
+mkrepo --image "$(img bb "$R/fleet/bb@$D1" peers "$ALL")" \
+  --image "$(img bb5 "$R/fleet/bb5@$D5" node:dgx1 '"dgx1", "dgx3"')"
+expect_rc 0 apply --auto-approve  # copies bb to dgx2 again: staged by fleet there
+mkrepo --image "$(img bb5 "$R/fleet/bb5@$D5" node:dgx1 '"dgx1", "dgx3"')"
+expect_rc 0 plan --json
+python3 - "$WORK/out" <<'PY'
+import json, sys
+by = {c["address"]: c for c in json.load(open(sys.argv[1]))["changes"]}
+c = by["image.bb@dgx2"]
+assert c["action"] == "delete" and c["detail"].get("forget"), c  # forgotten, not removed
+PY
+expect_rc 0 plan --json --purge
+python3 - "$WORK/out" <<'PY'
+import json, sys
+by = {c["address"]: c for c in json.load(open(sys.argv[1]))["changes"]}
+assert by["image.bb@dgx2"]["detail"].get("op") == "remove", by["image.bb@dgx2"]  # fleet copied it
+removes = {a for a, c in by.items() if c["detail"].get("op") == "remove"}
+assert removes == {"image.bb@dgx2"}, removes  # dgx1 and dgx3 had it before fleet staged it
+PY
+on_node dgx2 "podman create --name user-of-bb $C1 true" >/dev/null
+expect_rc 1 apply --auto-approve --purge
+expect_out "is used by container(s) user-of-bb; not removed"
+has_image dgx2 "$C1" || fail "an image a container uses was removed"
+on_node dgx2 "podman rm user-of-bb" >/dev/null
+expect_rc 0 apply --auto-approve --purge
+! has_image dgx2 "$C1" || fail "bb (copied by fleet) still on dgx2"
+has_image dgx1 "$C1" || fail "bb on dgx1 (there before fleet) was removed"
+assert_converged
+
+step "destroy keeps images; destroy --purge removes those fleet staged"
+expect_rc 0 destroy --auto-approve
+has_image dgx3 "$C5" || fail "destroy removed an image without --purge"
+expect_rc 0 destroy --auto-approve --purge
+! has_image dgx3 "$C5" || fail "destroy --purge kept the copied bb5 on dgx3"
+has_image dgx1 "$C5" || fail "destroy --purge removed dgx1's own bb5"
+
 no_crash
 echo PASS
