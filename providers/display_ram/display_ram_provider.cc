@@ -132,8 +132,8 @@ Status Restore(const StepContext& ctx, const nlohmann::json& original) {
 // null when there is no probe or the figure is unknown: the unlock's gain is
 // recorded as measured, never guessed.
 nlohmann::json GpuFreeBytes(const StepContext& ctx) {
-  Result<CommandResult> r =
-      ctx.transport->Run("cd && [ -x .fleet/bin/fleet-probe ] && .fleet/bin/fleet-probe");
+  Result<CommandResult> r = ctx.transport->Run(
+      "cd && [ -x .fleet/bin/fleet-probe ] && timeout 20 .fleet/bin/fleet-probe");
   if (!r.ok() || r->exit_code != 0) return nullptr;
   GpuFacts facts;
   std::string error;

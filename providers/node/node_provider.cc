@@ -61,7 +61,10 @@ std::string NodeFactsScript() {
       "printf 'kernel=%s\\n' \"$(uname -r)\"\n";
   s += std::string("fp=\"") + kProbeInstallPath +
        "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
-       "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then printf 'gpu_probe=%s\\n' \"$(\"$fp\" 2>/dev/null "
+       // A driver hung in cuInit must not hang the whole plan.
+       "t=; command -v timeout >/dev/null 2>&1 && t='timeout 20'\n"
+       "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then printf 'gpu_probe=%s\\n' \"$($t \"$fp\" "
+       "2>/dev/null "
        "| tr -d '\\n')\"\n"
        "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
