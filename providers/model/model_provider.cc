@@ -523,12 +523,72 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
   return c;
 }
 
+namespace {
+
+// The --purge change for a recorded model: remove what fleet staged.
+PlanChange PurgeChange(PlanChange c, const ResourceRecord* record, bool present) {
+  const Json rec = record ? record->attributes : Json();
+  const std::string rev = rec.value("revision", "");
+  c.before = {{"revision", rev}, {"bytes", rec.value("bytes", uint64_t{0})}};
+  if (!record) {
+    c.summary = "kept (not staged by fleet: nothing recorded)";
+    return c;
+  }
+  if (rec.value("origin", "") != "staged") {
+    c.summary = "kept (fleet found and verified it, it did not stage it: --purge leaves it)";
+    return c;
+  }
+  c.action = Action::kDelete;
+  c.after = nullptr;
+  if (!present) {
+    c.summary = "forget (already gone from " + rec.value("cache", "") + ")";
+    c.detail = {{"forget", true}};
+    return c;
+  }
+  c.summary = "remove " + rec.value("repo", "") + "@" + Short(rev) + " (" +
+              HumanBytes(rec.value("bytes", uint64_t{0})) + ") from " + rec.value("cache", "") +
+              " (--purge)";
+  c.reasons.push_back("staged by fleet; blobs another revision still links to stay");
+  c.detail = {{"op", "remove"},
+              {"repo", rec.value("repo", "")},
+              {"revision", rev},
+              {"cache", rec.value("cache", "")},
+              {"location", rec.value("location", "")}};
+  return c;
+}
+
+}  // namespace
+
 PlanChange ModelProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
-                                      const ResourceRecord*, const DiffContext&) const {
+                                      const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = BaseChange(desired);
-  c.summary = "kept (destroy never removes a model: staging one takes hours)";
+  if (ctx.purge) return PurgeChange(c, record, !actual.probed || actual.exists);
+  c.summary = "kept (destroy never removes a model: staging one takes hours; --purge does)";
   c.before = actual.probed ? Json{{"present", actual.exists}} : Json();
   c.after = c.before;
+  return c;
+}
+
+PlanChange ModelProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {
+  PlanChange c;
+  c.address = record.address;
+  c.type = record.type;
+  c.node = record.node;
+  if (ctx.purge) {
+    c = PurgeChange(c, &record, true);
+    if (c.action == Action::kDelete) return c;
+  }
+  // Not declared any more: the record goes, the files stay (a model that
+  // took hours is never deleted by omission).
+  c.action = Action::kDelete;
+  c.summary = "forget (no longer declared; the files stay in " +
+              record.attributes.value("cache", std::string("the cache")) +
+              (ctx.purge ? ")" : "; --purge removes what fleet staged)");
+  c.reasons = {"in state, not in the manifests"};
+  c.before = {{"revision", record.attributes.value("revision", "")},
+              {"bytes", record.attributes.value("bytes", uint64_t{0})}};
+  c.after = nullptr;
+  c.detail = {{"forget", true}};
   return c;
 }
 

@@ -65,9 +65,11 @@ class ModelProvider : public Provider {
                             const NodeFacts& facts) const override;
   PlanChange Diff(const DesiredResource& desired, const ActualResource& actual,
                   const ResourceRecord* record, const DiffContext& ctx) const override;
-  // Models are kept by destroy.
+  // Models are kept by destroy and when no longer declared; with --purge,
+  // a revision fleet staged (not one it only found and verified) is removed.
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
+  PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 
  private:

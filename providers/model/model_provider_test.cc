@@ -285,6 +285,42 @@ TEST(ModelProvider, HubDownloadSizedFromAnotherCopy) {
   EXPECT_EQ(c.summary, "download org/ds@0123456789ab from the hub on dgx5 (636 GB)");
 }
 
+TEST(ModelProvider, PurgeRemovesOnlyWhatFleetStaged) {
+  Fixture f;
+  f.actual["model.qwen@dgx5"] = Actual(Probe());
+  f.actual["model.qwen@dgx2"] = Actual(Probe());
+  ResourceRecord staged = RecordOf("model.qwen@dgx2", Probe());
+  staged.node = "dgx2";
+  staged.attributes["origin"] = "staged";
+  staged.attributes["bytes"] = 636'000'000'000;
+  ResourceRecord adopted = RecordOf("model.qwen@dgx5", Probe());
+  adopted.node = "dgx5";
+  adopted.attributes["origin"] = "adopted";
+  const DesiredResource* d2 = Find(f.desired, "model.qwen@dgx2");
+  const DesiredResource* d5 = Find(f.desired, "model.qwen@dgx5");
+  NodeFacts facts;
+  DiffContext keep{facts, &f.facts, &f.actual, &f.m};
+  DiffContext purge{facts, &f.facts, &f.actual, &f.m, /*purge=*/true};
+
+  // Without --purge nothing is removed, by destroy or by omission.
+  EXPECT_EQ(f.p.DiffDestroy(*d2, f.actual["model.qwen@dgx2"], &staged, keep).action, Action::kNoop);
+  PlanChange o = f.p.DiffOrphan(staged, keep);
+  EXPECT_EQ(o.action, Action::kDelete);
+  EXPECT_TRUE(o.detail.value("forget", false));
+  EXPECT_NE(o.summary.find("the files stay"), std::string::npos);
+
+  // With --purge: what fleet staged goes; a source it only verified stays.
+  PlanChange r = f.p.DiffDestroy(*d2, f.actual["model.qwen@dgx2"], &staged, purge);
+  EXPECT_EQ(r.action, Action::kDelete);
+  EXPECT_EQ(r.detail["op"], "remove");
+  EXPECT_EQ(r.summary, "remove org/qwen@0123456789ab (636 GB) from /srv/hf/hub (--purge)");
+  EXPECT_EQ(f.p.DiffOrphan(staged, purge).detail["op"], "remove");
+  EXPECT_EQ(f.p.DiffDestroy(*d5, f.actual["model.qwen@dgx5"], &adopted, purge).action,
+            Action::kNoop);
+  PlanChange a = f.p.DiffOrphan(adopted, purge);
+  EXPECT_TRUE(a.detail.value("forget", false));  // the record goes, the files stay
+}
+
 TEST(ModelProvider, LocationOnNode) {
   Manifest m = Lab();
   Result<HubLocation> l = ModelLocationOnNode(m, "qwen", "dgx5");

@@ -188,6 +188,31 @@ expect_out "model.m@dgx5: needs 1.6 MB, dgx5 has 1.0 MB free at /srv/hf/hub"
 expect_out "a store that fits: nas ("
 [[ -z $(nsenter -t "$(node_pid dgx5)" -m -- ls -A /srv/hf/hub) ]] || fail "plan wrote on dgx5"
 
+step "a shared store: staged once through its first node, read by every node that mounts it"
+# One host folder bind-mounted at /srv/nas inside dgx4's and dgx5's own mount
+# namespaces: the NAS of the log, seen by two nodes.
+mkdir -p "$WORK/nas" "$(node_root dgx4)/nas"
+chown "$(node_user dgx4)" "$WORK/nas"
+for n in dgx4 dgx5; do nsenter -t "$(node_pid $n)" -m -- mount --bind "$WORK/nas" /srv/nas; done
+S_SPEC='{"repo": "'$REPO_M'", "revision": "'$REV'", "store": "nas", "source": "node:dgx1"}'
+mkrepo --store 'nas={"path": "/srv/nas", "nodes": ["dgx4", "dgx5"]}' --model "m=$M_SPEC" --model "s=$S_SPEC"
+expect_rc 2 plan --detailed-exitcode
+expect_out "model.s@nas will be created: stage from dgx1: 7 file(s)"
+expect_rc 0 apply --auto-approve
+expect_out "model.s@nas: copying 7 file(s)"
+cmp -s "$(snap dgx1)/model-00003-of-00003.safetensors" "$WORK/nas/$DM/snapshots/$REV/model-00003-of-00003.safetensors" ||
+  fail "the store did not get the model"
+assert_converged
+expect_rc 0 model files s --node dgx5
+[[ $(wc -l <"$WORK/out") == 7 ]] || fail "dgx5: expected 7 bind lines for the store"
+while IFS=$'\t' read -r host container; do
+  [[ $host == /srv/nas/$DM/blobs/* && $container == /srv/nas/$DM/snapshots/$REV/* ]] || fail "store bind $host"
+  hp=$WORK/nas/${host#/srv/nas/}
+  [[ -f $hp && ! -L $hp ]] || fail "store bind source $host"
+done <"$WORK/out"
+expect_rc 1 model files s --node dgx2
+expect_out "which node dgx2 does not mount"
+
 step "hub download: two applies started together stage once; the second reports the lock"
 mkrepo --model "m=$M_SPEC" --model "h=$H_SPEC"
 python3 "$ROOT/tests/integration/mkrepo.py" --sim "$SIMDIR" --out "$WORK/repo2" --model "h=$H_SPEC"
@@ -291,5 +316,19 @@ if command -v node >/dev/null && node -e 'require("@huggingface/hub")' 2>/dev/nu
       });' "$(hub $n)" "$REV" || fail "scanCacheDir on $n"
   done
 fi
+step "no longer declared: the record goes, the files stay; --purge removes what fleet staged"
+mkrepo --model "m=$(m_spec '"dgx2"')" --model "h=$H_SPEC"
+expect_rc 2 plan --detailed-exitcode
+expect_out "model.m@dgx3 will be destroyed: forget (no longer declared; the files stay in /srv/hf/hub; --purge removes what fleet staged)"
+expect_rc 0 plan --purge
+expect_out "model.m@dgx3 will be destroyed: remove org/tiny-model@${REV:0:12} (1.6 MB) from /srv/hf/hub (--purge)"
+[[ -d $(snap dgx3) ]] || fail "plan removed something"
+expect_rc 0 apply --auto-approve --purge
+expect_out "removed org/tiny-model@${REV:0:12}, freed 1.6 MB"
+[[ ! -e $(hub dgx3)/$DM ]] || fail "dgx3 still has $DM"
+[[ -d $(hub dgx3)/$DH/snapshots/$HREV ]] || fail "the other model on dgx3 was touched"
+[[ -d $(snap dgx1) ]] || fail "the source was touched"
+assert_converged
+
 [[ -z ${MODEL_TEST_TRANSCRIPT:-} ]] || cp "$WORK/transcript" "$MODEL_TEST_TRANSCRIPT"
 echo PASS
