@@ -1,6 +1,7 @@
 #include "providers/model/hub_cache.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -42,7 +43,15 @@ std::string BlobOf(const std::string& target) {
   std::string dir = target.substr(0, slash);
   size_t prev = dir.rfind('/');
   std::string parent = prev == std::string::npos ? dir : dir.substr(prev + 1);
-  return parent == "blobs" ? target.substr(slash + 1) : "";
+  if (parent != "blobs") return "";
+  // The name goes into paths on other nodes: hash-like names only (a link
+  // to anything else is copied as a plain file).
+  std::string blob = target.substr(slash + 1);
+  bool safe = !blob.empty() && blob != "." && blob != "..";
+  for (char c : blob)
+    safe =
+        safe && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  return safe ? blob : "";
 }
 
 Json DiskToJson(const DiskFree& d) {
@@ -102,7 +111,8 @@ std::string HubProbeScript(const HubProbeTarget& t) {
   std::string s;
   s += "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
        "; r=" + ShellQuote(t.revision) + "\n";
-  s += "to=; command -v timeout >/dev/null 2>&1 && to='timeout 10'\n";
+  // A hung network mount (the store) must fail the probe, not hang the plan.
+  s += "to=; ft=; command -v timeout >/dev/null 2>&1 && to='timeout 10' && ft='timeout 120'\n";
   s += R"SH(if [ -L "$c/$d" ]; then printf 'repolink\t%s\n' "$(readlink -- "$c/$d")"; fi
 m=
 if [ -d "$c/$d" ]; then m="$c/$d"; printf 'layout\thub\n'
@@ -118,9 +128,14 @@ if [ -n "$m" ]; then
   s="$m/snapshots/$r"
   if [ -d "$s" ]; then
     printf 'snapshot\t1\n'
-    find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null ||
-      printf 'err\tcannot list %s (GNU find with -printf is needed)\n' "$s"
-    find -L "$s" -mindepth 1 -type f -printf 's\t%s\t%P\n' 2>/dev/null || :
+    $ft find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null
+    case $? in
+      0) ;;
+      124) printf 'err\tlisting %s timed out (a hung network mount?)\n' "$s" ;;
+      *) printf 'err\tcannot list %s (GNU find with -printf is needed)\n' "$s" ;;
+    esac
+    $ft find -L "$s" -mindepth 1 -type f -printf 's\t%s\t%P\n' 2>/dev/null
+    [ $? -ne 124 ] || printf 'err\treading sizes under %s timed out (a hung network mount?)\n' "$s"
   fi
   i=$(find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
   if [ -n "$i" ]; then printf '%s\n' "$i"; printf 'now\t%s\n' "$(date +%s)"; fi

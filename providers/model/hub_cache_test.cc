@@ -56,6 +56,8 @@ TEST(HubCache, ParsesProbeOutput) {
       "e\tl\tf\tabs.json\t/srv/hf/hub/models--org--tiny-model/blobs/ccc\n"
       "e\tf\tf\tplain.txt\t\n"
       "e\tl\tf\tsub/x.safetensors\t../../../blobs/ddd\n"
+      "e\tl\tf\tevil.json\t../../blobs/../../../etc/x\n"
+      "e\tl\tf\tevil2.json\t../../blobs/a b\n"
       "s\t1234\tmodel.safetensors\n"
       "s\t10\tabs.json\n"
       "s\t3\tplain.txt\n"
@@ -72,7 +74,9 @@ TEST(HubCache, ParsesProbeOutput) {
   EXPECT_EQ(p.refs.at("main"), kRev);
   EXPECT_EQ(p.refs.at("pr/1"), "deadbeef");
   EXPECT_TRUE(p.snapshot);
-  ASSERT_EQ(p.entries.size(), 5u);
+  ASSERT_EQ(p.entries.size(), 7u);
+  EXPECT_EQ(p.Find("evil.json")->blob, "");  // not a blob name: never a path elsewhere
+  EXPECT_EQ(p.Find("evil2.json")->blob, "");
   const SnapshotEntry* m = p.Find("model.safetensors");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->link, LinkKind::kRelative);

@@ -750,6 +750,10 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
       std::string links;
       uint64_t bytes = 0;
       for (const ListedFile& f : ref) {
+        if (f.path.empty() || f.path[0] == '/' || f.path == ".." || f.path.rfind("../", 0) == 0 ||
+            f.path.find("/../") != std::string::npos)
+          return release(Status::Error("source " + src_name + ": refusing the snapshot path '" +
+                                       f.path + "'"));
         const SnapshotEntry* e = p->Find(f.path);
         if (e && e->resolved && e->size == f.size) continue;
         if (!f.blob.empty()) {
