@@ -505,13 +505,45 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
       break;
     }
   }
-  if ((have_ref || !sizes_from.empty()) && p.disk.known && needed > p.disk.avail_bytes) {
+  // Other models this plan stages onto the same filesystem of this node
+  // (those whose address sorts first) take their share of the free space.
+  uint64_t others = 0;
+  std::string others_said;
+  if (ctx.all_actual && ctx.manifest && p.disk.known) {
+    for (const auto& [address, other] : *ctx.all_actual) {
+      if (address >= desired.address) break;
+      if (address.rfind("model.", 0) != 0 || !other.probed || !other.error.empty()) continue;
+      const size_t at = address.find('@');
+      if (at == std::string::npos) continue;
+      auto spec = ctx.manifest->models.find(address.substr(6, at - 6));
+      if (spec == ctx.manifest->models.end()) continue;
+      std::string node = address.substr(at + 1);
+      if (auto st = ctx.manifest->stores.find(node); st != ctx.manifest->stores.end())
+        node = st->second.nodes.empty() ? "" : st->second.nodes.front();
+      if (node != desired.node) continue;
+      HubProbe op = HubProbe::FromJson(other.attributes);
+      if (!op.disk.known || op.disk.mount != p.disk.mount) continue;
+      const size_t colon = spec->second.source.find(':');
+      if (colon == std::string::npos) continue;  // from the hub: size unknown
+      const std::string src = address.substr(0, at + 1) + spec->second.source.substr(colon + 1);
+      auto sa = ctx.all_actual->find(src);
+      if (src == address || sa == ctx.all_actual->end() || !sa->second.probed) continue;
+      Listing sl = ListingFromProbe(HubProbe::FromJson(sa->second.attributes));
+      if (sl.empty()) continue;
+      const uint64_t n = CheckCompleteness(op, &sl, spec->second.revision).missing_bytes;
+      if (n == 0) continue;
+      others += n;
+      others_said += " + " + HumanBytes(n) + " for " + address;
+    }
+  }
+  if (!others_said.empty()) others_said = " (" + others_said.substr(3) + " in the same plan)";
+  if ((have_ref || !sizes_from.empty()) && p.disk.known && needed + others > p.disk.avail_bytes) {
     std::string fits;
     for (const auto& [sname, d] : p.stores)
       if (d.known && d.avail_bytes >= needed)
         fits += (fits.empty() ? "" : ", ") + sname + " (" + HumanBytes(d.avail_bytes) + " free)";
-    c.error = desired.address + ": needs " + HumanBytes(needed) + sizes_from + ", " + where +
-              " has " + HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path +
+    c.error = desired.address + ": needs " + HumanBytes(needed) + sizes_from + others_said + ", " +
+              where + " has " + HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path +
               (p.disk.mount.empty() ? "" : " (filesystem " + p.disk.mount + ")") + "; " +
               (fits.empty() ? "no store " + desired.node + " mounts has room either"
                             : "a store that fits: " + fits);

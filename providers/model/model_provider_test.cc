@@ -321,6 +321,32 @@ TEST(ModelProvider, PurgeRemovesOnlyWhatFleetStaged) {
   EXPECT_TRUE(a.detail.value("forget", false));  // the record goes, the files stay
 }
 
+TEST(ModelProvider, TwoModelsThatFitAloneDoNotFitTogether) {
+  Fixture f;
+  ModelSpec other = f.m.models["qwen"];
+  other.name = "alpha";  // sorts before qwen: its staging counts first
+  other.repo = "org/alpha";
+  other.nodes = {"dgx2"};
+  f.m.models["alpha"] = other;
+  f.desired = f.p.Expand(f.m);
+  f.actual["model.alpha@dgx5"] = Actual(Probe());
+  f.actual["model.qwen@dgx5"] = Actual(Probe());
+  f.actual["model.alpha@dgx2"] = Actual(Empty(1'000'000'000'000));
+  f.actual["model.qwen@dgx2"] = Actual(Empty(1'000'000'000'000));
+  PlanChange a = f.Diff("model.alpha@dgx2");
+  EXPECT_TRUE(a.error.empty()) << a.error;
+  PlanChange q = f.Diff("model.qwen@dgx2");
+  EXPECT_EQ(q.error,
+            "model.qwen@dgx2: needs 636 GB (636 GB for model.alpha@dgx2 in the same plan), dgx2 "
+            "has 1.0 TB free at /srv/hf/hub (filesystem /srv); no store dgx2 mounts has room "
+            "either");
+  // Another filesystem: no contest.
+  HubProbe elsewhere = Empty(1'000'000'000'000);
+  elsewhere.disk.mount = "/data";
+  f.actual["model.alpha@dgx2"] = Actual(elsewhere);
+  EXPECT_TRUE(f.Diff("model.qwen@dgx2").error.empty());
+}
+
 TEST(ModelProvider, LocationOnNode) {
   Manifest m = Lab();
   Result<HubLocation> l = ModelLocationOnNode(m, "qwen", "dgx5");
