@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "providers/model/completeness.h"
+#include "providers/model/progress_meter.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -345,6 +346,22 @@ TEST(ModelProvider, TwoModelsThatFitAloneDoNotFitTogether) {
   elsewhere.disk.mount = "/data";
   f.actual["model.alpha@dgx2"] = Actual(elsewhere);
   EXPECT_TRUE(f.Diff("model.qwen@dgx2").error.empty());
+}
+
+TEST(ModelProvider, ProgressLines) {
+  EXPECT_EQ(ProgressMeter::Format("dgx2 <- dgx1", 1'200'000'000, 4'000'000'000, 10.0),
+            "dgx2 <- dgx1: 1.2 GB / 4.0 GB (30%), 120 MB/s, ETA 23 s");
+  EXPECT_EQ(ProgressMeter::Format("downloading", 1'200'000'000, 0, 10.0),
+            "downloading: 1.2 GB, 120 MB/s");
+  EXPECT_EQ(ProgressMeter::Format("x", 100'000'000'000, 636'000'000'000, 1000.0),
+            "x: 100 GB / 636 GB (16%), 100 MB/s, ETA 89 min");
+  std::vector<std::string> lines;
+  ProgressMeter m("copy", 1000, [&](const std::string& l) { lines.push_back(l); }, 0.0);
+  m.Add(500);
+  m.Add(500);
+  m.Finish();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2].rfind("copy: 1.0 kB in ", 0), 0u) << lines[2];
 }
 
 TEST(ModelProvider, LocationOnNode) {
