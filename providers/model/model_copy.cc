@@ -105,6 +105,19 @@ Paths TargetPaths(const CopyItem& item) {
   return p;
 }
 
+// Renames the finished .incomplete file to its final name and links the
+// snapshot path to it (the tail of a target-side script).
+std::string FinishScript(const Paths& p, const CopyItem& item) {
+  std::string finish =
+      "s=$(wc -c < " + p.inc + ") || exit 1\n[ \"$s\" = " + std::to_string(item.size) +
+      " ] || { echo \"size $s after the copy, expected " + std::to_string(item.size) +
+      "\" >&2; exit 1; }\nmv -f -- " + p.inc + " " + p.final + " || exit 1\n";
+  if (!p.link.empty())
+    finish += "mkdir -p -- \"$(dirname -- " + p.link + ")\" && ln -sfn -- " + ShellQuote(p.rel) +
+              " " + p.link + "\n";
+  return finish;
+}
+
 Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,
                const CopyItem& item, const CopyOptions& opt, bool* hashed) {
   *hashed = false;
@@ -166,14 +179,7 @@ Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide
   }
   // The blob becomes visible under its final name only when whole, and the
   // snapshot link only after it.
-  std::string finish = TargetPrelude(d.loc) + "s=$(wc -c < " + p.inc +
-                       ") || exit 1\n[ \"$s\" = " + std::to_string(item.size) + " ] || { echo \"" +
-                       "size $s after the copy, expected " + std::to_string(item.size) +
-                       "\" >&2; exit 1; }\nmv -f -- " + p.inc + " " + p.final + " || exit 1\n";
-  if (!p.link.empty())
-    finish += "mkdir -p -- \"$(dirname -- " + p.link + ")\" && ln -sfn -- " + ShellQuote(p.rel) +
-              " " + p.link + "\n";
-  Result<CommandResult> f = dst->Run(finish);
+  Result<CommandResult> f = dst->Run(TargetPrelude(d.loc) + FinishScript(p, item));
   if (!f.ok()) return f.status().Prefixed("finishing " + what);
   if (f->exit_code != 0)
     return Status::Error(dst->Describe() + ": finishing " + what + ": " + Trim(f->err));
@@ -181,6 +187,34 @@ Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide
 }
 
 }  // namespace
+
+Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
+                                        const HubLocation& dst, const std::vector<CopyItem>& items,
+                                        const std::function<void(uint64_t bytes)>& on_bytes) {
+  // The source's folder as ms/rs (hub layout, else legacy), the target's as m/r.
+  const std::string prelude =
+      "cs=" + NodePathWord(src.cache) + "; ds=" + ShellQuote(HubRepoDirName(src.repo)) +
+      "; rs=" + ShellQuote(src.revision) +
+      "\nms=\"$cs/$ds\"; [ -d \"$ms\" ] || ms=\"$cs/../$ds\"\n" + TargetPrelude(dst);
+  CopyReport report;
+  for (const CopyItem& item : items) {
+    const Paths p = TargetPaths(item);
+    const std::string from = "\"$ms/snapshots/$rs/\"" + ShellQuote(item.path);
+    std::string script = prelude + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
+                         ")\" || exit 1\n" +
+                         (item.offset == 0 ? "cp -- " + from + " " + p.inc + " || exit 1\n"
+                                           : "tail -c +" + std::to_string(item.offset + 1) +
+                                                 " -- " + from + " >> " + p.inc + " || exit 1\n") +
+                         FinishScript(p, item);
+    Result<CommandResult> r = t->Run(script);
+    if (!r.ok()) return r.status().Prefixed("copying " + item.path);
+    if (r->exit_code != 0)
+      return Status::Error(t->Describe() + ": copying " + item.path + ": " + Trim(r->err));
+    report.bytes += item.size - item.offset;
+    if (on_bytes) on_bytes(item.size - item.offset);
+  }
+  return report;
+}
 
 Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
                                   const std::vector<CopyItem>& items, const CopyOptions& options) {

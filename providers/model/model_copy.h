@@ -54,6 +54,13 @@ struct CopyReport {
 Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
                                   const std::vector<CopyItem>& items, const CopyOptions& options);
 
+// The same when one node sees both folders (a store it mounts and its own
+// cache, or two stores): the bytes move on that node (`cp`), not through the
+// controller. `on_bytes` is called once per file.
+Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
+                                        const HubLocation& dst, const std::vector<CopyItem>& items,
+                                        const std::function<void(uint64_t bytes)>& on_bytes);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_MODEL_MODEL_COPY_H_

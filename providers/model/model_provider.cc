@@ -816,8 +816,48 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
         if (lr->exit_code != 0)
           return release(Status::Error(where + ": linking blobs: " + lr->err));
       }
-      if (!items.empty()) {
-        ProgressMeter meter(change.node + " <- " + src_name, bytes, ctx.progress);
+      // A node that sees both folders (a store it mounts and its own cache)
+      // copies on its own: the bytes need not cross the network twice.
+      std::string local_node;
+      {
+        auto seers = [&](const std::string& kind, const std::string& name) {
+          std::vector<std::string> n;
+          if (kind == "store") {
+            if (auto st = m.stores.find(name); st != m.stores.end()) n = st->second.nodes;
+          } else {
+            n = {name};
+          }
+          return n;
+        };
+        std::vector<std::string> src_seen = seers(src_kind, src_name);
+        std::vector<std::string> dst_seen =
+            seers(d.value("location_kind", "node"), d.value("location", change.node));
+        for (const std::string& n : dst_seen)
+          if (std::find(src_seen.begin(), src_seen.end(), n) != src_seen.end() &&
+              (local_node.empty() || n == change.node))
+            local_node = n;
+      }
+      if (!items.empty() && !local_node.empty()) {
+        ProgressMeter meter(d.value("location", change.node) + " <- " + src_name, bytes,
+                            ctx.progress);
+        say("copying " + std::to_string(items.size()) + " file(s), " + HumanBytes(bytes) +
+            " from " + src_name + " on " + local_node +
+            " (it sees both: nothing crosses the network)");
+        std::unique_ptr<Transport> own;
+        Transport* on = t;
+        if (local_node != change.node) {
+          Result<std::unique_ptr<Transport>> lt = Dedicated(m, local_node);
+          if (!lt.ok()) return release(lt.status());
+          own = std::move(lt.value());
+          on = own.get();
+        }
+        Result<CopyReport> cr =
+            CopyModelFilesOnNode(on, src_loc, loc, items, [&](uint64_t n) { meter.Add(n); });
+        if (!cr.ok()) return release(cr.status());
+        meter.Finish();
+      } else if (!items.empty()) {
+        ProgressMeter meter(d.value("location", change.node) + " <- " + src_name, bytes,
+                            ctx.progress);
         say("copying " + std::to_string(items.size()) + " file(s), " + HumanBytes(bytes) +
             " from " + src_name);
         CopySide from{[&] { return Dedicated(m, src_node); }, src_loc};

@@ -212,6 +212,17 @@ while IFS=$'\t' read -r host container; do
 done <"$WORK/out"
 expect_rc 1 model files s --node dgx2
 expect_out "which node dgx2 does not mount"
+step "from the store to dgx4's own cache: copied on dgx4, which mounts both"
+rm -rf "$(node_root dgx4)/hf/$DM" "$(hub dgx4)/$DM"  # what model m left there (no longer declared)
+T_SPEC='{"repo": "'$REPO_M'", "revision": "'$REV'", "store": "local", "source": "store:nas", "nodes": ["dgx4"]}'
+mkrepo --store 'nas={"path": "/srv/nas", "nodes": ["dgx4", "dgx5"]}' --model "m=$M_SPEC" --model "s=$S_SPEC" \
+  --model "t=$T_SPEC"
+expect_rc 0 apply --auto-approve
+expect_out "model.t@dgx4: copying 7 file(s), 1.6 MB from nas on dgx4 (it sees both: nothing crosses the network)"
+cmp -s "$(snap dgx1)/model-00001-of-00003.safetensors" "$(snap dgx4)/model-00001-of-00003.safetensors" ||
+  fail "dgx4 did not get the model from the store"
+[[ $(readlink "$(snap dgx4)/config.json") == ../../blobs/* ]] || fail "dgx4: not a hub layout"
+assert_converged
 
 step "hub download: two applies started together stage once; the second reports the lock"
 mkrepo --model "m=$M_SPEC" --model "h=$H_SPEC"
