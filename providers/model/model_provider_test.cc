@@ -356,7 +356,8 @@ TEST(ModelProvider, ProgressLines) {
   EXPECT_EQ(ProgressMeter::Format("x", 100'000'000'000, 636'000'000'000, 1000.0),
             "x: 100 GB / 636 GB (16%), 100 MB/s, ETA 89 min");
   std::vector<std::string> lines;
-  ProgressMeter m("copy", 1000, [&](const std::string& l) { lines.push_back(l); }, 0.0);
+  ProgressMeter m(
+      "copy", 1000, [&](const std::string& l) { lines.push_back(l); }, 0.0);
   m.Add(500);
   m.Add(500);
   m.Finish();
