@@ -84,6 +84,12 @@ struct ModelSpec {
   std::string source;    // "hub" | "node:<name>" | "store:<name>"
   bool allow_floating = false;
   std::vector<std::string> nodes;
+  // "sizes": sizes and safetensors headers; "deep": also the sha256 of every
+  // blob against its name, once per staging.
+  std::string verify = "sizes";
+  // Not a manifest key: set by `--verify=deep` to hash every blob now, even
+  // when a deep verify is already recorded.
+  bool verify_now = false;
   SourceLoc loc;
 };
 

@@ -42,11 +42,10 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {
-    "version", "fleet",  "state",  "ssh",    "power",
-    "nodes",   "stores", "images", "models", "deployments"};
-const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts",
-                                           "port", "connect_timeout"};
+const std::vector<std::string> kTopKeys = {"version", "fleet",  "state",  "ssh",    "power",
+                                           "nodes",   "stores", "images", "models", "deployments"};
+const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
+                                           "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
     "address",       "ssh",         "hostname", "power",
     "container_cli", "display_ram", "paths",    "poweroff_command"};
@@ -61,9 +60,7 @@ bool IsValidName(const std::string& name) {
   });
 }
 
-bool HasSpace(const std::string& s) {
-  return s.find_first_of(" \t\r\n") != std::string::npos;
-}
+bool HasSpace(const std::string& s) { return s.find_first_of(" \t\r\n") != std::string::npos; }
 
 std::string HomeDir() {
   const char* home = std::getenv("HOME");
@@ -97,8 +94,7 @@ class ManifestLoader {
 
   // Calls `read` for each entry of section `key`, after checking its name.
   template <typename Fn>
-  void ForEachEntry(const MapReader& top, const std::string& key,
-                    const std::string& kind, Fn read);
+  void ForEachEntry(const MapReader& top, const std::string& key, const std::string& kind, Fn read);
   void AddRefs(const std::string& kind, const std::string& context,
                const std::vector<Located<std::string>>& refs);
   // "node:<n>" / "store:<s>" sources: the named entry must exist.
@@ -109,8 +105,7 @@ class ManifestLoader {
   // repo root.
   std::string ResolveLocalPath(const Located<std::string>& path);
   // Node-side path: absolute or ~/... (the node's home), kept as written.
-  bool CheckNodePath(const Located<std::string>& path,
-                     const std::string& field);
+  bool CheckNodePath(const Located<std::string>& path, const std::string& field);
 
   Reporter reporter_;
   Manifest* manifest_;
@@ -139,10 +134,8 @@ void ManifestLoader::Load() {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     std::string message = "YAML syntax error: " + e.msg;
-    if (e.msg.find("sequence flow") != std::string::npos)
-      message += " (a '[' without its ']'?)";
-    if (e.msg.find("map flow") != std::string::npos)
-      message += " (a '{' without its '}'?)";
+    if (e.msg.find("sequence flow") != std::string::npos) message += " (a '[' without its ']'?)";
+    if (e.msg.find("map flow") != std::string::npos) message += " (a '{' without its '}'?)";
     // yaml-cpp says "illegal map value" for tab indentation; name the cause.
     std::istringstream lines(text);
     std::string line;
@@ -157,8 +150,7 @@ void ManifestLoader::Load() {
     reporter_.Error(reporter_.At(e.mark.line, e.mark.column), message);
     return;
   } catch (const YAML::Exception& e) {
-    reporter_.Error(reporter_.At(e.mark.line, e.mark.column),
-                    "YAML error: " + e.msg);
+    reporter_.Error(reporter_.At(e.mark.line, e.mark.column), "YAML error: " + e.msg);
     return;
   }
   if (!root.IsDefined() || root.IsNull()) {
@@ -178,37 +170,29 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
 
   if (auto version = top.Int("version", 0, 1000000)) {
     if (version->value != 1) {
-      reporter_.Error(version->loc,
-                      "version " + std::to_string(version->value) +
-                          " is not supported; this fleet reads version: 1");
+      reporter_.Error(version->loc, "version " + std::to_string(version->value) +
+                                        " is not supported; this fleet reads version: 1");
     }
     manifest_->version = version->value;
   } else if (top.Find("version") == nullptr) {
-    reporter_.Error(top.where(),
-                    "fleet.yaml has no 'version' (required: version: 1)");
+    reporter_.Error(top.where(), "fleet.yaml has no 'version' (required: version: 1)");
   }
   if (auto name = top.RequiredString("fleet", "the fleet's name")) {
     manifest_->fleet = name->value;
   }
 
   ReadState(top);
-  manifest_->ssh.known_hosts =
-      ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
+  manifest_->ssh.known_hosts = ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
   ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
   ReadPower(top);
   // Nodes first: the other sections' checks look them up.
   ForEachEntry(top, "nodes", "node", [this](const Entry& e) { ReadNode(e); });
-  ForEachEntry(top, "stores", "store",
-               [this](const Entry& e) { ReadStore(e); });
-  ForEachEntry(top, "images", "image",
-               [this](const Entry& e) { ReadImage(e); });
-  ForEachEntry(top, "models", "model",
-               [this](const Entry& e) { ReadModel(e); });
-  ForEachEntry(top, "deployments", "deployment",
-               [this](const Entry& e) { ReadDeployment(e); });
+  ForEachEntry(top, "stores", "store", [this](const Entry& e) { ReadStore(e); });
+  ForEachEntry(top, "images", "image", [this](const Entry& e) { ReadImage(e); });
+  ForEachEntry(top, "models", "model", [this](const Entry& e) { ReadModel(e); });
+  ForEachEntry(top, "deployments", "deployment", [this](const Entry& e) { ReadDeployment(e); });
   if (manifest_->nodes.empty() && top.Find("nodes") == nullptr) {
-    reporter_.Error(top.where(),
-                    "fleet.yaml has no 'nodes' (required: at least one node)");
+    reporter_.Error(top.where(), "fleet.yaml has no 'nodes' (required: at least one node)");
   }
 }
 
@@ -218,12 +202,10 @@ void ManifestLoader::ForEachEntry(const MapReader& top, const std::string& key,
   const MapReader section = top.Map(key, key);
   for (const Entry& e : section.entries()) {
     if (!IsValidName(e.key)) {
-      reporter_.Error(
-          e.key_loc,
-          kind + " name '" + e.key +
-              "' must be letters, digits, '-' or '_' (it becomes part of "
-              "addresses such as " +
-              kind + ".<name>)");
+      reporter_.Error(e.key_loc, kind + " name '" + e.key +
+                                     "' must be letters, digits, '-' or '_' (it becomes part of "
+                                     "addresses such as " +
+                                     kind + ".<name>)");
       continue;
     }
     read(e);
@@ -233,44 +215,35 @@ void ManifestLoader::ForEachEntry(const MapReader& top, const std::string& key,
 void ManifestLoader::ReadState(const MapReader& top) {
   const MapReader state = top.Map("state", "state");
   state.CheckKeys({"backend", "path"});
-  if (auto backend = state.Enum("backend", {"local"}))
-    manifest_->state.backend = backend->value;
+  if (auto backend = state.Enum("backend", {"local"})) manifest_->state.backend = backend->value;
   if (auto path = state.String("path")) {
     manifest_->state.path = ResolveLocalPath(*path);
   } else {
-    manifest_->state.path =
-        (fs::path(manifest_->root_dir) / ".fleet" / "state.json").string();
+    manifest_->state.path = (fs::path(manifest_->root_dir) / ".fleet" / "state.json").string();
   }
 }
 
 void ManifestLoader::ReadSsh(const MapReader& ssh, SshSettings* out) {
-  ssh.CheckKeys(
-      kSshKeys,
-      "use an identity key (identity: ~/.ssh/id_ed25519) or ssh-agent");
+  ssh.CheckKeys(kSshKeys, "use an identity key (identity: ~/.ssh/id_ed25519) or ssh-agent");
   if (auto user = ssh.String("user")) {
     if (user->value.empty() || HasSpace(user->value) ||
         user->value.find('@') != std::string::npos) {
-      reporter_.Error(user->loc, "'user' in " + ssh.what() +
-                                     " must be a plain user name, got '" +
+      reporter_.Error(user->loc, "'user' in " + ssh.what() + " must be a plain user name, got '" +
                                      user->value + "'");
     } else {
       out->user = user->value;
     }
   }
-  if (auto identity = ssh.String("identity"))
-    out->identity = ResolveLocalPath(*identity);
-  if (auto known = ssh.String("known_hosts"))
-    out->known_hosts = ResolveLocalPath(*known);
+  if (auto identity = ssh.String("identity")) out->identity = ResolveLocalPath(*identity);
+  if (auto known = ssh.String("known_hosts")) out->known_hosts = ResolveLocalPath(*known);
   if (auto port = ssh.Int("port", 1, 65535)) out->port = port->value;
   if (auto timeout = ssh.String("connect_timeout")) {
     const auto seconds = ParseDurationSeconds(timeout->value);
     if (!seconds) {
-      reporter_.Error(
-          timeout->loc,
-          "'connect_timeout' in " + ssh.what() +
-              " must be a duration such as 10s or 1m (a plain number "
-              "is seconds), got '" +
-              timeout->value + "'");
+      reporter_.Error(timeout->loc, "'connect_timeout' in " + ssh.what() +
+                                        " must be a duration such as 10s or 1m (a plain number "
+                                        "is seconds), got '" +
+                                        timeout->value + "'");
     } else {
       out->connect_timeout_s = *seconds;
     }
@@ -291,59 +264,47 @@ void ManifestLoader::ReadPower(const MapReader& top) {
                   "export the token in an environment variable and set "
                   "token_env to its name (e.g. token_env: HA_TOKEN)");
   if (power.Find("kind") == nullptr) {
-    reporter_.Error(entry->key_loc,
-                    "power has no 'kind' (required: home-assistant)");
+    reporter_.Error(entry->key_loc, "power has no 'kind' (required: home-assistant)");
   } else if (auto kind = power.Enum("kind", {"home-assistant"})) {
     out.kind = kind->value;
   }
-  if (auto url = power.RequiredString(
-          "url", "the controller's URL, e.g. https://ha.lan:8123")) {
+  if (auto url = power.RequiredString("url", "the controller's URL, e.g. https://ha.lan:8123")) {
     const std::string& u = url->value;
     const bool http = u.rfind("http://", 0) == 0 || u.rfind("https://", 0) == 0;
     const size_t authority = u.find("://");
     const std::string host_part =
-        authority == std::string::npos
-            ? u
-            : u.substr(authority + 3, u.find('/', authority + 3));
+        authority == std::string::npos ? u : u.substr(authority + 3, u.find('/', authority + 3));
     if (!http || HasSpace(u)) {
-      reporter_.Error(
-          url->loc,
-          "'url' in power must start with http:// or https://, got '" + u +
-              "'");
-    } else if (host_part.find('@') != std::string::npos ||
-               u.find("token=") != std::string::npos) {
-      reporter_.Error(
-          url->loc,
-          "'url' in power carries credentials; the manifest must never hold "
-          "secrets: put the token in an environment variable named by "
-          "token_env");
+      reporter_.Error(url->loc,
+                      "'url' in power must start with http:// or https://, got '" + u + "'");
+    } else if (host_part.find('@') != std::string::npos || u.find("token=") != std::string::npos) {
+      reporter_.Error(url->loc,
+                      "'url' in power carries credentials; the manifest must never hold "
+                      "secrets: put the token in an environment variable named by "
+                      "token_env");
     } else {
       out.url = u;
     }
   }
-  if (auto env = power.RequiredString(
-          "token_env",
-          "the name of the environment variable holding the token")) {
+  if (auto env = power.RequiredString("token_env",
+                                      "the name of the environment variable holding the token")) {
     // A long mixed-case value such as ghp_x1Y2... is also a valid variable
     // name, but nobody names a variable like that: it is the token pasted in.
-    const bool upper =
-        std::none_of(env->value.begin(), env->value.end(),
-                     [](char c) { return c >= 'a' && c <= 'z'; });
+    const bool upper = std::none_of(env->value.begin(), env->value.end(),
+                                    [](char c) { return c >= 'a' && c <= 'z'; });
     if (IsEnvVarName(env->value) && (upper || !LooksLikeToken(env->value))) {
       out.token_env = env->value;
     } else if (LooksLikeToken(env->value)) {
-      reporter_.Error(
-          env->loc,
-          "'token_env' in power holds what looks like the token itself; the "
-          "manifest must never hold secrets: export the token in an "
-          "environment variable (e.g. HA_TOKEN) and write its name here; "
-          "revoke the token if it was ever committed");
+      reporter_.Error(env->loc,
+                      "'token_env' in power holds what looks like the token itself; the "
+                      "manifest must never hold secrets: export the token in an "
+                      "environment variable (e.g. HA_TOKEN) and write its name here; "
+                      "revoke the token if it was ever committed");
     } else {
-      reporter_.Error(
-          env->loc,
-          "'token_env' in power must be an environment variable name "
-          "such as HA_TOKEN, got '" +
-              env->value + "'");
+      reporter_.Error(env->loc,
+                      "'token_env' in power must be an environment variable name "
+                      "such as HA_TOKEN, got '" +
+                          env->value + "'");
     }
   }
 }
@@ -362,18 +323,14 @@ void ManifestLoader::ReadNode(const Entry& entry) {
     return;
   }
   node.CheckKeys(kNodeKeys);
-  if (auto address =
-          node.RequiredString("address", "a host name, an IP or local")) {
+  if (auto address = node.RequiredString("address", "a host name, an IP or local")) {
     if (address->value.find('@') != std::string::npos) {
-      reporter_.Error(address->loc, "'address' in " + what +
-                                        " must be a host name or IP, got '" +
-                                        address->value +
-                                        "'; put the user in ssh: {user: ...}");
+      reporter_.Error(address->loc, "'address' in " + what + " must be a host name or IP, got '" +
+                                        address->value + "'; put the user in ssh: {user: ...}");
     } else if (HasSpace(address->value) || address->value.empty()) {
-      reporter_.Error(address->loc,
-                      "'address' in " + what +
-                          " must be a host name, an IP or local, got '" +
-                          address->value + "'");
+      reporter_.Error(address->loc, "'address' in " + what +
+                                        " must be a host name, an IP or local, got '" +
+                                        address->value + "'");
     } else {
       spec.address = address->value;
     }
@@ -381,15 +338,12 @@ void ManifestLoader::ReadNode(const Entry& entry) {
   ReadSsh(node.Map("ssh", what + " ssh"), &spec.ssh);
   if (auto hostname = node.String("hostname")) spec.hostname = hostname->value;
   ReadNodePower(node, &spec);
-  if (auto cli = node.Enum("container_cli", {"docker", "podman"}))
-    spec.container_cli = cli->value;
-  if (auto ram = node.Enum("display_ram", kDisplayRam))
-    spec.display_ram = ram->value;
+  if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
+  if (auto ram = node.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
   ReadNodePaths(node, &spec);
   if (auto command = node.String("poweroff_command")) {
     if (command->value.empty()) {
-      reporter_.Error(command->loc,
-                      "'poweroff_command' in " + what + " is empty");
+      reporter_.Error(command->loc, "'poweroff_command' in " + what + " is empty");
     } else {
       spec.poweroff_command = command->value;
     }
@@ -407,30 +361,25 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   spec->power.loc = entry->key_loc;
   power.CheckKeys({"switch", "state", "boot_timeout", "shutdown_timeout"});
   if (!manifest_->power.present) {
-    reporter_.Error(
-        entry->key_loc,
-        node.what() +
-            " has power: but the fleet has no power controller; add one at the "
-            "top "
-            "level: power: {kind: home-assistant, url: ..., token_env: ...}");
+    reporter_.Error(entry->key_loc,
+                    node.what() +
+                        " has power: but the fleet has no power controller; add one at the "
+                        "top "
+                        "level: power: {kind: home-assistant, url: ..., token_env: ...}");
   }
-  if (auto entity = power.RequiredString(
-          "switch", "a switch entity such as switch.dgx1")) {
+  if (auto entity = power.RequiredString("switch", "a switch entity such as switch.dgx1")) {
     const std::string& s = entity->value;
     const size_t dot = s.find('.');
-    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size() ||
-        HasSpace(s)) {
-      reporter_.Error(entity->loc,
-                      "'switch' in " + what +
-                          " must be an entity id such as switch.dgx1, got '" +
-                          s + "'");
+    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size() || HasSpace(s)) {
+      reporter_.Error(
+          entity->loc,
+          "'switch' in " + what + " must be an entity id such as switch.dgx1, got '" + s + "'");
     } else {
       spec->power.switch_entity = s;
       notes_.switches[spec->name] = *entity;
     }
   }
-  if (auto state = power.Enum("state", {"on", "off"}))
-    spec->power.state = state->value;
+  if (auto state = power.Enum("state", {"on", "off"})) spec->power.state = state->value;
   // How long power on waits for SSH, and power off for SSH to stop.
   const std::pair<const char*, int*> timeouts[] = {
       {"boot_timeout", &spec->power.boot_timeout_s},
@@ -453,13 +402,10 @@ void ManifestLoader::ReadNodePaths(const MapReader& node, NodeSpec* spec) {
   const MapReader paths = node.Map("paths", node.what() + " paths");
   paths.CheckKeys({"hf_cache", "sysfs", "dev"});
   const std::pair<const char*, std::string*> fields[] = {
-      {"hf_cache", &spec->hf_cache},
-      {"sysfs", &spec->sysfs},
-      {"dev", &spec->dev}};
+      {"hf_cache", &spec->hf_cache}, {"sysfs", &spec->sysfs}, {"dev", &spec->dev}};
   for (const auto& [key, out] : fields) {
     if (auto path = paths.String(key)) {
-      if (CheckNodePath(*path, "'" + std::string(key) + "' in " + paths.what()))
-        *out = path->value;
+      if (CheckNodePath(*path, "'" + std::string(key) + "' in " + paths.what())) *out = path->value;
     }
   }
 }
@@ -471,38 +417,31 @@ void ManifestLoader::ReadStore(const Entry& entry) {
   spec.name = entry.key;
   spec.loc = entry.key_loc;
   if (entry.key == "local") {
-    reporter_.Error(
-        entry.key_loc,
-        "a store may not be named 'local': models use store: local for "
-        "each node's own cache");
+    reporter_.Error(entry.key_loc,
+                    "a store may not be named 'local': models use store: local for "
+                    "each node's own cache");
   }
   if (store.ok()) {
     store.CheckKeys({"path", "nodes"});
-    if (auto path =
-            store.RequiredString("path", "the store's path on its nodes")) {
+    if (auto path = store.RequiredString("path", "the store's path on its nodes")) {
       if (CheckNodePath(*path, "'path' in " + what)) spec.path = path->value;
     }
     if (auto nodes = store.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);
       if (nodes->empty()) {
-        reporter_.Error(
-            store.Find("nodes")->value_loc,
-            "'nodes' in " + what + " is empty; list the nodes that mount it");
+        reporter_.Error(store.Find("nodes")->value_loc,
+                        "'nodes' in " + what + " is empty; list the nodes that mount it");
       }
     } else if (store.Find("nodes") == nullptr) {
-      reporter_.Error(
-          entry.key_loc,
-          what + " has no 'nodes' (required: the nodes that mount it)");
+      reporter_.Error(entry.key_loc, what + " has no 'nodes' (required: the nodes that mount it)");
     }
   }
   manifest_->stores[spec.name] = std::move(spec);
 }
 
-bool ManifestLoader::ReadSource(const MapReader& map,
-                                const std::vector<std::string>& plain,
-                                const std::vector<std::string>& prefixed,
-                                std::string* out) {
+bool ManifestLoader::ReadSource(const MapReader& map, const std::vector<std::string>& plain,
+                                const std::vector<std::string>& prefixed, std::string* out) {
   auto source = map.String("source");
   if (!source) return false;
   const std::string& s = source->value;
@@ -521,8 +460,8 @@ bool ManifestLoader::ReadSource(const MapReader& map,
   }
   std::vector<std::string> expected = plain;
   for (const std::string& kind : prefixed) expected.push_back(kind + ":<name>");
-  std::string message = "'source' in " + map.what() + " must be " +
-                        JoinOr(expected) + ", got '" + s + "'";
+  std::string message =
+      "'source' in " + map.what() + " must be " + JoinOr(expected) + ", got '" + s + "'";
   const std::string near = NearestName(s, plain);
   if (!near.empty()) message += "; did you mean '" + near + "'?";
   reporter_.Error(source->loc, message);
@@ -538,8 +477,7 @@ void ManifestLoader::ReadImage(const Entry& entry) {
   spec.source = "registry";
   if (image.ok()) {
     image.CheckKeys({"ref", "source", "allow_floating", "nodes"});
-    if (auto floating = image.Bool("allow_floating"))
-      spec.allow_floating = floating->value;
+    if (auto floating = image.Bool("allow_floating")) spec.allow_floating = floating->value;
     if (auto ref = image.RequiredString("ref", "repo@sha256:<digest>")) {
       spec.ref = ref->value;
       switch (ClassifyImageRef(ref->value)) {
@@ -547,26 +485,22 @@ void ManifestLoader::ReadImage(const Entry& entry) {
           break;
         case ImageRefKind::kFloating:
           if (spec.allow_floating) {
-            reporter_.Warning(
-                ref->loc, FloatingImageMessage(entry.key, ref->value) +
-                              " (allow_floating is set: every pull may bring a "
-                              "different image)");
+            reporter_.Warning(ref->loc, FloatingImageMessage(entry.key, ref->value) +
+                                            " (allow_floating is set: every pull may bring a "
+                                            "different image)");
           } else {
-            reporter_.Error(ref->loc,
-                            FloatingImageMessage(entry.key, ref->value));
+            reporter_.Error(ref->loc, FloatingImageMessage(entry.key, ref->value));
           }
           break;
         case ImageRefKind::kBadDigest:
-          reporter_.Error(ref->loc, what + ": ref '" + ref->value +
-                                        "' has a malformed digest; expected " +
-                                        ImageRepository(ref->value) +
-                                        "@sha256:<64 lowercase hex digits>");
+          reporter_.Error(ref->loc,
+                          what + ": ref '" + ref->value + "' has a malformed digest; expected " +
+                              ImageRepository(ref->value) + "@sha256:<64 lowercase hex digits>");
           break;
         case ImageRefKind::kMalformed:
-          reporter_.Error(ref->loc,
-                          what + ": ref '" + ref->value +
-                              "' is not an image reference; expected "
-                              "repo@sha256:<64 lowercase hex digits>");
+          reporter_.Error(ref->loc, what + ": ref '" + ref->value +
+                                        "' is not an image reference; expected "
+                                        "repo@sha256:<64 lowercase hex digits>");
           break;
       }
     }
@@ -588,14 +522,13 @@ void ManifestLoader::ReadModel(const Entry& entry) {
   spec.store = "local";
   spec.source = "hub";
   if (model.ok()) {
-    model.CheckKeys(
-        {"repo", "revision", "store", "source", "allow_floating", "nodes"});
-    if (auto floating = model.Bool("allow_floating"))
-      spec.allow_floating = floating->value;
+    model.CheckKeys({"repo", "revision", "store", "source", "allow_floating", "nodes", "verify"});
+    if (auto floating = model.Bool("allow_floating")) spec.allow_floating = floating->value;
+    if (auto verify = model.Enum("verify", {"sizes", "deep"})) spec.verify = verify->value;
     if (auto repo = model.RequiredString("repo", "the hub repo id, org/name")) {
       const std::string& r = repo->value;
-      if (r.empty() || HasSpace(r) || std::count(r.begin(), r.end(), '/') > 1 ||
-          r.front() == '/' || r.back() == '/') {
+      if (r.empty() || HasSpace(r) || std::count(r.begin(), r.end(), '/') > 1 || r.front() == '/' ||
+          r.back() == '/') {
         reporter_.Error(repo->loc, "'repo' in " + what +
                                        " must be a hub repo id such as "
                                        "org/name, got '" +
@@ -604,8 +537,7 @@ void ManifestLoader::ReadModel(const Entry& entry) {
         spec.repo = r;
       }
     }
-    if (auto revision =
-            model.RequiredString("revision", "the 40-hex commit id to serve")) {
+    if (auto revision = model.RequiredString("revision", "the 40-hex commit id to serve")) {
       spec.revision = revision->value;
       const std::string& rev = revision->value;
       switch (ClassifyRevision(rev)) {
@@ -623,28 +555,24 @@ void ManifestLoader::ReadModel(const Entry& entry) {
           break;
         }
         case RevisionKind::kFloating: {
-          const std::string message = FloatingRevisionMessage(
-              entry.key, spec.repo.empty() ? "the repo" : spec.repo, rev);
+          const std::string message =
+              FloatingRevisionMessage(entry.key, spec.repo.empty() ? "the repo" : spec.repo, rev);
           if (spec.allow_floating) {
-            reporter_.Warning(revision->loc,
-                              message + " (allow_floating is set)");
+            reporter_.Warning(revision->loc, message + " (allow_floating is set)");
           } else {
             reporter_.Error(revision->loc, message);
           }
           break;
         }
         case RevisionKind::kMalformed:
-          reporter_.Error(revision->loc, "'revision' in " + what +
-                                             " must be a commit id (40 " +
-                                             "lowercase hex digits), got '" +
-                                             rev + "'");
+          reporter_.Error(revision->loc, "'revision' in " + what + " must be a commit id (40 " +
+                                             "lowercase hex digits), got '" + rev + "'");
           break;
       }
     }
     if (auto store = model.String("store")) {
       spec.store = store->value;
-      if (store->value != "local")
-        AddRefs("store", "'store' in " + what, {*store});
+      if (store->value != "local") AddRefs("store", "'store' in " + what, {*store});
     }
     ReadSource(model, {"hub"}, {"node", "store"}, &spec.source);
     if (spec.source == "store:" + spec.store) {
@@ -672,24 +600,19 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   notes_.deployment_order.push_back(entry.key);
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
-    deployment.CheckKeys(
-        {"recipe", "nodes", "image", "model", "display_ram", "port", "health"});
+    deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health"});
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);
       locs.nodes = *nodes;
       if (nodes->empty()) {
-        reporter_.Error(
-            deployment.Find("nodes")->value_loc,
-            "'nodes' in " + what + " is empty; list the nodes that serve it");
+        reporter_.Error(deployment.Find("nodes")->value_loc,
+                        "'nodes' in " + what + " is empty; list the nodes that serve it");
       }
     } else if (deployment.Find("nodes") == nullptr) {
-      reporter_.Error(
-          entry.key_loc,
-          what + " has no 'nodes' (required: the nodes that serve it)");
+      reporter_.Error(entry.key_loc, what + " has no 'nodes' (required: the nodes that serve it)");
     }
-    if (auto image = deployment.RequiredString(
-            "image", "the name of an entry under images:")) {
+    if (auto image = deployment.RequiredString("image", "the name of an entry under images:")) {
       spec.image = image->value;
       AddRefs("image", what, {*image});
     }
@@ -697,23 +620,20 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
       spec.model = model->value;
       AddRefs("model", what, {*model});
     }
-    if (auto ram = deployment.Enum("display_ram", kDisplayRam))
-      spec.display_ram = ram->value;
+    if (auto ram = deployment.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
     if (auto port = deployment.Int("port", 1, 65535)) {
       spec.port = port->value;
       locs.port = port->loc;
     } else if (deployment.Find("port") == nullptr) {
-      reporter_.Error(entry.key_loc,
-                      what + " has no 'port' (required: 1-65535)");
+      reporter_.Error(entry.key_loc, what + " has no 'port' (required: 1-65535)");
     }
     const MapReader health = deployment.Map("health", what + " health");
     health.CheckKeys({"path", "timeout"});
     if (auto path = health.String("path")) {
       if (path->value.empty() || path->value[0] != '/') {
-        reporter_.Error(path->loc,
-                        "'path' in " + health.what() +
-                            " must be an HTTP path starting with '/', got '" +
-                            path->value + "'");
+        reporter_.Error(path->loc, "'path' in " + health.what() +
+                                       " must be an HTTP path starting with '/', got '" +
+                                       path->value + "'");
       } else {
         spec.health.path = path->value;
       }
@@ -722,55 +642,43 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
       if (auto seconds = ParseDurationSeconds(timeout->value)) {
         spec.health.timeout_s = *seconds;
       } else {
-        reporter_.Error(
-            timeout->loc,
-            "'timeout' in " + health.what() +
-                " must be a duration such as 30m, 90s or 2h (a plain "
-                "number is seconds), got '" +
-                timeout->value + "'");
+        reporter_.Error(timeout->loc, "'timeout' in " + health.what() +
+                                          " must be a duration such as 30m, 90s or 2h (a plain "
+                                          "number is seconds), got '" +
+                                          timeout->value + "'");
       }
     }
-    if (auto recipe = deployment.RequiredString(
-            "recipe", "the path of a recipe TOML file")) {
+    if (auto recipe = deployment.RequiredString("recipe", "the path of a recipe TOML file")) {
       ReadRecipe(*recipe, &spec);
     }
-    if (spec.model.empty() &&
-        RecipeUsesPlaceholder(spec.recipe, "model_path")) {
-      reporter_.Error(entry.key_loc,
-                      what + " has no 'model', but its recipe " +
-                          spec.recipe_path +
-                          " uses {model_path}; name the model it serves");
+    if (spec.model.empty() && RecipeUsesPlaceholder(spec.recipe, "model_path")) {
+      reporter_.Error(entry.key_loc, what + " has no 'model', but its recipe " + spec.recipe_path +
+                                         " uses {model_path}; name the model it serves");
     }
   }
   manifest_->deployments[spec.name] = std::move(spec);
 }
 
-void ManifestLoader::ReadRecipe(const Located<std::string>& path,
-                                DeploymentSpec* spec) {
+void ManifestLoader::ReadRecipe(const Located<std::string>& path, DeploymentSpec* spec) {
   spec->recipe_path = path.value;
   if (path.value.empty()) {
-    reporter_.Error(path.loc,
-                    "'recipe' in deployment '" + spec->name + "' is empty");
+    reporter_.Error(path.loc, "'recipe' in deployment '" + spec->name + "' is empty");
     return;
   }
-  const fs::path resolved =
-      (fs::path(manifest_->root_dir) / path.value).lexically_normal();
+  const fs::path resolved = (fs::path(manifest_->root_dir) / path.value).lexically_normal();
   std::error_code ec;
   if (!fs::is_regular_file(resolved, ec)) {
-    std::string message = "deployment '" + spec->name + "': recipe file '" +
-                          path.value + "' not found (looked for " +
-                          resolved.string() + ")";
+    std::string message = "deployment '" + spec->name + "': recipe file '" + path.value +
+                          "' not found (looked for " + resolved.string() + ")";
     // Suggest a close file name in the same directory: a typo in a file name
     // is the usual cause.
     std::vector<std::string> siblings;
     for (const auto& f : fs::directory_iterator(resolved.parent_path(), ec)) {
       siblings.push_back(f.path().filename().string());
     }
-    const std::string near =
-        NearestName(resolved.filename().string(), siblings);
+    const std::string near = NearestName(resolved.filename().string(), siblings);
     if (!near.empty()) {
-      message += "; did you mean '" +
-                 (fs::path(path.value).parent_path() / near).string() + "'?";
+      message += "; did you mean '" + (fs::path(path.value).parent_path() / near).string() + "'?";
     }
     reporter_.Error(path.loc, message);
     return;
@@ -784,8 +692,7 @@ void ManifestLoader::ReadRecipe(const Located<std::string>& path,
   spec->recipe = cached->second;
 }
 
-void ManifestLoader::AddRefs(const std::string& kind,
-                             const std::string& context,
+void ManifestLoader::AddRefs(const std::string& kind, const std::string& context,
                              const std::vector<Located<std::string>>& refs) {
   for (const auto& ref : refs) notes_.refs.push_back({kind, context, ref});
 }
@@ -795,9 +702,7 @@ std::string ManifestLoader::ResolveLocalPath(const Located<std::string>& path) {
   if (p.empty()) return p;
   if (p[0] == '~') {
     if (p.size() > 1 && p[1] != '/') {
-      reporter_.Error(
-          path.loc,
-          "'" + p + "': ~user paths are not supported; write the full path");
+      reporter_.Error(path.loc, "'" + p + "': ~user paths are not supported; write the full path");
       return p;
     }
     return (fs::path(HomeDir() + p.substr(1))).lexically_normal().string();
@@ -807,51 +712,41 @@ std::string ManifestLoader::ResolveLocalPath(const Located<std::string>& path) {
   return (fs::path(manifest_->root_dir) / fp).lexically_normal().string();
 }
 
-bool ManifestLoader::CheckNodePath(const Located<std::string>& path,
-                                   const std::string& field) {
+bool ManifestLoader::CheckNodePath(const Located<std::string>& path, const std::string& field) {
   const std::string& p = path.value;
-  if (!p.empty() && (p[0] == '/' || p == "~" || p.rfind("~/", 0) == 0))
-    return true;
-  reporter_.Error(path.loc,
-                  field +
-                      " must be an absolute path on the node (or ~/... for the "
-                      "node user's home), got '" +
-                      p + "'");
+  if (!p.empty() && (p[0] == '/' || p == "~" || p.rfind("~/", 0) == 0)) return true;
+  reporter_.Error(path.loc, field +
+                                " must be an absolute path on the node (or ~/... for the "
+                                "node user's home), got '" +
+                                p + "'");
   return false;
 }
 
 }  // namespace
 
-bool LoadManifest(const std::string& dir, Manifest* manifest,
-                  Diagnostics* diags) {
+bool LoadManifest(const std::string& dir, Manifest* manifest, Diagnostics* diags) {
   Diagnostics found;
   try {
     std::error_code ec;
-    fs::path root =
-        fs::absolute(dir.empty() ? "." : dir, ec).lexically_normal();
+    fs::path root = fs::absolute(dir.empty() ? "." : dir, ec).lexically_normal();
     std::string root_dir = root.string();
     while (root_dir.size() > 1 && root_dir.back() == '/') root_dir.pop_back();
     ManifestLoader(root_dir, manifest, &found).Load();
   } catch (const std::exception& e) {
     // Nothing above is meant to throw; if a library still does, the operator
     // gets a located-as-possible error instead of a crash.
-    found.push_back(
-        {Diagnostic::Severity::kError, SourceLoc{kManifestFile, 0, 0},
-         std::string("internal error while loading the manifest: ") +
-             e.what()});
+    found.push_back({Diagnostic::Severity::kError, SourceLoc{kManifestFile, 0, 0},
+                     std::string("internal error while loading the manifest: ") + e.what()});
   }
   // Report in reading order: fleet.yaml top to bottom, then each recipe.
-  std::stable_sort(found.begin(), found.end(),
-                   [](const Diagnostic& a, const Diagnostic& b) {
-                     const bool a_main = a.loc.file == kManifestFile;
-                     const bool b_main = b.loc.file == kManifestFile;
-                     if (a_main != b_main) return a_main;
-                     if (a.loc.file != b.loc.file)
-                       return a.loc.file < b.loc.file;
-                     if (a.loc.line != b.loc.line)
-                       return a.loc.line < b.loc.line;
-                     return a.loc.column < b.loc.column;
-                   });
+  std::stable_sort(found.begin(), found.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    const bool a_main = a.loc.file == kManifestFile;
+    const bool b_main = b.loc.file == kManifestFile;
+    if (a_main != b_main) return a_main;
+    if (a.loc.file != b.loc.file) return a.loc.file < b.loc.file;
+    if (a.loc.line != b.loc.line) return a.loc.line < b.loc.line;
+    return a.loc.column < b.loc.column;
+  });
   const bool ok = !HasErrors(found);
   diags->insert(diags->end(), found.begin(), found.end());
   return ok;

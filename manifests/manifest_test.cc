@@ -14,8 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kTestdata[] = FLEET_MANIFESTS_TESTDATA;
-constexpr char kDigest[] =
-    "8d13908715809a2c974703ebdef73a03f3e854ceee241693788453a614abadc3";
+constexpr char kDigest[] = "8d13908715809a2c974703ebdef73a03f3e854ceee241693788453a614abadc3";
 constexpr char kRevision[] = "f751b8828ef23efd613b30602303a90e4e09e42d";
 
 std::string Dump(const Diagnostics& diags) {
@@ -39,8 +38,8 @@ class TempRepo {
   TempRepo() {
     char pattern[] = "/tmp/fleet-manifest-test-XXXXXX";
     dir_ = mkdtemp(pattern);
-    fs::copy(fs::path(kTestdata) / "valid" / "recipes",
-             fs::path(dir_) / "recipes", fs::copy_options::recursive);
+    fs::copy(fs::path(kTestdata) / "valid" / "recipes", fs::path(dir_) / "recipes",
+             fs::copy_options::recursive);
   }
   ~TempRepo() { fs::remove_all(dir_); }
   const std::string& dir() const { return dir_; }
@@ -201,8 +200,7 @@ TEST(ManifestTest, ValidRepoLoadsEveryField) {
 }
 
 TEST(ManifestTest, UnknownKeyWithDidYouMean) {
-  const Loaded l =
-      LoadYaml(std::string(kBase) + "  dgx3:\n    adress: dgx3.lan\n");
+  const Loaded l = LoadYaml(std::string(kBase) + "  dgx3:\n    adress: dgx3.lan\n");
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:5: error: unknown key 'adress' in node 'dgx3'; did "
@@ -308,20 +306,18 @@ TEST(ManifestTest, MissingRequiredFields) {
               "fleet.yaml:8:1: error: duplicate key 'version' in the top level "
               "(first at "
               "fleet.yaml:1:1); YAML keeps only one of them: remove one");
-  const Loaded v2 =
-      LoadYaml("version: 2\nfleet: x\nnodes: {a: {address: a}}\n");
+  const Loaded v2 = LoadYaml("version: 2\nfleet: x\nnodes: {a: {address: a}}\n");
   EXPECT_DIAG(v2.diags,
               "fleet.yaml:1:10: error: version 2 is not supported; this fleet "
               "reads version: 1");
 }
 
 TEST(ManifestTest, DuplicateKeys) {
-  const Loaded l = LoadYaml(
-      std::string(kBase) + "    address: other.lan\n  dgx1:\n    address: x\n");
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:8:5: error: duplicate key 'address' in node 'dgx2' (first at "
-      "fleet.yaml:7:5); YAML keeps only one of them: remove one");
+  const Loaded l =
+      LoadYaml(std::string(kBase) + "    address: other.lan\n  dgx1:\n    address: x\n");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:5: error: duplicate key 'address' in node 'dgx2' (first at "
+              "fleet.yaml:7:5); YAML keeps only one of them: remove one");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:3: error: duplicate key 'dgx1' in nodes (first at "
               "fleet.yaml:4:3); "
@@ -338,32 +334,30 @@ constexpr char kDeployBase[] =
     "stores:\n"                                        // 6
     "  nas: {path: /mnt/nas, nodes: [dgx1, dgx2]}\n";  // 7
 
-std::string Image(const std::string& name, const std::string& ref,
-                  const std::string& extra = "") {
+std::string Image(const std::string& name, const std::string& ref, const std::string& extra = "") {
   return "  " + name + ": {ref: \"" + ref + "\"" + extra + "}\n";
 }
 
 TEST(ManifestTest, DanglingReferencesWithDidYouMean) {
-  const std::string yaml =
-      std::string(kDeployBase) + "images:\n"  // 8
-      + Image("b12x", std::string("eugr/b12x@sha256:") + kDigest,
-              ", nodes: [dgx3]") +  // 9
-      Image("exl3", std::string("x/exl3@sha256:") + kDigest,
-            ", source: node:dgx7") +  // 10
-      "models:\n"                     // 11
-      "  qwen38: {repo: a/q, revision: " +
-      kRevision +
-      ", store: nsa}\n"  // 12
-      "  dsv41: {repo: a/d, revision: " +
-      kRevision +
-      ", source: store:nsa}\n"                             // 13
-      "deployments:\n"                                     // 14
-      "  qwen38:\n"                                        // 15
-      "    recipe: recipes/qwen38-flash-next-int4.toml\n"  // 16
-      "    nodes: [dgx1, dgx9]\n"                          // 17
-      "    image: b12y\n"                                  // 18
-      "    model: qwen83\n"                                // 19
-      "    port: 30000\n";                                 // 20
+  const std::string yaml = std::string(kDeployBase) + "images:\n"  // 8
+                           + Image("b12x", std::string("eugr/b12x@sha256:") + kDigest,
+                                   ", nodes: [dgx3]") +  // 9
+                           Image("exl3", std::string("x/exl3@sha256:") + kDigest,
+                                 ", source: node:dgx7") +  // 10
+                           "models:\n"                     // 11
+                           "  qwen38: {repo: a/q, revision: " +
+                           kRevision +
+                           ", store: nsa}\n"  // 12
+                           "  dsv41: {repo: a/d, revision: " +
+                           kRevision +
+                           ", source: store:nsa}\n"                             // 13
+                           "deployments:\n"                                     // 14
+                           "  qwen38:\n"                                        // 15
+                           "    recipe: recipes/qwen38-flash-next-int4.toml\n"  // 16
+                           "    nodes: [dgx1, dgx9]\n"                          // 17
+                           "    image: b12y\n"                                  // 18
+                           "    model: qwen83\n"                                // 19
+                           "    port: 30000\n";                                 // 20
   const Loaded l = LoadYaml(yaml);
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
@@ -398,8 +392,7 @@ TEST(ManifestTest, DanglingReferencesWithDidYouMean) {
 
 TEST(ManifestTest, StoreNodeThatDoesNotExist) {
   const Loaded l =
-      LoadYaml(std::string(kBase) +
-               "stores:\n  nas: {path: /nas, nodes: [dgx1, dgx11]}\n");
+      LoadYaml(std::string(kBase) + "stores:\n  nas: {path: /nas, nodes: [dgx1, dgx11]}\n");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:35: error: store 'nas': node 'dgx11' is not "
               "defined under nodes:; "
@@ -408,8 +401,7 @@ TEST(ManifestTest, StoreNodeThatDoesNotExist) {
 
 TEST(ManifestTest, FloatingImageRef) {
   const std::string yaml =
-      std::string(kBase) +
-      "images:\n  b12x: {ref: eugr/spark-vllm-b12x:latest}\n";
+      std::string(kBase) + "images:\n  b12x: {ref: eugr/spark-vllm-b12x:latest}\n";
   const Loaded l = LoadYaml(yaml);
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
@@ -421,10 +413,9 @@ TEST(ManifestTest, FloatingImageRef) {
               "or `docker buildx "
               "imagetools inspect`), or set allow_floating: true");
   // With allow_floating the same ref is a warning and the manifest loads.
-  const Loaded w = LoadYaml(
-      std::string(kBase) +
-      "images:\n  b12x: {ref: eugr/spark-vllm-b12x:latest, allow_floating: "
-      "true}\n");
+  const Loaded w = LoadYaml(std::string(kBase) +
+                            "images:\n  b12x: {ref: eugr/spark-vllm-b12x:latest, allow_floating: "
+                            "true}\n");
   EXPECT_TRUE(w.ok) << Dump(w.diags);
   ASSERT_EQ(w.diags.size(), 1u) << Dump(w.diags);
   EXPECT_EQ(w.diags[0].severity, Diagnostic::Severity::kWarning);
@@ -435,27 +426,24 @@ TEST(ManifestTest, FloatingImageRef) {
 TEST(ManifestTest, ImageRefForms) {
   const std::string sha = std::string("@sha256:") + kDigest;
   // A registry port is not a tag.
-  const Loaded port = LoadYaml(
-      std::string(kBase) + "images:\n  a: {ref: localhost:5000/lab/b12x}\n");
+  const Loaded port =
+      LoadYaml(std::string(kBase) + "images:\n  a: {ref: localhost:5000/lab/b12x}\n");
   ASSERT_EQ(port.diags.size(), 1u);
-  EXPECT_NE(port.diags[0].message.find(
-                "pin it: localhost:5000/lab/b12x@sha256:<digest>"),
+  EXPECT_NE(port.diags[0].message.find("pin it: localhost:5000/lab/b12x@sha256:<digest>"),
             std::string::npos)
       << port.diags[0].message;
   // repo:tag@digest is pinned; so is a registry with a port.
-  const Loaded pinned =
-      LoadYaml(std::string(kBase) + "images:\n  a: {ref: \"eugr/x:nightly" +
-               sha + "\"}\n  b: {ref: \"localhost:5000/x" + sha + "\"}\n");
+  const Loaded pinned = LoadYaml(std::string(kBase) + "images:\n  a: {ref: \"eugr/x:nightly" + sha +
+                                 "\"}\n  b: {ref: \"localhost:5000/x" + sha + "\"}\n");
   EXPECT_TRUE(pinned.ok) << Dump(pinned.diags);
-  const Loaded bad = LoadYaml(
-      std::string(kBase) + "images:\n  a: {ref: \"eugr/x@sha256:C9E22735\"}\n");
+  const Loaded bad =
+      LoadYaml(std::string(kBase) + "images:\n  a: {ref: \"eugr/x@sha256:C9E22735\"}\n");
   EXPECT_DIAG(bad.diags,
               "fleet.yaml:9:12: error: image 'a': ref 'eugr/x@sha256:C9E22735' "
               "has a malformed "
               "digest; expected eugr/x@sha256:<64 lowercase hex digits>");
-  const Loaded source =
-      LoadYaml(std::string(kBase) + "images:\n  a: {ref: \"eugr/x" + sha +
-               "\", source: regsitry}\n");
+  const Loaded source = LoadYaml(std::string(kBase) + "images:\n  a: {ref: \"eugr/x" + sha +
+                                 "\", source: regsitry}\n");
   EXPECT_DIAG(source.diags,
               "fleet.yaml:9:102: error: 'source' in image 'a' must be "
               "registry, peers or "
@@ -464,8 +452,7 @@ TEST(ManifestTest, ImageRefForms) {
 
 TEST(ManifestTest, FloatingModelRevision) {
   const Loaded l = LoadYaml(
-      std::string(kBase) +
-      "models:\n  qwen38:\n    repo: azampatti/Qwen3.8\n    revision: main\n");
+      std::string(kBase) + "models:\n  qwen38:\n    repo: azampatti/Qwen3.8\n    revision: main\n");
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
               "fleet.yaml:11:15: error: model 'qwen38': revision 'main' floats "
@@ -476,10 +463,9 @@ TEST(ManifestTest, FloatingModelRevision) {
               "<hf_cache>/models--azampatti--Qwen3.8/refs/main` on a node that "
               "has it), or set "
               "allow_floating: true");
-  const Loaded w = LoadYaml(
-      std::string(kBase) +
-      "models:\n  qwen38:\n    repo: azampatti/Qwen3.8\n    revision: main\n"
-      "    allow_floating: true\n");
+  const Loaded w = LoadYaml(std::string(kBase) +
+                            "models:\n  qwen38:\n    repo: azampatti/Qwen3.8\n    revision: main\n"
+                            "    allow_floating: true\n");
   EXPECT_TRUE(w.ok) << Dump(w.diags);
   ASSERT_EQ(w.diags.size(), 1u);
   EXPECT_EQ(w.diags[0].severity, Diagnostic::Severity::kWarning);
@@ -488,18 +474,31 @@ TEST(ManifestTest, FloatingModelRevision) {
   const Loaded upper = LoadYaml(std::string(kBase) +
                                 "models:\n  m: {repo: a/b, revision: "
                                 "DBA1BE0A40AA45A94AD051997016DB3960A90277}\n");
-  EXPECT_DIAG(
-      upper.diags,
-      "fleet.yaml:9:28: error: 'revision' in model 'm' must be lowercase "
-      "hex, as the hub writes it: "
-      "dba1be0a40aa45a94ad051997016db3960a90277");
+  EXPECT_DIAG(upper.diags,
+              "fleet.yaml:9:28: error: 'revision' in model 'm' must be lowercase "
+              "hex, as the hub writes it: "
+              "dba1be0a40aa45a94ad051997016db3960a90277");
   const Loaded bad =
-      LoadYaml(std::string(kBase) +
-               "models:\n  m: {repo: a/b, revision: 'dba1 be0a'}\n");
-  EXPECT_DIAG(
-      bad.diags,
-      "fleet.yaml:9:28: error: 'revision' in model 'm' must be a commit id "
-      "(40 lowercase hex digits), got 'dba1 be0a'");
+      LoadYaml(std::string(kBase) + "models:\n  m: {repo: a/b, revision: 'dba1 be0a'}\n");
+  EXPECT_DIAG(bad.diags,
+              "fleet.yaml:9:28: error: 'revision' in model 'm' must be a commit id "
+              "(40 lowercase hex digits), got 'dba1 be0a'");
+}
+
+TEST(ManifestTest, ModelVerifyMode) {
+  const std::string rev = "dba1be0a40aa45a94ad051997016db3960a90277";
+  const Loaded deflt =
+      LoadYaml(std::string(kBase) + "models:\n  m: {repo: a/b, revision: " + rev + "}\n");
+  EXPECT_TRUE(deflt.ok) << Dump(deflt.diags);
+  EXPECT_EQ(deflt.manifest.models.at("m").verify, "sizes");
+  const Loaded deep = LoadYaml(std::string(kBase) + "models:\n  m: {repo: a/b, revision: " + rev +
+                               ", verify: deep}\n");
+  EXPECT_TRUE(deep.ok) << Dump(deep.diags);
+  EXPECT_EQ(deep.manifest.models.at("m").verify, "deep");
+  EXPECT_FALSE(deep.manifest.models.at("m").verify_now);  // only --verify=deep sets it
+  const Loaded bad = LoadYaml(std::string(kBase) + "models:\n  m: {repo: a/b, revision: " + rev +
+                              ", verify: sha}\n");
+  EXPECT_FALSE(bad.ok);
 }
 
 constexpr char kPowerBase[] =
@@ -528,8 +527,7 @@ TEST(ManifestTest, CopyPastedSwitchEntity) {
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
-  const Loaded l = LoadYaml(std::string(kBase) +
-                            "    power: {switch: switch.dgx2, state: of}\n");
+  const Loaded l = LoadYaml(std::string(kBase) + "    power: {switch: switch.dgx2, state: of}\n");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:5: error: node 'dgx2' has power: but the fleet has "
               "no power "
@@ -542,12 +540,11 @@ TEST(ManifestTest, NodePowerWithoutController) {
 }
 
 TEST(ManifestTest, NoTokensInTheManifest) {
-  const Loaded l =
-      LoadYaml(std::string(kBase) +
-               "power:\n"                                                  // 8
-               "  kind: home-assistant\n"                                  // 9
-               "  url: https://ha.lan:8123\n"                              // 10
-               "  token: eyJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJ4In0.abc123\n");  // 11
+  const Loaded l = LoadYaml(std::string(kBase) +
+                            "power:\n"                                                  // 8
+                            "  kind: home-assistant\n"                                  // 9
+                            "  url: https://ha.lan:8123\n"                              // 10
+                            "  token: eyJhbGciOiJIUzI1NiJ9.eyJpc3MiOiJ4In0.abc123\n");  // 11
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
               "fleet.yaml:11:3: error: 'token' in power: the manifest must "
@@ -562,13 +559,11 @@ TEST(ManifestTest, NoTokensInTheManifest) {
               "name of the "
               "environment variable holding the token)");
   for (const Diagnostic& d : l.diags) {
-    EXPECT_EQ(d.message.find("eyJhbGciOiJIUzI1NiJ9"), std::string::npos)
-        << "leaks the token";
+    EXPECT_EQ(d.message.find("eyJhbGciOiJIUzI1NiJ9"), std::string::npos) << "leaks the token";
   }
-  const Loaded env =
-      LoadYaml(std::string(kBase) +
-               "power: {kind: home-assistant, url: https://ha.lan, token_env: "
-               "ghp_abcdefghijklmnop1234}\n");
+  const Loaded env = LoadYaml(std::string(kBase) +
+                              "power: {kind: home-assistant, url: https://ha.lan, token_env: "
+                              "ghp_abcdefghijklmnop1234}\n");
   EXPECT_DIAG(env.diags,
               "fleet.yaml:8:63: error: 'token_env' in power holds what looks "
               "like the token "
@@ -577,8 +572,7 @@ TEST(ManifestTest, NoTokensInTheManifest) {
               "variable (e.g. HA_TOKEN) and write its name here; revoke the "
               "token if it was ever "
               "committed");
-  const Loaded ssh =
-      LoadYaml(std::string(kBase) + "    ssh: {password: hunter2}\n");
+  const Loaded ssh = LoadYaml(std::string(kBase) + "    ssh: {password: hunter2}\n");
   EXPECT_DIAG(ssh.diags,
               "fleet.yaml:8:11: error: 'password' in node 'dgx2' ssh: the "
               "manifest must never "
@@ -587,12 +581,10 @@ TEST(ManifestTest, NoTokensInTheManifest) {
               "~/.ssh/id_ed25519) or ssh-agent");
 }
 
-std::string Deployment(const std::string& name, const std::string& nodes,
-                       int port, const std::string& extra = "") {
-  return "  " + name +
-         ": {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [" + nodes +
-         "], image: b12x, model: qwen38, port: " + std::to_string(port) +
-         extra + "}\n";
+std::string Deployment(const std::string& name, const std::string& nodes, int port,
+                       const std::string& extra = "") {
+  return "  " + name + ": {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [" + nodes +
+         "], image: b12x, model: qwen38, port: " + std::to_string(port) + extra + "}\n";
 }
 
 std::string DeployRepo() {
@@ -606,18 +598,16 @@ std::string DeployRepo() {
 }
 
 TEST(ManifestTest, DeploymentPorts) {
-  const Loaded l = LoadYaml(
-      DeployRepo() + Deployment("a", "dgx1", 30000) +  // 13
-      Deployment("b", "dgx2, dgx1", 30000) +           // 14
-      Deployment("c", "dgx2", 70000) +                 // 15
-      "  d: {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [dgx2], "
-      "image: b12x}\n");  // 16
+  const Loaded l = LoadYaml(DeployRepo() + Deployment("a", "dgx1", 30000) +  // 13
+                            Deployment("b", "dgx2, dgx1", 30000) +           // 14
+                            Deployment("c", "dgx2", 70000) +                 // 15
+                            "  d: {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [dgx2], "
+                            "image: b12x}\n");  // 16
   EXPECT_FALSE(l.ok);
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:14:107: error: deployments 'a' (fleet.yaml:13:101) and 'b' "
-      "(fleet.yaml:14:107) both use port 30000 on node 'dgx1'; give each its "
-      "own port");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:14:107: error: deployments 'a' (fleet.yaml:13:101) and 'b' "
+              "(fleet.yaml:14:107) both use port 30000 on node 'dgx1'; give each its "
+              "own port");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:15:101: error: 'port' in deployment 'c' 70000 is out "
               "of range 1-65535");
@@ -627,20 +617,18 @@ TEST(ManifestTest, DeploymentPorts) {
 }
 
 TEST(ManifestTest, DeploymentFields) {
-  const Loaded l = LoadYaml(
-      DeployRepo() +
-      Deployment("a", "dgx1", 1,
-                 ", display_ram: unlock, health: {timeout: 30 min}") +
-      Deployment("b", "dgx2", 2, ", health: {path: v1/models, timout: 90s}"));
+  const Loaded l =
+      LoadYaml(DeployRepo() +
+               Deployment("a", "dgx1", 1, ", display_ram: unlock, health: {timeout: 30 min}") +
+               Deployment("b", "dgx2", 2, ", health: {path: v1/models, timout: 90s}"));
   EXPECT_DIAG(l.diags,
               "fleet.yaml:13:117: error: 'display_ram' in deployment 'a' must "
               "be default or "
               "unlocked, got 'unlock'; did you mean 'unlocked'?");
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:13:143: error: 'timeout' in deployment 'a' health must be a "
-      "duration "
-      "such as 30m, 90s or 2h (a plain number is seconds), got '30 min'");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:13:143: error: 'timeout' in deployment 'a' health must be a "
+              "duration "
+              "such as 30m, 90s or 2h (a plain number is seconds), got '30 min'");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:14:119: error: 'path' in deployment 'b' health must "
               "be an HTTP path "
@@ -649,41 +637,36 @@ TEST(ManifestTest, DeploymentFields) {
               "fleet.yaml:14:130: error: unknown key 'timout' in deployment "
               "'b' health; did you "
               "mean 'timeout'?");
-  const Loaded ok = LoadYaml(
-      DeployRepo() + Deployment("a", "dgx1", 1, ", health: {timeout: 90}") +
-      Deployment("b", "dgx2", 2, ", health: {timeout: 1h30m}"));
+  const Loaded ok = LoadYaml(DeployRepo() + Deployment("a", "dgx1", 1, ", health: {timeout: 90}") +
+                             Deployment("b", "dgx2", 2, ", health: {timeout: 1h30m}"));
   ASSERT_TRUE(ok.ok) << Dump(ok.diags);
   EXPECT_EQ(ok.manifest.deployments.at("a").health.timeout_s, 90);
   EXPECT_EQ(ok.manifest.deployments.at("b").health.timeout_s, 5400);
 }
 
 TEST(ManifestTest, MissingRecipeFile) {
-  const Loaded l = LoadYaml(
-      DeployRepo() +
-      "  a: {recipe: recipes/qwen38-flash-next-int5.toml, nodes: [dgx1], "
-      "image: b12x, port: 1}\n");
+  const Loaded l = LoadYaml(DeployRepo() +
+                            "  a: {recipe: recipes/qwen38-flash-next-int5.toml, nodes: [dgx1], "
+                            "image: b12x, port: 1}\n");
   ASSERT_FALSE(l.ok);
   ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
   EXPECT_EQ(l.diags[0].loc.ToString(), "fleet.yaml:13:15");
-  EXPECT_NE(l.diags[0].message.find(
-                "deployment 'a': recipe file "
-                "'recipes/qwen38-flash-next-int5.toml' not found"),
+  EXPECT_NE(l.diags[0].message.find("deployment 'a': recipe file "
+                                    "'recipes/qwen38-flash-next-int5.toml' not found"),
             std::string::npos)
       << l.diags[0].message;
-  EXPECT_NE(l.diags[0].message.find(
-                "did you mean 'recipes/qwen38-flash-next-int4.toml'?"),
+  EXPECT_NE(l.diags[0].message.find("did you mean 'recipes/qwen38-flash-next-int4.toml'?"),
             std::string::npos)
       << l.diags[0].message;
 }
 
 TEST(ManifestTest, RecipeErrorsAreReportedWithTheRecipeFile) {
   TempRepo repo;
-  repo.Write("fleet.yaml",
-             DeployRepo() +
-                 "  a: {recipe: recipes/bad.toml, nodes: [dgx1], image: b12x, "
-                 "model: qwen38, port: 1}\n"
-                 "  b: {recipe: recipes/bad.toml, nodes: [dgx2], image: b12x, "
-                 "model: qwen38, port: 1}\n");
+  repo.Write("fleet.yaml", DeployRepo() +
+                               "  a: {recipe: recipes/bad.toml, nodes: [dgx1], image: b12x, "
+                               "model: qwen38, port: 1}\n"
+                               "  b: {recipe: recipes/bad.toml, nodes: [dgx2], image: b12x, "
+                               "model: qwen38, port: 1}\n");
   repo.Write("recipes/bad.toml",
              "model = \"\"\n[[extra_mounts]]\nhost = \"/a\"\ncontainer = "
              "\"/b\"\nargs = []\n");
@@ -693,20 +676,17 @@ TEST(ManifestTest, RecipeErrorsAreReportedWithTheRecipeFile) {
   // Loaded once although two deployments use it: reported once.
   ASSERT_EQ(diags.size(), 1u) << Dump(diags);
   EXPECT_EQ(diags[0].loc.ToString(), "recipes/bad.toml:5:1");
-  EXPECT_NE(diags[0].message.find("'args' is inside [[extra_mounts]] (line 2)"),
-            std::string::npos);
+  EXPECT_NE(diags[0].message.find("'args' is inside [[extra_mounts]] (line 2)"), std::string::npos);
 }
 
 TEST(ManifestTest, ModelPathPlaceholderNeedsAModel) {
-  const Loaded l = LoadYaml(
-      DeployRepo() +
-      "  a: {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [dgx1], "
-      "image: b12x, port: 1}\n");
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:13:3: error: deployment 'a' has no 'model', but its recipe "
-      "recipes/qwen38-flash-next-int4.toml uses {model_path}; name the model "
-      "it serves");
+  const Loaded l = LoadYaml(DeployRepo() +
+                            "  a: {recipe: recipes/qwen38-flash-next-int4.toml, nodes: [dgx1], "
+                            "image: b12x, port: 1}\n");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:13:3: error: deployment 'a' has no 'model', but its recipe "
+              "recipes/qwen38-flash-next-int4.toml uses {model_path}; name the model "
+              "it serves");
 }
 
 TEST(ManifestTest, ModelInAStoreTheNodeDoesNotMount) {
@@ -742,18 +722,16 @@ TEST(ManifestTest, DeploymentOnAPoweredOffNode) {
       "deployments:\n"
       "  a: {recipe: recipes/dsv41-flash-exl3-2x.toml, nodes: [dgx3], image: "
       "b12x, port: 1}\n");
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:9:57: error: deployment 'a' runs on node 'dgx3', whose power "
-      "state is "
-      "off (fleet.yaml:5:29); set its state: on or move the deployment");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:9:57: error: deployment 'a' runs on node 'dgx3', whose power "
+              "state is "
+              "off (fleet.yaml:5:29); set its state: on or move the deployment");
 }
 
 TEST(ManifestTest, TwoNamesForOneMachine) {
-  const Loaded l =
-      LoadYaml(std::string(kBase) + "  dgx5:\n    address: dgx2.lan\n" +
-               "  sim1: {address: 127.0.0.1, ssh: {port: 2201}}\n"
-               "  sim2: {address: 127.0.0.1, ssh: {port: 2202}}\n");
+  const Loaded l = LoadYaml(std::string(kBase) + "  dgx5:\n    address: dgx2.lan\n" +
+                            "  sim1: {address: 127.0.0.1, ssh: {port: 2201}}\n"
+                            "  sim2: {address: 127.0.0.1, ssh: {port: 2202}}\n");
   ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
   EXPECT_EQ(l.diags[0].ToString(),
             "fleet.yaml:8:3: error: nodes dgx2 (fleet.yaml:6:3) and dgx5 both "
@@ -806,30 +784,23 @@ TEST(ManifestTest, MalformedYamlIsLocatedNeverThrown) {
     const char* text;
   };
   const Case cases[] = {
-      {"unbalanced bracket",
-       "version: 1\nnodes: {dgx1: {address: a}\nfleet: x\n",
+      {"unbalanced bracket", "version: 1\nnodes: {dgx1: {address: a}\nfleet: x\n",
        "fleet.yaml:", "a '{' without its '}'"},
-      {"unbalanced list", "version: 1\nfleet: x\nnodes: [a, b\n",
-       "fleet.yaml:", "a '[' without"},
-      {"tab indentation",
-       "version: 1\nfleet: x\nnodes:\n  dgx1:\n\taddress: a\n",
+      {"unbalanced list", "version: 1\nfleet: x\nnodes: [a, b\n", "fleet.yaml:", "a '[' without"},
+      {"tab indentation", "version: 1\nfleet: x\nnodes:\n  dgx1:\n\taddress: a\n",
        "fleet.yaml:", "line 5 is indented with a tab"},
-      {"bare colon", "version: 1\nfleet: x\n:\n", "fleet.yaml:3:1",
-       "empty key"},
-      {"mapping in a scalar", "version: 1\nfleet: a: b\n",
-       "fleet.yaml:2:", "YAML syntax error"},
+      {"bare colon", "version: 1\nfleet: x\n:\n", "fleet.yaml:3:1", "empty key"},
+      {"mapping in a scalar", "version: 1\nfleet: a: b\n", "fleet.yaml:2:", "YAML syntax error"},
   };
   for (const Case& c : cases) {
     Loaded l;
     EXPECT_NO_THROW(l = LoadYaml(c.yaml)) << c.name;
     EXPECT_FALSE(l.ok) << c.name;
-    const auto found =
-        std::find_if(l.diags.begin(), l.diags.end(), [&](const Diagnostic& d) {
-          return d.message.find(c.text) != std::string::npos;
-        });
+    const auto found = std::find_if(l.diags.begin(), l.diags.end(), [&](const Diagnostic& d) {
+      return d.message.find(c.text) != std::string::npos;
+    });
     ASSERT_NE(found, l.diags.end()) << c.name << "\n" << Dump(l.diags);
-    EXPECT_EQ(found->ToString().rfind(c.location, 0), 0u)
-        << c.name << ": " << found->ToString();
+    EXPECT_EQ(found->ToString().rfind(c.location, 0), 0u) << c.name << ": " << found->ToString();
     EXPECT_GT(found->loc.line, 0) << c.name << ": " << found->ToString();
   }
 }
@@ -849,14 +820,12 @@ TEST(ManifestTest, EmptyAndMissingFiles) {
   Diagnostics diags;
   EXPECT_FALSE(LoadManifest("/nonexistent/repo", &m, &diags));
   ASSERT_EQ(diags.size(), 1u);
-  EXPECT_NE(diags[0].message.find("no fleet.yaml in /nonexistent/repo"),
-            std::string::npos);
+  EXPECT_NE(diags[0].message.find("no fleet.yaml in /nonexistent/repo"), std::string::npos);
 }
 
 TEST(ManifestTest, NamesMustBeAddressable) {
-  const Loaded l = LoadYaml(
-      std::string(kBase) +
-      "  dgx.9: {address: x}\nstores:\n  local: {path: /x, nodes: [dgx1]}\n");
+  const Loaded l = LoadYaml(std::string(kBase) +
+                            "  dgx.9: {address: x}\nstores:\n  local: {path: /x, nodes: [dgx1]}\n");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:3: error: node name 'dgx.9' must be letters, "
               "digits, '-' or '_' (it "

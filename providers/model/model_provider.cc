@@ -23,14 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::mutex g_verify_mu;
-std::string g_verify_override;  // "" | "sizes" | "deep"
-
-std::string VerifyOverride() {
-  std::lock_guard<std::mutex> l(g_verify_mu);
-  return g_verify_override;
-}
-
 SshEndpoint EndpointOf(const NodeSpec& spec) {
   SshEndpoint e;
   e.node = spec.name;
@@ -144,11 +136,6 @@ ModelProviderOptions ModelProviderOptions::FromEnvironment() {
   return o;
 }
 
-void SetModelVerifyOverride(const std::string& mode) {
-  std::lock_guard<std::mutex> l(g_verify_mu);
-  g_verify_override = mode;
-}
-
 Result<HubLocation> ModelLocationOnNode(const Manifest& m, const std::string& model,
                                         const std::string& node) {
   using R = Result<HubLocation>;
@@ -193,7 +180,6 @@ Result<std::unique_ptr<Transport>> ModelProvider::Dedicated(const Manifest& m,
 
 std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
   std::vector<DesiredResource> out;
-  const std::string override_mode = VerifyOverride();
   for (const auto& [name, spec] : m.models) {
     struct Loc {
       bool store;
@@ -262,8 +248,7 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
         if (!(l.store && sname == l.name) &&
             std::find(s.nodes.begin(), s.nodes.end(), node) != s.nodes.end())
           mounted.push_back({sname, s.path});
-      std::string verify = "sizes";
-      if (override_mode == "deep") verify = "deep";
+      const std::string verify = spec.verify_now ? "deep" : spec.verify;
       r.attributes = {{"repo", spec.repo},
                       {"revision", spec.revision},
                       {"store", spec.store.empty() ? "local" : spec.store},
@@ -278,7 +263,7 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
                       {"source_cache", src_cache},
                       {"self_source", self_source},
                       {"verify", verify},
-                      {"verify_forced", override_mode == "deep"},
+                      {"verify_forced", spec.verify_now},
                       {"wanted_by", l.why},
                       {"mounted_stores", mounted}};
       r.depends_on = {NodeAddress(node)};

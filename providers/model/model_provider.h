@@ -43,11 +43,6 @@ struct ModelProviderOptions {
   static ModelProviderOptions FromEnvironment();
 };
 
-// `--verify=deep` on the command line: "deep" makes every model in scope
-// hash its blobs at the next apply, even when a deep verify is recorded.
-// "" or "sizes": the manifests decide. Process-wide; set before planning.
-void SetModelVerifyOverride(const std::string& mode);
-
 // Where model `model` lives as `node` sees it: the node's hf_cache for
 // store: local, the store's path when the node mounts the store.
 Result<HubLocation> ModelLocationOnNode(const Manifest& m, const std::string& model,

@@ -82,14 +82,19 @@ TEST(ModelProvider, ExpandScopesDeploymentsNodesAndSource) {
             std::string::npos);
 }
 
-TEST(ModelProvider, DeepVerifyOverride) {
+TEST(ModelProvider, DeepVerifyFromManifestOrNow) {
   ModelProvider p;
   Manifest m = Lab();
-  SetModelVerifyOverride("deep");
-  std::vector<DesiredResource> d = p.Expand(m);
-  SetModelVerifyOverride("");
-  EXPECT_EQ(Find(d, "model.qwen@dgx2")->attributes["verify"], "deep");
   EXPECT_EQ(Find(p.Expand(m), "model.qwen@dgx2")->attributes["verify"], "sizes");
+  m.models["qwen"].verify = "deep";  // `verify: deep` in fleet.yaml
+  auto d = p.Expand(m);
+  EXPECT_EQ(Find(d, "model.qwen@dgx2")->attributes["verify"], "deep");
+  EXPECT_EQ(Find(d, "model.qwen@dgx2")->attributes["verify_forced"], false);
+  m.models["qwen"].verify = "sizes";
+  m.models["qwen"].verify_now = true;  // --verify=deep
+  d = p.Expand(m);
+  EXPECT_EQ(Find(d, "model.qwen@dgx2")->attributes["verify"], "deep");
+  EXPECT_EQ(Find(d, "model.qwen@dgx2")->attributes["verify_forced"], true);
 }
 
 // A probe of a complete snapshot of the three-file model, `avail` bytes free.

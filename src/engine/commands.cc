@@ -74,6 +74,15 @@ bool Open(const GlobalOptions& g, Session* s) {
   return true;
 }
 
+// --verify overrides the manifests: "deep" hashes every blob now, "sizes"
+// skips the deep verify that `verify: deep` asks for.
+void ApplyVerifyFlag(const std::string& verify, Manifest* m) {
+  for (auto& [name, model] : m->models) {
+    if (verify == "deep") model.verify_now = true;
+    if (verify == "sizes") model.verify = "sizes";
+  }
+}
+
 void AddWarnings(const Diagnostics& diags, Plan* plan) {
   for (const Diagnostic& d : diags)
     if (d.severity == Diagnostic::Severity::kWarning) plan->warnings.push_back(d.ToString());
@@ -146,7 +155,7 @@ int CmdValidate(const GlobalOptions& g) {
 int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
-  SetModelVerifyOverride(o.verify);
+  ApplyVerifyFlag(o.verify, &s.manifest);
   Result<State> state = s.store->Load();
   if (!state.ok()) {
     std::cerr << "fleet: " << state.status().message() << "\n";
@@ -180,7 +189,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
 int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
-  SetModelVerifyOverride(o.verify);
+  ApplyVerifyFlag(o.verify, &s.manifest);
   Result<std::unique_ptr<StateLock>> lock = s.store->Lock(o.destroy ? "destroy" : "apply");
   if (!lock.ok()) {
     std::cerr << "fleet: " << lock.status().message() << "\n";
