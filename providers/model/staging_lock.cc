@@ -68,7 +68,13 @@ h=$(uname -n)
 me="$$ $h $b $(date +%s)"
 took=
 if ! mkdir -- "$l" 2>/dev/null; then
-  o=; [ -r "$l/owner" ] && { IFS= read -r o < "$l/owner" || :; }
+  # The holder writes its owner line right after its mkdir: give it 2 s.
+  o=; i=0
+  while [ $i -lt 20 ]; do
+    [ -r "$l/owner" ] && { IFS= read -r o < "$l/owner" || :; }
+    [ -n "$o" ] && break
+    i=$((i+1)); sleep 0.1
+  done
   stale=
   set -- $o
   if [ -z "$o" ]; then
@@ -83,7 +89,7 @@ if ! mkdir -- "$l" 2>/dev/null; then
   fi
 fi
 trap 'rm -rf -- "$l"; exit 0' EXIT HUP INT TERM PIPE
-printf '%s\n' "$me" > "$l/owner"
+printf '%s\n' "$me" > "$l/owner.tmp" && mv -f -- "$l/owner.tmp" "$l/owner"
 printf 'acquired\t%s\t%s\n' "$me" "$took"
 while [ -d "$l" ]; do sleep 5 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n' || exit 0; done
 )SH";
