@@ -72,4 +72,16 @@ Result<CommandResult> RunOnNode(const StepContext& ctx, const std::string& comma
   return r;
 }
 
+SshEndpoint EndpointFor(const NodeSpec& spec) {
+  SshEndpoint e;
+  e.node = spec.name;
+  e.address = spec.address;
+  e.port = spec.ssh.port;
+  e.user = spec.ssh.user;
+  e.identity = spec.ssh.identity;
+  e.known_hosts = spec.ssh.known_hosts;
+  e.connect_timeout_s = spec.ssh.connect_timeout_s;
+  return e;
+}
+
 }  // namespace fleet

@@ -106,6 +106,9 @@ class Provider {
 // of every diff.
 PlanChange ChangeFor(const DesiredResource& d);
 
+// The SSH endpoint a node's manifest entry describes.
+SshEndpoint EndpointFor(const NodeSpec& spec);
+
 // A change that drops `record` from the state and touches nothing remote.
 PlanChange ForgetRecord(const ResourceRecord& record);
 

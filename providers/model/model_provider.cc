@@ -23,18 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-SshEndpoint EndpointOf(const NodeSpec& spec) {
-  SshEndpoint e;
-  e.node = spec.name;
-  e.address = spec.address;
-  e.port = spec.ssh.port;
-  e.user = spec.ssh.user;
-  e.identity = spec.ssh.identity;
-  e.known_hosts = spec.ssh.known_hosts;
-  e.connect_timeout_s = spec.ssh.connect_timeout_s;
-  return e;
-}
-
 std::string Short(const std::string& rev) { return rev.substr(0, 12); }
 
 // "dgx5" for a node's cache, "store nas (through dgx1)" for a store.
@@ -164,7 +152,7 @@ ModelProvider::ModelProvider(ModelProviderOptions options) : options_(std::move(
   if (options_.download_command.empty()) options_.download_command = DefaultDownloadCommand();
   if (!options_.transport_factory)
     options_.transport_factory = [](const NodeSpec& spec) {
-      return MakeTransport(EndpointOf(spec));
+      return MakeTransport(EndpointFor(spec));
     };
 }
 

@@ -83,6 +83,13 @@ void ApplyVerifyFlag(const std::string& verify, Manifest* m) {
   }
 }
 
+// Loads the state; on error prints it.
+Result<State> LoadState(Session& s) {
+  Result<State> state = s.store->Load();
+  if (!state.ok()) std::cerr << "fleet: " << state.status().message() << "\n";
+  return state;
+}
+
 void AddWarnings(const Diagnostics& diags, Plan* plan) {
   for (const Diagnostic& d : diags)
     if (d.severity == Diagnostic::Severity::kWarning) plan->warnings.push_back(d.ToString());
@@ -156,11 +163,8 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
   ApplyVerifyFlag(o.verify, &s.manifest);
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   Planner planner(&s.manifest, &s.providers, s.connections.get());
   PlanOptions po;
   po.destroy = o.destroy;
@@ -195,11 +199,8 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
     std::cerr << "fleet: " << lock.status().message() << "\n";
     return 1;
   }
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   Plan plan;
   if (!o.plan_file.empty()) {
     Result<Plan> saved = ReadPlanFile(o.plan_file);
@@ -271,11 +272,8 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
   }
   Session s;
   if (!Open(g, &s)) return 1;
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   if (json)
     std::cout << state->ToJson().dump(2) << "\n";
   else
@@ -286,11 +284,8 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
 int CmdStatus(const GlobalOptions& g) {
   Session s;
   if (!Open(g, &s)) return 1;
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   Planner planner(&s.manifest, &s.providers, s.connections.get());
   std::vector<DesiredResource> desired = planner.Desired();
   ProbeResult probed = planner.Probe(desired, 64);
@@ -331,11 +326,8 @@ int CmdStatus(const GlobalOptions& g) {
 int CmdStateList(const GlobalOptions& g) {
   Session s;
   if (!Open(g, &s)) return 1;
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   for (const ResourceRecord& r : state->resources) std::cout << r.address << "\n";
   return 0;
 }
@@ -343,11 +335,8 @@ int CmdStateList(const GlobalOptions& g) {
 int CmdStateShow(const GlobalOptions& g, const std::string& address) {
   Session s;
   if (!Open(g, &s)) return 1;
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   const ResourceRecord* r = state->Find(address);
   if (!r) {
     std::cerr << "fleet: no resource " << address << " in the state\n";
@@ -371,11 +360,8 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address) {
     std::cerr << "fleet: " << lock.status().message() << "\n";
     return 1;
   }
-  Result<State> state = s.store->Load();
-  if (!state.ok()) {
-    std::cerr << "fleet: " << state.status().message() << "\n";
-    return 1;
-  }
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
   if (!state->Remove(address)) {
     std::cerr << "fleet: no resource " << address << " in the state\n";
     return 1;

@@ -2,18 +2,6 @@
 
 namespace fleet {
 
-SshEndpoint EndpointFor(const NodeSpec& spec) {
-  SshEndpoint e;
-  e.node = spec.name;
-  e.address = spec.address;
-  e.port = spec.ssh.port;
-  e.user = spec.ssh.user;
-  e.identity = spec.ssh.identity;
-  e.known_hosts = spec.ssh.known_hosts;
-  e.connect_timeout_s = spec.ssh.connect_timeout_s;
-  return e;
-}
-
 NodeConnections::NodeConnections(const Manifest* manifest, Factory factory)
     : manifest_(manifest), factory_(std::move(factory)) {
   if (!factory_) factory_ = [](const NodeSpec& spec) { return MakeTransport(EndpointFor(spec)); };

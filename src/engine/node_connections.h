@@ -10,12 +10,10 @@
 #include <string>
 
 #include "manifests/manifest.h"
+#include "src/provider.h"
 #include "src/transport.h"
 
 namespace fleet {
-
-// The SSH endpoint a node's manifest entry describes.
-SshEndpoint EndpointFor(const NodeSpec& spec);
 
 class NodeConnections {
  public:
