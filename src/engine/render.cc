@@ -98,10 +98,18 @@ std::string RenderPlan(const Plan& plan, const RenderOptions& options) {
            " error(s); nothing will be applied.\n";
     return out;
   }
+  // Unchanged resources can still have something to say (a floating tag's
+  // digest on each node, a reboot that undid an unlock): show it.
+  std::string notes;
+  for (const PlanChange& c : plan.changes)
+    if (c.action == Action::kNoop)
+      for (const std::string& r : c.reasons) notes += "  " + c.address + ": " + r + "\n";
+  if (!notes.empty()) notes = style("1", "Notes on unchanged resources:") + "\n" + notes + "\n";
   if (!plan.HasChanges()) {
-    out += "No changes. The fleet matches the manifests.\n";
+    out += notes + "No changes. The fleet matches the manifests.\n";
     return out;
   }
+  out += notes;
   out += "fleet will perform the following actions:\n\n";
   for (const PlanChange& c : plan.changes) {
     if (c.action == Action::kNoop) continue;

@@ -201,5 +201,12 @@ expect_rc 0 destroy --auto-approve --purge
 ! has_image dgx3 "$C5" || fail "destroy --purge kept the copied bb5 on dgx3"
 has_image dgx1 "$C5" || fail "destroy --purge removed dgx1's own bb5"
 
+step "a floating tag, once pulled, shows the digest it resolves to in the text plan"
+mkrepo --image 'bbf={"ref": "'"$R"'/fleet/bb:v1", "allow_floating": true, "nodes": ["dgx1"]}'
+expect_rc 0 apply --auto-approve
+expect_rc 0 plan
+expect_out "Notes on unchanged resources:"
+grep -q "image.bbf@dgx1: FLOATING TAG $R/fleet/bb:v1.*registry digest sha256:" "$WORK/out" ||
+  fail "the text plan does not show the digest the tag resolves to on dgx1"
 no_crash
 echo PASS
