@@ -16,5 +16,7 @@ done
 if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # With recommends: the same podman set-up (fuse-overlayfs, slirp4netns, …)
+  # the tests were run with.
+  apt-get install -y -qq "${missing[@]}"
 fi
