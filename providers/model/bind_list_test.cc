@@ -10,18 +10,6 @@ namespace {
 
 using namespace testing_hub;  // NOLINT
 
-const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
-const std::string kRepo = "org/tiny-model";
-
-std::unique_ptr<Transport> Local() {
-  SshEndpoint e;
-  e.node = "local";
-  e.address = "local";
-  auto t = MakeTransport(e);
-  EXPECT_TRUE(t->Connect().ok());
-  return t;
-}
-
 // No component of `path` is a symlink and it is a regular file.
 void ExpectRealFile(const std::string& path) {
   ASSERT_FALSE(path.empty());

@@ -7,7 +7,7 @@
 namespace fleet {
 namespace {
 
-const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
+using testing_hub::kRev;
 
 SnapshotEntry Link(const std::string& path, uint64_t size, const std::string& blob) {
   SnapshotEntry e;

@@ -11,18 +11,6 @@ namespace {
 
 using namespace testing_hub;  // NOLINT
 
-const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
-const std::string kRepo = "org/tiny-model";
-
-std::unique_ptr<Transport> Local() {
-  SshEndpoint e;
-  e.node = "local";
-  e.address = "local";
-  auto t = MakeTransport(e);
-  EXPECT_TRUE(t->Connect().ok());
-  return t;
-}
-
 HubProbe RunProbe(Transport* t, const std::string& cache,
                   std::vector<std::pair<std::string, std::string>> stores = {}) {
   Result<CommandResult> r = t->Run(HubProbeScript({cache, kRepo, kRev, stores}));

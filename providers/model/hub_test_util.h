@@ -3,22 +3,38 @@
 #ifndef FLEET_PROVIDERS_MODEL_HUB_TEST_UTIL_H_
 #define FLEET_PROVIDERS_MODEL_HUB_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "providers/model/blob_hash.h"
 #include "providers/model/hub_cache.h"
+#include "src/transport.h"
 
 namespace fleet::testing_hub {
 
 namespace fs = std::filesystem;
+
+inline const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
+inline const std::string kRepo = "org/tiny-model";
+
+// A connected transport to this machine (`address: local`).
+inline std::unique_ptr<Transport> Local() {
+  SshEndpoint e;
+  e.node = "local";
+  e.address = "local";
+  auto t = MakeTransport(e);
+  EXPECT_TRUE(t->Connect().ok());
+  return t;
+}
 
 class TempDir {
  public:
