@@ -65,18 +65,18 @@ std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) 
   return std::string("cd && if [ -x ") + kBinary + " ]; then printf 'installed=%s\\n' \"$(cat " +
          kVersionFile +
          " 2>/dev/null)\"; fi\n"
-         "printf 'arch=%s\\n' \"$(uname -m)\"\n"
          "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
 }
 
+// The node's architecture comes from the node facts, read once per plan.
 ActualResource ProbeProvider::ParseProbe(const DesiredResource&, const std::string& output,
-                                         const NodeFacts&) const {
+                                         const NodeFacts& facts) const {
   ActualResource a;
   a.probed = true;
   std::map<std::string, std::string> kv = ParseKeyValues(output);
   a.exists = kv.count("installed") > 0;
   a.attributes = {
-      {"source_sha256", kv["installed"]}, {"arch", kv["arch"]}, {"compiler", kv["compiler"]}};
+      {"source_sha256", kv["installed"]}, {"arch", facts.arch}, {"compiler", kv["compiler"]}};
   return a;
 }
 
