@@ -57,10 +57,12 @@ matches() { [[ $1 =~ $2 ]]; }
 globs() { [[ $1 == $2 ]]; }
 
 DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
+GPU_DIR=$DIR.gpu
 cleanup() {
 	local rc=$?
 	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
-	rm -rf -- "$DIR"
+	"$SIM" stop "$GPU_DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR" "$GPU_DIR"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -254,6 +256,68 @@ check "fleet-sim stop --purge" "$SIM" stop "$DIR" --purge
 gone=0
 for u in "${USERS[@]}"; do getent passwd "$u" >/dev/null || gone=$((gone + 1)); done
 check_eq "--purge deleted the node users" 3 "$gone"
+
+# ---------------------------------------------------------------- simulated GPU
+# The fake libcuda.so.1 / libnvidia-ml.so.1: FLEET_SIM_FAKE_GPU_DIR's (meson
+# passes the build's), else compiled by fleet-sim.
+if "$SIM" start "$DIR.bad" --nodes 1 --gpu a100 2>/dev/null; then
+	not_ok "start --gpu a100 is refused"
+	"$SIM" stop "$DIR.bad" --purge >/dev/null 2>&1
+else
+	ok "start --gpu a100 is refused"
+fi
+check "no sim left by the refused start" test ! -e "$DIR.bad"
+if ! "$SIM" start "$GPU_DIR" --names spark,hopper,plain --gpu spark=gb10,hopper=h200 2>/dev/null; then
+	not_ok "fleet-sim start --gpu spark=gb10,hopper=h200"
+	echo "$PASS passed, $FAIL failed"
+	exit 1
+fi
+ok "fleet-sim start --gpu spark=gb10,hopper=h200 (${FLEET_SIM_FAKE_GPU_DIR:-libraries compiled by fleet-sim})"
+declare -a GPUS=()
+while read -r n p u r g; do
+	NAMES[${#GPUS[@]}]=$n PORTS[${#GPUS[@]}]=$p USERS[${#GPUS[@]}]=$u ROOTS[${#GPUS[@]}]=$r
+	GPUS+=("$g")
+done < <(python3 -c '
+import json, sys
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    print(n["name"], n["port"], n["user"], n["root"], n["gpu"])
+' "$GPU_DIR/sim.json")
+check_eq "sim.json: each node's GPU" "gb10 h200 none" "${GPUS[*]}"
+DIR=$GPU_DIR # for ssh_node
+# shellcheck disable=SC2016 # expanded on the node
+for i in 0 1 2; do
+	out=$(ssh_node "$i" 'echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}"; ls /srv/lib 2>/dev/null' 2>&1) || true
+	if [[ ${GPUS[i]} == none ]]; then
+		check_eq "${NAMES[i]}: no GPU, no fake driver" "LD_LIBRARY_PATH=" "$(words "$out")"
+	else
+		check_eq "${NAMES[i]}: exec channels find the fake driver (${GPUS[i]})" \
+			"LD_LIBRARY_PATH=/srv/lib libcuda.so.1 libnvidia-ml.so.1" "$(words "$out")"
+	fi
+done
+out=$(ssh_node 1 'nvidia-smi --query-gpu=memory.total,memory.free --format=csv' 2>&1) || true
+check_eq "hopper: nvidia-smi reports the H200's memory in MiB" \
+	"memory.total [MiB], memory.free [MiB]"$'\n'"143771 MiB, 143000 MiB" "$out"
+out=$(ssh_node 1 'nvidia-smi --query-gpu=name,memory.total,memory.used,compute_cap --format=csv,noheader,nounits' 2>&1) || true
+check_eq "hopper: nounits" "NVIDIA H200, 143771, 771, 9.0" "$out"
+out=$(ssh_node 0 'nvidia-smi --query-gpu=name,memory.total,memory.free --format=csv,noheader' 2>&1) || true
+check_eq "spark: a GB10's memory stays [N/A]" "NVIDIA GB10, [N/A], [N/A]" "$out"
+# cuMemGetInfo in the primary context, as fleet-probe asks it, over ctypes
+cuda_free='python3 -c "
+import ctypes
+cu = ctypes.CDLL(\"libcuda.so.1\")
+ctx, free, total = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t()
+assert cu.cuInit(0) == 0 and cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0
+assert cu.cuMemGetInfo_v2(ctypes.byref(free), ctypes.byref(total)) == 0
+print(free.value, total.value)
+"'
+out=$(ssh_node 0 "$cuda_free" 2>&1) || true
+check_eq "spark: the fake CUDA driver answers cuMemGetInfo" "103401336832 128526893056" "$out"
+out=$(ssh_node 0 "sudo modprobe -r nvidia_drm && sudo modprobe nvidia_drm modeset=1 fbdev=0 && $cuda_free" 2>&1) || true
+check_eq "spark: the display RAM unlock frees unlock_gain_bytes (2 GiB)" "105548820480 128526893056" "$out"
+out=$(ssh_node 2 "$cuda_free 2>&1 | tail -n 1" 2>&1) || true
+check_if "plain: no CUDA driver" "$out" globs "$out" '*libcuda.so.1*'
+check "fleet-sim stop --purge (GPU sim)" "$SIM" stop "$GPU_DIR" --purge
 
 echo "$PASS passed, $FAIL failed"
 ((FAIL == 0))

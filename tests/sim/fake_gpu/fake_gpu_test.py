@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""fleet-probe against fleet-sim's fake CUDA driver and NVML (this folder).
+
+Runs each given fleet-probe build with LD_LIBRARY_PATH at the fake
+libcuda.so.1 / libnvidia-ml.so.1 and a fake GPU config per case, and checks
+the JSON figure by figure: the gb10 and h200 profiles, the free memory that
+follows the simulated nvidia_drm parameters (display RAM unlock), NVML's
+process list (unified-memory "N/A" figures, NOT_SUPPORTED, a list longer than
+the probe's first buffer), and a driver without a GPU or with a broken config.
+Also calls nvmlDeviceGetMemoryInfo directly (NOT_SUPPORTED on GB10, as the
+nvidia-smi stand-in's [N/A]).
+
+Usage: fake_gpu_test.py FLEET_PROBE [FLEET_PROBE...] FAKE_LIB_DIR
+"""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MIB = 1 << 20
+GIB = 1 << 30
+GB10_UUID = "GPU-5b3e8f2a-91c4-4d7e-b0a6-3f1c2d9e8a47"
+GB10_TOTAL = 128526893056
+GB10_FREE = 103401336832
+GB10_GAIN = 2 * GIB
+H200_UUID = "GPU-0c7d41e9-6a2b-4f83-9e15-d24b7a0c6f31"
+H200_TOTAL = 143771 * MIB
+H200_FREE = 143000 * MIB
+
+failures = []
+
+
+def check(cond, what, doc=None):
+    if not cond:
+        failures.append(what + ("" if doc is None else "\n    " + json.dumps(doc)))
+
+
+class Node:
+    """A node's fake GPU config and its sysfs nvidia_drm parameters."""
+
+    def __init__(self, top, name):
+        self.dir = os.path.join(top, name)
+        self.sysfs = os.path.join(self.dir, "sys")
+        self.conf = os.path.join(self.dir, "fake-gpu.conf")
+        os.makedirs(self.dir)
+        self.set_drm("N", "Y")
+
+    def params(self):
+        return os.path.join(self.sysfs, "module", "nvidia_drm", "parameters")
+
+    def set_drm(self, modeset, fbdev):
+        """(None, None): the module is unloaded (no parameters dir)."""
+        shutil.rmtree(self.params(), ignore_errors=True)
+        if modeset is None:
+            return
+        os.makedirs(self.params())
+        for name, value in (("modeset", modeset), ("fbdev", fbdev)):
+            with open(os.path.join(self.params(), name), "w") as f:
+                f.write(value + "\n")
+
+    def write_conf(self, text, sysfs=True):
+        with open(self.conf, "w") as f:
+            f.write(text)
+            if sysfs:
+                f.write("\nsysfs = %s\n" % self.sysfs)
+
+
+def run_probe(probe, libdir, conf, *args):
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FLEET_FAKE_GPU=conf)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    proc = subprocess.run([probe, *args], capture_output=True, text=True, timeout=30, env=env)
+    assert proc.returncode == 0, f"{probe}: exit {proc.returncode}: {proc.stderr}"
+    return json.loads(proc.stdout), proc.stderr
+
+
+def one_gpu(doc, what):
+    check(doc["cuda"] == {"available": True, "driver_version": "13.0", "error": None},
+          what + ": cuda section", doc["cuda"])
+    check(doc["nvml"] == {"available": True, "driver_version": "580.95.05", "error": None},
+          what + ": nvml section", doc["nvml"])
+    check(len(doc["gpus"]) == 1, what + ": one GPU", doc["gpus"])
+    return doc["gpus"][0] if doc["gpus"] else {}
+
+
+def test_probe(probe, libdir, top):
+    tag = os.path.basename(probe)
+    gb10 = Node(top, tag + "-gb10")
+    gb10.write_conf("# a DGX Spark\nprofile = gb10\n")
+
+    # GB10 at the DGX default (modeset=N fbdev=Y): the display holds its share.
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    gpu = one_gpu(doc, tag + " gb10")
+    want = {"index": 0, "name": "NVIDIA GB10", "uuid": GB10_UUID, "compute_capability": "12.1",
+            "memory_total_bytes": GB10_TOTAL, "memory_free_bytes": GB10_FREE,
+            "unified_memory": True, "processes": [], "errors": []}
+    check(gpu == want, tag + " gb10 at N/Y: exact GPU object", gpu)
+    print(f"{tag} gb10 N/Y: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
+
+    # Unlocked (modeset=Y fbdev=N): free rises by exactly the configured gain.
+    gb10.set_drm("Y", "N")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    unlocked = one_gpu(doc, tag + " gb10 unlocked")
+    check(unlocked.get("memory_free_bytes") == GB10_FREE + GB10_GAIN,
+          tag + " gb10 unlocked: free = base + 2 GiB", unlocked)
+    check(unlocked.get("memory_total_bytes") == GB10_TOTAL, tag + " gb10 unlocked: total", unlocked)
+    print(f"{tag} gb10 Y/N: free {unlocked.get('memory_free_bytes')} "
+          f"(gain {unlocked.get('memory_free_bytes', 0) - gpu.get('memory_free_bytes', 0)})")
+
+    # modeset=Y alone (fbdev still Y) frees nothing; an unloaded module holds nothing.
+    gb10.set_drm("Y", "Y")
+    doc, _ = run_probe(probe, libdir, gb10.conf, "--pretty")
+    check(one_gpu(doc, tag)["memory_free_bytes"] == GB10_FREE, tag + " gb10 Y/Y: base free", doc)
+    gb10.set_drm(None, None)
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    check(one_gpu(doc, tag)["memory_free_bytes"] == GB10_FREE + GB10_GAIN,
+          tag + " gb10 nvidia_drm unloaded: CUDA works, display memory free", doc)
+    gb10.set_drm("N", "Y")
+
+    # Configured figures, a gain other than the default, and the GB10's NVML
+    # process list: unified memory reports no per-process memory (null).
+    gb10.write_conf("profile = gb10\nfree_bytes = 100000000000\nunlock_gain_bytes = 3221225472\n"
+                    "processes = 4242:na, 77:1048576\n"
+                    "uuid = GPU-11111111-2222-3333-4444-555555555555\n")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    gpu = one_gpu(doc, tag + " gb10 configured")
+    check(gpu.get("memory_free_bytes") == 100000000000, tag + " configured free", gpu)
+    check(gpu.get("uuid") == "GPU-11111111-2222-3333-4444-555555555555", tag + " uuid", gpu)
+    check(gpu.get("processes") == [{"pid": 4242, "used_bytes": None},
+                                   {"pid": 77, "used_bytes": 1048576}],
+          tag + " processes (N/A memory is null)", gpu)
+    gb10.set_drm("Y", "N")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    check(one_gpu(doc, tag)["memory_free_bytes"] == 100000000000 + 3 * GIB,
+          tag + " configured gain 3 GiB", doc)
+    gb10.set_drm("N", "Y")
+
+    # More processes than the probe's first buffer (16): INSUFFICIENT_SIZE, retry.
+    pids = [1000 + i for i in range(40)]
+    gb10.write_conf("profile = gb10\nprocesses = " + ",".join("%d:na" % p for p in pids) + "\n")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    gpu = one_gpu(doc, tag + " 40 processes")
+    check([p["pid"] for p in gpu.get("processes") or []] == pids, tag + " 40 processes listed", gpu)
+
+    # NVML cannot list processes: null, and the reason in the GPU's errors.
+    gb10.write_conf("profile = gb10\nprocesses = unsupported\n")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    gpu = one_gpu(doc, tag + " processes unsupported")
+    check(gpu.get("processes") is None and
+          gpu.get("errors") == ["nvmlDeviceGetComputeRunningProcesses_v3: Not Supported"],
+          tag + " processes NOT_SUPPORTED", gpu)
+    check(gpu.get("memory_free_bytes") == GB10_FREE, tag + " free unaffected by NVML", gpu)
+
+    # H200: discrete, the figures of the config; the display state changes nothing.
+    h200 = Node(top, tag + "-h200")
+    h200.write_conf("profile = h200\n")
+    for drm in (("N", "Y"), ("Y", "N")):
+        h200.set_drm(*drm)
+        doc, _ = run_probe(probe, libdir, h200.conf)
+        gpu = one_gpu(doc, tag + " h200")
+        want = {"index": 0, "name": "NVIDIA H200", "uuid": H200_UUID, "compute_capability": "9.0",
+                "memory_total_bytes": H200_TOTAL, "memory_free_bytes": H200_FREE,
+                "unified_memory": False, "processes": [], "errors": []}
+        check(gpu == want, tag + " h200 at %s/%s: exact GPU object" % drm, gpu)
+    print(f"{tag} h200: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
+    h200.write_conf("profile = h200\nfree_bytes = %d\nprocesses = 31337:%d\n" %
+                    (100000 * MIB, 40000 * MIB))
+    doc, _ = run_probe(probe, libdir, h200.conf)
+    gpu = one_gpu(doc, tag + " h200 configured")
+    check(gpu.get("memory_free_bytes") == 100000 * MIB, tag + " h200 configured free", gpu)
+    check(gpu.get("processes") == [{"pid": 31337, "used_bytes": 40000 * MIB}],
+          tag + " h200 process memory", gpu)
+
+    # A driver without a GPU (no config, profile none): as on a real machine.
+    for conf in (os.path.join(top, "missing.conf"), "none"):
+        if conf == "none":
+            conf = os.path.join(top, "none.conf")
+            with open(conf, "w") as f:
+                f.write("profile = none\n")
+        doc, _ = run_probe(probe, libdir, conf)
+        check(doc["gpus"] == [] and doc["cuda"] == {
+            "available": False, "driver_version": "13.0",
+            "error": "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"},
+            tag + " no GPU: cuda section", doc)
+        check(doc["nvml"] == {"available": False, "driver_version": None,
+                              "error": "nvmlInit_v2: Driver Not Loaded"},
+              tag + " no GPU: nvml section", doc)
+
+    # A broken config fails initialisation and says why on stderr.
+    bad = Node(top, tag + "-bad")
+    bad.write_conf("profile = gb10\nfree_byte = 1\n")
+    doc, err = run_probe(probe, libdir, bad.conf)
+    check(doc["gpus"] == [] and doc["cuda"]["error"] == "cuInit: CUDA_ERROR_UNKNOWN (unknown error)",
+          tag + " bad config: cuInit fails", doc)
+    check("bad key or value: free_byte = 1" in err, tag + " bad config: said on stderr: " + err)
+    bad.write_conf("profile = h200\nfree_bytes = %d\n" % (H200_TOTAL + 1))
+    doc, err = run_probe(probe, libdir, bad.conf)
+    check(doc["gpus"] == [] and "exceeds total_bytes" in err, tag + " free > total refused", doc)
+
+    # cuInit failing as a broken driver does.
+    bad.write_conf("profile = gb10\ncu_init_error = 304\n")
+    doc, _ = run_probe(probe, libdir, bad.conf)
+    check(doc["gpus"] == [] and doc["cuda"]["error"] ==
+          "cuInit: CUDA_ERROR_OPERATING_SYSTEM (OS call failed or operation not supported on this OS)",
+          tag + " cu_init_error", doc)
+
+
+class NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+def test_nvml_memory(libdir, top):
+    """nvmlDeviceGetMemoryInfo: NOT_SUPPORTED on GB10, the figures on H200."""
+    nvml = ctypes.CDLL(os.path.join(libdir, "libnvidia-ml.so.1"))
+    nvml.nvmlErrorString.restype = ctypes.c_char_p
+    for name in ("fake_gpu_load", "fake_gpu_free_now"):
+        check(not hasattr(nvml, name), "internal symbol %s is exported" % name)
+    node = Node(top, "nvml")
+    for profile, want in (("gb10", 3), ("h200", 0)):
+        node.write_conf("profile = %s\n" % profile)
+        os.environ["FLEET_FAKE_GPU"] = node.conf
+        check(nvml.nvmlInit_v2() == 0, "nvmlInit_v2 " + profile)
+        dev = ctypes.c_void_p()
+        uuid = GB10_UUID if profile == "gb10" else H200_UUID
+        check(nvml.nvmlDeviceGetHandleByUUID(uuid.encode(), ctypes.byref(dev)) == 0,
+              "handle by uuid " + profile)
+        check(nvml.nvmlDeviceGetHandleByUUID(b"GPU-00000000-0000-0000-0000-000000000000",
+                                             ctypes.byref(ctypes.c_void_p())) == 6,
+              "unknown uuid: NOT_FOUND")
+        mem = NvmlMemory()
+        rc = nvml.nvmlDeviceGetMemoryInfo(dev, ctypes.byref(mem))
+        check(rc == want, "nvmlDeviceGetMemoryInfo %s: rc %d (%s), want %d" %
+              (profile, rc, nvml.nvmlErrorString(rc).decode(), want))
+        if profile == "h200":
+            check((mem.total, mem.free, mem.used) ==
+                  (H200_TOTAL, H200_FREE, H200_TOTAL - H200_FREE), "h200 NVML memory")
+        else:
+            check(nvml.nvmlErrorString(rc) == b"Not Supported", "GB10 NVML memory: Not Supported")
+        check(nvml.nvmlShutdown() == 0, "nvmlShutdown")
+    check(nvml.nvmlShutdown() == 1, "nvmlShutdown twice: Uninitialized")
+
+
+def test_sonames(libdir):
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        return
+    for lib in ("libcuda.so.1", "libnvidia-ml.so.1"):
+        out = subprocess.run([readelf, "-d", os.path.join(libdir, lib)], capture_output=True,
+                             text=True, check=True).stdout
+        check("Library soname: [%s]" % lib in out, lib + ": SONAME", out)
+
+
+def main():
+    *probes, libdir = sys.argv[1:]
+    assert probes, __doc__
+    top = tempfile.mkdtemp(prefix="fake-gpu-test.")
+    try:
+        test_sonames(libdir)
+        for probe in probes:
+            test_probe(probe, libdir, top)
+        test_nvml_memory(libdir, top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        sys.exit(1)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()
