@@ -1,5 +1,6 @@
 // The list of resource types fleet knows, in the order their types depend on
 // each other (a node before what lives on it).
+#include "providers/deployment/deployment_provider.h"
 #include "providers/display_ram/display_ram_provider.h"
 #include "providers/image/image_provider.h"
 #include "providers/model/model_provider.h"
@@ -15,6 +16,7 @@ std::vector<std::unique_ptr<Provider>> MakeProviders() {
   p.push_back(std::make_unique<DisplayRamProvider>());
   p.push_back(std::make_unique<ImageProvider>());
   p.push_back(std::make_unique<ModelProvider>());
+  p.push_back(std::make_unique<DeploymentProvider>());
   return p;
 }
 

@@ -52,6 +52,10 @@ struct DiffContext {
   // when the manifests no longer declare it. Off by default: staging took
   // hours.
   bool purge = false;
+  // The changes already planned for resources of the types before this
+  // one (the registry's dependency order), e.g. a display RAM reload a
+  // deployment on the same node must restart after. May be null.
+  const std::vector<PlanChange>* planned = nullptr;
 };
 
 class Provider {

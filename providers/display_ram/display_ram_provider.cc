@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "providers/deployment/deployment_spec.h"
 #include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
@@ -63,8 +64,41 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 
 // Reloads the module with `options` ("" = unload only). The same commands run
 // on every node; the node's PATH decides which modprobe and sudo run.
-// The label fleet puts on every serving container it starts.
-constexpr const char* kDeploymentLabel = "fleet.deployment";
+// Prints "serving=<name>" for each running container labelled
+// fleet.deployment (nothing when the CLI is absent).
+std::string ServingScript(const std::string& cli) {
+  return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " +
+         ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
+                       "serving={{.Names}}"}) +
+         " 2>/dev/null\n";
+}
+
+std::vector<std::string> ParseServing(const std::string& out) {
+  std::vector<std::string> names;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
+  return names;
+}
+
+// Stops the serving containers the plan listed for this reload (their
+// deployment steps start them again once the module is back).
+Status StopServing(const StepContext& ctx, const nlohmann::json& names) {
+  for (const auto& n : names) {
+    const std::string name = n.get<std::string>();
+    if (ctx.progress) ctx.progress("stopping " + name + " for the nvidia_drm reload");
+    Status s =
+        RunOnNode(ctx, "if " +
+                           ShellCommand({ctx.node->container_cli, "container", "inspect", name}) +
+                           " >/dev/null 2>&1; then " +
+                           ShellCommand({ctx.node->container_cli, "stop", "--time", "30", name}) +
+                           " >/dev/null; fi")
+            .status();
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
 
 // Never reload the module under a running serve: the engine would lose its
 // GPU. Returns an error naming the containers when any runs.
@@ -178,7 +212,7 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
 }
 
 std::string DisplayRamProvider::ProbeScript(const DesiredResource&, const NodeSpec& node) const {
-  return ReadScript(node.sysfs, node.dev);
+  return ReadScript(node.sysfs, node.dev) + ServingScript(node.container_cli);
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -188,11 +222,30 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   ModuleState m = ParseModuleState(output);
   a.exists = true;
   a.attributes = m.ToJson();
+  a.attributes["serving"] = ParseServing(output);
   return a;
 }
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  PlanChange c = DiffModule(desired, actual, record, ctx);
+  // A reload under a running serve would take its GPU away: the step stops
+  // the serving containers first, and their deployments start them again.
+  const nlohmann::json serving = actual.attributes.value("serving", nlohmann::json::array());
+  if (c.action != Action::kNoop && !serving.empty()) {
+    c.detail["stop_containers"] = serving;
+    std::string names;
+    for (const auto& n : serving) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    c.reasons.push_back("stops the serving containers " + names +
+                        " first; their deployments start them again");
+  }
+  return c;
+}
+
+PlanChange DisplayRamProvider::DiffModule(const DesiredResource& desired,
+                                          const ActualResource& actual,
+                                          const ResourceRecord* record,
+                                          const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
   PlanChange c = ChangeFor(desired);
   const std::string want = desired.attributes.value("mode", "default");
@@ -261,6 +314,9 @@ Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
                                                  const StepContext& ctx) const {
   const std::string op = change.detail.value("op", "");
   const nlohmann::json rec = ctx.record ? ctx.record->attributes : nlohmann::json::object();
+  Status stopped =
+      StopServing(ctx, change.detail.value("stop_containers", nlohmann::json::array()));
+  if (!stopped.ok()) return stopped;
   if (op == "restore") {
     Status s = Restore(ctx, change.detail["original"]);
     if (!s.ok()) return s;

@@ -4,7 +4,9 @@
 // "unlocked" = modeset=1 fbdev=0, set by reloading the module (temporary, per
 // boot: no modprobe.d, no initramfs). The values found before an unlock are
 // recorded in state before the module is touched, and restored on destroy,
-// when nothing needs the unlock any more, and on rollback.
+// when nothing needs the unlock any more, and on rollback. Serving
+// containers (label fleet.deployment) running at plan time are stopped
+// before the reload; their deployments start them again.
 #ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 #define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 
@@ -26,6 +28,11 @@ class DisplayRamProvider : public Provider {
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;
+
+ private:
+  // The module's change alone, before serving containers are considered.
+  PlanChange DiffModule(const DesiredResource& desired, const ActualResource& actual,
+                        const ResourceRecord* record, const DiffContext& ctx) const;
 };
 
 }  // namespace fleet

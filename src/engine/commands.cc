@@ -320,6 +320,29 @@ int CmdStatus(const GlobalOptions& g) {
     else if (!f.reachable)
       std::printf("    %s\n", f.unreachable_reason.c_str());
   }
+  // Serves: the container's state and what its health URL answers now.
+  bool header = false;
+  for (const DesiredResource& r : desired) {
+    if (r.type != "deployment") continue;
+    if (!header) {
+      std::printf("\n%-28s %-20s %-10s %s\n", "DEPLOYMENT", "CONTAINER", "STATE", "HEALTH");
+      header = true;
+    }
+    std::string state = "-", health = "-";
+    if (auto it = probed.actual.find(r.address); it != probed.actual.end() && it->second.probed) {
+      const nlohmann::json& a = it->second.attributes;
+      state = a.value("exists", false) ? a.value("state", "?") : "absent";
+      const int code = a.value("health", -1);
+      if (code > 0)
+        health = std::to_string(code) + " " + r.attributes.value("health", "");
+      else if (code == 0)
+        health = "no answer " + r.attributes.value("health", "");
+    } else {
+      state = "not probed";
+    }
+    std::printf("%-28s %-20s %-10s %s\n", r.address.c_str(),
+                r.attributes.value("container", "").c_str(), state.c_str(), health.c_str());
+  }
   return 0;
 }
 

@@ -206,7 +206,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     ActualResource actual;
     if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
     const ResourceRecord* rec = state.Find(r.address);
-    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge};
+    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
     c.depends_on = r.depends_on;
@@ -227,7 +227,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     if (bad_nodes.count(rec.node)) continue;
     const Provider* p = ProviderFor(rec.type);
     const NodeFacts& facts = probed.facts[rec.node];
-    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge};
+    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
     PlanChange c = p ? p->DiffOrphan(rec, ctx) : ForgetRecord(rec);
     changes.push_back(std::move(c));
   }

@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--model", action="append", default=[],
                     help='NAME=JSON: a models: entry, e.g. m={"repo": "org/m", "revision": "<40 hex>", '
                          '"source": "node:dgx1", "nodes": ["dgx2"]}')
+    ap.add_argument("--deployment", action="append", default=[],
+                    help='NAME=JSON: a deployments: entry, e.g. serve={"recipe": "recipes/s.toml", '
+                         '"nodes": ["dgx2"], "image": "bb", "port": 30000}')
     args = ap.parse_args()
 
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
@@ -66,7 +69,8 @@ def main():
             name, value = spec.split("=", 1)
             json.loads(value)  # JSON is YAML flow syntax: written as given
             lines.append("  %s: %s" % (name, value))
-    for section, entries in (("stores", args.store), ("models", args.model)):
+    for section, entries in (("stores", args.store), ("models", args.model),
+                             ("deployments", args.deployment)):
         if entries:
             lines.append(section + ":")
             for spec in entries:

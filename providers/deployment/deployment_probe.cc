@@ -1,0 +1,128 @@
+#include "providers/deployment/deployment_probe.h"
+
+#include <cstdio>
+#include <ctime>
+
+#include "src/provider.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+// One value per line, so no value can break the parse; the spec label is
+// read through `index` because `.Config.Labels.fleet.spec` is not a path.
+std::string InspectFormat(const std::string& cli) {
+  // podman's StartedAt is a time (`.Unix` gives seconds); docker's a string.
+  const std::string started =
+      cli == "podman" ? "{{.State.StartedAt.Unix}}" : "{{.State.StartedAt}}";
+  return std::string("state={{.State.Status}}\nexit_code={{.State.ExitCode}}\nstarted=") + started +
+         "\nid={{.Id}}\nspec={{index .Config.Labels \"" + kSpecLabel + "\"}}";
+}
+
+// Seconds since the epoch from "1764448201" or RFC 3339 ("2026-11-29T20:30:01.1Z").
+long ParseStarted(const std::string& s) {
+  if (s.empty()) return -1;
+  if (s.find_first_not_of("0123456789") == std::string::npos) return std::stol(s);
+  std::tm tm{};
+  if (strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return -1;
+  return static_cast<long>(timegm(&tm));
+}
+
+}  // namespace
+
+std::string HealthCommand(const std::string& url) {
+  const std::string u = ShellQuote(url);
+  return "if command -v curl >/dev/null 2>&1; then echo \"health=$(curl -s -o /dev/null -w "
+         "'%{http_code}' --max-time 5 " +
+         u +
+         " 2>/dev/null)\" health_tool=curl; "
+         "elif command -v wget >/dev/null 2>&1; then echo \"health=$(wget -S -q -O /dev/null -T "
+         "5 " +
+         u +
+         " 2>&1 | awk '/^ *HTTP\\//{c=$2} END{printf \"%03d\", c+0}')\" health_tool=wget; "
+         "else echo health=none; fi\n";
+}
+
+std::string ContainerProbeScript(const ContainerSpec& spec) {
+  const std::string cli = ShellQuote(spec.cli);
+  char port_hex[8];
+  std::snprintf(port_hex, sizeof port_hex, "%04X", spec.port & 0xffff);
+  std::string s;
+  s += "if ! command -v " + cli + " >/dev/null 2>&1; then echo cli=missing; else\n";
+  s += "fd_out=$(" +
+       ShellCommand({spec.cli, "container", "inspect", "--format", InspectFormat(spec.cli),
+                     spec.container}) +
+       " 2>&1) && fd_rc=0 || fd_rc=$?\n";
+  s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
+  s += "else case $fd_out in *[Nn]'o such'*|*'not known'*) echo absent=1 ;;\n";
+  s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
+  s += "case $fd_out in *state=running*)\n  " +
+       HealthCommand("http://127.0.0.1:" + std::to_string(spec.port) + spec.health_path) +
+       "  ;;\n*) awk -v p=" + std::string(port_hex) +
+       " 'FNR>1 && $4==\"0A\" { n=split($2,a,\":\"); if (a[n]==p) f=1 } END { print \"port_busy=\" "
+       "(f?1:0) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null ;;\nesac\nfi\n";
+  return s;
+}
+
+ContainerProbe ParseContainerProbe(const std::string& output) {
+  ContainerProbe p;
+  // The health line carries two pairs: "health=200 health_tool=curl".
+  std::string text = output;
+  size_t pos;
+  while ((pos = text.find(" health_tool=")) != std::string::npos) text[pos] = '\n';
+  const std::map<std::string, std::string> kv = ParseKeyValues(text);
+  auto get = [&](const char* k) {
+    auto it = kv.find(k);
+    return it == kv.end() ? std::string() : it->second;
+  };
+  if (get("cli") == "missing") {
+    p.cli_found = false;
+    return p;
+  }
+  p.error = get("error");
+  if (!get("state").empty()) {
+    p.exists = true;
+    p.state = get("state");
+    p.exit_code = std::atoi(get("exit_code").c_str());
+    p.id = get("id");
+    p.spec = get("spec") == "<no value>" ? "" : get("spec");
+    const long started = ParseStarted(get("started"));
+    const std::string now = get("now");
+    if (started > 0 && !now.empty()) p.age_s = std::stol(now) - started;
+  }
+  const std::string health = get("health");
+  if (health == "none") {
+    p.health_tool = "";
+    p.health = -1;
+  } else if (!health.empty()) {
+    p.health = std::atoi(health.c_str());
+    p.health_tool = get("health_tool");
+  }
+  p.port_busy = get("port_busy") == "1";
+  return p;
+}
+
+nlohmann::json ContainerProbe::ToJson() const {
+  return {{"cli_found", cli_found}, {"exists", exists}, {"state", state},
+          {"exit_code", exit_code}, {"spec", spec},     {"id", id},
+          {"age_s", age_s},         {"health", health}, {"health_tool", health_tool},
+          {"port_busy", port_busy}, {"error", error}};
+}
+
+ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) {
+  ContainerProbe p;
+  p.cli_found = j.value("cli_found", true);
+  p.exists = j.value("exists", false);
+  p.state = j.value("state", "");
+  p.exit_code = j.value("exit_code", 0);
+  p.spec = j.value("spec", "");
+  p.id = j.value("id", "");
+  p.age_s = j.value("age_s", -1L);
+  p.health = j.value("health", -1);
+  p.health_tool = j.value("health_tool", "");
+  p.port_busy = j.value("port_busy", false);
+  p.error = j.value("error", "");
+  return p;
+}
+
+}  // namespace fleet

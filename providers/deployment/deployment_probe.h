@@ -1,0 +1,46 @@
+// The deployment probe: a read-only sh fragment that asks the node's
+// container CLI about one serving container (its state, its spec label, how
+// long it has run) and, when it runs, asks its health URL on the node; when
+// it does not run, whether something else already listens on its port.
+#ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
+#define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "providers/deployment/deployment_spec.h"
+
+namespace fleet {
+
+struct ContainerProbe {
+  bool cli_found = true;
+  bool exists = false;
+  std::string state;  // "running", "exited", "created", … ("" when absent)
+  int exit_code = 0;
+  std::string spec;         // the fleet.spec label
+  std::string id;           // container ID
+  long age_s = -1;          // seconds since it started; -1 unknown
+  int health = -1;          // HTTP status of the health URL; 0 no answer; -1 not asked
+  std::string health_tool;  // "curl", "wget", "" (none on the node)
+  bool port_busy = false;   // something listens on the port (asked when not running)
+  std::string error;        // an inspect failure other than "no such container"
+
+  bool Healthy() const { return health >= 200 && health < 300; }
+  nlohmann::json ToJson() const;
+  static ContainerProbe FromJson(const nlohmann::json& j);
+};
+
+// sh that prints the HTTP status of GET `url` (000 when nothing answers),
+// with curl, else wget; prints "none" when the node has neither. Defines
+// nothing: safe inside the one probe script of a node.
+std::string HealthCommand(const std::string& url);
+
+// The fragment for `spec` on its node.
+std::string ContainerProbeScript(const ContainerSpec& spec);
+
+// Parses the fragment's output ("key=value" lines).
+ContainerProbe ParseContainerProbe(const std::string& output);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_

@@ -1,0 +1,331 @@
+// Unit tests of the deployment provider's pure parts: the container spec
+// rendered from a recipe, the probe (run through /bin/sh against a stand-in
+// container CLI), and the diff's decisions.
+#include "providers/deployment/deployment_provider.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "providers/deployment/deployment_probe.h"
+#include "providers/deployment/deployment_spec.h"
+#include "state/state.h"
+
+namespace fleet {
+namespace {
+
+const std::string kRef = "127.0.0.1:5000/team/vllm@sha256:" + std::string(64, 'd');
+const std::string kRev = std::string(40, 'a');
+
+Manifest TestManifest() {
+  Manifest m;
+  NodeSpec n;
+  n.name = "dgx5";
+  n.address = "dgx5.lan";
+  n.container_cli = "podman";
+  m.nodes["dgx5"] = n;
+  ImageSpec img;
+  img.name = "b12x";
+  img.ref = kRef;
+  m.images["b12x"] = img;
+  ModelSpec model;
+  model.name = "qwen";
+  model.repo = "org/Qwen";
+  model.revision = kRev;
+  model.store = "local";
+  m.models["qwen"] = model;
+  DeploymentSpec d;
+  d.name = "qwen";
+  d.nodes = {"dgx5"};
+  d.image = "b12x";
+  d.model = "qwen";
+  d.port = 30000;
+  d.health.path = "/v1/models";
+  d.health.timeout_s = 600;
+  d.recipe.model = "{model_path}";
+  d.recipe.args = {"--port", "{port}", "--host", "{host}", "--served-model-name", "q-{node}"};
+  d.recipe.env = {{"VLLM_USE_V1", "1"}, {"HF_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz012345"}};
+  d.recipe.devices = {"nvidia.com/gpu=all"};
+  d.recipe.memory_limit = "9g";
+  d.recipe.cpus = "6";
+  d.recipe.shm_size = "16g";
+  d.recipe.extra_mounts = {{"{model_path}/config.json", "/cfg/config.json", true},
+                           {"~/mods", "/mods", false}};
+  m.deployments["qwen"] = d;
+  return m;
+}
+
+TEST(DeploymentSpecTest, RendersRecipeIntoRunOptionsAndCommand) {
+  Result<ContainerSpec> s = RenderContainerSpec(TestManifest(), "qwen", "dgx5");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->container, "fleet-qwen");
+  EXPECT_EQ(s->cli, "podman");
+  EXPECT_EQ(s->command, (std::vector<std::string>{"/model", "--port", "30000", "--host", "dgx5.lan",
+                                                  "--served-model-name", "q-dgx5"}));
+  EXPECT_EQ(s->options,
+            (std::vector<std::string>{
+                "--network=host", "--device", "nvidia.com/gpu=all", "--memory=9g",
+                "--memory-swap=9g", "--cpus=6", "--shm-size=16g", "--volume",
+                "{model_path}/config.json:/cfg/config.json:ro", "--volume", "~/mods:/mods"}));
+  EXPECT_EQ(s->env.at("VLLM_USE_V1"), "1");
+  EXPECT_EQ(s->hash.size(), 64u);
+}
+
+TEST(DeploymentSpecTest, HashFollowsWhatRunsAndNothingElse) {
+  Manifest m = TestManifest();
+  const std::string h = RenderContainerSpec(m, "qwen", "dgx5")->hash;
+  EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
+  m.deployments["qwen"].health.timeout_s = 60;  // how long to wait is not what runs
+  EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
+  Manifest args = TestManifest();
+  args.deployments["qwen"].recipe.args.push_back("--enforce-eager");
+  EXPECT_NE(RenderContainerSpec(args, "qwen", "dgx5")->hash, h);
+  Manifest secret = TestManifest();
+  secret.deployments["qwen"].recipe.env["HF_TOKEN"] = "hf_zyxwvutsrqponmlkjihgfedcba987654";
+  EXPECT_NE(RenderContainerSpec(secret, "qwen", "dgx5")->hash, h);
+  Manifest rev = TestManifest();
+  rev.models["qwen"].revision = std::string(40, 'b');
+  EXPECT_NE(RenderContainerSpec(rev, "qwen", "dgx5")->hash, h);
+}
+
+TEST(DeploymentSpecTest, PlanJsonHidesSecretsAndDiffsSayWhatChanged) {
+  Manifest m = TestManifest();
+  nlohmann::json before = RenderContainerSpec(m, "qwen", "dgx5")->ToPlanJson();
+  EXPECT_EQ(before["env"]["HF_TOKEN"], "(sensitive)");
+  EXPECT_EQ(before["env"]["VLLM_USE_V1"], "1");
+  EXPECT_EQ(before.dump().find("hf_abcdef"), std::string::npos);
+  EXPECT_EQ(before["health"], "http://127.0.0.1:30000/v1/models");
+
+  m.images["b12x"].ref = "127.0.0.1:5000/team/vllm@sha256:" + std::string(64, 'e');
+  m.deployments["qwen"].recipe.env["VLLM_USE_V1"] = "0";
+  nlohmann::json after = RenderContainerSpec(m, "qwen", "dgx5")->ToPlanJson();
+  std::vector<std::string> d = SpecDifferences(before, after);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0], "image: " + kRef + " -> 127.0.0.1:5000/team/vllm@sha256:" + std::string(64, 'e'));
+  EXPECT_EQ(d[1], "env changed (VLLM_USE_V1)");
+
+  Manifest secret = TestManifest();
+  secret.deployments["qwen"].recipe.env["HF_TOKEN"] = "hf_zyxwvutsrqponmlkjihgfedcba987654";
+  d = SpecDifferences(before, RenderContainerSpec(secret, "qwen", "dgx5")->ToPlanJson());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0], "spec changed (a value not shown, e.g. a sensitive env value)");
+}
+
+TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
+  EXPECT_EQ(FillPlaceholders("{port}/{x}/{\"a\":1}", {{"port", "1"}}), "1/{x}/{\"a\":1}");
+  EXPECT_EQ(FillPlaceholders("{port", {{"port", "1"}}), "{port");
+}
+
+// Runs the probe fragment with a stand-in `podman` on PATH that prints what
+// a real one prints, and a stand-in curl.
+class ProbeScriptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fleet-deploy-probe-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+  void Tool(const std::string& name, const std::string& body) {
+    std::ofstream(dir_ + "/" + name) << "#!/bin/sh\n" << body;
+    chmod((dir_ + "/" + name).c_str(), 0755);
+  }
+  std::string Run(const std::string& script) {
+    std::ofstream(dir_ + "/probe.sh") << script;
+    std::string cmd = "PATH=" + dir_ + ":/usr/bin:/bin sh " + dir_ + "/probe.sh";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    pclose(f);
+    return out;
+  }
+  std::string dir_;
+};
+
+ContainerSpec ProbeSpec() {
+  ContainerSpec s;
+  s.cli = "podman";
+  s.container = "fleet-qwen";
+  s.port = 30000;
+  s.health_path = "/v1/models";
+  return s;
+}
+
+TEST_F(ProbeScriptTest, RunningContainerWithHealth) {
+  Tool("podman", "echo \"$@\" > " + dir_ +
+                     "/podman.args\n"
+                     "printf 'state=running\\nexit_code=0\\nstarted=%s\\nid=abc123\\nspec=feed\\n' "
+                     "$(($(date +%s) - 95))\n");
+  Tool("curl", "echo \"$@\" > " + dir_ + "/curl.args; printf 503\n");
+  ContainerProbe p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec())));
+  EXPECT_TRUE(p.exists);
+  EXPECT_EQ(p.state, "running");
+  EXPECT_EQ(p.spec, "feed");
+  EXPECT_EQ(p.id, "abc123");
+  EXPECT_GE(p.age_s, 95);
+  EXPECT_LE(p.age_s, 100);
+  EXPECT_EQ(p.health, 503);
+  EXPECT_EQ(p.health_tool, "curl");
+  EXPECT_FALSE(p.Healthy());
+  std::ifstream args(dir_ + "/curl.args");
+  std::string a((std::istreambuf_iterator<char>(args)), {});
+  EXPECT_NE(a.find("http://127.0.0.1:30000/v1/models"), std::string::npos);
+}
+
+TEST_F(ProbeScriptTest, AbsentContainerAndNoCli) {
+  Tool("podman", "echo 'Error: no such container fleet-qwen' >&2; exit 125\n");
+  ContainerProbe p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec())));
+  EXPECT_TRUE(p.cli_found);
+  EXPECT_FALSE(p.exists);
+  EXPECT_EQ(p.error, "");
+  EXPECT_EQ(p.health, -1);  // not asked
+
+  Tool("podman", "echo 'Error: cannot connect to storage' >&2; exit 125\n");
+  p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec())));
+  EXPECT_FALSE(p.exists);
+  EXPECT_NE(p.error.find("cannot connect to storage"), std::string::npos);
+
+  ContainerSpec docker = ProbeSpec();
+  docker.cli = "no-such-cli";
+  p = ParseContainerProbe(Run(ContainerProbeScript(docker)));
+  EXPECT_FALSE(p.cli_found);
+}
+
+TEST(ProbeParseTest, DockerTimesAndWget) {
+  ContainerProbe p = ParseContainerProbe(
+      "state=exited\nexit_code=137\nstarted=2026-11-29T20:00:00.123456Z\nid=x\nspec=\n"
+      "now=1795982460\n");
+  EXPECT_EQ(p.state, "exited");
+  EXPECT_EQ(p.exit_code, 137);
+  EXPECT_EQ(p.age_s, 60);
+  p = ParseContainerProbe("state=running\nhealth=200 health_tool=wget\n");
+  EXPECT_TRUE(p.Healthy());
+  EXPECT_EQ(p.health_tool, "wget");
+  p = ParseContainerProbe("state=running\nhealth=none\n");
+  EXPECT_EQ(p.health, -1);
+  EXPECT_EQ(ContainerProbe::FromJson(p.ToJson()).ToJson(), p.ToJson());
+}
+
+// The diff, from probe facts to a decision.
+class DiffTest : public ::testing::Test {
+ protected:
+  DiffTest() : m_(TestManifest()), p_() {
+    desired_ = p_.Expand(m_).at(0);
+    facts_["dgx5"].reachable = true;
+  }
+  PlanChange Diff(const ContainerProbe& probe, const ResourceRecord* rec = nullptr,
+                  const std::vector<PlanChange>* planned = nullptr) {
+    ActualResource a;
+    a.probed = true;
+    a.exists = probe.exists;
+    a.attributes = probe.ToJson();
+    DiffContext ctx{facts_["dgx5"], &facts_, nullptr, &m_, false, planned};
+    return p_.Diff(desired_, a, rec, ctx);
+  }
+  ContainerProbe Running(int health, long age = 30) {
+    ContainerProbe p;
+    p.exists = true;
+    p.state = "running";
+    p.spec = desired_.attributes["spec"];
+    p.health = health;
+    p.health_tool = "curl";
+    p.age_s = age;
+    return p;
+  }
+  Manifest m_;
+  DeploymentProvider p_;
+  DesiredResource desired_;
+  std::map<std::string, NodeFacts> facts_;
+};
+
+TEST_F(DiffTest, ExpandDependsOnEverythingItRuns) {
+  EXPECT_EQ(desired_.address, "deployment.qwen@dgx5");
+  EXPECT_EQ(desired_.depends_on, (std::vector<std::string>{"node.dgx5", "display_ram.dgx5",
+                                                           "image.b12x@dgx5", "model.qwen@dgx5"}));
+}
+
+TEST_F(DiffTest, AbsentIsCreatedUnlessThePortIsTaken) {
+  ContainerProbe absent;
+  PlanChange c = Diff(absent);
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.error, "");
+  absent.port_busy = true;
+  c = Diff(absent);
+  EXPECT_NE(c.error.find("port 30000 on dgx5 is already in use"), std::string::npos);
+}
+
+TEST_F(DiffTest, HealthyIsNoopAndStartingIsANote) {
+  EXPECT_EQ(Diff(Running(200)).action, Action::kNoop);
+  EXPECT_TRUE(Diff(Running(200)).reasons.empty());
+  PlanChange c = Diff(Running(0, 120));
+  EXPECT_EQ(c.action, Action::kNoop);
+  ASSERT_EQ(c.reasons.size(), 1u);
+  EXPECT_EQ(c.reasons[0],
+            "starting: http://127.0.0.1:30000/v1/models does not answer after 2 min "
+            "(health.timeout 10 min)");
+  c = Diff(Running(503, 601));
+  EXPECT_EQ(c.action, Action::kReplace);
+  EXPECT_NE(c.reasons[0].find("answers 503 and it has run 10 min"), std::string::npos);
+}
+
+TEST_F(DiffTest, StoppedIsStartedAndAReloadRestartsIt) {
+  ContainerProbe stopped = Running(-1);
+  stopped.state = "exited";
+  stopped.exit_code = 137;
+  PlanChange c = Diff(stopped);
+  EXPECT_EQ(c.action, Action::kUpdate);
+  EXPECT_EQ(c.reasons[0], "container is exited (exit code 137)");
+
+  std::vector<PlanChange> planned(1);
+  planned[0].address = "display_ram.dgx5";
+  planned[0].action = Action::kUpdate;
+  planned[0].detail["stop_containers"] = {"fleet-qwen"};
+  c = Diff(Running(200), nullptr, &planned);
+  EXPECT_EQ(c.action, Action::kUpdate);
+  EXPECT_NE(c.reasons[0].find("display_ram.dgx5 stops it"), std::string::npos);
+}
+
+TEST_F(DiffTest, AnotherSpecIsReplacedWithTheRecordedDifferences) {
+  Manifest old = TestManifest();
+  old.deployments["qwen"].port = 30001;
+  ResourceRecord rec;
+  rec.address = desired_.address;
+  rec.attributes = RenderContainerSpec(old, "qwen", "dgx5")->ToPlanJson();
+  ContainerProbe p = Running(200);
+  p.spec = rec.attributes["spec"];
+  PlanChange c = Diff(p, &rec);
+  EXPECT_EQ(c.action, Action::kReplace);
+  ASSERT_GE(c.reasons.size(), 1u);
+  EXPECT_EQ(c.reasons[0], "port: 30001 -> 30000");
+
+  p.spec = "0123456789abcdef";  // started by someone else's fleet: no record to compare
+  c = Diff(p);
+  EXPECT_EQ(c.action, Action::kReplace);
+  EXPECT_NE(c.reasons[0].find("runs spec 0123456789ab, not the declared"), std::string::npos);
+}
+
+TEST_F(DiffTest, DestroyAndOrphansStopTheServe) {
+  ActualResource a;
+  a.probed = true;
+  a.exists = true;
+  a.attributes = Running(200).ToJson();
+  DiffContext ctx{facts_["dgx5"], &facts_, nullptr, &m_};
+  EXPECT_EQ(p_.DiffDestroy(desired_, a, nullptr, ctx).action, Action::kDelete);
+  a.exists = false;
+  EXPECT_EQ(p_.DiffDestroy(desired_, a, nullptr, ctx).action, Action::kNoop);
+
+  ResourceRecord rec;
+  rec.address = "deployment.old@dgx5";
+  rec.type = "deployment";
+  rec.node = "dgx5";
+  rec.attributes = {{"container", "fleet-old"}, {"cli", "podman"}};
+  PlanChange c = p_.DiffOrphan(rec, ctx);
+  EXPECT_EQ(c.action, Action::kDelete);
+  EXPECT_EQ(c.detail["container"], "fleet-old");
+}
+
+}  // namespace
+}  // namespace fleet

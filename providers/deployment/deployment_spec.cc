@@ -1,0 +1,180 @@
+#include "providers/deployment/deployment_spec.h"
+
+#include <openssl/evp.h>
+
+#include <set>
+
+#include "manifests/secrets.h"
+
+namespace fleet {
+namespace {
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr) != 1) return "";
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) {
+    out += kHex[d[i] >> 4];
+    out += kHex[d[i] & 15];
+  }
+  return out;
+}
+
+// Secret-looking env values never reach a plan, the state or the output.
+bool IsSensitive(const std::string& key, const std::string& value) {
+  return IsSecretKeyName(key) || LooksLikeToken(value);
+}
+
+}  // namespace
+
+std::string FillPlaceholders(const std::string& s,
+                             const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] == '{') {
+      size_t close = s.find('}', i + 1);
+      if (close != std::string::npos) {
+        auto it = values.find(s.substr(i + 1, close - i - 1));
+        if (it != values.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += s[i++];
+  }
+  return out;
+}
+
+Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
+                                          const std::string& node) {
+  using R = Result<ContainerSpec>;
+  auto d = m.deployments.find(name);
+  if (d == m.deployments.end()) return R::Error("no deployment '" + name + "' in the manifests");
+  auto n = m.nodes.find(node);
+  if (n == m.nodes.end()) return R::Error("no node '" + node + "' in the manifests");
+  const DeploymentSpec& dep = d->second;
+  auto img = m.images.find(dep.image);
+  if (img == m.images.end())
+    return R::Error("deployment '" + name + "': no image '" + dep.image + "' in the manifests");
+
+  ContainerSpec s;
+  s.deployment = name;
+  s.node = node;
+  s.container = "fleet-" + name;
+  s.cli = n->second.container_cli;
+  s.image = dep.image;
+  s.image_ref = img->second.ref;
+  if (!dep.model.empty()) {
+    auto mod = m.models.find(dep.model);
+    if (mod == m.models.end())
+      return R::Error("deployment '" + name + "': no model '" + dep.model + "' in the manifests");
+    s.model = dep.model;
+    s.model_repo = mod->second.repo;
+    s.model_revision = mod->second.revision;
+  }
+  s.port = dep.port;
+  s.health_path = dep.health.path;
+  s.health_timeout_s = dep.health.timeout_s;
+
+  const std::map<std::string, std::string> in_container = {{"port", std::to_string(dep.port)},
+                                                           {"model_path", kModelRoot},
+                                                           {"host", n->second.address},
+                                                           {"node", node}};
+  // On the host side of a mount {model_path} is the snapshot folder, which
+  // only the node can spell (its home, its cache): kept for the step.
+  std::map<std::string, std::string> on_host = in_container;
+  on_host.erase("model_path");
+
+  const Recipe& r = dep.recipe;
+  // Serving engines listen on the node's network: rootless containers have
+  // no other network on these nodes, and {port} is then the node's port.
+  s.options.push_back("--network=host");
+  for (const std::string& dev : r.devices) {
+    s.options.push_back("--device");
+    s.options.push_back(FillPlaceholders(dev, in_container));
+  }
+  if (!r.memory_limit.empty()) {
+    // --memory-swap equal to --memory: no swap, the log's cgroup guard.
+    s.options.push_back("--memory=" + r.memory_limit);
+    s.options.push_back("--memory-swap=" + r.memory_limit);
+  }
+  if (!r.cpus.empty()) s.options.push_back("--cpus=" + r.cpus);
+  if (!r.shm_size.empty()) s.options.push_back("--shm-size=" + r.shm_size);
+  for (const RecipeMount& mount : r.extra_mounts) {
+    s.options.push_back("--volume");
+    s.options.push_back(FillPlaceholders(mount.host, on_host) + ":" +
+                        FillPlaceholders(mount.container, in_container) +
+                        (mount.read_only ? ":ro" : ""));
+  }
+  // The two-positional-model trap is refused by the recipe lint: a
+  // non-empty `model` is the one positional model argument.
+  if (!r.model.empty()) s.command.push_back(FillPlaceholders(r.model, in_container));
+  for (const std::string& a : r.args) s.command.push_back(FillPlaceholders(a, in_container));
+  for (const auto& [k, v] : r.env) s.env[k] = FillPlaceholders(v, in_container);
+
+  nlohmann::json all = {{"container", s.container},
+                        {"cli", s.cli},
+                        {"image_ref", s.image_ref},
+                        {"model_repo", s.model_repo},
+                        {"model_revision", s.model_revision},
+                        {"port", s.port},
+                        {"health_path", s.health_path},
+                        {"options", s.options},
+                        {"command", s.command},
+                        {"env", s.env}};
+  s.hash = Sha256Hex(all.dump());
+  return s;
+}
+
+nlohmann::json ContainerSpec::ToPlanJson() const {
+  nlohmann::json env_shown = nlohmann::json::object();
+  for (const auto& [k, v] : env) env_shown[k] = IsSensitive(k, v) ? "(sensitive)" : v;
+  return {{"container", container},
+          {"image", image_ref},
+          {"model",
+           model.empty() ? nlohmann::json() : nlohmann::json(model_repo + "@" + model_revision)},
+          {"port", port},
+          {"health", "http://127.0.0.1:" + std::to_string(port) + health_path},
+          {"options", options},
+          {"command", command},
+          {"env", env_shown},
+          {"spec", hash}};
+}
+
+std::vector<std::string> SpecDifferences(const nlohmann::json& before,
+                                         const nlohmann::json& after) {
+  std::vector<std::string> out;
+  auto str = [](const nlohmann::json& v) {
+    return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string("none") : v.dump();
+  };
+  for (const char* key : {"image", "model", "port", "health"}) {
+    const nlohmann::json b = before.value(key, nlohmann::json());
+    const nlohmann::json a = after.value(key, nlohmann::json());
+    if (b != a) out.push_back(std::string(key) + ": " + str(b) + " -> " + str(a));
+  }
+  if (before.value("command", nlohmann::json()) != after.value("command", nlohmann::json()))
+    out.push_back("command changed");
+  if (before.value("options", nlohmann::json()) != after.value("options", nlohmann::json()))
+    out.push_back("run options changed (devices, limits or mounts)");
+  const nlohmann::json eb = before.value("env", nlohmann::json::object());
+  const nlohmann::json ea = after.value("env", nlohmann::json::object());
+  std::set<std::string> keys;
+  for (auto it = eb.begin(); it != eb.end(); ++it) keys.insert(it.key());
+  for (auto it = ea.begin(); it != ea.end(); ++it) keys.insert(it.key());
+  std::string changed;
+  for (const std::string& k : keys)
+    if (eb.value(k, nlohmann::json()) != ea.value(k, nlohmann::json()))
+      changed += (changed.empty() ? "" : ", ") + k;
+  if (!changed.empty()) out.push_back("env changed (" + changed + ")");
+  // A secret value changed: only the hash tells.
+  if (out.empty() && before.value("spec", "") != after.value("spec", ""))
+    out.push_back("spec changed (a value not shown, e.g. a sensitive env value)");
+  return out;
+}
+
+}  // namespace fleet

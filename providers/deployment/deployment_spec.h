@@ -1,0 +1,70 @@
+// The container a deployment runs on one node, rendered from the manifests:
+// what `<cli> run` gets, and a hash of it that the container carries as a
+// label, so a later plan sees whether the running container is still the
+// declared one without re-reading its arguments.
+//
+// Placeholders: {port} (the deployment's port), {model_path} (kModelRoot in
+// the container; the snapshot folder on the host in an extra mount's host
+// side), {host} (the node's address), {node} (the node's name).
+#ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
+#define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "src/status.h"
+
+namespace fleet {
+
+// Where the container sees the model's snapshot: every file bound read-only
+// at kModelRoot/<path in the snapshot> (no symlinks: the log's O_NOFOLLOW trap).
+inline constexpr const char* kModelRoot = "/model";
+// Labels on every serving container fleet starts.
+inline constexpr const char* kDeploymentLabel = "fleet.deployment";
+inline constexpr const char* kSpecLabel = "fleet.spec";
+
+struct ContainerSpec {
+  std::string deployment;  // manifest name
+  std::string node;
+  std::string container;  // "fleet-<deployment>"
+  std::string cli;        // the node's container CLI
+  std::string image;      // ImageSpec name
+  std::string image_ref;  // as the manifest pins it (repo@sha256:…)
+  std::string model;      // ModelSpec name; "" when the recipe serves no model
+  std::string model_repo;
+  std::string model_revision;
+  int port = 0;
+  std::string health_path;
+  int health_timeout_s = 0;
+  // `run` options without --name, labels, model binds and the image: host
+  // network, env, devices, limits, extra mounts. A host path may still hold
+  // "{model_path}" (known on the node only) and "~/" (the node user's home).
+  std::vector<std::string> options;
+  std::vector<std::string> command;  // the recipe's model (when set) and args
+  std::map<std::string, std::string> env;
+  std::string hash;  // sha256 hex of all the above
+
+  // What a plan shows: everything but env values that look secret.
+  nlohmann::json ToPlanJson() const;
+};
+
+// Renders deployment `name` on `node` of `m`. Fails when the deployment,
+// node or image is not in the manifests (the loader reports those first).
+Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
+                                          const std::string& node);
+
+// `s` with every {key} of `values` replaced; unknown placeholders are kept
+// (the recipe lint already refused them).
+std::string FillPlaceholders(const std::string& s,
+                             const std::map<std::string, std::string>& values);
+
+// The parts of two plan JSONs (ContainerSpec::ToPlanJson) that differ, each
+// as a reason: "image: a -> b", "command changed", "env changed (KEY)".
+std::vector<std::string> SpecDifferences(const nlohmann::json& before, const nlohmann::json& after);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Deployments: real serving containers (busybox httpd in a real image pulled
+# by digest from a real registry) under rootless podman on simulated nodes,
+# with a real model bound file by file.
+# - apply pulls the image, stages the model, starts fleet-serve and waits for
+#   its health URL; the container sees regular files only; then converged;
+# - a recipe change replaces the container (the plan says what changed);
+# - a replacement that exits, or never answers within health.timeout, fails
+#   with its log lines, is removed, and the container it replaced serves again;
+# - a container stopped by hand is started again;
+# - a display RAM unlock stops the serve first and starts it again after;
+# - a port taken by another process is a plan error;
+# - a missing image is an error, never a pull;
+# - a deployment the manifests drop is stopped and removed;
+# - destroy stops the serve before restoring display RAM;
+# - a token in the recipe env never appears in output, plan, or state.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/registry.sh"
+
+node_field() {
+  python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0][sys.argv[3]])' \
+    "$SIMDIR/sim.json" "$1" "$2"
+}
+on_node() {
+  local name=$1
+  shift
+  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
+    -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
+    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
+}
+PORT=$(free_port)
+URL=http://127.0.0.1:$PORT
+get() { curl -s --max-time 5 "$URL$1"; }
+code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/v1/models" || true; }
+container() {  # container FORMAT: podman inspect of fleet-serve on dgx2
+  on_node dgx2 "podman container inspect --format '$1' fleet-serve" 2>/dev/null || true
+}
+TOKEN=hf_FleetDeployTestSecret0123456789abcd
+REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
+
+# recipe VERSION [COMMAND]: the serving recipe. The default command lists
+# what the container sees at /model (and its symlinks) under /v1/, then
+# serves it with busybox httpd on {port}.
+recipe() {
+  local version=$1 cmd=${2:-}
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && exec busybox httpd -f -p {port} -h /www'
+  mkdir -p "$REPO/recipes"
+  cat >"$REPO/recipes/serve.toml" <<TOML
+model = ""
+args = ["sh", "-c", $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$cmd")]
+memory_limit = "256m"
+
+[env]
+GREETING = "hello $version"
+HF_TOKEN = "$TOKEN"
+TOML
+}
+# repo [DEPLOYMENT-EXTRA-JSON] [MKREPO-ARGS...]
+repo() {
+  local extra=${1:-}
+  shift || true
+  mkrepo --image "bb={\"ref\": \"$R/fleet/serve@$D\", \"source\": \"registry\"}" \
+    --model "m={\"repo\": \"org/tiny\", \"revision\": \"$REV\", \"store\": \"local\", \"source\": \"node:dgx1\"}" \
+    --deployment "serve={\"recipe\": \"recipes/serve.toml\", \"nodes\": [\"dgx2\"], \"image\": \"bb\", \"model\": \"m\", \"port\": $PORT, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}$extra}" \
+    "$@"
+}
+
+step "registry, image, 2 nodes, a real model on dgx1"
+registry_start
+D=$(image_push fleet/serve v1)
+R=$REGISTRY
+start_fleet 2 --insecure-registry "$R"
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo org/tiny \
+  --revision "$REV" --owner "$(node_field dgx1 user)" >/dev/null
+repo
+recipe v1
+
+step "plan: pull, stage, start"
+expect_rc 2 plan --detailed-exitcode
+expect_out "deployment.serve@dgx2"
+expect_out "start fleet-serve"
+expect_no_out "$TOKEN"
+
+step "apply: the serve answers, sees regular files only, runs without a pull"
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "health $URL/v1/models answers $(code)"
+get /v1/models | grep -q 'config.json' || fail "the container does not see the model: $(get /v1/models)"
+[[ -z $(get /v1/links) ]] || fail "symlinks in the container: $(get /v1/links)"
+[[ $(get /v1/greeting) == "hello v1" ]] || fail "env not passed: $(get /v1/greeting)"
+[[ $(container '{{index .Config.Labels "fleet.deployment"}}') == serve ]] || fail "no fleet.deployment label"
+on_node dgx2 'stat -c %a ~/.fleet/deployments/fleet-serve.env' | grep -qx 600 || fail "env file not 0600"
+assert_converged
+expect_rc 0 status
+expect_out "fleet-serve"
+
+step "a recipe change replaces the container, and says what changed"
+OLD_ID=$(container '{{.Id}}')
+recipe v2
+expect_rc 2 plan --detailed-exitcode
+expect_out "replace fleet-serve"
+expect_out "env changed (GREETING)"
+expect_rc 0 apply --auto-approve
+[[ $(get /v1/greeting) == "hello v2" ]] || fail "not replaced: $(get /v1/greeting)"
+[[ $(container '{{.Id}}') != "$OLD_ID" ]] || fail "same container after replace"
+on_node dgx2 'podman container exists fleet-serve-previous' && fail "the replaced container was kept"
+assert_converged
+
+step "a replacement that exits fails with its log; the old one serves again"
+recipe v3 'echo "engine: cannot allocate KV cache" >&2; exit 3'
+expect_rc 1 apply --auto-approve
+expect_out "exit code 3"
+expect_out "cannot allocate KV cache"
+expect_out "the container it replaced is back and started"
+sleep 1
+[[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve: $(get /v1/greeting)"
+
+step "a replacement that never answers fails after health.timeout"
+recipe v4 'exec busybox sleep 600'
+expect_rc 1 apply --auto-approve
+expect_out "did not answer 2xx within 20 s"
+[[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve after a timeout"
+recipe v2
+assert_converged
+
+step "a serve stopped by hand is started again"
+on_node dgx2 'podman stop --time 1 fleet-serve' >/dev/null
+expect_rc 2 plan --detailed-exitcode
+expect_out "container is exited"
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "not started again"
+assert_converged
+
+step "an unlock stops the serve for the reload and starts it after"
+repo ', "display_ram": "unlocked"'
+expect_rc 2 plan --detailed-exitcode
+expect_out "stops the serving containers fleet-serve first"
+expect_out "display_ram.dgx2 stops it for the nvidia_drm reload"
+expect_rc 0 apply --auto-approve
+[[ $(param dgx2 modeset)/$(param dgx2 fbdev) == Y/N ]] || fail "not unlocked"
+[[ $(code) == 200 ]] || fail "serve not started again after the reload"
+assert_converged
+
+step "a port taken by another process is a plan error"
+python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
+HTTP_PID=$!
+sleep 0.5
+repo ', "display_ram": "unlocked"'
+python3 - "$REPO/fleet.yaml" "$PORT" <<'PY'
+import sys
+p, port = sys.argv[1], int(sys.argv[2])
+s = open(p).read()
+s += ('  other: {"recipe": "recipes/serve.toml", "nodes": ["dgx2"], "image": "bb", "model": "m", '
+      '"port": %d}\n' % (port + 1))
+open(p, "w").write(s)
+PY
+expect_rc 1 plan
+expect_out "port $((PORT + 1)) on dgx2 is already in use"
+kill $HTTP_PID
+wait $HTTP_PID 2>/dev/null || true
+repo ', "display_ram": "unlocked"'
+
+step "a missing image is an error, never a pull"
+expect_rc 0 destroy --auto-approve --target deployment.serve@dgx2
+[[ -z $(container '{{.Id}}') ]] || fail "destroy --target left the container"
+expect_rc 0 plan -out "$WORK/saved.plan"
+on_node dgx2 "podman rmi -f $R/fleet/serve@$D" >/dev/null
+expect_rc 1 apply "$WORK/saved.plan"
+expect_out "is not on the node; refusing to start fleet-serve"
+on_node dgx2 "podman image exists $R/fleet/serve@$D" && fail "the image was pulled"
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "not serving after the image was pulled again"
+assert_converged
+
+step "a deployment the manifests drop is stopped and removed"
+mkrepo --unlock dgx2 --image "bb={\"ref\": \"$R/fleet/serve@$D\", \"source\": \"registry\", \"nodes\": [\"dgx2\"]}"
+expect_rc 2 plan --detailed-exitcode
+expect_out "the manifests no longer declare it"
+expect_rc 0 apply --auto-approve
+[[ -z $(container '{{.Id}}') ]] || fail "the dropped deployment still runs"
+assert_converged
+
+step "destroy stops the serve, then restores display RAM"
+repo ', "display_ram": "unlocked"'
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "not serving"
+expect_rc 0 destroy --auto-approve
+[[ -z $(container '{{.Id}}') ]] || fail "destroy left the container"
+[[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "display RAM not restored"
+[[ $(code) != 200 ]] || fail "still serving after destroy"
+
+step "the token never left the recipe and the node's env file"
+for f in "$WORK/transcript" "$WORK/saved.plan" "$(state_file)" "$(state_file).backup"; do
+  [[ -f $f ]] || continue
+  ! grep -qF "$TOKEN" "$f" || fail "token in $f"
+done
+no_crash
+# DEPLOY_TEST_TRANSCRIPT=FILE keeps every word fleet said.
+[[ -z ${DEPLOY_TEST_TRANSCRIPT:-} ]] || cp "$WORK/transcript" "$DEPLOY_TEST_TRANSCRIPT"
+echo "PASS"
