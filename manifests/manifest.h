@@ -11,6 +11,7 @@
 #ifndef FLEET_MANIFESTS_MANIFEST_H_
 #define FLEET_MANIFESTS_MANIFEST_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -127,6 +128,9 @@ struct DeploymentSpec {
   std::string display_ram = "default";
   int port = 0;
   HealthCheck health;
+  // What the serve needs of GPU memory (gpu_memory: 24GiB), checked against
+  // the node's free memory at plan time; 0: not declared, not checked.
+  uint64_t gpu_memory_bytes = 0;
   SourceLoc loc;
 };
 

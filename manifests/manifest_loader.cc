@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "manifests/byte_size.h"
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
 #include "manifests/manifest_checks.h"
@@ -600,7 +601,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   notes_.deployment_order.push_back(entry.key);
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
-    deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health"});
+    deployment.CheckKeys(
+        {"recipe", "nodes", "image", "model", "display_ram", "port", "health", "gpu_memory"});
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);
@@ -646,6 +648,16 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
                                           " must be a duration such as 30m, 90s or 2h (a plain "
                                           "number is seconds), got '" +
                                           timeout->value + "'");
+      }
+    }
+    if (auto need = deployment.String("gpu_memory")) {
+      if (auto bytes = ParseByteSize(need->value)) {
+        spec.gpu_memory_bytes = *bytes;
+      } else {
+        reporter_.Error(need->loc, "'gpu_memory' in " + what +
+                                       " must be a size such as 24GiB, 512m or 1.5T (binary "
+                                       "units), got '" +
+                                       need->value + "'");
       }
     }
     if (auto recipe = deployment.RequiredString("recipe", "the path of a recipe TOML file")) {

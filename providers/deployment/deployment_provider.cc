@@ -12,6 +12,7 @@
 #include "providers/model/bind_list.h"
 #include "providers/model/hub_cache.h"
 #include "providers/model/model_provider.h"
+#include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 
@@ -46,6 +47,25 @@ bool StoppedByDisplayRam(const DiffContext& ctx, const std::string& node,
       if (n == container) return true;
   }
   return false;
+}
+
+// The memory budget check for a serve about to start: an error when the
+// node's free GPU memory is known and short, a note when it is unknown.
+void CheckBudget(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
+  const uint64_t need = desired.attributes.value("gpu_memory_bytes", uint64_t{0});
+  if (need == 0) return;
+  GpuFacts facts;
+  if (!GpuFactsFromJson(ctx.facts.gpu, &facts)) {
+    c->reasons.push_back("gpu_memory not checked: no GPU facts for " + desired.node);
+    return;
+  }
+  const BudgetAnswer b = CheckMemoryBudget(facts, need);
+  if (b.known && !b.fits)
+    c->error =
+        desired.address + ": gpu_memory does not fit on " + desired.node + ": " + b.explanation;
+  else
+    c->reasons.push_back(std::string(b.known ? "gpu_memory fits: " : "gpu_memory not checked: ") +
+                         b.explanation);
 }
 
 std::string Home(const StepContext& ctx) {
@@ -174,6 +194,7 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
       r.attributes = spec->ToPlanJson();
       r.attributes["cli"] = spec->cli;
       r.attributes["health_timeout_s"] = spec->health_timeout_s;
+      if (d.gpu_memory_bytes > 0) r.attributes["gpu_memory_bytes"] = d.gpu_memory_bytes;
       r.depends_on = {NodeAddress(node), "display_ram." + node,
                       ResourceAddress("image", d.image, node)};
       if (!d.model.empty()) r.depends_on.push_back(ModelAddress(m, d.model, node));
@@ -242,6 +263,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.action = Action::kCreate;
     c.summary = "start " + container + " from " + want.value("image", "");
     c.reasons.push_back("no container " + container + " on " + desired.node);
+    CheckBudget(desired, ctx, &c);
     return c;
   }
 
@@ -270,6 +292,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.summary = "start " + container;
     c.reasons.push_back("container is " + p.state + " (exit code " + std::to_string(p.exit_code) +
                         ")");
+    CheckBudget(desired, ctx, &c);
     return c;
   }
   if (p.health == -1) {

@@ -11,6 +11,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/node/gpu_facts.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -325,6 +326,48 @@ TEST_F(DiffTest, DestroyAndOrphansStopTheServe) {
   PlanChange c = p_.DiffOrphan(rec, ctx);
   EXPECT_EQ(c.action, Action::kDelete);
   EXPECT_EQ(c.detail["container"], "fleet-old");
+}
+
+TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
+  GpuFacts gb10;
+  gb10.source = "fleet-probe";
+  GpuInfo g;
+  g.name = "NVIDIA GB10";
+  g.unified_memory = true;
+  g.memory_total_bytes = 128526893056ull;
+  g.memory_free_bytes = 103401336832ull;  // 96.3 GiB
+  gb10.gpus.push_back(g);
+  gb10.host_mem_available_bytes = 110ull << 30;
+  facts_["dgx5"].gpu = GpuFactsToJson(gb10);
+
+  m_.deployments["qwen"].gpu_memory_bytes = 120ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  PlanChange c = Diff(ContainerProbe());
+  EXPECT_NE(c.error.find("deployment.qwen@dgx5: gpu_memory does not fit on dgx5: needs 120.0 GiB"),
+            std::string::npos)
+      << c.error;
+  EXPECT_NE(c.error.find("96.3 GiB free"), std::string::npos) << c.error;
+
+  m_.deployments["qwen"].gpu_memory_bytes = 24ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  c = Diff(ContainerProbe());
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.action, Action::kCreate);
+  ASSERT_EQ(c.reasons.size(), 2u);
+  EXPECT_EQ(c.reasons[1].rfind("gpu_memory fits: needs 24.0 GiB", 0), 0u) << c.reasons[1];
+
+  // nvidia-smi on a GB10: memory unknown, neither yes nor no.
+  gb10.source = "nvidia-smi";
+  gb10.gpus[0].memory_free_bytes.reset();
+  gb10.gpus[0].memory_total_bytes.reset();
+  facts_["dgx5"].gpu = GpuFactsToJson(gb10);
+  c = Diff(ContainerProbe());
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.reasons[1].rfind("gpu_memory not checked: ", 0), 0u) << c.reasons[1];
+
+  // A serve that already runs is not checked again: its memory is in use.
+  EXPECT_EQ(Diff(Running(200)).action, Action::kNoop);
+  EXPECT_TRUE(Diff(Running(200)).reasons.empty());
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 # - a display RAM unlock stops the serve first and starts it again after;
 # - a port taken by another process is a plan error;
 # - a missing image is an error, never a pull;
+# - a gpu_memory need above the node's free GPU memory (fake GB10 driver on
+#   dgx2, read by fleet-probe) is a plan error with the arithmetic;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -69,7 +71,7 @@ step "registry, image, 2 nodes, a real model on dgx1"
 registry_start
 D=$(image_push fleet/serve v1)
 R=$REGISTRY
-start_fleet 2 --insecure-registry "$R"
+start_fleet 2 --insecure-registry "$R" --gpu dgx2=gb10
 python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo org/tiny \
   --revision "$REV" --owner "$(node_field dgx1 user)" >/dev/null
 repo
@@ -162,6 +164,14 @@ repo ', "display_ram": "unlocked"'
 step "a missing image is an error, never a pull"
 expect_rc 0 destroy --auto-approve --target deployment.serve@dgx2
 [[ -z $(container '{{.Id}}') ]] || fail "destroy --target left the container"
+step "a gpu_memory need is checked against the node's free GPU memory"
+repo ', "display_ram": "unlocked", "gpu_memory": "200GiB"'
+expect_rc 1 plan
+expect_out "deployment.serve@dgx2: gpu_memory does not fit on dgx2: needs 200.0 GiB"
+expect_out "98.3 GiB free"
+repo ', "display_ram": "unlocked", "gpu_memory": "24GiB"'
+expect_rc 2 plan --detailed-exitcode
+expect_out "gpu_memory fits: needs 24.0 GiB"
 expect_rc 0 plan -out "$WORK/saved.plan"
 on_node dgx2 "podman rmi -f $R/fleet/serve@$D" >/dev/null
 expect_rc 1 apply "$WORK/saved.plan"
