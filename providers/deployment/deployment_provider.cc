@@ -144,7 +144,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
     const long waited =
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
     if (p->state != "running")
-      return Status::Error("on " + spec.node + ": container " + spec.container +
+      return Status::Error("container " + spec.container +
                            (p->state.empty() ? " disappeared"
                                              : " is " + p->state + " (exit code " +
                                                    std::to_string(p->exit_code) + ")") +
@@ -152,11 +152,10 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
                            LogTail(ctx, spec.cli, spec.container));
     if (p->health >= 200 && p->health < 300) return Status::OK();
     if (p->health == -1 && p->state == "running")
-      return Status::Error("on " + spec.node + ": cannot check " + url +
-                           ": neither curl nor wget is on the node's PATH");
+      return Status::Error("cannot check " + url + ": neither curl nor wget is on the node's PATH");
     if (waited >= spec.health_timeout_s)
-      return Status::Error("on " + spec.node + ": " + url + " did not answer 2xx within " +
-                           Duration(spec.health_timeout_s) + " (health.timeout; last answer: " +
+      return Status::Error(url + " did not answer 2xx within " + Duration(spec.health_timeout_s) +
+                           " (health.timeout; last answer: " +
                            (p->health == 0 ? std::string("none") : std::to_string(p->health)) +
                            ")" + LogTail(ctx, spec.cli, spec.container));
     if (ctx.progress && Clock::now() - last_report >= std::chrono::seconds(10)) {
@@ -169,10 +168,10 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   }
 }
 
-nlohmann::json Recorded(const ContainerSpec& spec, const std::string& id,
+// The state record: what the plan said it would run, and what it runs as.
+nlohmann::json Recorded(const PlanChange& change, const std::string& id,
                         const std::string& image_id) {
-  nlohmann::json a = spec.ToPlanJson();
-  a["cli"] = spec.cli;
+  nlohmann::json a = change.after;
   a["container_id"] = id;
   a["image_id"] = image_id;
   return a;
@@ -372,7 +371,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!rendered.ok()) return rendered.status();
   const ContainerSpec& spec = *rendered;
   if (spec.hash != change.after.value("spec", ""))
-    return R::Error("on " + spec.node + ": deployment " + name +
+    return R::Error("deployment " + name +
                     " differs from the plan (the manifests changed since): plan again");
   const std::string& cli = spec.cli;
 
@@ -381,7 +380,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   Result<FoundImage> image = FindImage(ctx.transport, cli, ref, "");
   if (!image.ok()) return image.status();
   if (!image->present)
-    return R::Error("on " + spec.node + ": image " + spec.image + " (" + spec.image_ref +
+    return R::Error("image " + spec.image + " (" + spec.image_ref +
                     ") is not on the node; refusing to start " + spec.container +
                     " (a run would pull it): apply image." + spec.image + "@" + spec.node +
                     " first");
@@ -418,9 +417,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
       if (!loc.ok()) return loc.status();
       Result<std::vector<BindMount>> binds =
           ModelBindList(ctx.transport, loc->cache, loc->repo, loc->revision, kModelRoot);
-      if (!binds.ok())
-        return R::Error("on " + spec.node + ": model " + spec.model + ": " +
-                        binds.status().message());
+      if (!binds.ok()) return R::Error("model " + spec.model + ": " + binds.status().message());
       for (const BindMount& b : *binds) {
         options.push_back("--volume");
         options.push_back(b.host + ":" + b.container + ":ro");
@@ -475,11 +472,11 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
     Result<CommandResult> run =
         ctx.transport->Run(ShellCommand(RunArgsNoPull(cli, options, image->id, spec.command)));
-    Status started = !run.ok() ? run.status()
-                     : run->exit_code != 0
-                         ? Status::Error("on " + spec.node + ": `" + cli + " run` of " +
-                                         spec.container + " failed: " + run->err)
-                         : Status::OK();
+    Status started =
+        !run.ok() ? run.status()
+        : run->exit_code != 0
+            ? Status::Error("`" + cli + " run` of " + spec.container + " failed: " + run->err)
+            : Status::OK();
     Status healthy = started.ok() ? WaitHealthy(ctx, spec) : started;
     if (!healthy.ok()) {
       RemoveContainer(ctx, cli, spec.container);
@@ -492,7 +489,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
       ShellCommand({cli, "container", "inspect", "--format", "{{.Id}}", spec.container}));
   std::string cid = id.ok() && id->exit_code == 0 ? id->out : "";
   while (!cid.empty() && cid.back() == '\n') cid.pop_back();
-  return Recorded(spec, cid, image->id);
+  return Recorded(change, cid, image->id);
 }
 
 Status DeploymentProvider::Undo(const PlanChange& change, const nlohmann::json& applied,
