@@ -1,25 +1,67 @@
 #!/usr/bin/env bash
 # The demo: install what is needed, build, start a simulated fleet of five
-# real sshd nodes on loopback, then `fleet plan` and `fleet apply` the
-# examples/spark-lab manifests against it, and show that a second plan is
-# empty. Run as root on Debian 12. `scripts/demo.sh stop` stops the fleet.
+# real sshd nodes on loopback, a local registry holding the demo's serving
+# image and a small real model on dgx4, then `fleet plan` and `fleet apply`
+# the examples/spark-lab manifests against it (power, display RAM, image
+# pull by digest, model staging, a serving container answering on
+# 127.0.0.1:30000), and show that a second plan is empty. Run as root on
+# Debian 12. `scripts/demo.sh stop` stops the fleet and the registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=examples/spark-lab
 sim=$repo/.sim
+registry_dir=$repo/.registry
+registry=127.0.0.1:25000
+registry_stop() {
+  [[ -f $registry_dir/pid ]] || return 0
+  kill "$(cat "$registry_dir/pid")" 2>/dev/null || true
+  rm -f "$registry_dir/pid"
+}
 if [[ ${1:-} == stop ]]; then
   tests/sim/fleet-sim stop "$sim" --purge
+  registry_stop
   exit 0
 fi
 bash scripts/install-deps.sh
 bash scripts/build.sh >/dev/null
 fleet=build/src/engine/fleet
+export FLEET_SIM_FAKE_GPU_DIR=$PWD/build/tests/sim/fake_gpu
 
 tests/sim/fleet-sim stop "$sim" >/dev/null 2>&1 || true
-rm -rf "$repo/.fleet"
+registry_stop
+rm -rf "$repo/.fleet" "$registry_dir"
+echo "== starting a registry on $registry with the demo's serving image"
+mkdir -p "$registry_dir/data"
+cat >"$registry_dir/config.yml" <<YAML
+version: 0.1
+log: {level: warn}
+storage: {filesystem: {rootdirectory: $PWD/$registry_dir/data}}
+http: {addr: "$registry"}
+YAML
+/usr/bin/docker-registry serve "$registry_dir/config.yml" >>"$registry_dir/log" 2>&1 &
+echo $! >"$registry_dir/pid"
+for _ in $(seq 50); do
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://%s/v2/" % sys.argv[1], timeout=1)' \
+    "$registry" 2>/dev/null && break
+  sleep 0.1
+done
+digest=$(python3 scripts/demo_image.py "$registry" spark-lab/demo-serve v1)
+if ! grep -q "demo-serve@$digest" "$repo/fleet.yaml"; then
+  # Another busybox build or architecture gives another digest: pin this one.
+  sed -i "s|demo-serve@sha256:[0-9a-f]*|demo-serve@$digest|" "$repo/fleet.yaml"
+  echo "   (this machine's busybox gives image $digest: pinned it in $repo/fleet.yaml)"
+fi
+
 echo "== starting 5 simulated nodes (sshd on 127.0.0.1:22101-22105) and a power switch server"
 tests/sim/fleet-sim start "$sim" --nodes 5 --prefix fleetdemo- --base-port 22101 \
-  --power --ha-port 28123
+  --power --ha-port 28123 --insecure-registry "$registry" --gpu gb10
+# --gpu gb10: each node gets a stand-in CUDA driver (tests/sim/fake_gpu) that
+# answers like a DGX Spark's: fleet-probe reads its memory, and the display
+# RAM unlock frees a measurable 2 GiB. The rest is real.
+echo "== a small real model (safetensors shards, hub layout) on dgx4, the source of the staging"
+python3 tests/integration/mkmodel.py --cache "$sim/nodes/dgx4/root/hf/hub" \
+  --repo fleet-demo/Qwen3.8-tiny --revision 93d7ea55e731d3fe847a927d8a6a2853977d85d2 \
+  --owner fleetdemo-dgx4 >/dev/null
 FLEET_DEMO_HA_TOKEN=$(cat "$sim/ha_token")
 export FLEET_DEMO_HA_TOKEN
 # The hot spare starts powered on, so the plan has something to switch off.
@@ -29,9 +71,10 @@ echo; echo "== fleet plan"; $fleet -C "$repo" plan
 echo; echo "== fleet apply --auto-approve"; $fleet -C "$repo" apply --auto-approve
 echo; echo "== fleet plan (again: nothing to do)"; $fleet -C "$repo" plan --detailed-exitcode
 echo; echo "== fleet status"; $fleet -C "$repo" status
+echo; echo "== the serve answers: curl http://127.0.0.1:30000/v1/models"; curl -s http://127.0.0.1:30000/v1/models
 echo
 echo "The simulated fleet is still running: try"
 echo "  export FLEET_DEMO_HA_TOKEN=\$(cat $sim/ha_token)"
 echo "  $fleet -C $repo destroy --auto-approve   # shift end: restore display RAM, power off"
 echo "  $fleet -C $repo plan                     # what an apply would bring back"
-echo "  scripts/demo.sh stop                      # stop the simulated nodes"
+echo "  scripts/demo.sh stop                      # stop the simulated nodes and the registry"
