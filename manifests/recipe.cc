@@ -21,9 +21,8 @@ namespace fleet {
 namespace {
 
 const std::vector<std::string>& TopLevelKeys() {
-  static const std::vector<std::string> keys = {
-      "model",        "args", "env",      "devices",
-      "memory_limit", "cpus", "shm_size", "extra_mounts"};
+  static const std::vector<std::string> keys = {"model",        "args", "env",      "devices",
+                                                "memory_limit", "cpus", "shm_size", "extra_mounts"};
   return keys;
 }
 
@@ -31,13 +30,11 @@ const std::vector<std::string>& TopLevelKeys() {
 // means it was written below that table's header.
 bool IsTopLevelOnly(const std::string& key) {
   return key != "extra_mounts" &&
-         std::find(TopLevelKeys().begin(), TopLevelKeys().end(), key) !=
-             TopLevelKeys().end();
+         std::find(TopLevelKeys().begin(), TopLevelKeys().end(), key) != TopLevelKeys().end();
 }
 
 const std::vector<std::string>& MountKeys() {
-  static const std::vector<std::string> keys = {"host", "container",
-                                                "read_only"};
+  static const std::vector<std::string> keys = {"host", "container", "read_only"};
   return keys;
 }
 
@@ -47,10 +44,8 @@ std::string MisplacedKeyHint(const std::string& key) {
     return "; the image is declared in fleet.yaml (images:) and chosen by the "
            "deployment";
   }
-  if (key == "port")
-    return "; the port is the deployment's (fleet.yaml); use {port} in args";
-  if (key == "nodes" || key == "cluster")
-    return "; nodes are the deployment's (fleet.yaml)";
+  if (key == "port") return "; the port is the deployment's (fleet.yaml); use {port} in args";
+  if (key == "nodes" || key == "cluster") return "; nodes are the deployment's (fleet.yaml)";
   return "";
 }
 
@@ -64,12 +59,11 @@ struct TomlEntry {
 std::vector<TomlEntry> InFileOrder(const toml::table& table) {
   std::vector<TomlEntry> out;
   for (auto&& [k, v] : table) out.push_back({std::string(k.str()), &k, &v});
-  std::stable_sort(
-      out.begin(), out.end(), [](const TomlEntry& a, const TomlEntry& b) {
-        const auto& pa = a.key_ref->source().begin;
-        const auto& pb = b.key_ref->source().begin;
-        return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
-      });
+  std::stable_sort(out.begin(), out.end(), [](const TomlEntry& a, const TomlEntry& b) {
+    const auto& pa = a.key_ref->source().begin;
+    const auto& pb = b.key_ref->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
   return out;
 }
 
@@ -98,8 +92,7 @@ std::string ScalarText(const toml::node& node) {
   if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
   if (const auto* f = node.as_floating_point()) {
     char buffer[64];
-    const auto result =
-        std::to_chars(buffer, buffer + sizeof(buffer), f->get());
+    const auto result = std::to_chars(buffer, buffer + sizeof(buffer), f->get());
     return std::string(buffer, result.ptr);
   }
   return "";
@@ -117,6 +110,24 @@ bool IsDecimal(std::string_view s) {
   const size_t fraction = ++i;
   while (i < s.size() && IsDigit(s[i])) ++i;
   return i == s.size() && i > fraction;
+}
+
+bool IsDevicePath(std::string_view s) { return !s.empty() && s[0] == '/'; }
+
+// A CDI device name, "vendor.tld/class=name" (nvidia.com/gpu=all, =0, =GPU-…):
+// how podman (and docker 25+) give a container the GPU.
+bool IsCdiDevice(std::string_view s) {
+  const size_t slash = s.find('/'), eq = s.find('=');
+  if (slash == 0 || slash == std::string_view::npos || eq == std::string_view::npos ||
+      eq < slash + 2 || eq + 1 == s.size())
+    return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_') continue;
+    if ((c == '/' && i == slash) || (c == '=' && i == eq) || (c == ':' && i > eq)) continue;
+    return false;
+  }
+  return true;
 }
 
 // What docker and podman accept for --memory and --shm-size:
@@ -138,17 +149,11 @@ bool IsSize(std::string_view s) {
 // Every {identifier} in `s` (JSON such as {"a": 1} is not one).
 std::vector<std::string> PlaceholderNames(const std::string& s) {
   std::vector<std::string> names;
-  for (size_t open = s.find('{'); open != std::string::npos;
-       open = s.find('{', open + 1)) {
+  for (size_t open = s.find('{'); open != std::string::npos; open = s.find('{', open + 1)) {
     size_t i = open + 1;
-    if (i >= s.size() ||
-        !(std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_'))
-      continue;
-    while (i < s.size() &&
-           (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
-      ++i;
-    if (i < s.size() && s[i] == '}')
-      names.push_back(s.substr(open + 1, i - open - 1));
+    if (i >= s.size() || !(std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_')) continue;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    if (i < s.size() && s[i] == '}') names.push_back(s.substr(open + 1, i - open - 1));
   }
   return names;
 }
@@ -177,18 +182,15 @@ class RecipeReader {
   }
 
   void ReadKey(const TomlEntry& e);
-  std::optional<std::string> ReadString(const TomlEntry& e,
-                                        const std::string& field);
-  std::vector<std::string> ReadStringArray(const TomlEntry& e,
-                                           const std::string& field);
+  std::optional<std::string> ReadString(const TomlEntry& e, const std::string& field);
+  std::vector<std::string> ReadStringArray(const TomlEntry& e, const std::string& field);
   void ReadEnv(const TomlEntry& e);
   void ReadCpus(const TomlEntry& e);
   void ReadSize(const TomlEntry& e, std::string* out);
   void ReadMounts(const TomlEntry& e);
   void ReadMount(const toml::table& table, size_t index);
   // A top-level key found in `table`: the ordering trap.
-  void OrderingTrap(const TomlEntry& e, const std::string& header,
-                    const toml::table& table);
+  void OrderingTrap(const TomlEntry& e, const std::string& header, const toml::table& table);
   void CheckTwoPositionals();
   void CheckPlaceholders();
 
@@ -223,11 +225,11 @@ void RecipeReader::ReadKey(const TomlEntry& e) {
   } else if (k == "devices") {
     recipe_->devices = ReadStringArray(e, "devices");
     for (size_t i = 0; i < recipe_->devices.size(); ++i) {
-      if (recipe_->devices[i].empty() || recipe_->devices[i][0] != '/') {
+      if (!IsDevicePath(recipe_->devices[i]) && !IsCdiDevice(recipe_->devices[i])) {
         Error(Loc(e.value->as_array()->get(i)->source()),
               "devices[" + std::to_string(i) + "] '" + recipe_->devices[i] +
                   "' must be a device path such as /dev/dri/card0 (or "
-                  "host:container)");
+                  "host:container), or a CDI device such as nvidia.com/gpu=all");
       }
     }
   } else if (k == "memory_limit") {
@@ -253,28 +255,24 @@ void RecipeReader::ReadKey(const TomlEntry& e) {
   }
 }
 
-std::optional<std::string> RecipeReader::ReadString(const TomlEntry& e,
-                                                    const std::string& field) {
+std::optional<std::string> RecipeReader::ReadString(const TomlEntry& e, const std::string& field) {
   const auto* s = e.value->as_string();
   if (s == nullptr) {
-    Error(Loc(e.value->source()),
-          "'" + field + "' must be a string, got " + TypeName(*e.value));
+    Error(Loc(e.value->source()), "'" + field + "' must be a string, got " + TypeName(*e.value));
     return std::nullopt;
   }
   strings_.push_back({s->get(), field, Loc(e.value->source())});
   return s->get();
 }
 
-std::vector<std::string> RecipeReader::ReadStringArray(
-    const TomlEntry& e, const std::string& field) {
+std::vector<std::string> RecipeReader::ReadStringArray(const TomlEntry& e,
+                                                       const std::string& field) {
   std::vector<std::string> out;
   const auto* array = e.value->as_array();
   if (array == nullptr) {
-    std::string message = "'" + field + "' must be an array of strings, got " +
-                          TypeName(*e.value);
+    std::string message = "'" + field + "' must be an array of strings, got " + TypeName(*e.value);
     if (e.value->is_string()) {
-      message +=
-          "; write " + field + " = [\"" + e.value->as_string()->get() + "\"]";
+      message += "; write " + field + " = [\"" + e.value->as_string()->get() + "\"]";
     }
     Error(Loc(e.value->source()), message);
     return out;
@@ -287,8 +285,8 @@ std::vector<std::string> RecipeReader::ReadStringArray(
       strings_.push_back({s->get(), item_field, Loc(item.source())});
       if (field == "args") arg_locs_.push_back(Loc(item.source()));
     } else {
-      Error(Loc(item.source()), item_field + " must be a string, got " +
-                                    TypeName(item) + "; quote it (\"...\")");
+      Error(Loc(item.source()),
+            item_field + " must be a string, got " + TypeName(item) + "; quote it (\"...\")");
       // Keep the argument positions aligned with `args` for later lints.
       out.push_back("");
       if (field == "args") arg_locs_.push_back(Loc(item.source()));
@@ -322,11 +320,9 @@ void RecipeReader::ReadEnv(const TomlEntry& e) {
     }
     const auto* s = var.value->as_string();
     if (s == nullptr) {
-      std::string message =
-          "env '" + var.key + "' must be a string, got " + TypeName(*var.value);
+      std::string message = "env '" + var.key + "' must be a string, got " + TypeName(*var.value);
       const std::string text = ScalarText(*var.value);
-      if (!text.empty())
-        message += "; quote it: " + var.key + " = \"" + text + "\"";
+      if (!text.empty()) message += "; quote it: " + var.key + " = \"" + text + "\"";
       Error(Loc(var.value->source()), message);
       continue;
     }
@@ -343,14 +339,12 @@ void RecipeReader::ReadCpus(const TomlEntry& e) {
   } else if (e.value->is_integer() || e.value->is_floating_point()) {
     text = ScalarText(*e.value);
   } else {
-    Error(loc,
-          "'cpus' must be a number or a string such as \"6\" or \"1.5\", got " +
-              TypeName(*e.value));
+    Error(loc, "'cpus' must be a number or a string such as \"6\" or \"1.5\", got " +
+                   TypeName(*e.value));
     return;
   }
   if (!IsDecimal(text) || std::strtod(text.c_str(), nullptr) <= 0) {
-    Error(loc, "'cpus' must be a positive number such as 6 or 1.5, got '" +
-                   text + "'");
+    Error(loc, "'cpus' must be a positive number such as 6 or 1.5, got '" + text + "'");
     return;
   }
   recipe_->cpus = text;
@@ -361,8 +355,7 @@ void RecipeReader::ReadSize(const TomlEntry& e, std::string* out) {
   if (!text) return;
   if (!IsSize(*text)) {
     Error(Loc(e.value->source()),
-          "'" + e.key + "' must be a size such as \"9g\" or \"512m\", got '" +
-              *text + "'");
+          "'" + e.key + "' must be a size such as \"9g\" or \"512m\", got '" + *text + "'");
     return;
   }
   *out = *text;
@@ -385,10 +378,9 @@ void RecipeReader::ReadMounts(const TomlEntry& e) {
     if (const auto* table = item.as_table()) {
       ReadMount(*table, i);
     } else {
-      Error(Loc(item.source()),
-            "extra_mounts[" + std::to_string(i) +
-                "] must be a table {host, container, read_only}, got " +
-                TypeName(item));
+      Error(Loc(item.source()), "extra_mounts[" + std::to_string(i) +
+                                    "] must be a table {host, container, read_only}, got " +
+                                    TypeName(item));
     }
   }
 }
@@ -405,8 +397,7 @@ void RecipeReader::ReadMount(const toml::table& table, size_t index) {
     } else if (e.key == "host" || e.key == "container") {
       const auto* s = e.value->as_string();
       if (s == nullptr) {
-        Error(value_loc, field + "." + e.key + " must be a string path, got " +
-                             TypeName(*e.value));
+        Error(value_loc, field + "." + e.key + " must be a string path, got " + TypeName(*e.value));
         continue;
       }
       strings_.push_back({s->get(), field + "." + e.key, value_loc});
@@ -416,19 +407,16 @@ void RecipeReader::ReadMount(const toml::table& table, size_t index) {
       } else {
         mount.container = s->get();
         has_container = !mount.container.empty();
-        if (has_container && mount.container[0] != '/' &&
-            mount.container[0] != '{') {
-          Error(value_loc,
-                field + ".container '" + mount.container +
-                    "' must be an absolute path inside the container");
+        if (has_container && mount.container[0] != '/' && mount.container[0] != '{') {
+          Error(value_loc, field + ".container '" + mount.container +
+                               "' must be an absolute path inside the container");
         }
       }
     } else if (e.key == "read_only") {
       if (const auto* b = e.value->as_boolean()) {
         mount.read_only = b->get();
       } else {
-        Error(value_loc, field + ".read_only must be true or false, got " +
-                             TypeName(*e.value));
+        Error(value_loc, field + ".read_only must be true or false, got " + TypeName(*e.value));
       }
     } else {
       std::string message = "unknown key '" + e.key + "' in " + field;
@@ -439,12 +427,9 @@ void RecipeReader::ReadMount(const toml::table& table, size_t index) {
     }
   }
   const SourceLoc header = Loc(table.source());
-  if (!has_host)
-    Error(header, field + " has no 'host' (required: the path on the node)");
+  if (!has_host) Error(header, field + " has no 'host' (required: the path on the node)");
   if (!has_container) {
-    Error(header,
-          field +
-              " has no 'container' (required: the path inside the container)");
+    Error(header, field + " has no 'container' (required: the path inside the container)");
   }
   recipe_->extra_mounts.push_back(std::move(mount));
 }
@@ -453,25 +438,19 @@ void RecipeReader::OrderingTrap(const TomlEntry& e, const std::string& header,
                                 const toml::table& table) {
   const int header_line = static_cast<int>(table.source().begin.line);
   const bool also_at_top =
-      std::find(top_level_seen_.begin(), top_level_seen_.end(), e.key) !=
-      top_level_seen_.end();
-  const std::string consequence =
-      also_at_top ? "this '" + e.key + "' would be ignored"
-                  : "this recipe would run with no " + e.key;
-  const std::string where = header == "[env]"
-                                ? "the [env] header"
-                                : "the first " + header + " header";
+      std::find(top_level_seen_.begin(), top_level_seen_.end(), e.key) != top_level_seen_.end();
+  const std::string consequence = also_at_top ? "this '" + e.key + "' would be ignored"
+                                              : "this recipe would run with no " + e.key;
+  const std::string where =
+      header == "[env]" ? "the [env] header" : "the first " + header + " header";
   Error(Loc(e.key_ref->source()),
-        "'" + e.key + "' is inside " + header + " (line " +
-            std::to_string(header_line) + "): TOML puts every key after a " +
-            (header == "[env]" ? "[table]" : "[[table]]") +
-            " header into that table, so " + consequence + "; move '" + e.key +
-            "' above " + where);
+        "'" + e.key + "' is inside " + header + " (line " + std::to_string(header_line) +
+            "): TOML puts every key after a " + (header == "[env]" ? "[table]" : "[[table]]") +
+            " header into that table, so " + consequence + "; move '" + e.key + "' above " + where);
 }
 
 void RecipeReader::CheckTwoPositionals() {
-  if (recipe_->model.empty() || recipe_->args.empty() || arg_locs_.empty())
-    return;
+  if (recipe_->model.empty() || recipe_->args.empty() || arg_locs_.empty()) return;
   const std::string& first = recipe_->args[0];
   if (first.empty() || first[0] == '-') return;
   Error(arg_locs_[0], "args[0] '" + first +
@@ -489,14 +468,11 @@ void RecipeReader::CheckPlaceholders() {
   const std::vector<std::string>& allowed = RecipePlaceholders();
   for (const RecipeString& s : strings_) {
     for (const std::string& name : PlaceholderNames(s.value)) {
-      if (std::find(allowed.begin(), allowed.end(), name) != allowed.end())
-        continue;
-      std::string message =
-          "unknown placeholder '{" + name + "}' in " + s.field;
+      if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) continue;
+      std::string message = "unknown placeholder '{" + name + "}' in " + s.field;
       const std::string near = NearestName(name, allowed);
       if (!near.empty()) message += "; did you mean '{" + near + "}'?";
-      message +=
-          " (the launcher fills {port}, {model_path}, {host} and {node})";
+      message += " (the launcher fills {port}, {model_path}, {host} and {node})";
       Error(s.loc, message);
     }
   }
@@ -505,20 +481,16 @@ void RecipeReader::CheckPlaceholders() {
 }  // namespace
 
 const std::vector<std::string>& RecipePlaceholders() {
-  static const std::vector<std::string> names = {"port", "model_path", "host",
-                                                 "node"};
+  static const std::vector<std::string> names = {"port", "model_path", "host", "node"};
   return names;
 }
 
 bool RecipeUsesPlaceholder(const Recipe& recipe, const std::string& name) {
   const std::string token = "{" + name + "}";
-  auto has = [&](const std::string& s) {
-    return s.find(token) != std::string::npos;
-  };
+  auto has = [&](const std::string& s) { return s.find(token) != std::string::npos; };
   if (has(recipe.model)) return true;
   if (std::any_of(recipe.args.begin(), recipe.args.end(), has)) return true;
-  if (std::any_of(recipe.devices.begin(), recipe.devices.end(), has))
-    return true;
+  if (std::any_of(recipe.devices.begin(), recipe.devices.end(), has)) return true;
   for (const auto& [k, v] : recipe.env) {
     if (has(v)) return true;
   }
@@ -528,8 +500,8 @@ bool RecipeUsesPlaceholder(const Recipe& recipe, const std::string& name) {
   return false;
 }
 
-bool ParseRecipe(std::string_view text, const std::string& display_file,
-                 Recipe* recipe, Diagnostics* diags) {
+bool ParseRecipe(std::string_view text, const std::string& display_file, Recipe* recipe,
+                 Diagnostics* diags) {
   Diagnostics found;
   try {
     toml::table root = toml::parse(text, display_file);
@@ -540,13 +512,12 @@ bool ParseRecipe(std::string_view text, const std::string& display_file,
     if (message.find("expected '='") != std::string::npos) {
       message += " (a comment line that lost its '#'?)";
     }
-    found.push_back({Diagnostic::Severity::kError,
-                     SourceLoc{display_file, static_cast<int>(begin.line),
-                               static_cast<int>(begin.column)},
-                     message});
+    found.push_back(
+        {Diagnostic::Severity::kError,
+         SourceLoc{display_file, static_cast<int>(begin.line), static_cast<int>(begin.column)},
+         message});
   } catch (const std::exception& e) {
-    found.push_back({Diagnostic::Severity::kError,
-                     SourceLoc{display_file, 0, 0},
+    found.push_back({Diagnostic::Severity::kError, SourceLoc{display_file, 0, 0},
                      std::string("cannot read recipe: ") + e.what()});
   }
   const bool ok = !HasErrors(found);
@@ -554,15 +525,14 @@ bool ParseRecipe(std::string_view text, const std::string& display_file,
   return ok;
 }
 
-bool LoadRecipe(const std::string& path, const std::string& display_file,
-                Recipe* recipe, Diagnostics* diags) {
+bool LoadRecipe(const std::string& path, const std::string& display_file, Recipe* recipe,
+                Diagnostics* diags) {
   recipe->file = path;
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   if (in) text << in.rdbuf();
   if (!in) {
-    diags->push_back({Diagnostic::Severity::kError,
-                      SourceLoc{display_file, 0, 0},
+    diags->push_back({Diagnostic::Severity::kError, SourceLoc{display_file, 0, 0},
                       "cannot read recipe file " + path});
     return false;
   }

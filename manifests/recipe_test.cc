@@ -19,8 +19,7 @@ std::string Dump(const Diagnostics& diags) {
 Diagnostics Parse(const std::string& text, Recipe* recipe = nullptr) {
   Recipe local;
   Diagnostics diags;
-  ParseRecipe(text, "recipes/r.toml", recipe != nullptr ? recipe : &local,
-              &diags);
+  ParseRecipe(text, "recipes/r.toml", recipe != nullptr ? recipe : &local, &diags);
   return diags;
 }
 
@@ -36,17 +35,13 @@ Diagnostics Parse(const std::string& text, Recipe* recipe = nullptr) {
 TEST(RecipeTest, LoadsEveryField) {
   Recipe recipe;
   Diagnostics diags;
-  const std::string path =
-      std::string(kTestdata) + "/valid/recipes/dsv41-flash-exl3-2x.toml";
-  ASSERT_TRUE(
-      LoadRecipe(path, "recipes/dsv41-flash-exl3-2x.toml", &recipe, &diags))
-      << Dump(diags);
+  const std::string path = std::string(kTestdata) + "/valid/recipes/dsv41-flash-exl3-2x.toml";
+  ASSERT_TRUE(LoadRecipe(path, "recipes/dsv41-flash-exl3-2x.toml", &recipe, &diags)) << Dump(diags);
   EXPECT_TRUE(diags.empty()) << Dump(diags);
   EXPECT_EQ(recipe.file, path);
   EXPECT_EQ(recipe.model, "/model");
-  EXPECT_EQ(recipe.args, (std::vector<std::string>{
-                             "--config", "conservative.yaml", "--port",
-                             "{port}", "--disable-custom-all-reduce"}));
+  EXPECT_EQ(recipe.args, (std::vector<std::string>{"--config", "conservative.yaml", "--port",
+                                                   "{port}", "--disable-custom-all-reduce"}));
   EXPECT_EQ(recipe.devices, std::vector<std::string>{"/dev/dri/card0"});
   EXPECT_EQ(recipe.memory_limit, "9g");
   EXPECT_EQ(recipe.cpus, "6");  // a TOML integer, converted
@@ -117,14 +112,13 @@ TEST(RecipeTest, OrderingTrapInSecondMountAndEveryTopLevelKey) {
       "model = \"m\"\n";          // 11
   const Diagnostics diags = Parse(text);
   EXPECT_EQ(diags.size(), 4u) << Dump(diags);
-  EXPECT_DIAG(
-      diags,
-      "recipes/r.toml:8:1: error: 'memory_limit' is inside [[extra_mounts]] "
-      "(line 5): "
-      "TOML puts every key after a [[table]] header into that table, so this "
-      "recipe "
-      "would run with no memory_limit; move 'memory_limit' above the first "
-      "[[extra_mounts]] header");
+  EXPECT_DIAG(diags,
+              "recipes/r.toml:8:1: error: 'memory_limit' is inside [[extra_mounts]] "
+              "(line 5): "
+              "TOML puts every key after a [[table]] header into that table, so this "
+              "recipe "
+              "would run with no memory_limit; move 'memory_limit' above the first "
+              "[[extra_mounts]] header");
   // args also exists at the top: the one in the mount would be ignored.
   EXPECT_DIAG(diags,
               "recipes/r.toml:9:1: error: 'args' is inside [[extra_mounts]] "
@@ -163,11 +157,8 @@ TEST(RecipeTest, TwoPositionalModels) {
               "or start args "
               "with a --flag");
   // The fix from the log: model = "" and the path in args.
-  EXPECT_TRUE(
-      Parse("model = \"\"\nargs = [\"/workspace/m\", \"--port\", \"{port}\"]\n")
-          .empty());
-  EXPECT_TRUE(
-      Parse("model = \"/m\"\nargs = [\"--port\", \"{port}\"]\n").empty());
+  EXPECT_TRUE(Parse("model = \"\"\nargs = [\"/workspace/m\", \"--port\", \"{port}\"]\n").empty());
+  EXPECT_TRUE(Parse("model = \"/m\"\nargs = [\"--port\", \"{port}\"]\n").empty());
 }
 
 TEST(RecipeTest, UnknownKeysSayWhatWasMeant) {
@@ -178,13 +169,12 @@ TEST(RecipeTest, UnknownKeysSayWhatWasMeant) {
               "recipes/r.toml:1:1: error: unknown key 'shm_szie' in recipe; "
               "did you mean "
               "'shm_size'?");
-  EXPECT_DIAG(
-      Parse("docker_image = \"eugr/x:latest\"\n"),
-      "recipes/r.toml:1:1: error: unknown key 'docker_image' in recipe; "
-      "expected one of: "
-      "model, args, env, devices, memory_limit, cpus, shm_size, "
-      "[[extra_mounts]]; the "
-      "image is declared in fleet.yaml (images:) and chosen by the deployment");
+  EXPECT_DIAG(Parse("docker_image = \"eugr/x:latest\"\n"),
+              "recipes/r.toml:1:1: error: unknown key 'docker_image' in recipe; "
+              "expected one of: "
+              "model, args, env, devices, memory_limit, cpus, shm_size, "
+              "[[extra_mounts]]; the "
+              "image is declared in fleet.yaml (images:) and chosen by the deployment");
   EXPECT_DIAG(Parse("[[extra_mounts]]\nhost = \"/a\"\ncontainer = "
                     "\"/b\"\nread_olny = true\n"),
               "recipes/r.toml:4:1: error: unknown key 'read_olny' in "
@@ -198,28 +188,24 @@ TEST(RecipeTest, Placeholders) {
               "in args[1]; did you "
               "mean '{model_path}'? (the launcher fills {port}, {model_path}, "
               "{host} and {node})");
-  EXPECT_DIAG(
-      Parse("[env]\nURL = \"http://{hots}:{port}/\"\n"),
-      "recipes/r.toml:2:7: error: unknown placeholder '{hots}' in env.URL; did "
-      "you mean "
-      "'{host}'? (the launcher fills {port}, {model_path}, {host} and {node})");
+  EXPECT_DIAG(Parse("[env]\nURL = \"http://{hots}:{port}/\"\n"),
+              "recipes/r.toml:2:7: error: unknown placeholder '{hots}' in env.URL; did "
+              "you mean "
+              "'{host}'? (the launcher fills {port}, {model_path}, {host} and {node})");
   // JSON in an argument is not a placeholder.
-  EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n")
-                  .empty());
+  EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n").empty());
 }
 
 TEST(RecipeTest, SyntaxErrorIsLocated) {
   // The log: an edit dropped the '#' of a comment line.
-  const std::string text =
-      "model = \"\"\n Aiden 4x recipe, see AGENTS.md\nargs = []\n";
+  const std::string text = "model = \"\"\n Aiden 4x recipe, see AGENTS.md\nargs = []\n";
   const Diagnostics diags = Parse(text);
   ASSERT_EQ(diags.size(), 1u) << Dump(diags);
   EXPECT_EQ(diags[0].loc.file, "recipes/r.toml");
   EXPECT_EQ(diags[0].loc.line, 2);
   EXPECT_GT(diags[0].loc.column, 0);
   EXPECT_NE(diags[0].message.find("TOML syntax error"), std::string::npos);
-  EXPECT_NE(diags[0].message.find("lost its '#'"), std::string::npos)
-      << diags[0].message;
+  EXPECT_NE(diags[0].message.find("lost its '#'"), std::string::npos) << diags[0].message;
 }
 
 TEST(RecipeTest, WrongTypes) {
@@ -239,15 +225,13 @@ TEST(RecipeTest, WrongTypes) {
               "recipes/r.toml:1:16: error: 'memory_limit' must be a size such "
               "as \"9g\" or "
               "\"512m\", got '9 gigs'");
-  EXPECT_DIAG(
-      Parse("model = 5\n"),
-      "recipes/r.toml:1:9: error: 'model' must be a string, got an integer");
-  EXPECT_DIAG(
-      Parse("[extra_mounts]\nhost = \"/a\"\n"),
-      "recipes/r.toml:1:1: error: 'extra_mounts' must be an array of tables "
-      "([[extra_mounts]] entries with host, container, read_only), got a "
-      "table; write "
-      "the header as [[extra_mounts]], not [extra_mounts]");
+  EXPECT_DIAG(Parse("model = 5\n"),
+              "recipes/r.toml:1:9: error: 'model' must be a string, got an integer");
+  EXPECT_DIAG(Parse("[extra_mounts]\nhost = \"/a\"\n"),
+              "recipes/r.toml:1:1: error: 'extra_mounts' must be an array of tables "
+              "([[extra_mounts]] entries with host, container, read_only), got a "
+              "table; write "
+              "the header as [[extra_mounts]], not [extra_mounts]");
   EXPECT_DIAG(Parse("[[extra_mounts]]\nhost = \"/a\"\n"),
               "recipes/r.toml:1:1: error: extra_mounts[0] has no 'container' "
               "(required: the path "
@@ -255,21 +239,30 @@ TEST(RecipeTest, WrongTypes) {
   EXPECT_DIAG(Parse("devices = [\"dri/card0\"]\n"),
               "recipes/r.toml:1:12: error: devices[0] 'dri/card0' must be a "
               "device path such as "
-              "/dev/dri/card0 (or host:container)");
+              "/dev/dri/card0 (or host:container), or a CDI device such as "
+              "nvidia.com/gpu=all");
+  EXPECT_DIAG(Parse("devices = [\"nvidia.com/gpu\"]\n"),
+              "recipes/r.toml:1:12: error: devices[0] 'nvidia.com/gpu' must be a "
+              "device path such as "
+              "/dev/dri/card0 (or host:container), or a CDI device such as "
+              "nvidia.com/gpu=all");
+  for (const char* cdi : {"nvidia.com/gpu=all", "nvidia.com/gpu=0", "nvidia.com/gpu=GPU-1a:2"}) {
+    Recipe r;
+    Diagnostics d;
+    EXPECT_TRUE(ParseRecipe(std::string("devices = [\"") + cdi + "\"]\n", "r.toml", &r, &d)) << cdi;
+  }
 }
 
 TEST(RecipeTest, SizesDockerAccepts) {
   for (const char* size : {"9g", "512m", "9GiB", "1.5g", "100", "2 GB"}) {
-    EXPECT_TRUE(Parse(std::string("shm_size = \"") + size + "\"\n").empty())
-        << size;
+    EXPECT_TRUE(Parse(std::string("shm_size = \"") + size + "\"\n").empty()) << size;
   }
 }
 
 TEST(RecipeTest, MissingFileIsAnError) {
   Recipe recipe;
   Diagnostics diags;
-  EXPECT_FALSE(
-      LoadRecipe("/nonexistent/x.toml", "recipes/x.toml", &recipe, &diags));
+  EXPECT_FALSE(LoadRecipe("/nonexistent/x.toml", "recipes/x.toml", &recipe, &diags));
   ASSERT_EQ(diags.size(), 1u);
   EXPECT_EQ(diags[0].loc.file, "recipes/x.toml");
 }

@@ -16,7 +16,7 @@ std::string InspectFormat(const std::string& cli) {
   const std::string started =
       cli == "podman" ? "{{.State.StartedAt.Unix}}" : "{{.State.StartedAt}}";
   return std::string("state={{.State.Status}}\nexit_code={{.State.ExitCode}}\nstarted=") + started +
-         "\nid={{.Id}}\nspec={{index .Config.Labels \"" + kSpecLabel + "\"}}";
+         "\nid={{.Id}}\nimage={{.Image}}\nspec={{index .Config.Labels \"" + kSpecLabel + "\"}}";
 }
 
 // Seconds since the epoch from "1764448201" or RFC 3339 ("2026-11-29T20:30:01.1Z").
@@ -32,21 +32,29 @@ long ParseStarted(const std::string& s) {
 
 std::string HealthCommand(const std::string& url) {
   const std::string u = ShellQuote(url);
-  return "if command -v curl >/dev/null 2>&1; then echo \"health=$(curl -s -o /dev/null -w "
-         "'%{http_code}' --max-time 5 " +
+  // No proxy (the URL is the node's own loopback), one try, 5 s.
+  return "if command -v curl >/dev/null 2>&1; then echo \"health=$(curl -s -g --noproxy '*' "
+         "-o /dev/null -w '%{http_code}' --max-time 5 " +
          u +
          " 2>/dev/null)\" health_tool=curl; "
-         "elif command -v wget >/dev/null 2>&1; then echo \"health=$(wget -S -q -O /dev/null -T "
-         "5 " +
+         "elif command -v wget >/dev/null 2>&1; then echo \"health=$(wget -S -q -t 1 -O /dev/null "
+         "-T 5 " +
          u +
          " 2>&1 | awk '/^ *HTTP\\//{c=$2} END{printf \"%03d\", c+0}')\" health_tool=wget; "
          "else echo health=none; fi\n";
 }
 
+std::string PortBusyCommand(int port) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "%04X", port & 0xffff);
+  // cat first: mawk stops at a missing file (no tcp6 where IPv6 is off).
+  return "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p=" + std::string(hex) +
+         " '$4==\"0A\" { n=split($2,a,\":\"); if (a[n]==p) f=1 } END { print \"port_busy=\" "
+         "(f?1:0) }'\n";
+}
+
 std::string ContainerProbeScript(const ContainerSpec& spec) {
   const std::string cli = ShellQuote(spec.cli);
-  char port_hex[8];
-  std::snprintf(port_hex, sizeof port_hex, "%04X", spec.port & 0xffff);
   std::string s;
   s += "if ! command -v " + cli + " >/dev/null 2>&1; then echo cli=missing; else\n";
   s += "fd_out=$(" +
@@ -58,9 +66,7 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
   s += "case $fd_out in *state=running*)\n  " +
        HealthCommand("http://127.0.0.1:" + std::to_string(spec.port) + spec.health_path) +
-       "  ;;\n*) awk -v p=" + std::string(port_hex) +
-       " 'FNR>1 && $4==\"0A\" { n=split($2,a,\":\"); if (a[n]==p) f=1 } END { print \"port_busy=\" "
-       "(f?1:0) }' /proc/net/tcp /proc/net/tcp6 2>/dev/null ;;\nesac\nfi\n";
+       "  ;;\n*) " + PortBusyCommand(spec.port) + " ;;\nesac\nfi\n";
   return s;
 }
 
@@ -86,6 +92,7 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     p.exit_code = std::atoi(get("exit_code").c_str());
     p.id = get("id");
     p.spec = get("spec") == "<no value>" ? "" : get("spec");
+    p.image = get("image");
     const long started = ParseStarted(get("started"));
     const std::string now = get("now");
     if (started > 0 && !now.empty()) p.age_s = std::stol(now) - started;
@@ -103,9 +110,11 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
 }
 
 nlohmann::json ContainerProbe::ToJson() const {
-  return {{"cli_found", cli_found}, {"exists", exists}, {"state", state},
-          {"exit_code", exit_code}, {"spec", spec},     {"id", id},
-          {"age_s", age_s},         {"health", health}, {"health_tool", health_tool},
+  return {{"cli_found", cli_found}, {"exists", exists},
+          {"state", state},         {"exit_code", exit_code},
+          {"spec", spec},           {"id", id},
+          {"image", image},         {"age_s", age_s},
+          {"health", health},       {"health_tool", health_tool},
           {"port_busy", port_busy}, {"error", error}};
 }
 
@@ -117,6 +126,7 @@ ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) {
   p.exit_code = j.value("exit_code", 0);
   p.spec = j.value("spec", "");
   p.id = j.value("id", "");
+  p.image = j.value("image", "");
   p.age_s = j.value("age_s", -1L);
   p.health = j.value("health", -1);
   p.health_tool = j.value("health_tool", "");

@@ -19,6 +19,7 @@ struct ContainerProbe {
   int exit_code = 0;
   std::string spec;         // the fleet.spec label
   std::string id;           // container ID
+  std::string image;        // the ID of the image it runs (podman: bare hex)
   long age_s = -1;          // seconds since it started; -1 unknown
   int health = -1;          // HTTP status of the health URL; 0 no answer; -1 not asked
   std::string health_tool;  // "curl", "wget", "" (none on the node)
@@ -34,6 +35,10 @@ struct ContainerProbe {
 // with curl, else wget; prints "none" when the node has neither. Defines
 // nothing: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
+
+// sh that prints "port_busy=1" when something listens on TCP `port` (IPv4 or
+// IPv6), else "port_busy=0".
+std::string PortBusyCommand(int port);
 
 // The fragment for `spec` on its node.
 std::string ContainerProbeScript(const ContainerSpec& spec);

@@ -6,6 +6,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
 #include "providers/image/run_args.h"
@@ -68,6 +69,55 @@ void CheckBudget(const DesiredResource& desired, const DiffContext& ctx, PlanCha
                          b.explanation);
 }
 
+// A fleet serving container on `node` that the manifests no longer declare
+// there: the plan removes it (DiffOrphan), and it may hold the port a new
+// deployment wants (a renamed deployment). Read from the display RAM probe,
+// which lists the node's running serving containers. "" when none.
+std::string UndeclaredServe(const DiffContext& ctx, const std::string& node) {
+  if (ctx.all_actual == nullptr || ctx.manifest == nullptr) return "";
+  auto it = ctx.all_actual->find("display_ram." + node);
+  if (it == ctx.all_actual->end()) return "";
+  for (const auto& n : it->second.attributes.value("serving", nlohmann::json::array())) {
+    const std::string name = n.get<std::string>();
+    if (name.rfind("fleet-", 0) != 0) continue;
+    auto d = ctx.manifest->deployments.find(name.substr(6));
+    if (d == ctx.manifest->deployments.end() ||
+        std::find(d->second.nodes.begin(), d->second.nodes.end(), node) == d->second.nodes.end())
+      return name;
+  }
+  return "";
+}
+
+// A port something else listens on: an error, unless an undeclared fleet
+// serve that this plan removes first holds it.
+void CheckPort(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
+  const std::string port = std::to_string(desired.attributes.value("port", 0));
+  const std::string holder = UndeclaredServe(ctx, desired.node);
+  if (!holder.empty()) {
+    const std::string address = ResourceAddress("deployment", holder.substr(6), desired.node);
+    c->depends_on.push_back(address);
+    c->reasons.push_back("port " + port + " is in use, by " + holder +
+                         " as it seems: the manifests no longer declare it, and " + address +
+                         " is removed first");
+    return;
+  }
+  c->error = desired.address + ": port " + port + " on " + desired.node +
+             " is already in use by a process that is not " +
+             desired.attributes.value("container", "") +
+             ": the serve could not listen there (stop it, or give the deployment another port)";
+}
+
+// The ID of the image the deployment's image resource found on the node.
+std::string StagedImageId(const DesiredResource& desired, const DiffContext& ctx) {
+  if (ctx.all_actual == nullptr || ctx.manifest == nullptr) return "";
+  auto d = ctx.manifest->deployments.find(desired.name);
+  if (d == ctx.manifest->deployments.end()) return "";
+  auto it = ctx.all_actual->find(ResourceAddress("image", d->second.image, desired.node));
+  if (it == ctx.all_actual->end() || !it->second.exists) return "";
+  const ImageProbe p = ImageProbe::FromJson(it->second.attributes);
+  return p.by_ref.found ? p.by_ref.id : p.by_name.found ? p.by_name.id : "";
+}
+
 std::string Home(const StepContext& ctx) {
   Result<CommandResult> r = ctx.transport->Run("printf '%s' \"$HOME\"");
   return r.ok() && r->exit_code == 0 ? r->out : "";
@@ -98,9 +148,8 @@ Status RemoveContainer(const StepContext& ctx, const std::string& cli, const std
   // container that is not there is not an error.
   return RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
                             " >/dev/null 2>&1; then " +
-                            ShellCommand({cli, "stop", "--time", "30", name}) +
-                            " >/dev/null 2>&1; " + ShellCommand({cli, "rm", "-f", name}) +
-                            " >/dev/null; fi")
+                            ShellCommand({cli, "stop", "-t", "30", name}) + " >/dev/null 2>&1; " +
+                            ShellCommand({cli, "rm", "-f", name}) + " >/dev/null; fi")
       .status();
 }
 
@@ -140,9 +189,16 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   auto last_report = start;
   for (;;) {
     Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, url);
-    if (!p.ok()) return p.status();
     const long waited =
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+    if (!p.ok()) {
+      // One lost SSH round trip must not fail a serve that takes 15 min to
+      // boot: ask again until the timeout.
+      if (waited >= spec.health_timeout_s) return p.status();
+      if (ctx.progress) ctx.progress("health poll failed, retrying: " + p.status().message());
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      continue;
+    }
     if (p->state != "running")
       return Status::Error("container " + spec.container +
                            (p->state.empty() ? " disappeared"
@@ -253,15 +309,10 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
   const nlohmann::json before = record ? record->attributes : nlohmann::json();
 
   if (!p.exists) {
-    if (p.port_busy) {
-      c.error = desired.address + ": port " + std::to_string(want.value("port", 0)) + " on " +
-                desired.node + " is already in use by a process that is not " + container +
-                ": the serve could not listen there (stop it, or give the deployment another port)";
-      return c;
-    }
     c.action = Action::kCreate;
     c.summary = "start " + container + " from " + want.value("image", "");
     c.reasons.push_back("no container " + container + " on " + desired.node);
+    if (p.port_busy) CheckPort(desired, ctx, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
@@ -279,6 +330,17 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.reasons = diffs;
     return c;
   }
+  // The same spec on another image: a floating tag pulled anew, or the
+  // image re-staged under the same name.
+  const std::string staged = NormalizeImageId(StagedImageId(desired, ctx));
+  const std::string running = NormalizeImageId(p.image);
+  if (!staged.empty() && !running.empty() && staged != running) {
+    c.action = Action::kReplace;
+    c.summary = "replace " + container;
+    c.reasons.push_back("it runs image " + ShortId(running) + ", but " + want.value("image", "") +
+                        " is image " + ShortId(staged) + " on " + desired.node + " now");
+    return c;
+  }
   if (StoppedByDisplayRam(ctx, desired.node, container)) {
     c.action = Action::kUpdate;
     c.summary = "start " + container + " again";
@@ -291,11 +353,15 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.summary = "start " + container;
     c.reasons.push_back("container is " + p.state + " (exit code " + std::to_string(p.exit_code) +
                         ")");
+    if (p.port_busy) CheckPort(desired, ctx, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
   if (p.health == -1) {
-    c.reasons.push_back("health not checked: neither curl nor wget is on " + desired.node);
+    c.error = desired.address + ": cannot read " + url + ": neither curl nor wget is on " +
+              desired.node +
+              "'s PATH (install one: fleet waits for health before it calls a "
+              "serve started)";
     return c;
   }
   if (!p.Healthy()) {
@@ -360,9 +426,8 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     if (cli.empty()) cli = ctx.node->container_cli;
     if (container.empty()) return nlohmann::json();
     Status s = RemoveContainer(ctx, cli, container);
+    if (s.ok()) s = RemoveContainer(ctx, cli, container + "-previous");
     if (!s.ok()) return s;
-    const std::string env_file = ".fleet/deployments/" + container + ".env";
-    RunOnNode(ctx, ShellCommand({"rm", "-f", env_file}));
     return nlohmann::json();  // removed: drop the record
   }
 
@@ -395,16 +460,36 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   std::string running_spec = now->exit_code == 0 ? now->out : "";
   while (!running_spec.empty() && running_spec.back() == '\n') running_spec.pop_back();
   const bool exists = now->exit_code == 0;
+  const std::string previous = spec.container + "-previous";
 
-  if (exists && running_spec == spec.hash) {
-    if (ctx.progress) ctx.progress("starting " + spec.container);
-    Status s =
-        RunOnNode(ctx, ShellCommand({cli, "start", spec.container}) + " >/dev/null").status();
-    if (!s.ok()) return s;
-    s = WaitHealthy(ctx, spec);
+  // Nothing else may listen on the port: a server there would answer the
+  // health check in the serve's place.
+  auto port_free = [&]() -> Status {
+    Result<CommandResult> r = ctx.transport->Run(PortBusyCommand(spec.port));
+    if (!r.ok()) return r.status();
+    if (r->out.find("port_busy=1") != std::string::npos)
+      return Status::Error("port " + std::to_string(spec.port) +
+                           " is in use by another process on the node; not starting " +
+                           spec.container);
+    return Status::OK();
+  };
+
+  if (exists && running_spec == spec.hash && change.action != Action::kReplace) {
+    Result<CommandResult> state = ctx.transport->Run(ShellCommand(
+        {cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container}));
+    if (!state.ok()) return state.status();
+    if (state->out.rfind("running", 0) != 0) {
+      Status s = port_free();
+      if (!s.ok()) return s;
+      if (ctx.progress) ctx.progress("starting " + spec.container);
+      s = RunOnNode(ctx, ShellCommand({cli, "start", spec.container}) + " >/dev/null").status();
+      if (!s.ok()) return s;
+    }
+    Status s = WaitHealthy(ctx, spec);
     if (!s.ok()) return s;
   } else {
     const std::string home = Home(ctx);
+    if (home.empty()) return R::Error("cannot read $HOME on the node");
     std::vector<std::string> options = {"--detach",
                                         "--name",
                                         spec.container,
@@ -429,8 +514,10 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     } else {
       for (const std::string& o : spec.options) options.push_back(ExpandHome(o, home));
     }
+    // An env file, 0600, removed once the container holds its values: no
+    // value on a command line, in an error or left on the node's disk.
+    std::string env_file;
     if (!spec.env.empty()) {
-      // An env file, 0600: values never appear on a command line or in an error.
       std::string text;
       for (const auto& [k, v] : spec.env) {
         if (v.find('\n') != std::string::npos)
@@ -440,43 +527,47 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
       const std::string dir = home + "/.fleet/deployments";
       Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", "-m", "0700", dir})).status();
       if (!s.ok()) return s;
-      const std::string env_file = dir + "/" + spec.container + ".env";
+      env_file = dir + "/" + spec.container + ".env";
       s = ctx.transport->WriteFile(env_file, text, 0600);
       if (!s.ok()) return s;
       options.push_back("--env-file");
       options.push_back(env_file);
     }
 
-    // A replaced container is kept, stopped, until the new one is healthy.
-    const std::string previous = spec.container + "-previous";
-    if (exists) {
+    // A replaced container is kept, stopped, until the new one is healthy;
+    // one left by an apply that died half way is removed.
+    Status s = RemoveContainer(ctx, cli, previous);
+    if (s.ok() && exists) {
       if (ctx.progress)
         ctx.progress("stopping " + spec.container + " (spec " + running_spec.substr(0, 12) + ")");
-      Status s = RemoveContainer(ctx, cli, previous);
-      if (s.ok())
-        s = RunOnNode(ctx, ShellCommand({cli, "stop", "--time", "30", spec.container}) +
-                               " >/dev/null && " +
-                               ShellCommand({cli, "rename", spec.container, previous}))
-                .status();
-      if (!s.ok()) return s;
+      s = RunOnNode(ctx, ShellCommand({cli, "stop", "-t", "30", spec.container}) +
+                             " >/dev/null && " +
+                             ShellCommand({cli, "rename", spec.container, previous}))
+              .status();
     }
+    if (!s.ok()) return s;
     auto put_back = [&]() -> std::string {
       if (!exists) return "";
       Status s = RunOnNode(ctx, ShellCommand({cli, "rename", previous, spec.container}) + " && " +
                                     ShellCommand({cli, "start", spec.container}) + " >/dev/null")
                      .status();
-      return s.ok() ? "; the container it replaced is back and started"
+      return s.ok() ? "; the container it replaced is back and started (its health is not "
+                      "waited for)"
                     : "; putting back the container it replaced failed: " + s.message();
     };
 
-    if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
-    Result<CommandResult> run =
-        ctx.transport->Run(ShellCommand(RunArgsNoPull(cli, options, image->id, spec.command)));
-    Status started =
-        !run.ok() ? run.status()
-        : run->exit_code != 0
-            ? Status::Error("`" + cli + " run` of " + spec.container + " failed: " + run->err)
-            : Status::OK();
+    Status started = port_free();
+    if (started.ok()) {
+      if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
+      Result<CommandResult> run =
+          ctx.transport->Run(ShellCommand(RunArgsNoPull(cli, options, image->id, spec.command)));
+      started =
+          !run.ok() ? run.status()
+          : run->exit_code != 0
+              ? Status::Error("`" + cli + " run` of " + spec.container + " failed: " + run->err)
+              : Status::OK();
+    }
+    if (!env_file.empty()) RunOnNode(ctx, ShellCommand({"rm", "-f", env_file}));
     Status healthy = started.ok() ? WaitHealthy(ctx, spec) : started;
     if (!healthy.ok()) {
       RemoveContainer(ctx, cli, spec.container);

@@ -11,6 +11,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/image/image_probe.h"
 #include "providers/node/gpu_facts.h"
 #include "state/state.h"
 
@@ -80,6 +81,11 @@ TEST(DeploymentSpecTest, HashFollowsWhatRunsAndNothingElse) {
   EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
   m.deployments["qwen"].health.timeout_s = 60;  // how long to wait is not what runs
   EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
+  m.deployments["qwen"].health.path = "/health";  // nor where health is read
+  EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
+  Manifest cache = TestManifest();  // the model bound from elsewhere is another container
+  cache.nodes["dgx5"].hf_cache = "/mnt/other/hub";
+  EXPECT_NE(RenderContainerSpec(cache, "qwen", "dgx5")->hash, h);
   Manifest args = TestManifest();
   args.deployments["qwen"].recipe.args.push_back("--enforce-eager");
   EXPECT_NE(RenderContainerSpec(args, "qwen", "dgx5")->hash, h);
@@ -112,6 +118,18 @@ TEST(DeploymentSpecTest, PlanJsonHidesSecretsAndDiffsSayWhatChanged) {
   d = SpecDifferences(before, RenderContainerSpec(secret, "qwen", "dgx5")->ToPlanJson());
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0], "spec changed (a value not shown, e.g. a sensitive env value)");
+}
+
+TEST(DeploymentSpecTest, PlanJsonHidesSecretArguments) {
+  Manifest m = TestManifest();
+  m.deployments["qwen"].recipe.args = {"--api-key",      "s3cr3t-value",
+                                       "--hf-token=abc", "sk-abcdefghijklmnopqrstuvwx",
+                                       "--port",         "{port}"};
+  nlohmann::json plan = RenderContainerSpec(m, "qwen", "dgx5")->ToPlanJson();
+  EXPECT_EQ(plan["command"],
+            nlohmann::json({"/model", "--api-key", "(sensitive)", "--hf-token=(sensitive)",
+                            "(sensitive)", "--port", "30000"}));
+  EXPECT_EQ(plan.dump().find("s3cr3t"), std::string::npos);
 }
 
 TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
@@ -193,6 +211,23 @@ TEST_F(ProbeScriptTest, AbsentContainerAndNoCli) {
   docker.cli = "no-such-cli";
   p = ParseContainerProbe(Run(ContainerProbeScript(docker)));
   EXPECT_FALSE(p.cli_found);
+}
+
+TEST_F(ProbeScriptTest, PortBusyReadsIpv4AndIpv6AndToleratesNoIpv6) {
+  // What awk sees: /proc/net/tcp lines; a listener on 0x7530 = 30000.
+  Tool("cat",
+       "printf '  sl  local_address rem_address   st\\n"
+       "   0: 0100007F:7530 00000000:0000 0A\\n'\n");
+  EXPECT_EQ(Run(PortBusyCommand(30000)), "port_busy=1\n");
+  EXPECT_EQ(Run(PortBusyCommand(30001)), "port_busy=0\n");
+  // An established connection from that port is no listener.
+  Tool("cat",
+       "printf '  sl  local_address rem_address   st\\n"
+       "   0: 0100007F:7530 0100007F:D431 01\\n'\n");
+  EXPECT_EQ(Run(PortBusyCommand(30000)), "port_busy=0\n");
+  // The real files, one of them possibly missing (no IPv6): still an answer.
+  const std::string real = Run("PATH=/usr/bin:/bin; " + PortBusyCommand(1));
+  EXPECT_EQ(real, "port_busy=0\n");
 }
 
 TEST(ProbeParseTest, DockerTimesAndWget) {
@@ -326,6 +361,58 @@ TEST_F(DiffTest, DestroyAndOrphansStopTheServe) {
   PlanChange c = p_.DiffOrphan(rec, ctx);
   EXPECT_EQ(c.action, Action::kDelete);
   EXPECT_EQ(c.detail["container"], "fleet-old");
+}
+
+TEST_F(DiffTest, NoHealthToolIsAPlanError) {
+  PlanChange c = Diff(Running(-1));
+  EXPECT_NE(c.error.find("neither curl nor wget is on dgx5's PATH"), std::string::npos) << c.error;
+}
+
+TEST_F(DiffTest, AnotherImageUnderTheSameRefIsReplaced) {
+  std::map<std::string, ActualResource> actual;
+  ActualResource img;
+  img.probed = img.exists = true;
+  ImageProbe ip;
+  ip.by_ref.tried = ip.by_ref.found = true;
+  ip.by_ref.id = "sha256:" + std::string(64, 'b');
+  img.attributes = ip.ToJson();
+  actual["image.b12x@dgx5"] = img;
+  ContainerProbe p = Running(200);
+  p.image = std::string(64, 'a');  // podman prints bare hex
+  ActualResource a;
+  a.probed = a.exists = true;
+  a.attributes = p.ToJson();
+  DiffContext ctx{facts_["dgx5"], &facts_, &actual, &m_};
+  PlanChange c = p_.Diff(desired_, a, nullptr, ctx);
+  EXPECT_EQ(c.action, Action::kReplace);
+  EXPECT_NE(c.reasons[0].find("it runs image aaaaaaaaaaaa, but " + kRef + " is image bbbbbbbbbbbb"),
+            std::string::npos)
+      << c.reasons[0];
+  p.image = std::string(64, 'b');
+  a.attributes = p.ToJson();
+  EXPECT_EQ(p_.Diff(desired_, a, nullptr, ctx).action, Action::kNoop);
+}
+
+TEST_F(DiffTest, APortHeldByADroppedServeWaitsForItsRemoval) {
+  std::map<std::string, ActualResource> actual;
+  ActualResource ram;
+  ram.probed = ram.exists = true;
+  ram.attributes = {{"serving", {"fleet-qwen-old"}}};
+  actual["display_ram.dgx5"] = ram;
+  ContainerProbe absent;
+  absent.port_busy = true;
+  ActualResource a;
+  a.probed = true;
+  a.attributes = absent.ToJson();
+  DiffContext ctx{facts_["dgx5"], &facts_, &actual, &m_};
+  PlanChange c = p_.Diff(desired_, a, nullptr, ctx);
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.depends_on, std::vector<std::string>{"deployment.qwen-old@dgx5"});
+  // A declared serve holds it: nothing this plan removes, so an error.
+  actual["display_ram.dgx5"].attributes = {{"serving", {"fleet-qwen"}}};
+  c = p_.Diff(desired_, a, nullptr, ctx);
+  EXPECT_NE(c.error.find("port 30000 on dgx5 is already in use"), std::string::npos);
 }
 
 TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "manifests/secrets.h"
+#include "providers/model/model_provider.h"
 
 namespace fleet {
 namespace {
@@ -76,6 +77,9 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
     s.model = dep.model;
     s.model_repo = mod->second.repo;
     s.model_revision = mod->second.revision;
+    Result<HubLocation> loc = ModelLocationOnNode(m, dep.model, node);
+    if (!loc.ok()) return loc.status();
+    s.model_cache = loc->cache;
   }
   s.port = dep.port;
   s.health_path = dep.health.path;
@@ -117,13 +121,15 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   for (const std::string& a : r.args) s.command.push_back(FillPlaceholders(a, in_container));
   for (const auto& [k, v] : r.env) s.env[k] = FillPlaceholders(v, in_container);
 
+  // What runs, and nothing else: how long to wait for it or where its
+  // health is read are not part of it (changing them restarts nothing).
   nlohmann::json all = {{"container", s.container},
                         {"cli", s.cli},
                         {"image_ref", s.image_ref},
                         {"model_repo", s.model_repo},
                         {"model_revision", s.model_revision},
+                        {"model_cache", s.model_cache},
                         {"port", s.port},
-                        {"health_path", s.health_path},
                         {"options", s.options},
                         {"command", s.command},
                         {"env", s.env}};
@@ -134,6 +140,21 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
 nlohmann::json ContainerSpec::ToPlanJson() const {
   nlohmann::json env_shown = nlohmann::json::object();
   for (const auto& [k, v] : env) env_shown[k] = IsSensitive(k, v) ? "(sensitive)" : v;
+  // An argument that looks like a token, or follows a flag named for one
+  // (--api-key KEY, --hf-token=...), is not shown either.
+  nlohmann::json command_shown = nlohmann::json::array();
+  bool after_secret_flag = false;
+  for (const std::string& a : command) {
+    std::string flag = a.rfind("--", 0) == 0 ? a.substr(2, a.find('=') - 2) : "";
+    for (char& c : flag)
+      if (c == '-') c = '_';
+    const bool secret_flag = !flag.empty() && IsSecretKeyName(flag);
+    const bool inline_value = secret_flag && a.find('=') != std::string::npos;
+    command_shown.push_back(after_secret_flag || LooksLikeToken(a) ? "(sensitive)"
+                            : inline_value ? a.substr(0, a.find('=') + 1) + "(sensitive)"
+                                           : a);
+    after_secret_flag = secret_flag && !inline_value;
+  }
   return {{"container", container},
           {"image", image_ref},
           {"model",
@@ -141,7 +162,7 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
           {"port", port},
           {"health", "http://127.0.0.1:" + std::to_string(port) + health_path},
           {"options", options},
-          {"command", command},
+          {"command", command_shown},
           {"env", env_shown},
           {"spec", hash}};
 }

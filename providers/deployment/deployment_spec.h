@@ -36,6 +36,7 @@ struct ContainerSpec {
   std::string model;      // ModelSpec name; "" when the recipe serves no model
   std::string model_repo;
   std::string model_revision;
+  std::string model_cache;  // the hub cache it is bound from, as the node spells it
   int port = 0;
   std::string health_path;
   int health_timeout_s = 0;
@@ -47,7 +48,8 @@ struct ContainerSpec {
   std::map<std::string, std::string> env;
   std::string hash;  // sha256 hex of all the above
 
-  // What a plan shows: everything but env values that look secret.
+  // What a plan shows: everything but env values and arguments that look
+  // secret.
   nlohmann::json ToPlanJson() const;
 };
 

@@ -70,7 +70,7 @@ std::string ServingScript(const std::string& cli) {
   return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " +
          ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
                        "serving={{.Names}}"}) +
-         " 2>/dev/null\n";
+         " 2>/dev/null || true\n";
 }
 
 std::vector<std::string> ParseServing(const std::string& out) {
@@ -82,22 +82,35 @@ std::vector<std::string> ParseServing(const std::string& out) {
   return names;
 }
 
-// Stops the serving containers the plan listed for this reload (their
-// deployment steps start them again once the module is back).
+// Stops the serving containers the plan listed for this reload, right
+// before it; StartServing starts them again after it, whatever its outcome
+// (their deployment steps then wait for their health).
 Status StopServing(const StepContext& ctx, const nlohmann::json& names) {
+  const std::string& cli = ctx.node->container_cli;
   for (const auto& n : names) {
     const std::string name = n.get<std::string>();
     if (ctx.progress) ctx.progress("stopping " + name + " for the nvidia_drm reload");
-    Status s =
-        RunOnNode(ctx, "if " +
-                           ShellCommand({ctx.node->container_cli, "container", "inspect", name}) +
-                           " >/dev/null 2>&1; then " +
-                           ShellCommand({ctx.node->container_cli, "stop", "--time", "30", name}) +
-                           " >/dev/null; fi")
-            .status();
+    Status s = RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
+                                  " >/dev/null 2>&1; then " +
+                                  ShellCommand({cli, "stop", "-t", "30", name}) + " >/dev/null; fi")
+                   .status();
     if (!s.ok()) return s;
   }
   return Status::OK();
+}
+
+void StartServing(const StepContext& ctx, const nlohmann::json& names) {
+  const std::string& cli = ctx.node->container_cli;
+  for (const auto& n : names) {
+    const std::string name = n.get<std::string>();
+    Status s = RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
+                                  " >/dev/null 2>&1; then " + ShellCommand({cli, "start", name}) +
+                                  " >/dev/null; fi")
+                   .status();
+    if (ctx.progress)
+      ctx.progress(s.ok() ? "started " + name + " again"
+                          : "starting " + name + " again failed: " + s.message());
+  }
 }
 
 // Never reload the module under a running serve: the engine would lose its
@@ -122,7 +135,9 @@ Status CheckNoServingContainers(const StepContext& ctx) {
 }
 
 Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string>& options,
-              bool load) {
+              bool load, const nlohmann::json& stop) {
+  Status stopped = StopServing(ctx, stop);
+  if (!stopped.ok()) return stopped;
   Status guard = CheckNoServingContainers(ctx);
   if (!guard.ok()) return guard;
   std::string cmd;
@@ -139,7 +154,8 @@ Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string
 
 // Puts the module back to `original` (as recorded before an unlock) and
 // verifies it.
-Status Restore(const StepContext& ctx, const nlohmann::json& original) {
+Status Restore(const StepContext& ctx, const nlohmann::json& original,
+               const nlohmann::json& stop = nlohmann::json::array()) {
   Result<ModuleState> now = ReadModule(ctx);
   if (!now.ok()) return now.status();
   const bool want_loaded = original.value("loaded", true);
@@ -150,7 +166,7 @@ Status Restore(const StepContext& ctx, const nlohmann::json& original) {
     return Status::OK();  // already there
   Status s = Reload(ctx, now->loaded,
                     {"modeset=" + AsModprobeValue(modeset), "fbdev=" + AsModprobeValue(fbdev)},
-                    want_loaded);
+                    want_loaded, stop);
   if (!s.ok()) return s;
   Result<ModuleState> after = ReadModule(ctx);
   if (!after.ok()) return after.status();
@@ -312,13 +328,19 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
 
 Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
                                                  const StepContext& ctx) const {
+  const nlohmann::json stop = change.detail.value("stop_containers", nlohmann::json::array());
+  Result<nlohmann::json> result = ApplyModule(change, ctx, stop);
+  StartServing(ctx, stop);
+  return result;
+}
+
+Result<nlohmann::json> DisplayRamProvider::ApplyModule(const PlanChange& change,
+                                                       const StepContext& ctx,
+                                                       const nlohmann::json& stop) const {
   const std::string op = change.detail.value("op", "");
   const nlohmann::json rec = ctx.record ? ctx.record->attributes : nlohmann::json::object();
-  Status stopped =
-      StopServing(ctx, change.detail.value("stop_containers", nlohmann::json::array()));
-  if (!stopped.ok()) return stopped;
   if (op == "restore") {
-    Status s = Restore(ctx, change.detail["original"]);
+    Status s = Restore(ctx, change.detail["original"], stop);
     if (!s.ok()) return s;
     return nlohmann::json();  // nothing left to undo: drop the record
   }
@@ -341,7 +363,7 @@ Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
     // the state still knows what to restore.
     Status s = ctx.checkpoint ? ctx.checkpoint(record) : Status::OK();
     if (!s.ok()) return s;
-    s = Reload(ctx, now->loaded, {"modeset=1", "fbdev=0"}, true);
+    s = Reload(ctx, now->loaded, {"modeset=1", "fbdev=0"}, true, stop);
     Result<ModuleState> after = ReadModule(ctx);
     if (s.ok() && after.ok() && !after->unlocked())
       s = Status::Error("on " + ctx.node->name + ": unlock did not take: now " +

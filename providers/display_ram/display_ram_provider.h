@@ -6,7 +6,8 @@
 // recorded in state before the module is touched, and restored on destroy,
 // when nothing needs the unlock any more, and on rollback. Serving
 // containers (label fleet.deployment) running at plan time are stopped
-// before the reload; their deployments start them again.
+// right before the reload and started again after it, whatever its outcome;
+// their deployments then wait for their health.
 #ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 #define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 
@@ -30,6 +31,10 @@ class DisplayRamProvider : public Provider {
               bool* undone) const override;
 
  private:
+  // Apply without stopping or starting serving containers around it;
+  // `stop` goes to the reload, which stops them right before it.
+  Result<nlohmann::json> ApplyModule(const PlanChange& change, const StepContext& ctx,
+                                     const nlohmann::json& stop) const;
   // The module's change alone, before serving containers are considered.
   PlanChange DiffModule(const DesiredResource& desired, const ActualResource& actual,
                         const ResourceRecord* record, const DiffContext& ctx) const;

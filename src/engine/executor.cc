@@ -115,7 +115,13 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
 
   auto make_context = [&](size_t i, StepContext* ctx) -> Status {
     const PlanChange& c = *steps[i];
-    ctx->node = c.node.empty() ? nullptr : &manifest_->nodes.at(c.node);
+    ctx->node = nullptr;
+    if (!c.node.empty()) {
+      auto n = manifest_->nodes.find(c.node);
+      if (n == manifest_->nodes.end())
+        return Status::Error("node " + c.node + " is not in the manifests any more");
+      ctx->node = &n->second;
+    }
     ctx->manifest = manifest_;
     ctx->power = power_;
     ctx->transport = c.node.empty() ? nullptr : connections_->Get(c.node);

@@ -209,7 +209,13 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
+    // What the resource depends on, plus what this change found it must wait
+    // for (e.g. a deployment whose port an orphan removed in this plan holds).
+    std::vector<std::string> extra = std::move(c.depends_on);
     c.depends_on = r.depends_on;
+    for (std::string& d : extra)
+      if (std::find(c.depends_on.begin(), c.depends_on.end(), d) == c.depends_on.end())
+        c.depends_on.push_back(std::move(d));
     if (!c.error.empty()) {
       plan.errors.push_back(c.error);
       // Refuse to touch anything else on a node whose identity is wrong.

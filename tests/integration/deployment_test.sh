@@ -8,7 +8,9 @@
 # - a replacement that exits, or never answers within health.timeout, fails
 #   with its log lines, is removed, and the container it replaced serves again;
 # - a container stopped by hand is started again;
-# - a display RAM unlock stops the serve first and starts it again after;
+# - a display RAM unlock stops the serve first and starts it again after,
+#   also when only display_ram is targeted;
+# - a renamed deployment waits for the old one to free its port;
 # - a port taken by another process is a plan error;
 # - a missing image is an error, never a pull;
 # - a gpu_memory need above the node's free GPU memory (fake GB10 driver on
@@ -90,7 +92,7 @@ get /v1/models | grep -q 'config.json' || fail "the container does not see the m
 [[ -z $(get /v1/links) ]] || fail "symlinks in the container: $(get /v1/links)"
 [[ $(get /v1/greeting) == "hello v1" ]] || fail "env not passed: $(get /v1/greeting)"
 [[ $(container '{{index .Config.Labels "fleet.deployment"}}') == serve ]] || fail "no fleet.deployment label"
-on_node dgx2 'stat -c %a ~/.fleet/deployments/fleet-serve.env' | grep -qx 600 || fail "env file not 0600"
+on_node dgx2 'test ! -e ~/.fleet/deployments/fleet-serve.env' || fail "the env file stayed on the node"
 assert_converged
 expect_rc 0 status
 expect_out "fleet-serve"
@@ -141,6 +143,32 @@ expect_rc 0 apply --auto-approve
 [[ $(param dgx2 modeset)/$(param dgx2 fbdev) == Y/N ]] || fail "not unlocked"
 [[ $(code) == 200 ]] || fail "serve not started again after the reload"
 assert_converged
+
+step "a display RAM change alone (--target) starts the serve it stopped again"
+repo
+expect_rc 0 apply --auto-approve --target display_ram.dgx2
+[[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "not restored"
+expect_out "started fleet-serve again"
+for _ in $(seq 50); do [[ $(code) == 200 ]] && break; sleep 0.2; done
+[[ $(code) == 200 ]] || fail "the serve stayed down after a targeted reload"
+expect_rc 0 apply --auto-approve
+repo ', "display_ram": "unlocked"'
+expect_rc 0 apply --auto-approve
+assert_converged
+
+step "a renamed deployment waits for the old one to free its port"
+sed -i 's/^  serve: /  served: /' "$REPO/fleet.yaml"
+expect_rc 2 plan --detailed-exitcode
+expect_out "port $PORT is in use, by fleet-serve as it seems"
+expect_rc 0 apply --auto-approve
+[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
+  fail "fleet-served does not run"
+on_node dgx2 'podman container exists fleet-serve' && fail "the old fleet-serve still exists"
+[[ $(code) == 200 ]] || fail "the renamed serve does not answer"
+assert_converged
+repo ', "display_ram": "unlocked"'
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "not serving after the rename back"
 
 step "a port taken by another process is a plan error"
 python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
@@ -198,7 +226,7 @@ expect_rc 0 destroy --auto-approve
 [[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "display RAM not restored"
 [[ $(code) != 200 ]] || fail "still serving after destroy"
 
-step "the token never left the recipe and the node's env file"
+step "the token never reached output, a plan or the state"
 for f in "$WORK/transcript" "$WORK/saved.plan" "$(state_file)" "$(state_file).backup"; do
   [[ -f $f ]] || continue
   ! grep -qF "$TOKEN" "$f" || fail "token in $f"
