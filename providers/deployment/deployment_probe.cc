@@ -64,9 +64,8 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
   s += "else case $fd_out in *[Nn]'o such'*|*'not known'*) echo absent=1 ;;\n";
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
-  s += "case $fd_out in *state=running*)\n  " +
-       HealthCommand("http://127.0.0.1:" + std::to_string(spec.port) + spec.health_path) +
-       "  ;;\n*) " + PortBusyCommand(spec.port) + " ;;\nesac\nfi\n";
+  s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) + "  ;;\n*) " +
+       PortBusyCommand(spec.port) + " ;;\nesac\nfi\n";
   return s;
 }
 

@@ -184,7 +184,7 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
 // Waits until the health URL answers 2xx. Fails at once when the container
 // stops, and after `timeout_s`.
 Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(spec.port) + spec.health_path;
+  const std::string url = spec.HealthUrl();
   const auto start = Clock::now();
   auto last_report = start;
   for (;;) {
@@ -265,9 +265,12 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   spec.cli = node.container_cli;
   spec.container = r.attributes.value("container", "");
   spec.port = r.attributes.value("port", 0);
+  // The plan's "http://<host>:<port><path>", split again.
   const std::string health = r.attributes.value("health", "");
-  // "http://127.0.0.1:<port><path>"
-  const size_t slash = health.find('/', std::string("http://").size());
+  const size_t host = std::string("http://").size();
+  const size_t slash = health.find('/', host);
+  const size_t colon = health.rfind(':', slash);
+  spec.health_host = health.substr(host, colon - host);
   spec.health_path = slash == std::string::npos ? "/" : health.substr(slash);
   return ContainerProbeScript(spec);
 }
@@ -501,7 +504,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
       Result<HubLocation> loc = ModelLocationOnNode(*ctx.manifest, spec.model, spec.node);
       if (!loc.ok()) return loc.status();
       Result<std::vector<BindMount>> binds =
-          ModelBindList(ctx.transport, loc->cache, loc->repo, loc->revision, kModelRoot);
+          ModelBindList(ctx.transport, loc->cache, loc->repo, loc->revision, spec.model_root);
       if (!binds.ok()) return R::Error("model " + spec.model + ": " + binds.status().message());
       for (const BindMount& b : *binds) {
         options.push_back("--volume");

@@ -73,6 +73,26 @@ TEST(DeploymentSpecTest, RendersRecipeIntoRunOptionsAndCommand) {
                 "{model_path}/config.json:/cfg/config.json:ro", "--volume", "~/mods:/mods"}));
   EXPECT_EQ(s->env.at("VLLM_USE_V1"), "1");
   EXPECT_EQ(s->hash.size(), 64u);
+  // --host {host} binds the node's address: health is read there.
+  EXPECT_EQ(s->HealthUrl(), "http://dgx5.lan:30000/v1/models");
+  Manifest any = TestManifest();
+  any.deployments["qwen"].recipe.args = {"--host=0.0.0.0", "--port", "{port}"};
+  EXPECT_EQ(RenderContainerSpec(any, "qwen", "dgx5")->HealthUrl(),
+            "http://127.0.0.1:30000/v1/models");
+  any.deployments["qwen"].recipe.args = {"--host", "fd00::5"};
+  EXPECT_EQ(RenderContainerSpec(any, "qwen", "dgx5")->HealthUrl(),
+            "http://[fd00::5]:30000/v1/models");
+}
+
+TEST(DeploymentSpecTest, AMountOfTheSnapshotFolderBecomesTheModelRoot) {
+  Manifest m = TestManifest();
+  m.deployments["qwen"].recipe.extra_mounts = {{"{model_path}", "/workspace/model", true}};
+  Result<ContainerSpec> s = RenderContainerSpec(m, "qwen", "dgx5");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->model_root, "/workspace/model");
+  EXPECT_EQ(s->command[0], "/workspace/model");  // {model_path} as the container sees it
+  for (const std::string& o : s->options)
+    EXPECT_EQ(o.find("model_path"), std::string::npos) << o;  // no folder mount left
 }
 
 TEST(DeploymentSpecTest, HashFollowsWhatRunsAndNothingElse) {
@@ -103,7 +123,7 @@ TEST(DeploymentSpecTest, PlanJsonHidesSecretsAndDiffsSayWhatChanged) {
   EXPECT_EQ(before["env"]["HF_TOKEN"], "(sensitive)");
   EXPECT_EQ(before["env"]["VLLM_USE_V1"], "1");
   EXPECT_EQ(before.dump().find("hf_abcdef"), std::string::npos);
-  EXPECT_EQ(before["health"], "http://127.0.0.1:30000/v1/models");
+  EXPECT_EQ(before["health"], "http://dgx5.lan:30000/v1/models");
 
   m.images["b12x"].ref = "127.0.0.1:5000/team/vllm@sha256:" + std::string(64, 'e');
   m.deployments["qwen"].recipe.env["VLLM_USE_V1"] = "0";
@@ -300,7 +320,7 @@ TEST_F(DiffTest, HealthyIsNoopAndStartingIsANote) {
   EXPECT_EQ(c.action, Action::kNoop);
   ASSERT_EQ(c.reasons.size(), 1u);
   EXPECT_EQ(c.reasons[0],
-            "starting: http://127.0.0.1:30000/v1/models does not answer after 2 min "
+            "starting: http://dgx5.lan:30000/v1/models does not answer after 2 min "
             "(health.timeout 10 min)");
   c = Diff(Running(503, 601));
   EXPECT_EQ(c.action, Action::kReplace);

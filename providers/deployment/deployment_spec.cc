@@ -85,16 +85,23 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   s.health_path = dep.health.path;
   s.health_timeout_s = dep.health.timeout_s;
 
-  const std::map<std::string, std::string> in_container = {{"port", std::to_string(dep.port)},
-                                                           {"model_path", kModelRoot},
-                                                           {"host", n->second.address},
-                                                           {"node", node}};
+  const Recipe& r = dep.recipe;
+  // Where the container sees the model: kModelRoot, or where the recipe
+  // mounts "{model_path}" (the snapshot folder): that folder's files are
+  // relative symlinks into ../../blobs, which dangle in a container, so the
+  // mount becomes the per-file binds at its container path instead.
+  s.model_root = kModelRoot;
+  std::map<std::string, std::string> in_container = {
+      {"port", std::to_string(dep.port)}, {"host", n->second.address}, {"node", node}};
+  for (const RecipeMount& mount : r.extra_mounts)
+    if (mount.host == "{model_path}" || mount.host == "{model_path}/")
+      s.model_root = FillPlaceholders(mount.container, in_container);
+  in_container["model_path"] = s.model_root;
   // On the host side of a mount {model_path} is the snapshot folder, which
   // only the node can spell (its home, its cache): kept for the step.
   std::map<std::string, std::string> on_host = in_container;
   on_host.erase("model_path");
 
-  const Recipe& r = dep.recipe;
   // Serving engines listen on the node's network: rootless containers have
   // no other network on these nodes, and {port} is then the node's port.
   s.options.push_back("--network=host");
@@ -110,6 +117,7 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   if (!r.cpus.empty()) s.options.push_back("--cpus=" + r.cpus);
   if (!r.shm_size.empty()) s.options.push_back("--shm-size=" + r.shm_size);
   for (const RecipeMount& mount : r.extra_mounts) {
+    if (mount.host == "{model_path}" || mount.host == "{model_path}/") continue;  // model_root
     s.options.push_back("--volume");
     s.options.push_back(FillPlaceholders(mount.host, on_host) + ":" +
                         FillPlaceholders(mount.container, in_container) +
@@ -120,6 +128,13 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   if (!r.model.empty()) s.command.push_back(FillPlaceholders(r.model, in_container));
   for (const std::string& a : r.args) s.command.push_back(FillPlaceholders(a, in_container));
   for (const auto& [k, v] : r.env) s.env[k] = FillPlaceholders(v, in_container);
+  for (size_t i = 0; i < s.command.size(); ++i) {
+    std::string bind;
+    if (s.command[i] == "--host" && i + 1 < s.command.size()) bind = s.command[i + 1];
+    if (s.command[i].rfind("--host=", 0) == 0) bind = s.command[i].substr(7);
+    if (bind.empty() || bind == "0.0.0.0" || bind == "::" || bind == "[::]") continue;
+    s.health_host = bind.find(':') != std::string::npos && bind[0] != '[' ? "[" + bind + "]" : bind;
+  }
 
   // What runs, and nothing else: how long to wait for it or where its
   // health is read are not part of it (changing them restarts nothing).
@@ -129,12 +144,17 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
                         {"model_repo", s.model_repo},
                         {"model_revision", s.model_revision},
                         {"model_cache", s.model_cache},
+                        {"model_root", s.model_root},
                         {"port", s.port},
                         {"options", s.options},
                         {"command", s.command},
                         {"env", s.env}};
   s.hash = Sha256Hex(all.dump());
   return s;
+}
+
+std::string ContainerSpec::HealthUrl() const {
+  return "http://" + health_host + ":" + std::to_string(port) + health_path;
 }
 
 nlohmann::json ContainerSpec::ToPlanJson() const {
@@ -160,7 +180,7 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
           {"model",
            model.empty() ? nlohmann::json() : nlohmann::json(model_repo + "@" + model_revision)},
           {"port", port},
-          {"health", "http://127.0.0.1:" + std::to_string(port) + health_path},
+          {"health", HealthUrl()},
           {"options", options},
           {"command", command_shown},
           {"env", env_shown},

@@ -3,9 +3,11 @@
 // label, so a later plan sees whether the running container is still the
 // declared one without re-reading its arguments.
 //
-// Placeholders: {port} (the deployment's port), {model_path} (kModelRoot in
-// the container; the snapshot folder on the host in an extra mount's host
-// side), {host} (the node's address), {node} (the node's name).
+// Placeholders: {port} (the deployment's port), {model_path} (where the
+// container sees the model: kModelRoot, or the container path of an extra
+// mount whose host is "{model_path}", which becomes per-file binds; on the
+// host side of any other mount, the snapshot folder), {host} (the node's
+// address), {node} (the node's name).
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 
@@ -37,8 +39,13 @@ struct ContainerSpec {
   std::string model_repo;
   std::string model_revision;
   std::string model_cache;  // the hub cache it is bound from, as the node spells it
+  std::string model_root;   // where the container sees it, file by file
   int port = 0;
   std::string health_path;
+  // Where the serve listens, as the node reaches it: 127.0.0.1, or the
+  // address a `--host` argument binds it to (a serve bound to the node's LAN
+  // address does not answer on loopback).
+  std::string health_host = "127.0.0.1";
   int health_timeout_s = 0;
   // `run` options without --name, labels, model binds and the image: host
   // network, env, devices, limits, extra mounts. A host path may still hold
@@ -47,6 +54,9 @@ struct ContainerSpec {
   std::vector<std::string> command;  // the recipe's model (when set) and args
   std::map<std::string, std::string> env;
   std::string hash;  // sha256 hex of all the above
+
+  // "http://<health_host>:<port><health_path>".
+  std::string HealthUrl() const;
 
   // What a plan shows: everything but env values and arguments that look
   // secret.
