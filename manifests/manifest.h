@@ -106,6 +106,10 @@ struct Recipe {
   std::string model;
   std::vector<std::string> args;
   std::map<std::string, std::string> env;
+  // NAME -> the controller's environment variable its value is read from at
+  // apply (NAME = {from_env = "VAR"}): how a secret reaches a serve without
+  // being written in the manifests repo, a plan or the state.
+  std::map<std::string, std::string> env_from;
   std::vector<std::string> devices;
   std::string memory_limit;
   std::string cpus;

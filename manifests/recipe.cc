@@ -318,7 +318,29 @@ void RecipeReader::ReadEnv(const TomlEntry& e) {
                          "' is not a valid environment variable name "
                          "([A-Za-z_][A-Za-z0-9_]*)");
     }
+    if (const auto* from = var.value->as_table()) {
+      const auto* name = from->get("from_env");
+      if (from->size() != 1 || name == nullptr || !name->is_string() ||
+          !IsEnvVarName(name->as_string()->get())) {
+        Error(Loc(var.value->source()),
+              "env '" + var.key +
+                  "' must be a string or {from_env = \"VAR\"} (the value of VAR in the "
+                  "environment of the controller that runs fleet apply)");
+        continue;
+      }
+      recipe_->env_from[var.key] = name->as_string()->get();
+      continue;
+    }
     const auto* s = var.value->as_string();
+    if (s != nullptr && LooksLikeToken(s->get())) {
+      // A recipe is committed with the manifests: a token in it is leaked.
+      Error(Loc(var.value->source()),
+            "env '" + var.key +
+                "' holds what looks like a token; recipes are committed with the manifests: "
+                "take it from the controller's environment instead: " +
+                var.key + " = {from_env = \"" + var.key + "\"}");
+      continue;
+    }
     if (s == nullptr) {
       std::string message = "env '" + var.key + "' must be a string, got " + TypeName(*var.value);
       const std::string text = ScalarText(*var.value);

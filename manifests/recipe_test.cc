@@ -253,6 +253,25 @@ TEST(RecipeTest, WrongTypes) {
   }
 }
 
+TEST(RecipeTest, SecretsComeFromTheControllersEnvironment) {
+  Recipe r;
+  EXPECT_TRUE(Parse("[env]\nHF_TOKEN = {from_env = \"MY_HF_TOKEN\"}\nTOKENIZERS_PARALLELISM = "
+                    "\"false\"\n",
+                    &r)
+                  .empty());
+  EXPECT_EQ(r.env_from.at("HF_TOKEN"), "MY_HF_TOKEN");
+  EXPECT_EQ(r.env.count("HF_TOKEN"), 0u);
+  EXPECT_EQ(r.env.at("TOKENIZERS_PARALLELISM"), "false");
+  EXPECT_DIAG(Parse("[env]\nHF_TOKEN = \"hf_abcdefghijklmnopqrstuvwxyz\"\n"),
+              "recipes/r.toml:2:12: error: env 'HF_TOKEN' holds what looks like a token; recipes "
+              "are committed with the manifests: take it from the controller's environment "
+              "instead: HF_TOKEN = {from_env = \"HF_TOKEN\"}");
+  EXPECT_DIAG(Parse("[env]\nHF_TOKEN = {from = \"X\"}\n"),
+              "recipes/r.toml:2:12: error: env 'HF_TOKEN' must be a string or {from_env = "
+              "\"VAR\"} (the value of VAR in the environment of the controller that runs fleet "
+              "apply)");
+}
+
 TEST(RecipeTest, SizesDockerAccepts) {
   for (const char* size : {"9g", "512m", "9GiB", "1.5g", "100", "2 GB"}) {
     EXPECT_TRUE(Parse(std::string("shm_size = \"") + size + "\"\n").empty()) << size;

@@ -308,6 +308,13 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.error = desired.address + ": " + actual.error;
     return c;
   }
+  const nlohmann::json env_from = want.value("env_from", nlohmann::json::object());
+  for (const auto& [k, var] : env_from.items())
+    if (std::getenv(var.get<std::string>().c_str()) == nullptr) {
+      c.error = desired.address + ": env " + k + " comes from $" + var.get<std::string>() +
+                " on the controller (from_env), which is not set";
+      return c;
+    }
   const ContainerProbe p = ContainerProbe::FromJson(actual.attributes);
   const nlohmann::json before = record ? record->attributes : nlohmann::json();
 
@@ -520,9 +527,17 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     // An env file, 0600, removed once the container holds its values: no
     // value on a command line, in an error or left on the node's disk.
     std::string env_file;
-    if (!spec.env.empty()) {
+    if (!spec.env.empty() || !spec.env_from.empty()) {
+      std::map<std::string, std::string> values = spec.env;
+      for (const auto& [k, var] : spec.env_from) {
+        const char* v = std::getenv(var.c_str());
+        if (v == nullptr)
+          return R::Error("env " + k + " comes from $" + var +
+                          " on the controller (from_env), which is not set");
+        values[k] = v;
+      }
       std::string text;
-      for (const auto& [k, v] : spec.env) {
+      for (const auto& [k, v] : values) {
         if (v.find('\n') != std::string::npos)
           return R::Error("deployment " + name + ": env " + k + " holds a newline");
         text += k + "=" + v + "\n";

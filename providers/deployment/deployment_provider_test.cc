@@ -152,6 +152,18 @@ TEST(DeploymentSpecTest, PlanJsonHidesSecretArguments) {
   EXPECT_EQ(plan.dump().find("s3cr3t"), std::string::npos);
 }
 
+TEST(DeploymentSpecTest, EnvFromTheControllerShowsOnlyTheVariablesName) {
+  Manifest m = TestManifest();
+  m.deployments["qwen"].recipe.env.erase("HF_TOKEN");
+  m.deployments["qwen"].recipe.env_from["HF_TOKEN"] = "FLEET_UNIT_TEST_TOKEN";
+  nlohmann::json plan = RenderContainerSpec(m, "qwen", "dgx5")->ToPlanJson();
+  EXPECT_EQ(plan["env"]["HF_TOKEN"], "(from $FLEET_UNIT_TEST_TOKEN on the controller)");
+  const std::string h = plan["spec"];
+  setenv("FLEET_UNIT_TEST_TOKEN", "hf_one", 1);
+  EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);  // the value is not hashed
+  unsetenv("FLEET_UNIT_TEST_TOKEN");
+}
+
 TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
   EXPECT_EQ(FillPlaceholders("{port}/{x}/{\"a\":1}", {{"port", "1"}}), "1/{x}/{\"a\":1}");
   EXPECT_EQ(FillPlaceholders("{port", {{"port", "1"}}), "{port");
@@ -381,6 +393,18 @@ TEST_F(DiffTest, DestroyAndOrphansStopTheServe) {
   PlanChange c = p_.DiffOrphan(rec, ctx);
   EXPECT_EQ(c.action, Action::kDelete);
   EXPECT_EQ(c.detail["container"], "fleet-old");
+}
+
+TEST_F(DiffTest, AnUnsetFromEnvVariableIsAPlanError) {
+  m_.deployments["qwen"].recipe.env_from["HF_TOKEN"] = "FLEET_UNIT_TEST_UNSET";
+  desired_ = p_.Expand(m_).at(0);
+  unsetenv("FLEET_UNIT_TEST_UNSET");
+  EXPECT_EQ(Diff(ContainerProbe()).error,
+            "deployment.qwen@dgx5: env HF_TOKEN comes from $FLEET_UNIT_TEST_UNSET on the "
+            "controller (from_env), which is not set");
+  setenv("FLEET_UNIT_TEST_UNSET", "x", 1);
+  EXPECT_EQ(Diff(ContainerProbe()).error, "");
+  unsetenv("FLEET_UNIT_TEST_UNSET");
 }
 
 TEST_F(DiffTest, NoHealthToolIsAPlanError) {

@@ -128,6 +128,7 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   if (!r.model.empty()) s.command.push_back(FillPlaceholders(r.model, in_container));
   for (const std::string& a : r.args) s.command.push_back(FillPlaceholders(a, in_container));
   for (const auto& [k, v] : r.env) s.env[k] = FillPlaceholders(v, in_container);
+  s.env_from = r.env_from;
   for (size_t i = 0; i < s.command.size(); ++i) {
     std::string bind;
     if (s.command[i] == "--host" && i + 1 < s.command.size()) bind = s.command[i + 1];
@@ -148,7 +149,8 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
                         {"port", s.port},
                         {"options", s.options},
                         {"command", s.command},
-                        {"env", s.env}};
+                        {"env", s.env},
+                        {"env_from", s.env_from}};
   s.hash = Sha256Hex(all.dump());
   return s;
 }
@@ -160,6 +162,7 @@ std::string ContainerSpec::HealthUrl() const {
 nlohmann::json ContainerSpec::ToPlanJson() const {
   nlohmann::json env_shown = nlohmann::json::object();
   for (const auto& [k, v] : env) env_shown[k] = IsSensitive(k, v) ? "(sensitive)" : v;
+  for (const auto& [k, var] : env_from) env_shown[k] = "(from $" + var + " on the controller)";
   // An argument that looks like a token, or follows a flag named for one
   // (--api-key KEY, --hf-token=...), is not shown either.
   nlohmann::json command_shown = nlohmann::json::array();
@@ -184,6 +187,7 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
           {"options", options},
           {"command", command_shown},
           {"env", env_shown},
+          {"env_from", env_from},
           {"spec", hash}};
 }
 

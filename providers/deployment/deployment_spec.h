@@ -53,6 +53,9 @@ struct ContainerSpec {
   std::vector<std::string> options;
   std::vector<std::string> command;  // the recipe's model (when set) and args
   std::map<std::string, std::string> env;
+  // NAME -> the controller's variable its value comes from at apply; only
+  // the names are hashed and shown (a rotated token restarts nothing).
+  std::map<std::string, std::string> env_from;
   std::string hash;  // sha256 hex of all the above
 
   // "http://<health_host>:<port><health_path>".

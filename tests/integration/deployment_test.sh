@@ -40,6 +40,7 @@ container() {  # container FORMAT: podman inspect of fleet-serve on dgx2
   on_node dgx2 "podman container inspect --format '$1' fleet-serve" 2>/dev/null || true
 }
 TOKEN=hf_FleetDeployTestSecret0123456789abcd
+export FLEET_TEST_HF_TOKEN=$TOKEN  # the recipe takes HF_TOKEN from here (from_env)
 REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 
 # recipe VERSION [COMMAND]: the serving recipe. The default command lists
@@ -47,7 +48,7 @@ REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 # serves it with busybox httpd on {port}.
 recipe() {
   local version=$1 cmd=${2:-}
-  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && exec busybox httpd -f -p {port} -h /www'
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && exec busybox httpd -f -p {port} -h /www'
   mkdir -p "$REPO/recipes"
   cat >"$REPO/recipes/serve.toml" <<TOML
 model = ""
@@ -56,7 +57,7 @@ memory_limit = "256m"
 
 [env]
 GREETING = "hello $version"
-HF_TOKEN = "$TOKEN"
+HF_TOKEN = {from_env = "FLEET_TEST_HF_TOKEN"}
 TOML
 }
 # repo [DEPLOYMENT-EXTRA-JSON] [MKREPO-ARGS...]
@@ -91,6 +92,7 @@ expect_rc 0 apply --auto-approve
 get /v1/models | grep -q 'config.json' || fail "the container does not see the model: $(get /v1/models)"
 [[ -z $(get /v1/links) ]] || fail "symlinks in the container: $(get /v1/links)"
 [[ $(get /v1/greeting) == "hello v1" ]] || fail "env not passed: $(get /v1/greeting)"
+[[ $(get /v1/token) == "$(echo "$TOKEN" | sha256sum)" ]] || fail "HF_TOKEN (from_env) did not reach the serve"
 [[ $(container '{{index .Config.Labels "fleet.deployment"}}') == serve ]] || fail "no fleet.deployment label"
 on_node dgx2 'test ! -e ~/.fleet/deployments/fleet-serve.env' || fail "the env file stayed on the node"
 assert_converged
@@ -225,6 +227,15 @@ expect_rc 0 destroy --auto-approve
 [[ -z $(container '{{.Id}}') ]] || fail "destroy left the container"
 [[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "display RAM not restored"
 [[ $(code) != 200 ]] || fail "still serving after destroy"
+
+step "a literal token in a recipe is refused; an unset from_env variable is a plan error"
+cp "$REPO/recipes/serve.toml" "$WORK/serve.toml"
+printf '[env]\nHF_TOKEN = "%s"\n' "$TOKEN" >"$REPO/recipes/serve.toml"
+expect_rc 1 validate
+expect_out "recipes/serve.toml:2:12: error: env 'HF_TOKEN' holds what looks like a token"
+cp "$WORK/serve.toml" "$REPO/recipes/serve.toml"
+(unset FLEET_TEST_HF_TOKEN; fl plan) && fail "plan without FLEET_TEST_HF_TOKEN succeeded"
+expect_out "env HF_TOKEN comes from \$FLEET_TEST_HF_TOKEN on the controller (from_env), which is not set"
 
 step "the token never reached output, a plan or the state"
 for f in "$WORK/transcript" "$WORK/saved.plan" "$(state_file)" "$(state_file).backup"; do
