@@ -1,26 +1,18 @@
 #include "providers/deployment/deployment_spec.h"
 
-#include <openssl/evp.h>
-
 #include <set>
 
 #include "manifests/secrets.h"
+#include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
 
 namespace fleet {
 namespace {
 
 std::string Sha256Hex(const std::string& data) {
-  unsigned char d[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  if (EVP_Digest(data.data(), data.size(), d, &n, EVP_sha256(), nullptr) != 1) return "";
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < n; ++i) {
-    out += kHex[d[i] >> 4];
-    out += kHex[d[i] & 15];
-  }
-  return out;
+  BlobHasher h(BlobHashKind::kSha256, data.size());
+  h.Update(data);
+  return h.HexDigest();
 }
 
 // Secret-looking env values never reach a plan, the state or the output.

@@ -16,17 +16,6 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 
-node_field() {  # node_field NAME FIELD (from sim.json)
-  python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0][sys.argv[3]])' \
-    "$SIMDIR/sim.json" "$1" "$2"
-}
-on_node() {  # on_node NAME COMMAND: runs COMMAND as the node user over ssh
-  local name=$1
-  shift
-  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
-    -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
-    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
-}
 has_image() { on_node "$1" "podman image exists $2"; }  # has_image NODE REF-OR-ID
 image_id() { on_node "$1" "podman image inspect --format '{{.Id}}' $2"; }
 img() {  # img NAME REF SOURCE NODES: a --image flag for mkrepo

@@ -57,8 +57,19 @@ mkrepo() { python3 "$ROOT/tests/integration/mkrepo.py" --sim "$SIMDIR" --out "$R
 state_file() { echo "$REPO/.fleet/state.json"; }
 state_serial() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["serial"])' "$(state_file)"; }
 state_parses() { python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$1"; }
-node_root() { python3 -c 'import json,sys; print([n["root"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0])' "$SIMDIR/sim.json" "$1"; }
+node_root() { node_field "$1" root; }
 param() { cat "$(node_root "$1")/sys/module/nvidia_drm/parameters/$2"; }
+node_field() {  # node_field NAME FIELD (from sim.json)
+  python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0][sys.argv[3]])' \
+    "$SIMDIR/sim.json" "$1" "$2"
+}
+on_node() {  # on_node NAME COMMAND: runs COMMAND as the node user over ssh
+  local name=$1
+  shift
+  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
+    -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
+    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
+}
 
 # After an apply: plan shows nothing to do, and a second apply changes
 # nothing, not even the serial.

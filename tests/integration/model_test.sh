@@ -27,8 +27,8 @@ DM=models--org--tiny-model
 DH=models--org--hub-model
 MKMODEL=$ROOT/tests/integration/mkmodel.py
 
-node_user() { python3 -c 'import json,sys; print([n["user"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0])' "$SIMDIR/sim.json" "$1"; }
-node_pid() { python3 -c 'import json,sys; print([n["pid"] for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0])' "$SIMDIR/sim.json" "$1"; }
+node_user() { node_field "$1" user; }
+node_pid() { node_field "$1" pid; }
 hub() { echo "$(node_root "$1")/hf/hub"; }
 snap() { echo "$(hub "$1")/$DM/snapshots/$REV"; }
 # The node user cannot reach its root through the test's private folder:
