@@ -99,6 +99,13 @@ int main(int argc, char** argv) {
     model_files->add_option("--container-root", model_root,
                             "where the snapshot appears in the container (default: its own path)");
 
+    std::string logs_addr;
+    int logs_tail = 100;
+    auto* logs = app.add_subcommand("logs", "the last lines a serve printed");
+    logs->add_option("address", logs_addr, "deployment.NAME@NODE")->required();
+    logs->add_option("--tail", logs_tail, "how many lines (default 100)")
+        ->check(CLI::PositiveNumber);
+
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) {
@@ -128,6 +135,7 @@ int main(int argc, char** argv) {
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
     if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
+    if (*logs) return fleet::CmdLogs(g, logs_addr, logs_tail);
     return 1;
   } catch (const std::exception& e) {
     // Never a stack trace: one line, exit 1.

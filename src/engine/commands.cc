@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "src/engine/planner.h"
 #include "src/engine/render.h"
 #include "src/power_switch.h"
+#include "src/shell_quote.h"
 #include "state/state_store.h"
 
 namespace fleet {
@@ -446,6 +448,53 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
             << "kernel:     " << f.kernel << "\n";
   GpuFacts gf;
   if (GpuFactsFromJson(f.gpu, &gf)) std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+  return 0;
+}
+
+int CmdLogs(const GlobalOptions& g, const std::string& address, int tail) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  const size_t at = address.find('@');
+  const std::string prefix = "deployment.";
+  const std::string name = address.rfind(prefix, 0) == 0 && at != std::string::npos
+                               ? address.substr(prefix.size(), at - prefix.size())
+                               : "";
+  const std::string node = at == std::string::npos ? "" : address.substr(at + 1);
+  auto d = s.manifest.deployments.find(name);
+  if (d == s.manifest.deployments.end() ||
+      std::find(d->second.nodes.begin(), d->second.nodes.end(), node) == d->second.nodes.end()) {
+    std::cerr << "fleet: no deployment " << address
+              << " in the manifests (an address such as deployment.NAME@NODE)\n";
+    return 1;
+  }
+  const NodeSpec& spec = s.manifest.nodes.at(node);
+  Transport* t = s.connections->Get(node);
+  Status c = t->Connect();
+  if (!c.ok()) {
+    std::cerr << "fleet: " << c.message() << "\n";
+    return 1;
+  }
+  Result<CommandResult> host = t->Run("uname -n");
+  std::string hostname = host.ok() ? host->out : "";
+  while (!hostname.empty() && hostname.back() == '\n') hostname.pop_back();
+  if (!spec.hostname.empty() && hostname != spec.hostname) {
+    std::cerr << "fleet: " << node << " (" << spec.address << ") says it is '" << hostname
+              << "', not '" << spec.hostname << "': refusing to show its logs as " << node
+              << "'s\n";
+    return 1;
+  }
+  const std::string cmd =
+      ShellCommand({spec.container_cli, "logs", "--tail", std::to_string(tail), "fleet-" + name});
+  Result<CommandResult> r = t->Run(cmd + " 2>&1");
+  if (!r.ok()) {
+    std::cerr << "fleet: " << r.status().message() << "\n";
+    return 1;
+  }
+  std::cout << r->out;
+  if (r->exit_code != 0) {
+    std::cerr << "fleet: on " << node << ": `" << cmd << "` exited " << r->exit_code << "\n";
+    return 1;
+  }
   return 0;
 }
 

@@ -51,6 +51,10 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json);
 // snapshot's own path).
 int CmdModelFiles(const GlobalOptions& g, const std::string& model, const std::string& node,
                   const std::string& container_root);
+// `fleet logs deployment.NAME@NODE [--tail N]`: the last N lines the serve's
+// container printed, read on the node after its hostname is checked (the
+// log's label inversion: never another box's logs under this name).
+int CmdLogs(const GlobalOptions& g, const std::string& address, int tail);
 
 }  // namespace fleet
 

@@ -21,17 +21,6 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 
-node_field() {
-  python3 -c 'import json,sys; print([n for n in json.load(open(sys.argv[1]))["nodes"] if n["name"]==sys.argv[2]][0][sys.argv[3]])' \
-    "$SIMDIR/sim.json" "$1" "$2"
-}
-on_node() {
-  local name=$1
-  shift
-  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
-    -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
-    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
-}
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 get() { curl -s --max-time 5 "$URL$1"; }
@@ -48,7 +37,7 @@ REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 # serves it with busybox httpd on {port}.
 recipe() {
   local version=$1 cmd=${2:-}
-  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && exec busybox httpd -f -p {port} -h /www'
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING" && exec busybox httpd -f -p {port} -h /www'
   mkdir -p "$REPO/recipes"
   cat >"$REPO/recipes/serve.toml" <<TOML
 model = ""
@@ -98,6 +87,10 @@ on_node dgx2 'test ! -e ~/.fleet/deployments/fleet-serve.env' || fail "the env f
 assert_converged
 expect_rc 0 status
 expect_out "fleet-serve"
+expect_rc 0 logs deployment.serve@dgx2 --tail 5
+expect_out "serve starting: hello v1"
+expect_rc 1 logs deployment.serve@dgx1
+expect_out "no deployment deployment.serve@dgx1 in the manifests"
 
 step "a recipe change replaces the container, and says what changed"
 OLD_ID=$(container '{{.Id}}')
