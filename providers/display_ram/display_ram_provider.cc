@@ -389,7 +389,15 @@ Status DisplayRamProvider::Undo(const PlanChange& change, const nlohmann::json& 
   *undone = false;
   if (change.detail.value("op", "") != "unlock" || !applied.contains("original"))
     return Status::OK();
-  Status s = Restore(ctx, applied["original"]);
+  // A rollback cannot have announced which serves it stops: those running
+  // now (e.g. the one a failed replace put back) are stopped for the reload
+  // and started again after it.
+  nlohmann::json serving = nlohmann::json::array();
+  Result<CommandResult> r = ctx.transport->Run(ServingScript(ctx.node->container_cli));
+  if (r.ok())
+    for (const std::string& name : ParseServing(r->out)) serving.push_back(name);
+  Status s = Restore(ctx, applied["original"], serving);
+  StartServing(ctx, serving);
   if (s.ok()) *undone = true;
   return s;
 }

@@ -129,6 +129,20 @@ expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not started again"
 assert_converged
 
+step "a replacement failing in the same apply as an unlock: the unlock is rolled back, the old serve serves"
+repo ', "display_ram": "unlocked"'
+recipe v5 'echo "engine: CUDA out of memory" >&2; exit 4'
+expect_rc 1 apply --auto-approve
+expect_out "CUDA out of memory"
+expect_out "undone (rolled back)"
+expect_no_out "rollback failed"
+[[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "the unlock was not rolled back"
+for _ in $(seq 50); do [[ $(code) == 200 ]] && break; sleep 0.2; done
+[[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous serve does not serve after the rollback"
+recipe v2
+repo
+assert_converged
+
 step "an unlock stops the serve for the reload and starts it after"
 repo ', "display_ram": "unlocked"'
 expect_rc 2 plan --detailed-exitcode
