@@ -494,7 +494,9 @@ void RecipeReader::CheckPlaceholders() {
       std::string message = "unknown placeholder '{" + name + "}' in " + s.field;
       const std::string near = NearestName(name, allowed);
       if (!near.empty()) message += "; did you mean '{" + near + "}'?";
-      message += " (the launcher fills {port}, {model_path}, {host} and {node})";
+      message +=
+          " (the launcher fills {port}, {model_path}, {host}, {node}, and for a deployment on "
+          "several nodes {rank}, {nnodes} and {head})";
       Error(s.loc, message);
     }
   }
@@ -503,7 +505,8 @@ void RecipeReader::CheckPlaceholders() {
 }  // namespace
 
 const std::vector<std::string>& RecipePlaceholders() {
-  static const std::vector<std::string> names = {"port", "model_path", "host", "node"};
+  static const std::vector<std::string> names = {"port", "model_path", "host", "node",
+                                                 "rank", "nnodes",     "head"};
   return names;
 }
 

@@ -12,9 +12,9 @@
 //  - the two-positional-model trap: `model` is passed as the positional
 //    argument, so a non-empty `model` plus a positional args[0] gives the
 //    server two models.
-// Placeholders {port}, {model_path}, {host} and {node} may appear in strings;
-// any other {name} is an error. Nothing here throws: toml++ errors become
-// Diagnostics located file:line:column.
+// Placeholders {port}, {model_path}, {host}, {node}, {rank}, {nnodes} and
+// {head} may appear in strings; any other {name} is an error. Nothing here throws: toml++ errors
+// become Diagnostics located file:line:column.
 #ifndef FLEET_MANIFESTS_RECIPE_H_
 #define FLEET_MANIFESTS_RECIPE_H_
 
@@ -30,15 +30,16 @@ namespace fleet {
 // Reads and lints the recipe at `path` (a path this process can open);
 // diagnostics name `display_file` (the path as the operator wrote it).
 // Sets recipe->file = path. Returns false when an error was found.
-bool LoadRecipe(const std::string& path, const std::string& display_file,
-                Recipe* recipe, Diagnostics* diags);
+bool LoadRecipe(const std::string& path, const std::string& display_file, Recipe* recipe,
+                Diagnostics* diags);
 
 // The same on recipe text already in memory (tests, fuzzing). Does not set
 // recipe->file.
-bool ParseRecipe(std::string_view text, const std::string& display_file,
-                 Recipe* recipe, Diagnostics* diags);
+bool ParseRecipe(std::string_view text, const std::string& display_file, Recipe* recipe,
+                 Diagnostics* diags);
 
-// The placeholder names the launcher substitutes: port, model_path, host, node.
+// The placeholder names the launcher substitutes: port, model_path, host,
+// node, rank, nnodes, head.
 const std::vector<std::string>& RecipePlaceholders();
 
 // True when some string of `recipe` uses {name}.

@@ -187,11 +187,13 @@ TEST(RecipeTest, Placeholders) {
               "recipes/r.toml:1:20: error: unknown placeholder '{modelpath}' "
               "in args[1]; did you "
               "mean '{model_path}'? (the launcher fills {port}, {model_path}, "
-              "{host} and {node})");
+              "{host}, {node}, and for a deployment on several nodes {rank}, {nnodes} and "
+              "{head})");
   EXPECT_DIAG(Parse("[env]\nURL = \"http://{hots}:{port}/\"\n"),
               "recipes/r.toml:2:7: error: unknown placeholder '{hots}' in env.URL; did "
               "you mean "
-              "'{host}'? (the launcher fills {port}, {model_path}, {host} and {node})");
+              "'{host}'? (the launcher fills {port}, {model_path}, {host}, {node}, and for a "
+              "deployment on several nodes {rank}, {nnodes} and {head})");
   // JSON in an argument is not a placeholder.
   EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n").empty());
 }

@@ -64,8 +64,11 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
   s += "else case $fd_out in *[Nn]'o such'*|*'not known'*) echo absent=1 ;;\n";
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
-  s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) + "  ;;\n*) " +
-       PortBusyCommand(spec.port) + " ;;\nesac\nfi\n";
+  // A worker (no health URL) neither answers HTTP nor owns the port.
+  if (!spec.HealthUrl().empty())
+    s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) + "  ;;\n*) " +
+         PortBusyCommand(spec.port) + " ;;\nesac\n";
+  s += "fi\n";
   return s;
 }
 

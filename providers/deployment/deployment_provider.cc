@@ -166,7 +166,7 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
       ctx.transport->Run("echo state=$(" +
                          ShellCommand({cli, "container", "inspect", "--format",
                                        "{{.State.Status}} {{.State.ExitCode}}", container}) +
-                         " 2>/dev/null)\n" + HealthCommand(url));
+                         " 2>/dev/null)\n" + (url.empty() ? std::string() : HealthCommand(url)));
   if (!r.ok()) return r.status();
   ContainerProbe p = ParseContainerProbe(r->out);
   Poll poll;
@@ -185,6 +185,18 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
 // stops, and after `timeout_s`.
 Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   const std::string url = spec.HealthUrl();
+  if (url.empty()) {
+    // A worker: it serves no API; it is healthy while it runs (the head's
+    // health check, which needs every worker, says the rest).
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, "");
+    if (!p.ok()) return p.status();
+    if (p->state == "running") return Status::OK();
+    return Status::Error("container " + spec.container + " (rank " + std::to_string(spec.rank) +
+                         ") is " + (p->state.empty() ? "gone" : p->state) + " (exit code " +
+                         std::to_string(p->exit_code) + ") 2 s after its start" +
+                         LogTail(ctx, spec.cli, spec.container));
+  }
   const auto start = Clock::now();
   auto last_report = start;
   for (;;) {
@@ -265,8 +277,12 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   spec.cli = node.container_cli;
   spec.container = r.attributes.value("container", "");
   spec.port = r.attributes.value("port", 0);
-  // The plan's "http://<host>:<port><path>", split again.
+  // The plan's "http://<host>:<port><path>", split again ("": a worker).
   const std::string health = r.attributes.value("health", "");
+  if (health.empty()) {
+    spec.rank = 1;
+    return ContainerProbeScript(spec);
+  }
   const size_t host = std::string("http://").size();
   const size_t slash = health.find('/', host);
   const size_t colon = health.rfind(':', slash);
@@ -367,6 +383,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     CheckBudget(desired, ctx, &c);
     return c;
   }
+  if (url.empty()) return c;  // a worker: running is all it shows
   if (p.health == -1) {
     c.error = desired.address + ": cannot read " + url + ": neither curl nor wget is on " +
               desired.node +
@@ -475,6 +492,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   // Nothing else may listen on the port: a server there would answer the
   // health check in the serve's place.
   auto port_free = [&]() -> Status {
+    if (spec.HealthUrl().empty()) return Status::OK();  // a worker does not own the port
     Result<CommandResult> r = ctx.transport->Run(PortBusyCommand(spec.port));
     if (!r.ok()) return r.status();
     if (r->out.find("port_busy=1") != std::string::npos)

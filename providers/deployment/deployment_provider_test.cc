@@ -164,6 +164,32 @@ TEST(DeploymentSpecTest, EnvFromTheControllerShowsOnlyTheVariablesName) {
   unsetenv("FLEET_UNIT_TEST_TOKEN");
 }
 
+TEST(DeploymentSpecTest, SeveralNodesGetRanksAndOnlyTheHeadIsHealthChecked) {
+  Manifest m = TestManifest();
+  NodeSpec n6 = m.nodes["dgx5"];
+  n6.name = "dgx6";
+  n6.address = "dgx6.lan";
+  m.nodes["dgx6"] = n6;
+  m.deployments["qwen"].nodes = {"dgx6", "dgx5"};
+  m.deployments["qwen"].recipe.args = {"--nnodes", "{nnodes}",         "--node-rank",
+                                       "{rank}",   "--dist-init-addr", "{head}:5000"};
+  Result<ContainerSpec> head = RenderContainerSpec(m, "qwen", "dgx6");
+  Result<ContainerSpec> worker = RenderContainerSpec(m, "qwen", "dgx5");
+  ASSERT_TRUE(head.ok() && worker.ok());
+  EXPECT_EQ(head->command, (std::vector<std::string>{"/model", "--nnodes", "2", "--node-rank", "0",
+                                                     "--dist-init-addr", "dgx6.lan:5000"}));
+  EXPECT_EQ(worker->command, (std::vector<std::string>{"/model", "--nnodes", "2", "--node-rank",
+                                                       "1", "--dist-init-addr", "dgx6.lan:5000"}));
+  EXPECT_EQ(head->HealthUrl(), "http://127.0.0.1:30000/v1/models");
+  EXPECT_EQ(worker->HealthUrl(), "");
+  EXPECT_EQ(worker->ToPlanJson()["rank"], "1 of 2");
+  EXPECT_TRUE(RenderContainerSpec(TestManifest(), "qwen", "dgx5")->ToPlanJson()["rank"].is_null());
+  // A worker's probe asks no health and no port.
+  const std::string probe = ContainerProbeScript(*worker);
+  EXPECT_EQ(probe.find("curl"), std::string::npos);
+  EXPECT_EQ(probe.find("/proc/net/tcp"), std::string::npos);
+}
+
 TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
   EXPECT_EQ(FillPlaceholders("{port}/{x}/{\"a\":1}", {{"port", "1"}}), "1/{x}/{\"a\":1}");
   EXPECT_EQ(FillPlaceholders("{port", {{"port", "1"}}), "{port");
@@ -405,6 +431,13 @@ TEST_F(DiffTest, AnUnsetFromEnvVariableIsAPlanError) {
   setenv("FLEET_UNIT_TEST_UNSET", "x", 1);
   EXPECT_EQ(Diff(ContainerProbe()).error, "");
   unsetenv("FLEET_UNIT_TEST_UNSET");
+}
+
+TEST_F(DiffTest, ARunningWorkerIsHealthy) {
+  desired_.attributes["health"] = "";  // rank > 0
+  EXPECT_EQ(Diff(Running(-1)).action, Action::kNoop);
+  EXPECT_EQ(Diff(Running(-1)).error, "");
+  EXPECT_TRUE(Diff(Running(-1)).reasons.empty());
 }
 
 TEST_F(DiffTest, NoHealthToolIsAPlanError) {

@@ -1,5 +1,6 @@
 #include "providers/deployment/deployment_spec.h"
 
+#include <algorithm>
 #include <set>
 
 #include "manifests/secrets.h"
@@ -83,8 +84,18 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   // relative symlinks into ../../blobs, which dangle in a container, so the
   // mount becomes the per-file binds at its container path instead.
   s.model_root = kModelRoot;
+  s.rank =
+      static_cast<int>(std::find(dep.nodes.begin(), dep.nodes.end(), node) - dep.nodes.begin());
+  s.nnodes = static_cast<int>(dep.nodes.size());
+  if (s.rank >= s.nnodes) return R::Error("deployment '" + name + "' does not list node " + node);
+  auto head = m.nodes.find(dep.nodes[0]);
   std::map<std::string, std::string> in_container = {
-      {"port", std::to_string(dep.port)}, {"host", n->second.address}, {"node", node}};
+      {"port", std::to_string(dep.port)},
+      {"host", n->second.address},
+      {"node", node},
+      {"rank", std::to_string(s.rank)},
+      {"nnodes", std::to_string(s.nnodes)},
+      {"head", head == m.nodes.end() ? dep.nodes[0] : head->second.address}};
   for (const RecipeMount& mount : r.extra_mounts)
     if (mount.host == "{model_path}" || mount.host == "{model_path}/")
       s.model_root = FillPlaceholders(mount.container, in_container);
@@ -139,6 +150,8 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
                         {"model_cache", s.model_cache},
                         {"model_root", s.model_root},
                         {"port", s.port},
+                        {"rank", s.rank},
+                        {"nnodes", s.nnodes},
                         {"options", s.options},
                         {"command", s.command},
                         {"env", s.env},
@@ -148,6 +161,7 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
 }
 
 std::string ContainerSpec::HealthUrl() const {
+  if (rank > 0) return "";
   return "http://" + health_host + ":" + std::to_string(port) + health_path;
 }
 
@@ -170,17 +184,20 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
                                            : a);
     after_secret_flag = secret_flag && !inline_value;
   }
-  return {{"container", container},
-          {"image", image_ref},
-          {"model",
-           model.empty() ? nlohmann::json() : nlohmann::json(model_repo + "@" + model_revision)},
-          {"port", port},
-          {"health", HealthUrl()},
-          {"options", options},
-          {"command", command_shown},
-          {"env", env_shown},
-          {"env_from", env_from},
-          {"spec", hash}};
+  return {
+      {"container", container},
+      {"image", image_ref},
+      {"model",
+       model.empty() ? nlohmann::json() : nlohmann::json(model_repo + "@" + model_revision)},
+      {"port", port},
+      {"health", HealthUrl()},
+      {"rank", nnodes > 1 ? nlohmann::json(std::to_string(rank) + " of " + std::to_string(nnodes))
+                          : nlohmann::json()},
+      {"options", options},
+      {"command", command_shown},
+      {"env", env_shown},
+      {"env_from", env_from},
+      {"spec", hash}};
 }
 
 std::vector<std::string> SpecDifferences(const nlohmann::json& before,

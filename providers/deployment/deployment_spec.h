@@ -7,7 +7,9 @@
 // container sees the model: kModelRoot, or the container path of an extra
 // mount whose host is "{model_path}", which becomes per-file binds; on the
 // host side of any other mount, the snapshot folder), {host} (the node's
-// address), {node} (the node's name).
+// address), {node} (the node's name), {rank} (the node's index in the
+// deployment's nodes), {nnodes} (how many), {head} (the first node's
+// address: where workers find the head).
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 
@@ -41,6 +43,11 @@ struct ContainerSpec {
   std::string model_cache;  // the hub cache it is bound from, as the node spells it
   std::string model_root;   // where the container sees it, file by file
   int port = 0;
+  // Its place in a deployment on several nodes: rank 0 (the first node
+  // listed, the head) serves the API and is health-checked; the others run
+  // the engine's workers and are healthy while they run.
+  int rank = 0;
+  int nnodes = 1;
   std::string health_path;
   // Where the serve listens, as the node reaches it: 127.0.0.1, or the
   // address a `--host` argument binds it to (a serve bound to the node's LAN
@@ -58,7 +65,7 @@ struct ContainerSpec {
   std::map<std::string, std::string> env_from;
   std::string hash;  // sha256 hex of all the above
 
-  // "http://<health_host>:<port><health_path>".
+  // "http://<health_host>:<port><health_path>"; "" for a worker (rank > 0).
   std::string HealthUrl() const;
 
   // What a plan shows: everything but env values and arguments that look

@@ -15,6 +15,8 @@
 # - a missing image is an error, never a pull;
 # - a gpu_memory need above the node's free GPU memory (fake GB10 driver on
 #   dgx2, read by fleet-probe) is a plan error with the arithmetic;
+# - a deployment on two nodes: the head (rank 0) serves and is health-checked,
+#   the worker runs with its rank and the head's address;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -217,6 +219,27 @@ on_node dgx2 "podman image exists $R/fleet/serve@$D" && fail "the image was pull
 expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not serving after the image was pulled again"
 assert_converged
+
+step "a deployment on two nodes: the head serves, the worker runs"
+PORT2=$(free_port)
+cat >"$REPO/recipes/pair.toml" <<'TOML'
+model = ""
+args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models && exec busybox httpd -f -p {port} -h /www; else echo 'worker {rank} of {nnodes} joins {head}'; exec busybox sleep 100000; fi"]
+TOML
+repo ', "display_ram": "unlocked"' \
+  --deployment "pair={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx1\", \"dgx2\"], \"image\": \"bb\", \"port\": $PORT2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}}"
+expect_rc 2 plan --detailed-exitcode
+expect_out "deployment.pair@dgx1"
+expect_out "deployment.pair@dgx2"
+expect_out 'rank = "1 of 2"'
+expect_rc 0 apply --auto-approve
+[[ $(curl -s --max-time 5 "http://127.0.0.1:$PORT2/v1/models") == "head of 2" ]] || fail "the head does not serve"
+[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
+expect_rc 0 logs deployment.pair@dgx2
+expect_out "worker 1 of 2 joins 127.0.0.1"
+assert_converged
+repo ', "display_ram": "unlocked"'
+expect_rc 0 apply --auto-approve
 
 step "a deployment the manifests drop is stopped and removed"
 mkrepo --unlock dgx2 --image "bb={\"ref\": \"$R/fleet/serve@$D\", \"source\": \"registry\", \"nodes\": [\"dgx2\"]}"
