@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The demo: install what is needed, build, start a simulated fleet of five
 # real sshd nodes on loopback, a local registry holding the demo's serving
-# image and a small real model on dgx4, then `fleet plan` and `fleet apply`
-# the examples/spark-lab manifests against it (power, display RAM, image
-# pull by digest, model staging, a serving container answering on
-# 127.0.0.1:30000), and show that a second plan is empty. Run as root on
+# image and two small real models on dgx4, then `fleet plan` and `fleet
+# apply` the examples/spark-lab manifests against it (power, display RAM,
+# image pulls by digest, model staging, a serve on dgx5 answering on
+# 127.0.0.1:30000 and one across dgx1+dgx2 on :30001), and show that a
+# second plan is empty. Run as root on
 # Debian 12. `scripts/demo.sh stop` stops the fleet and the registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +63,9 @@ echo "== a small real model (safetensors shards, hub layout) on dgx4, the source
 python3 tests/integration/mkmodel.py --cache "$sim/nodes/dgx4/root/hf/hub" \
   --repo fleet-demo/Qwen3.8-tiny --revision 93d7ea55e731d3fe847a927d8a6a2853977d85d2 \
   --owner fleetdemo-dgx4 >/dev/null
+python3 tests/integration/mkmodel.py --cache "$sim/nodes/dgx4/root/hf/hub" \
+  --repo fleet-demo/DeepSeek-V4.1-Flash-EXL3-tiny --revision b562d6701f50db7c85c7031a9534ec4301278f08 \
+  --seed 41 --owner fleetdemo-dgx4 >/dev/null
 FLEET_DEMO_HA_TOKEN=$(cat "$sim/ha_token")
 export FLEET_DEMO_HA_TOKEN
 # The hot spare starts powered on, so the plan has something to switch off.
@@ -71,7 +75,9 @@ echo; echo "== fleet plan"; $fleet -C "$repo" plan
 echo; echo "== fleet apply --auto-approve"; $fleet -C "$repo" apply --auto-approve
 echo; echo "== fleet plan (again: nothing to do)"; $fleet -C "$repo" plan --detailed-exitcode
 echo; echo "== fleet status"; $fleet -C "$repo" status
-echo; echo "== the serve answers: curl http://127.0.0.1:30000/v1/models"; curl -s http://127.0.0.1:30000/v1/models
+echo; echo "== the serves answer: curl http://127.0.0.1:30000/v1/models (dgx5), :30001 (the dgx1+dgx2 pair's head)"
+curl -s http://127.0.0.1:30000/v1/models
+curl -s http://127.0.0.1:30001/v1/models
 echo
 echo "The simulated fleet is still running: try"
 echo "  export FLEET_DEMO_HA_TOKEN=\$(cat $sim/ha_token)"

@@ -339,6 +339,8 @@ int CmdStatus(const GlobalOptions& g) {
         health = std::to_string(code) + " " + r.attributes.value("health", "");
       else if (code == 0)
         health = "no answer " + r.attributes.value("health", "");
+      else if (r.attributes.value("health", "").empty() && r.attributes["rank"].is_string())
+        health = "worker, rank " + r.attributes["rank"].get<std::string>() + " (the head serves)";
     } else {
       state = "not probed";
     }
