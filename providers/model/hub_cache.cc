@@ -110,7 +110,8 @@ const char* LinkKindName(LinkKind k) {
 std::string HubProbeScript(const HubProbeTarget& t) {
   std::string s;
   s += "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
-       "; r=" + ShellQuote(t.revision) + "\n";
+       "; r=" + ShellQuote(t.branch.empty() ? t.revision : "") + "; b=" + ShellQuote(t.branch) +
+       "\n";
   // A hung network mount (the store) must fail the probe, not hang the plan.
   s += "to=; ft=; command -v timeout >/dev/null 2>&1 && to='timeout 10' && ft='timeout 120'\n";
   s += R"SH(if [ -L "$c/$d" ]; then printf 'repolink\t%s\n' "$(readlink -- "$c/$d")"; fi
@@ -125,8 +126,16 @@ if [ -n "$m" ]; then
   fi
   for x in "$m"/snapshots/*; do [ -d "$x" ] && printf 'snap\t%s\n' "${x##*/}"; done
   for x in "$m"/* "$m"/.[!.]*; do [ -f "$x" ] && printf 'top\t%s\n' "${x##*/}"; done
+  if [ -n "$b" ]; then
+    # A floating revision: the snapshot refs/<branch> names.
+    v=; [ -f "$m/refs/$b" ] && { IFS= read -r v < "$m/refs/$b" || :; }
+    printf 'resolved\t%s\n' "$v"
+    case $v in *[!0-9a-f]*) v= ;; esac
+    [ ${#v} -eq 40 ] || v=
+    r=$v
+  fi
   s="$m/snapshots/$r"
-  if [ -d "$s" ]; then
+  if [ -n "$r" ] && [ -d "$s" ]; then
     printf 'snapshot\t1\n'
     $ft find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null
     case $? in
@@ -239,6 +248,9 @@ HubProbe ParseHubProbe(const std::string& output) {
       p.stores[e[0]] = d;
     } else if (k == "err") {
       p.errors.push_back(rest);
+    } else if (k == "resolved") {
+      p.floating = true;
+      p.resolved = rest;
     }
   }
   for (SnapshotEntry& e : p.entries) {
@@ -252,6 +264,31 @@ HubProbe ParseHubProbe(const std::string& output) {
             [](const SnapshotEntry& a, const SnapshotEntry& b) { return a.path < b.path; });
   return p;
 }
+
+bool IsCommitId(const std::string& s) {
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool IsSafeBranchName(const std::string& s) {
+  if (s.empty() || s.front() == '-') return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
+        c != '/')
+      return false;
+  // Every component a plain name: no "", ".", ".." (no way out of refs/).
+  size_t start = 0;
+  while (true) {
+    const size_t slash = s.find('/', start);
+    const std::string part = s.substr(start, slash == std::string::npos ? slash : slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (slash == std::string::npos) return true;
+    start = slash + 1;
+  }
+}
+
+bool HubProbe::IsCommit() const { return IsCommitId(resolved); }
 
 const SnapshotEntry* HubProbe::Find(const std::string& path) const {
   auto it =
@@ -279,6 +316,7 @@ Json HubProbe::ToJson() const {
       {"files", files},   {"incomplete", inc}, {"top_files", top_files}, {"disk", DiskToJson(disk)},
       {"now", now},       {"errors", errors}};
   if (!repo_link.empty()) j["repo_link"] = repo_link;
+  if (floating) j["resolved"] = resolved;
   if (lock)
     j["lock"] = {{"owner", lock->owner}, {"pid", lock->pid},
                  {"host", lock->host},   {"boot_id", lock->boot_id},
@@ -301,6 +339,10 @@ HubProbe HubProbe::FromJson(const Json& j) {
     for (const Json& s : j["snapshots"])
       if (s.is_string()) p.snapshots.push_back(s.get<std::string>());
   p.snapshot = j.value("snapshot", false);
+  if (j.contains("resolved") && j["resolved"].is_string()) {
+    p.floating = true;
+    p.resolved = j["resolved"].get<std::string>();
+  }
   if (j.contains("files") && j["files"].is_array())
     for (const Json& f : j["files"]) {
       if (!f.is_object()) continue;

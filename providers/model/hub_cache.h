@@ -89,6 +89,12 @@ struct HubProbe {
   std::map<std::string, DiskFree> stores;  // by store name: stores this node mounts
   int64_t now = 0;                         // node clock, when there are .incomplete blobs
   std::vector<std::string> errors;         // the probe could not read something
+  // A floating revision (a branch): refs/<branch> was read and the
+  // snapshot it names listed. `resolved` is what the ref file holds as read
+  // ("" when there is none); IsCommit() says whether it names a commit.
+  bool floating = false;
+  std::string resolved;
+  bool IsCommit() const;
 
   nlohmann::json ToJson() const;
   static HubProbe FromJson(const nlohmann::json& j);
@@ -98,9 +104,12 @@ struct HubProbe {
 struct HubProbeTarget {
   std::string cache;     // the hub cache folder (node's paths.hf_cache or a store's path)
   std::string repo;      // org/name
-  std::string revision;  // 40 hex
+  std::string revision;  // 40 hex (ignored when `branch` is set)
   // Other stores the node mounts, for "a store that fits": (name, path).
   std::vector<std::pair<std::string, std::string>> stores;
+  // A floating revision: the snapshot listed is the one refs/<branch> names
+  // on the node (read in the same round trip).
+  std::string branch;
 };
 
 // The read-only sh fragment. Every interpolated value is quoted.
@@ -108,6 +117,13 @@ std::string HubProbeScript(const HubProbeTarget& t);
 
 // Parses what HubProbeScript printed. Unknown lines are ignored.
 HubProbe ParseHubProbe(const std::string& output);
+
+// 40 lowercase hex digits: a commit id as the hub cache writes it.
+bool IsCommitId(const std::string& s);
+
+// A branch name that is safe to read as refs/<branch> (no "..", no leading
+// "/", git's usual characters).
+bool IsSafeBranchName(const std::string& s);
 
 // "1.5 GB", "636 GB", "12 MB", "512 B" (decimal units, like the hub shows).
 std::string HumanBytes(uint64_t bytes);

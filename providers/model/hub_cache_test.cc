@@ -13,7 +13,7 @@ using namespace testing_hub;  // NOLINT
 
 HubProbe RunProbe(Transport* t, const std::string& cache,
                   std::vector<std::pair<std::string, std::string>> stores = {}) {
-  Result<CommandResult> r = t->Run(HubProbeScript({cache, kRepo, kRev, stores}));
+  Result<CommandResult> r = t->Run(HubProbeScript({cache, kRepo, kRev, stores, {}}));
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 0) << r->err;
   return ParseHubProbe(r->out);
@@ -309,6 +309,73 @@ TEST(HubCache, ReadsRealHeadersAndIndexes) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("model-00003-of-00003.safetensors: "), std::string::npos);
   EXPECT_NE(problems[0].find("truncated"), std::string::npos) << problems[0];
+}
+
+TEST(HubCache, FloatingRevisionResolvedThroughRefsOnTheNode) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  const std::string older = "fedcba9876543210fedcba9876543210fedcba98";
+  auto files = ThreeShardModel();
+  WriteHubModel(cache, kRepo, older, {{"config.json", files["config.json"]}});
+  WriteHubModel(cache, kRepo, kRev, files);  // refs/main -> kRev
+  auto t = Local();
+  const std::string m = cache + "/" + HubRepoDirName(kRepo);
+
+  // refs/main names kRev: its snapshot is the one listed.
+  Result<HubProbe> p = ProbeHub(t.get(), {cache, kRepo, "main"}, "main");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_TRUE(p->floating);
+  EXPECT_EQ(p->resolved, kRev);
+  EXPECT_TRUE(p->IsCommit());
+  EXPECT_TRUE(p->snapshot);
+  EXPECT_EQ(p->entries.size(), 5u);
+  EXPECT_TRUE(CheckCompleteness(*p, nullptr, kRev).complete);
+  // The parsed probe survives the plan's JSON.
+  HubProbe j = HubProbe::FromJson(p->ToJson());
+  EXPECT_TRUE(j.floating);
+  EXPECT_EQ(j.resolved, kRev);
+
+  // The branch moves (no trailing newline, as the hub writes it): the other
+  // snapshot is listed.
+  WriteFile(m + "/refs/main", older);
+  p = ProbeHub(t.get(), {cache, kRepo, "main"}, "main");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->resolved, older);
+  ASSERT_EQ(p->entries.size(), 1u);
+  EXPECT_EQ(p->entries[0].path, "config.json");
+
+  // A ref that is not a commit id lists nothing, and says what it holds.
+  WriteFile(m + "/refs/main", "../../etc\n");
+  p = ProbeHub(t.get(), {cache, kRepo, "main"}, "main");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->resolved, "../../etc");
+  EXPECT_FALSE(p->IsCommit());
+  EXPECT_FALSE(p->snapshot);
+  EXPECT_TRUE(p->entries.empty());
+
+  // No such branch: resolved to nothing, no snapshot (not snapshots/ itself).
+  p = ProbeHub(t.get(), {cache, kRepo, "dev"}, "dev");
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->floating);
+  EXPECT_EQ(p->resolved, "");
+  EXPECT_FALSE(p->snapshot);
+  EXPECT_TRUE(p->entries.empty());
+
+  // A pinned probe says nothing about branches.
+  p = ProbeHub(t.get(), {cache, kRepo, kRev});
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->floating);
+  EXPECT_FALSE(p->ToJson().contains("resolved"));
+}
+
+TEST(HubCache, BranchNames) {
+  for (const char* ok : {"main", "release/v1.2", "pr_7-x"}) EXPECT_TRUE(IsSafeBranchName(ok)) << ok;
+  for (const char* bad : {"", "..", "../x", "a/../b", "a/..", "/main", "main/", "a//b", "-x", "./a",
+                          "a b", "a;b", "$(x)"})
+    EXPECT_FALSE(IsSafeBranchName(bad)) << bad;
+  EXPECT_TRUE(IsCommitId(kRev));
+  EXPECT_FALSE(IsCommitId("main"));
+  EXPECT_FALSE(IsCommitId("0123456789ABCDEF0123456789abcdef01234567"));
 }
 
 }  // namespace

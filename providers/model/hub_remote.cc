@@ -45,8 +45,9 @@ std::string RepoPrelude(const HubLocation& loc) {
          "; r=" + ShellQuote(loc.revision) + "\nm=\"$c/$d\"; [ -d \"$m\" ] || m=\"$c/../$d\"\n";
 }
 
-Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc) {
-  Result<CommandResult> r = t->Run(HubProbeScript({loc.cache, loc.repo, loc.revision, {}}));
+Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc, const std::string& branch) {
+  HubProbeTarget target{loc.cache, loc.repo, loc.revision, {}, branch};
+  Result<CommandResult> r = t->Run(HubProbeScript(target));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "probing the hub cache", *r);
   HubProbe p = ParseHubProbe(r->out);

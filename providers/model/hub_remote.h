@@ -28,8 +28,9 @@ struct HubLocation {
 // a node-side script.
 std::string RepoPrelude(const HubLocation& loc);
 
-// Runs the probe fragment of `loc` on its own.
-Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc);
+// Runs the probe fragment of `loc` on its own. With `branch`, the snapshot
+// probed is the one refs/<branch> names on the node (loc.revision unused).
+Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc, const std::string& branch = "");
 
 struct SnapshotHeaders {
   std::vector<HeaderSample> headers;           // every *.safetensors

@@ -25,11 +25,20 @@ using Json = nlohmann::json;
 
 std::string Short(const std::string& rev) { return rev.substr(0, 12); }
 
-// "dgx5" for a node's cache, "store nas (through dgx1)" for a store.
+// "dgx5" for a node's cache, "store nas (through dgx1)" for a store, "store
+// nas (through dgx2; dgx1 is declared off)" when the first is declared off.
 std::string WhereOf(const Json& a, const std::string& node) {
-  if (a.value("location_kind", "node") == "store")
-    return "store " + a.value("location", "") + " (through " + node + ")";
-  return node;
+  if (a.value("location_kind", "node") != "store") return node;
+  std::string off;
+  if (a.contains("store_nodes_off") && a["store_nodes_off"].is_array())
+    for (const Json& n : a["store_nodes_off"])
+      if (n.is_string() && n.get<std::string>() != node)
+        off += (off.empty() ? "" : ", ") + n.get<std::string>();
+  return "store " + a.value("location", "") + " (through " + node +
+         (off.empty() ? ""
+                      : "; " + off + (off.find(',') == std::string::npos ? " is" : " are") +
+                            " declared off") +
+         ")";
 }
 
 PlanChange BaseChange(const DesiredResource& d) {
@@ -106,6 +115,33 @@ class BlobBytesWatcher {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// A node the manifests declare `power: {state: off}`: nothing on it is
+// probed or changed.
+bool DeclaredOff(const Manifest& m, const std::string& node) {
+  auto it = m.nodes.find(node);
+  return it != m.nodes.end() && it->second.power.present && it->second.power.state == "off";
+}
+
+// The node a store's model goes through (probe and staging): the first
+// node of the store's list that the manifests declare on. A node declared
+// off cannot read the store, and the store does not depend on which node
+// reads it. All declared off: the first (the plan then says it is off).
+std::string StoreNode(const Manifest& m, const StoreSpec& s) {
+  std::string first;
+  for (const std::string& n : s.nodes) {
+    if (!m.nodes.count(n)) continue;
+    if (first.empty()) first = n;
+    if (!DeclaredOff(m, n)) return n;
+  }
+  return first;
+}
+
+std::string CommaList(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
 
 std::string ExpandHome(const std::string& path) {
   if (path.rfind("~/", 0) != 0) return path;
@@ -209,18 +245,24 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
       src_node = src_name;
       src_cache = m.nodes.at(src_name).hf_cache;
     } else if (src_kind == "store" && m.stores.count(src_name) &&
-               !m.stores.at(src_name).nodes.empty()) {
-      src_node = m.stores.at(src_name).nodes.front();
+               !StoreNode(m, m.stores.at(src_name)).empty()) {
+      src_node = StoreNode(m, m.stores.at(src_name));
       src_cache = m.stores.at(src_name).path;
     }
 
     for (const Loc& l : locs) {
       std::string node, cache;
+      Json store_nodes = Json::array(), declared_off = Json::array();
       if (l.store) {
         const StoreSpec& s = m.stores.at(l.name);
-        if (s.nodes.empty() || !m.nodes.count(s.nodes.front())) continue;
-        node = s.nodes.front();
+        node = StoreNode(m, s);
+        if (node.empty()) continue;
         cache = s.path;
+        for (const std::string& n : s.nodes) {
+          if (!m.nodes.count(n)) continue;
+          store_nodes.push_back(n);
+          if (DeclaredOff(m, n)) declared_off.push_back(n);
+        }
       } else {
         node = l.name;
         cache = m.nodes.at(node).hf_cache;
@@ -237,6 +279,9 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
             std::find(s.nodes.begin(), s.nodes.end(), node) != s.nodes.end())
           mounted.push_back({sname, s.path});
       const std::string verify = spec.verify_now ? "deep" : spec.verify;
+      // allow_floating with a branch name: resolved through refs/<branch>
+      // on each node at plan time.
+      const bool floating = spec.allow_floating && !IsCommitId(spec.revision);
       r.attributes = {{"repo", spec.repo},
                       {"revision", spec.revision},
                       {"store", spec.store.empty() ? "local" : spec.store},
@@ -254,6 +299,11 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
                       {"verify_forced", spec.verify_now},
                       {"wanted_by", l.why},
                       {"mounted_stores", mounted}};
+      if (floating) r.attributes["branch"] = spec.revision;
+      if (l.store) {
+        r.attributes["store_nodes"] = store_nodes;
+        r.attributes["store_nodes_off"] = declared_off;
+      }
       r.depends_on = {NodeAddress(node)};
       if (!src_address.empty() && !self_source) r.depends_on.push_back(src_address);
       r.loc = spec.loc;
@@ -265,7 +315,8 @@ std::vector<DesiredResource> ModelProvider::Expand(const Manifest& m) const {
 
 std::string ModelProvider::ProbeScript(const DesiredResource& r, const NodeSpec&) const {
   const Json& a = r.attributes;
-  HubProbeTarget t{a.value("cache", ""), a.value("repo", ""), a.value("revision", ""), {}};
+  HubProbeTarget t{a.value("cache", ""), a.value("repo", ""), a.value("revision", ""), {}, {}};
+  t.branch = a.value("branch", "");
   if (a.contains("mounted_stores"))
     for (const Json& s : a["mounted_stores"])
       if (s.is_array() && s.size() == 2) t.stores.push_back({s[0], s[1]});
@@ -286,8 +337,9 @@ ActualResource ModelProvider::ParseProbe(const DesiredResource&, const std::stri
 PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = BaseChange(desired);
-  const Json& a = desired.attributes;
-  const std::string rev = a.value("revision", "");
+  Json a = desired.attributes;  // a floating revision: "revision" becomes the commit
+  std::string rev = a.value("revision", "");
+  const std::string branch = a.value("branch", "");
   const std::string where = WhereOf(a, desired.node);
   const bool self_source = a.value("self_source", false);
   const std::string src_kind = a.value("source_kind", "hub");
@@ -296,11 +348,22 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
   c.detail = a;
   c.detail.erase("wanted_by");
   c.detail.erase("mounted_stores");
+  c.detail.erase("store_nodes");
+  c.detail.erase("store_nodes_off");
+  if (!branch.empty() && !IsSafeBranchName(branch)) {
+    c.error = desired.address + ": revision '" + branch +
+              "' is not a branch name fleet reads as refs/<branch>";
+    return c;
+  }
 
   if (!actual.probed) {
     if (!ctx.facts.reachable) {
       c.before = nullptr;
-      if (SameRecord(rec, a)) {
+      if (branch.empty()
+              ? SameRecord(rec, a)
+              : rec.is_object() && rec.value("branch", "") == branch &&
+                    rec.value("cache", "") == a.value("cache", "") &&
+                    rec.value("repo", "") == a.value("repo", "") && rec.contains("files")) {
         c.summary = "node is off: not checked";
         c.reasons.push_back("recorded complete; checked again when the node is up");
         return c;
@@ -308,6 +371,37 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
       c.action = Action::kCreate;
       c.summary = "check and stage after power on";
       c.reasons.push_back("the node is off: what it holds is checked when it is up");
+      if (a.value("location_kind", "node") == "store") {
+        // The store goes through the first node declared on; say which
+        // others could read it, and how to go through one of them.
+        std::vector<std::string> up, down;
+        if (a.contains("store_nodes"))
+          for (const Json& n : a["store_nodes"]) {
+            const std::string name = n.get<std::string>();
+            if (name == desired.node) continue;
+            bool off = false;
+            if (a.contains("store_nodes_off"))
+              for (const Json& o : a["store_nodes_off"]) off |= o == name;
+            if (off) continue;
+            bool answers = false;
+            if (ctx.all_facts)
+              if (auto f = ctx.all_facts->find(name); f != ctx.all_facts->end())
+                answers = f->second.reachable;
+            (answers ? up : down).push_back(name);
+          }
+        std::string said =
+            "store " + a.value("location", "") + " is read through " + desired.node +
+            ", the first of its nodes declared on, which does not " + "answer now" +
+            (ctx.facts.unreachable_reason.empty() ? "" : " (" + ctx.facts.unreachable_reason + ")");
+        if (!up.empty())
+          said += "; " + CommaList(up) + " also mount" + (up.size() == 1 ? "s" : "") +
+                  " it and answer" + (up.size() == 1 ? "s" : "") + ": declare " + desired.node +
+                  " `power: {state: off}` to go through " + up.front();
+        else if (!down.empty())
+          said += "; " + CommaList(down) + " also mount" + (down.size() == 1 ? "s" : "") +
+                  " it but do" + (down.size() == 1 ? "es" : "") + " not answer either";
+        c.reasons.push_back(said);
+      }
       c.detail["op"] = "ensure";
       return c;
     }
@@ -318,7 +412,76 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
     c.error = desired.address + " on " + desired.node + ": " + actual.error;
     return c;
   }
-  const HubProbe p = HubProbe::FromJson(actual.attributes);
+  HubProbe p = HubProbe::FromJson(actual.attributes);
+
+  // A floating revision: the commit refs/<branch> names here, said loudly
+  // with what it is on every other copy. A node keeps its own commit when
+  // it holds it complete (a floating revision is not pinned: disagreement
+  // is flagged, not corrected); one without the branch, or with a commit it
+  // does not hold and the source does not have, gets the source's commit
+  // and refs/<branch> pointed at it.
+  std::vector<std::string> floating_said;
+  bool write_ref = false;
+  if (!branch.empty()) {
+    const std::string here = p.IsCommit() ? p.resolved : "";
+    std::string src_commit;
+    if (!self_source && src_kind != "hub" && ctx.all_actual) {
+      auto it = ctx.all_actual->find(a.value("source_address", ""));
+      if (it != ctx.all_actual->end() && it->second.probed && it->second.error.empty()) {
+        HubProbe sp = HubProbe::FromJson(it->second.attributes);
+        if (sp.IsCommit()) src_commit = sp.resolved;
+      }
+    }
+    const bool here_complete =
+        !here.empty() && p.snapshot && CheckCompleteness(p, nullptr, here).complete;
+    std::string commit;
+    if (!here.empty() && (here_complete || src_commit.empty() || src_commit == here)) {
+      commit = here;
+    } else if (!src_commit.empty()) {
+      commit = src_commit;
+      write_ref = true;
+    }
+    std::string said = "FLOATING REVISION " + branch + " (allow_floating): ";
+    if (!here.empty())
+      said += "refs/" + branch + " on " + where + " is " + here;
+    else if (p.resolved.empty())
+      said += where + " has no refs/" + branch;
+    else
+      said += "refs/" + branch + " on " + where + " holds '" + p.resolved.substr(0, 64) +
+              "', not a commit id";
+    if (!commit.empty() && commit != here)
+      said += "; staging " + commit + ", what " + branch + " is on " + src_name +
+              (here.empty() ? ""
+                            : " (" + Short(here) + " is not complete here, and " + src_name +
+                                  " has another commit)") +
+              ", and pointing refs/" + branch + " at it";
+    else if (commit.empty() && src_kind == "hub" && !self_source)
+      said += "; the download resolves " + branch + " on the hub";
+    said += "; every download may bring another commit";
+    floating_said.push_back(said);
+    std::map<std::string, std::vector<std::string>> by_commit;
+    const std::string prefix = "model." + desired.name + "@";
+    if (ctx.all_actual)
+      for (const auto& [address, other] : *ctx.all_actual) {
+        if (address.rfind(prefix, 0) != 0 || !other.probed || !other.error.empty()) continue;
+        HubProbe op = HubProbe::FromJson(other.attributes);
+        if (op.IsCommit()) by_commit[op.resolved].push_back(address.substr(prefix.size()));
+      }
+    if (by_commit.size() > 1) {
+      std::string split;
+      for (const auto& [commit_id, where_list] : by_commit)
+        split += (split.empty() ? "" : "; ") + Short(commit_id) + " on " + CommaList(where_list);
+      floating_said.push_back("nodes disagree on what " + branch + " is: " + split);
+    }
+    if (commit != here) {  // the probe listed another commit's snapshot, or none
+      p.snapshot = false;
+      p.entries.clear();
+    }
+    rev = commit.empty() ? branch : commit;
+    a["revision"] = commit;
+    c.detail["revision"] = commit;  // "": resolved by the download
+    c.detail["write_ref"] = write_ref;
+  }
 
   // The file list to hold: the verified record, else the source as probed now.
   Listing ref;
@@ -335,7 +498,8 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
     if (it != ctx.all_actual->end() && it->second.probed && it->second.error.empty()) {
       HubProbe sp = HubProbe::FromJson(it->second.attributes);
       Listing sl = ListingFromProbe(sp);
-      source_ok = sp.snapshot && !sl.empty();
+      // A floating revision: only the source's listing of the same commit.
+      source_ok = sp.snapshot && !sl.empty() && (branch.empty() || sp.resolved == rev);
       if (!have_ref && source_ok) {
         ref = std::move(sl);
         have_ref = true;
@@ -358,6 +522,7 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
              {"bytes", total},
              {"complete", true},
              {"verified", deep ? "deep" : "headers"}};
+  if (!branch.empty()) c.after["branch"] = branch;
   c.detail["legacy"] = legacy;
   c.detail["fix_links"] = comp.absolute_links;
   c.detail["verify"] = deep ? "deep" : "sizes";
@@ -378,7 +543,11 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
     for (const std::string& x : v) s += (s.empty() ? "" : "; ") + x;
     return s;
   };
+  c.reasons = floating_said;
   for (const std::string& n : comp.notes) c.reasons.push_back(n);
+  if (const size_t off = where.find("; "); off != std::string::npos)
+    c.reasons.push_back("store " + a.value("location", "") + " is read through " + desired.node +
+                        ": " + where.substr(off + 2, where.size() - off - 3));
   if (p.lock) {
     const bool same_host = !ctx.facts.hostname.empty() && p.lock->host == ctx.facts.hostname;
     if (same_host && (!p.lock->pid_alive || p.lock->boot_id != ctx.facts.boot_id))
@@ -397,7 +566,7 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
     if (ref_from_record) {
       if (fixes.empty()) {
         c.summary = "complete: " + std::to_string(ref.size()) + " files, " + HumanBytes(total);
-        c.reasons.clear();
+        c.reasons = floating_said;  // a floating revision is said even when converged
         return c;
       }
       c.action = Action::kUpdate;
@@ -472,6 +641,7 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
       HubProbe op = HubProbe::FromJson(other.attributes);
       Listing ol = ListingFromProbe(op);
       if (ol.empty() || !CheckCompleteness(op, nullptr, rev).complete) continue;
+      if (!branch.empty() && op.resolved != rev) continue;  // another commit of the branch
       needed = CheckCompleteness(p, &ol, rev).missing_bytes;
       sizes_from = " (sizes from the copy at " + address.substr(prefix.size()) + ")";
       c.summary += " (" + HumanBytes(needed) + ")";
@@ -492,7 +662,7 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
       if (spec == ctx.manifest->models.end()) continue;
       std::string node = address.substr(at + 1);
       if (auto st = ctx.manifest->stores.find(node); st != ctx.manifest->stores.end())
-        node = st->second.nodes.empty() ? "" : st->second.nodes.front();
+        node = StoreNode(*ctx.manifest, st->second);
       if (node != desired.node) continue;
       HubProbe op = HubProbe::FromJson(other.attributes);
       if (!op.disk.known || op.disk.mount != p.disk.mount) continue;
@@ -601,8 +771,14 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
   using R = Result<Json>;
   const Json& d = change.detail;
   const Manifest& m = *ctx.manifest;
-  const HubLocation loc{d.value("cache", ""), d.value("repo", ""), d.value("revision", "")};
+  HubLocation loc{d.value("cache", ""), d.value("repo", ""), d.value("revision", "")};
   const std::string where = WhereOf(d, change.node);
+  // A floating revision: the plan resolved it to a commit (loc.revision),
+  // except for a hub download onto a node without the branch: then the
+  // probe resolves it, or the download does.
+  const std::string branch = d.value("branch", "");
+  bool unresolved = !branch.empty() && !IsCommitId(loc.revision);
+  if (unresolved) loc.revision = branch;
   if (d.value("op", "") == "remove") {
     // --purge: under the staging lock, so that no copy is half-way.
     Result<std::unique_ptr<Transport>> keeper = Dedicated(m, change.node);
@@ -631,7 +807,15 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
   };
   auto fail = [&](const std::string& why) { return R::Error(where + ": " + why); };
 
-  Result<HubProbe> p = ProbeHub(t, loc);
+  auto probe_here = [&]() -> Result<HubProbe> {
+    Result<HubProbe> r = ProbeHub(t, loc, unresolved ? branch : "");
+    if (r.ok() && unresolved && r->IsCommit()) {
+      loc.revision = r->resolved;
+      unresolved = false;
+    }
+    return r;
+  };
+  Result<HubProbe> p = probe_here();
   if (!p.ok()) return p.status();
 
   // The reference: the source's snapshot as it is now, else the record.
@@ -649,9 +833,20 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
     src_probe = *sp;
     Completeness sc = CheckCompleteness(*sp, nullptr, loc.revision);
     ref = ListingFromProbe(*sp);
-    if (!sc.complete || ref.empty())
+    if (!branch.empty() && !sp->snapshot && CheckCompleteness(*p, nullptr, loc.revision).complete) {
+      // A floating revision this node holds at its own commit, which the
+      // source no longer has (its branch moved on): the record, if any, is
+      // the reference.
+      ref.clear();
+      if (SameRecord(rec, d)) {
+        ref = ListingFromJson(rec["files"]);
+        have_ref = !ref.empty();
+      }
+    } else if (!sc.complete || ref.empty()) {
       return R::Error("source " + src_name + " is incomplete: " + JoinProblems(sc.problems));
-    have_ref = true;
+    } else {
+      have_ref = true;
+    }
   } else if (SameRecord(rec, d)) {
     ref = ListingFromJson(rec["files"]);
     have_ref = !ref.empty();
@@ -661,8 +856,15 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
     return fail("the source of model " + change.address +
                 " is incomplete: " + JoinProblems(comp.problems));
   const bool may_download = src_kind == "hub" && !self_source;
+  // refs/<branch> to point at the commit staged (a floating revision).
+  auto ref_to_write = [&]() {
+    if (branch.empty() || unresolved) return false;
+    auto it = p->refs.find(branch);
+    return (it == p->refs.end() || d.value("write_ref", false)) &&
+           (it == p->refs.end() || it->second != loc.revision);
+  };
   const bool writes = (!comp.complete && !self_source) || may_download || p->layout == "legacy" ||
-                      !comp.absolute_links.empty();
+                      !comp.absolute_links.empty() || (!self_source && ref_to_write());
 
   // One writer per model and cache: a second apply reports the first.
   std::unique_ptr<StagingLockHolder> lock;
@@ -685,7 +887,7 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
     return s;
   };
   auto reprobe = [&]() -> Status {
-    p = ProbeHub(t, loc);
+    p = probe_here();
     if (!p.ok()) return p.status();
     comp = CheckCompleteness(*p, have_ref ? &ref : nullptr, loc.revision);
     return Status::OK();
@@ -796,7 +998,9 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
         auto seers = [&](const std::string& kind, const std::string& name) {
           std::vector<std::string> n;
           if (kind == "store") {
-            if (auto st = m.stores.find(name); st != m.stores.end()) n = st->second.nodes;
+            if (auto st = m.stores.find(name); st != m.stores.end())
+              for (const std::string& x : st->second.nodes)
+                if (!DeclaredOff(m, x)) n.push_back(x);
           } else {
             n = {name};
           }
@@ -847,7 +1051,7 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
       // where the target has none of that name: tools read refs/main.
       std::string refs;
       for (const auto& [ref_name, commit] : src_probe.refs)
-        if (commit == loc.revision && !p->refs.count(ref_name))
+        if (commit == loc.revision && !p->refs.count(ref_name) && ref_name != branch)
           refs += "mkdir -p -- \"$(dirname -- \"$m/refs/\"" + ShellQuote(ref_name) +
                   ")\" && printf '%s' " + ShellQuote(commit) + " > \"$m/refs/\"" +
                   ShellQuote(ref_name) + " || exit 1\n";
@@ -927,8 +1131,22 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
         std::to_string(hashed.size()) + " hashed while copied)");
   }
 
+  if (!self_source && ref_to_write()) {
+    // Tools read the branch: point it at the commit just verified.
+    Result<CommandResult> rr = t->Run(
+        "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) +
+        "\nm=\"$c/$d\"; [ -d \"$m\" ] || m=\"$c/../$d\"\nmkdir -p -- \"$(dirname -- \"$m/refs/\"" +
+        ShellQuote(branch) + ")\" && printf '%s' " + ShellQuote(loc.revision) + " > \"$m/refs/\"" +
+        ShellQuote(branch) + ".fleet-tmp && mv -f -- \"$m/refs/\"" + ShellQuote(branch) +
+        ".fleet-tmp \"$m/refs/\"" + ShellQuote(branch) + "\n");
+    if (!rr.ok()) return release(rr.status());
+    if (rr->exit_code != 0)
+      return release(Status::Error(where + ": writing refs/" + branch + ": " + rr->err));
+    say("refs/" + branch + " -> " + loc.revision);
+  }
   Status rel = release(Status::OK());
   if (!rel.ok()) return rel;
+  if (unresolved) return R::Error(where + ": refs/" + branch + " names no commit after staging");
   Json out = {{"repo", loc.repo},
               {"revision", loc.revision},
               {"cache", loc.cache},
@@ -943,6 +1161,7 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
               {"origin", staged               ? "staged"
                          : SameRecord(rec, d) ? rec.value("origin", "adopted")
                                               : "adopted"}};
+  if (!branch.empty()) out["branch"] = branch;
   const bool same_files = SameRecord(rec, d) &&
                           ListingFromJson(rec["files"]).size() == present.size() &&
                           ListingToJson(ListingFromJson(rec["files"])) == ListingToJson(present);

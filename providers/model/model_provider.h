@@ -1,7 +1,16 @@
 // ModelProvider: a Hugging Face repo at a pinned revision, complete, in a
 // hub cache: `model.<name>@<node>` for a node's own cache (store: local, the
 // node's paths.hf_cache), `model.<name>@<store>` for a shared store (probed
-// through the first of the store's nodes).
+// and staged through the first of the store's nodes not declared
+// `power: {state: off}`; when that node does not answer, the plan names the
+// others that mount the store).
+//
+// A floating revision (allow_floating, a branch such as `main`) is resolved
+// on each node through refs/<branch> in the same probe; the plan says which
+// commit it is on every copy (FLOATING REVISION) and when copies disagree.
+// A node keeps the commit it holds complete; one without the branch (or
+// with a commit neither it nor the source holds) gets the source's commit,
+// and refs/<branch> is pointed at it.
 //
 // Scope: the nodes of the deployments that use the model, the model's own
 // `nodes:`, and its source (a peer node or store is probed too: it is the

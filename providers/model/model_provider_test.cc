@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "providers/model/completeness.h"
+#include "providers/model/hub_remote.h"
+#include "providers/model/hub_test_util.h"
 #include "providers/model/progress_meter.h"
 #include "state/state.h"
 
@@ -11,7 +13,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-const std::string kRev = "0123456789abcdef0123456789abcdef01234567";
+using testing_hub::kRev;
+const std::string kRev2 = "fedcba9876543210fedcba9876543210fedcba98";
 
 Manifest Lab() {
   Manifest m;
@@ -80,6 +83,38 @@ TEST(ModelProvider, ExpandScopesDeploymentsNodesAndSource) {
   std::string script = p.ProbeScript(*q5, m.nodes["dgx5"]);
   EXPECT_NE(script.find("c=\"$HOME\"/hf-local/hub; d=models--org--qwen; r=" + kRev),
             std::string::npos);
+}
+
+TEST(ModelProvider, StoreGoesThroughItsFirstNodeDeclaredOn) {
+  ModelProvider p;
+  Manifest m = Lab();
+  m.nodes["dgx1"].power.present = true;
+  m.nodes["dgx1"].power.state = "off";
+  ModelSpec from_store = m.models["qwen"];
+  from_store.name = "fs";
+  from_store.source = "store:nas";
+  m.models["fs"] = from_store;
+  std::vector<DesiredResource> d = p.Expand(m);
+  const DesiredResource* ds = Find(d, "model.ds@nas");
+  ASSERT_TRUE(ds);
+  // dgx1 is declared off: the store is probed and staged through dgx2.
+  EXPECT_EQ(ds->node, "dgx2");
+  EXPECT_EQ(ds->depends_on, (std::vector<std::string>{"node.dgx2"}));
+  EXPECT_EQ(ds->attributes["store_nodes"], Json::parse(R"(["dgx1", "dgx2"])"));
+  EXPECT_EQ(ds->attributes["store_nodes_off"], Json::parse(R"(["dgx1"])"));
+  // A model staged from the store reads it through dgx2 too.
+  const DesiredResource* fs3 = Find(d, "model.fs@dgx3");
+  ASSERT_TRUE(fs3);
+  EXPECT_EQ(fs3->attributes["source_node"], "dgx2");
+  EXPECT_EQ(fs3->attributes["source_cache"], "/mnt/nas/hub");
+  // Every node of the store declared off: the first (the plan says it is off).
+  m.nodes["dgx2"].power.present = true;
+  m.nodes["dgx2"].power.state = "off";
+  EXPECT_EQ(Find(p.Expand(m), "model.ds@nas")->node, "dgx1");
+  // A switch declared on changes nothing.
+  m = Lab();
+  m.nodes["dgx1"].power.present = true;
+  EXPECT_EQ(Find(p.Expand(m), "model.ds@nas")->node, "dgx1");
 }
 
 TEST(ModelProvider, DeepVerifyFromManifestOrNow) {
@@ -270,6 +305,49 @@ TEST(ModelProvider, HubModelWithoutReferenceIsVerifiedThenDownloaded) {
       << c.summary;
 }
 
+TEST(ModelProvider, StoreThroughTheSecondNodeWhenTheFirstIsDeclaredOff) {
+  Fixture f;
+  f.m.nodes["dgx1"].power.present = true;
+  f.m.nodes["dgx1"].power.state = "off";
+  f.desired = f.p.Expand(f.m);
+  f.actual["model.ds@nas"] = Actual(Empty(uint64_t{1} << 40));
+  PlanChange c = f.Diff("model.ds@nas");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.node, "dgx2");
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.summary, "download org/ds@0123456789ab from the hub on dgx2");
+  EXPECT_FALSE(c.detail.contains("store_nodes"));
+  f.actual["model.ds@nas"] = Actual(Probe());
+  c = f.Diff("model.ds@nas");
+  EXPECT_NE(c.summary.find("found on store nas (through dgx2; dgx1 is declared off)"),
+            std::string::npos)
+      << c.summary;
+}
+
+TEST(ModelProvider, StoreWhoseNodeDoesNotAnswerNamesTheOthers) {
+  Fixture f;
+  const DesiredResource* d = Find(f.desired, "model.ds@nas");
+  ASSERT_EQ(d->node, "dgx1");
+  f.facts["dgx1"].reachable = false;
+  f.facts["dgx1"].unreachable_reason = "connection refused";
+  f.facts["dgx2"].reachable = true;
+  DiffContext ctx{f.facts["dgx1"], &f.facts, &f.actual, &f.m};
+  PlanChange c = f.p.Diff(*d, ActualResource{}, nullptr, ctx);
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.action, Action::kCreate);
+  ASSERT_EQ(c.reasons.size(), 2u);
+  EXPECT_EQ(c.reasons[1],
+            "store nas is read through dgx1, the first of its nodes declared on, which does not "
+            "answer now (connection refused); dgx2 also mounts it and answers: declare dgx1 "
+            "`power: {state: off}` to go through dgx2");
+  f.facts["dgx2"].reachable = false;
+  c = f.p.Diff(*d, ActualResource{}, nullptr, ctx);
+  ASSERT_EQ(c.reasons.size(), 2u);
+  EXPECT_NE(c.reasons[1].find("; dgx2 also mounts it but does not answer either"),
+            std::string::npos)
+      << c.reasons[1];
+}
+
 TEST(ModelProvider, HubDownloadSizedFromAnotherCopy) {
   // The log's 636 GB download onto 251 GB: another node's copy of the same
   // revision gives the sizes before any download starts.
@@ -351,6 +429,226 @@ TEST(ModelProvider, TwoModelsThatFitAloneDoNotFitTogether) {
   elsewhere.disk.mount = "/data";
   f.actual["model.alpha@dgx2"] = Actual(elsewhere);
   EXPECT_TRUE(f.Diff("model.qwen@dgx2").error.empty());
+}
+
+// The lab with model qwen on `revision: main`, allow_floating.
+Fixture Floating() {
+  Fixture f;
+  f.m.models["qwen"].revision = "main";
+  f.m.models["qwen"].allow_floating = true;
+  f.desired = f.p.Expand(f.m);
+  return f;
+}
+
+// A probe of a floating revision: refs/main names `commit`.
+HubProbe At(HubProbe h, const std::string& commit) {
+  h.floating = true;
+  h.resolved = commit;
+  if (!commit.empty()) h.refs["main"] = commit;
+  return h;
+}
+
+bool Said(const PlanChange& c, const std::string& text) {
+  for (const std::string& r : c.reasons)
+    if (r.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(ModelProvider, FloatingRevisionExpandsWithItsBranch) {
+  Fixture f = Floating();
+  const DesiredResource* q2 = Find(f.desired, "model.qwen@dgx2");
+  EXPECT_EQ(q2->attributes["branch"], "main");
+  EXPECT_NE(f.p.ProbeScript(*q2, f.m.nodes["dgx2"]).find("r=''; b=main"), std::string::npos);
+  // Pinned: no branch, the probe lists the pinned snapshot.
+  const DesiredResource* ds = Find(f.desired, "model.ds@nas");
+  EXPECT_FALSE(ds->attributes.contains("branch"));
+  EXPECT_NE(f.p.ProbeScript(*ds, f.m.nodes["dgx1"]).find("r=" + kRev + "; b=''"),
+            std::string::npos);
+  // allow_floating on a commit id is a pinned revision.
+  f.m.models["ds"].allow_floating = true;
+  EXPECT_FALSE(Find(f.p.Expand(f.m), "model.ds@nas")->attributes.contains("branch"));
+}
+
+TEST(ModelProvider, FloatingRevisionStagesThePeersCommit) {
+  Fixture f = Floating();
+  f.actual["model.qwen@dgx5"] = Actual(At(Probe(), kRev));
+  f.actual["model.qwen@dgx2"] = Actual(At(Empty(uint64_t{1} << 41), ""));
+  PlanChange c = f.Diff("model.qwen@dgx2");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.summary, "stage from dgx5: 3 file(s), 636 GB");
+  EXPECT_EQ(c.detail["revision"], kRev);  // what apply stages
+  EXPECT_EQ(c.detail["branch"], "main");
+  EXPECT_EQ(c.detail["write_ref"], true);
+  EXPECT_EQ(c.after["revision"], kRev);
+  ASSERT_FALSE(c.reasons.empty());
+  EXPECT_EQ(c.reasons[1],  // after the missing snapshot
+            "FLOATING REVISION main (allow_floating): dgx2 has no refs/main; staging " + kRev +
+                ", what main is on dgx5, and pointing refs/main at it; every download may bring "
+                "another commit");
+  EXPECT_FALSE(Said(c, "disagree"));
+
+  // refs/main here names a commit it does not hold, and the source has
+  // another: the source's commit is staged and the ref pointed at it.
+  f.actual["model.qwen@dgx2"] = Actual(At(Empty(uint64_t{1} << 41), kRev2));
+  c = f.Diff("model.qwen@dgx2");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.detail["revision"], kRev);
+  EXPECT_EQ(c.detail["write_ref"], true);
+  EXPECT_TRUE(Said(c, "refs/main on dgx2 is " + kRev2 + "; staging " + kRev +
+                          ", what main is on dgx5 (fedcba987654 is not complete here, and dgx5 "
+                          "has another commit)"));
+  EXPECT_TRUE(Said(c,
+                   "nodes disagree on what main is: 0123456789ab on dgx5; fedcba987654 on "
+                   "dgx2"));
+}
+
+TEST(ModelProvider, FloatingRevisionKeepsTheNodesOwnCommitAndSaysTheyDisagree) {
+  Fixture f = Floating();
+  f.actual["model.qwen@dgx5"] = Actual(At(Probe(), kRev));
+  f.actual["model.qwen@dgx3"] = Actual(At(Probe(), kRev));
+  f.actual["model.qwen@dgx2"] = Actual(At(Probe(), kRev2));  // staged before main moved
+  PlanChange c = f.Diff("model.qwen@dgx2");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.action, Action::kUpdate);  // not recorded yet: verify, not restage
+  EXPECT_NE(c.summary.find("verify 3 files"), std::string::npos) << c.summary;
+  EXPECT_EQ(c.detail["revision"], kRev2);
+  EXPECT_EQ(c.detail["write_ref"], false);
+  EXPECT_TRUE(Said(c, "FLOATING REVISION main (allow_floating): refs/main on dgx2 is " + kRev2 +
+                          "; every download may bring another commit"));
+  EXPECT_TRUE(Said(c,
+                   "nodes disagree on what main is: 0123456789ab on dgx3, dgx5; fedcba987654 "
+                   "on dgx2"));
+
+  // Recorded at that commit: nothing to do, but the plan still says it.
+  ResourceRecord rec = RecordOf("model.qwen@dgx2", Probe());
+  rec.attributes["revision"] = kRev2;
+  rec.attributes["branch"] = "main";
+  c = f.Diff("model.qwen@dgx2", &rec);
+  EXPECT_EQ(c.action, Action::kNoop) << c.summary;
+  ASSERT_EQ(c.reasons.size(), 2u);
+  EXPECT_EQ(c.reasons[0].rfind("FLOATING REVISION main", 0), 0u);
+  EXPECT_EQ(c.reasons[1].rfind("nodes disagree", 0), 0u);
+
+  // Off: the record of the branch is enough to say so.
+  const DesiredResource* d = Find(f.desired, "model.qwen@dgx2");
+  NodeFacts off;
+  DiffContext ctx{off, &f.facts, &f.actual, &f.m};
+  c = f.p.Diff(*d, ActualResource{}, &rec, ctx);
+  EXPECT_EQ(c.action, Action::kNoop);
+  EXPECT_EQ(c.summary, "node is off: not checked");
+}
+
+TEST(ModelProvider, FloatingRevisionFromTheHubResolvesAtDownload) {
+  Fixture f;
+  f.m.models["ds"].revision = "main";
+  f.m.models["ds"].allow_floating = true;
+  f.desired = f.p.Expand(f.m);
+  f.actual["model.ds@nas"] = Actual(At(Empty(uint64_t{1} << 40), ""));
+  PlanChange c = f.Diff("model.ds@nas");
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_EQ(c.action, Action::kCreate);
+  EXPECT_EQ(c.summary, "download org/ds@main from the hub on dgx1");
+  EXPECT_EQ(c.detail["revision"], "");
+  EXPECT_TRUE(Said(c,
+                   "store nas (through dgx1) has no refs/main; the download resolves main on "
+                   "the hub"));
+  // A branch name that would leave refs/ is refused.
+  f.m.models["ds"].revision = "../x";
+  f.desired = f.p.Expand(f.m);
+  EXPECT_NE(f.Diff("model.ds@nas").error.find("is not a branch name"), std::string::npos);
+}
+
+// Real caches on this machine (`address: local`): plan and apply a floating
+// revision staged from a peer, then the peer's branch moves.
+TEST(ModelProvider, FloatingRevisionAppliedFromAPeerWritesTheRef) {
+  testing_hub::TempDir dir;
+  Manifest m;
+  for (const char* n : {"src", "dst"}) {
+    NodeSpec s;
+    s.name = n;
+    s.address = "local";
+    s.hf_cache = dir.path() + "/" + n + "/hub";
+    m.nodes[n] = s;
+  }
+  ModelSpec q;
+  q.name = "tiny";
+  q.repo = testing_hub::kRepo;
+  q.revision = "main";
+  q.allow_floating = true;
+  q.store = "local";
+  q.source = "node:src";
+  q.nodes = {"dst"};
+  m.models["tiny"] = q;
+  const auto files = testing_hub::ThreeShardModel();
+  testing_hub::WriteHubModel(m.nodes["src"].hf_cache, q.repo, kRev, files);
+  ModelProvider p;
+  auto t = testing_hub::Local();
+  std::vector<DesiredResource> desired = p.Expand(m);
+  auto plan = [&](const std::map<std::string, const ResourceRecord*>& records) {
+    std::map<std::string, NodeFacts> facts;
+    std::map<std::string, ActualResource> actual;
+    for (const DesiredResource& r : desired) {
+      facts[r.node].reachable = true;
+      Result<CommandResult> out = t->Run(p.ProbeScript(r, m.nodes[r.node]));
+      EXPECT_TRUE(out.ok() && out->exit_code == 0);
+      actual[r.address] = p.ParseProbe(r, out->out, facts[r.node]);
+    }
+    std::map<std::string, PlanChange> changes;
+    for (const DesiredResource& r : desired) {
+      DiffContext ctx{facts[r.node], &facts, &actual, &m};
+      auto rec = records.find(r.address);
+      changes[r.address] =
+          p.Diff(r, actual[r.address], rec == records.end() ? nullptr : rec->second, ctx);
+    }
+    return changes;
+  };
+  std::map<std::string, PlanChange> c = plan({});
+  PlanChange& dst = c["model.tiny@dst"];
+  ASSERT_TRUE(dst.error.empty()) << dst.error;
+  EXPECT_EQ(dst.action, Action::kCreate);
+  EXPECT_EQ(dst.detail["revision"], kRev);
+  StepContext step;
+  step.transport = t.get();
+  step.node = &m.nodes["dst"];
+  step.manifest = &m;
+  Result<Json> applied = p.Apply(dst, step);
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ((*applied)["revision"], kRev);
+  EXPECT_EQ((*applied)["branch"], "main");
+  const std::string mdir = m.nodes["dst"].hf_cache + "/" + HubRepoDirName(q.repo);
+  EXPECT_EQ(testing_hub::ReadFile(mdir + "/refs/main"), kRev);
+  for (const auto& [path, data] : files)
+    EXPECT_EQ(testing_hub::ReadFile(mdir + "/snapshots/" + kRev + "/" + path), data) << path;
+
+  // Recorded: converged, and still said.
+  ResourceRecord rec;
+  rec.address = "model.tiny@dst";
+  rec.type = "model";
+  rec.attributes = *applied;
+  c = plan({{"model.tiny@dst", &rec}});
+  EXPECT_EQ(c["model.tiny@dst"].action, Action::kNoop) << c["model.tiny@dst"].summary;
+  EXPECT_TRUE(Said(c["model.tiny@dst"], "refs/main on dst is " + kRev));
+
+  // The source's main moves to a new commit: dst keeps its own, the plan
+  // says they disagree, and applying it re-verifies without the source's
+  // (different) snapshot and leaves refs/main alone.
+  auto next = files;
+  next["config.json"] = R"({"architectures": ["TinyForCausalLM"], "hidden_size": 128})";
+  testing_hub::WriteHubModel(m.nodes["src"].hf_cache, q.repo, kRev2, next);
+  std::filesystem::remove_all(m.nodes["src"].hf_cache + "/" + HubRepoDirName(q.repo) +
+                              "/snapshots/" + kRev);
+  c = plan({{"model.tiny@dst", &rec}});
+  EXPECT_EQ(c["model.tiny@dst"].action, Action::kNoop) << c["model.tiny@dst"].summary;
+  EXPECT_TRUE(Said(c["model.tiny@dst"],
+                   "nodes disagree on what main is: 0123456789ab on dst; "
+                   "fedcba987654 on src"));
+  PlanChange again = c["model.tiny@dst"];
+  again.detail["op"] = "ensure";
+  applied = p.Apply(again, step);
+  ASSERT_TRUE(applied.ok()) << applied.status().message();
+  EXPECT_EQ((*applied)["revision"], kRev);
+  EXPECT_EQ(testing_hub::ReadFile(mdir + "/refs/main"), kRev);
 }
 
 TEST(ModelProvider, ProgressLines) {

@@ -67,7 +67,9 @@ b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); [ -n "$b" ] || b=-
 h=$(uname -n)
 me="$$ $h $b $(date +%s)"
 took=
-if ! mkdir -- "$l" 2>/dev/null; then
+if ! e=$(mkdir -- "$l" 2>&1); then
+  # Not there and not made: no write access (a store another node's user owns).
+  [ -d "$l" ] || { printf '%s\n' "$e" >&2; exit 73; }
   # The holder writes its owner line right after its mkdir: give it 2 s.
   o=; i=0
   while [ $i -lt 20 ]; do

@@ -42,7 +42,9 @@ M_SPEC=$(m_spec '"dgx2", "dgx3"')
 H_SPEC='{"repo": "'$REPO_H'", "revision": "'$HREV'", "store": "local", "source": "hub", "nodes": ["dgx3"]}'
 
 step "start 5 simulated nodes, a real model on dgx1, a hub fixture and a stand-in hf on dgx3"
-start_fleet 5
+start_fleet 5 --power  # a power switch, for the store step with a node declared off
+FLEET_SIM_HA_TOKEN=$(cat "$SIMDIR/ha_token")
+export FLEET_SIM_HA_TOKEN
 python3 "$MKMODEL" --cache "$(hub dgx1)" --repo $REPO_M --revision "$REV" --owner "$(node_user dgx1)" >/dev/null
 mkdir -p "$(node_root dgx3)/fixture"
 python3 "$MKMODEL" --cache "$(node_root dgx3)/fixture/hub" --repo $REPO_H --revision "$HREV" --seed 7 >/dev/null
@@ -339,6 +341,71 @@ expect_out "removed org/tiny-model@${REV:0:12}, freed 1.6 MB"
 [[ ! -e $(hub dgx3)/$DM ]] || fail "dgx3 still has $DM"
 [[ -d $(hub dgx3)/$DH/snapshots/$HREV ]] || fail "the other model on dgx3 was touched"
 [[ -d $(snap dgx1) ]] || fail "the source was touched"
+assert_converged
+
+step "a store whose first node is declared off (and is off) is planned and staged through the next one"
+# nas is still bind-mounted in dgx4's and dgx5's namespaces; dgx4 goes down.
+"$SIM" node-stop "$SIMDIR" dgx4 >/dev/null
+rm -rf "${WORK:?}/nas/$DM"
+# The manifests from here on: dgx4 declared off, the store through dgx5.
+mkrepo_off() {
+  mkrepo --power --power-off dgx4 --store 'nas={"path": "/srv/nas", "nodes": ["dgx4", "dgx5"]}' \
+    --model "m=$(m_spec '"dgx2"')" --model "h=$H_SPEC" --model "s=$S_SPEC" "$@"
+}
+mkrepo_off
+expect_rc 2 plan --detailed-exitcode
+expect_out "model.s@nas will be created: stage from dgx1: 7 file(s)"
+expect_out "reason: store nas is read through dgx5: dgx4 is declared off"
+expect_rc 0 plan --json
+python3 - "$WORK/out" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = [c for c in p["changes"] if c["address"] == "model.s@nas"][0]
+assert s["node"] == "dgx5" and "node.dgx5" in s["depends_on"], s
+PY
+# The store's folder is dgx4's user's: dgx5's user cannot write there, and
+# says so (not "staging in progress").
+expect_rc 1 apply --auto-approve
+expect_out "cannot take the staging lock /srv/nas/.fleet-staging-$DM.lock: the lock keeper exited 73: mkdir: cannot create directory"
+expect_out "Permission denied"
+chown "$(node_user dgx5)" "$WORK/nas"
+expect_rc 0 apply --auto-approve
+expect_out "model.s@nas: copying 7 file(s)"
+cmp -s "$(snap dgx1)/model-00003-of-00003.safetensors" "$WORK/nas/$DM/snapshots/$REV/model-00003-of-00003.safetensors" ||
+  fail "the store did not get the model through dgx5"
+[[ $("$SIM" node-status "$SIMDIR" dgx4) == off ]] || fail "dgx4 was started"
+assert_converged
+
+step "a floating revision (main, allow_floating): the commit the source's refs/main names is staged, and said"
+F_SPEC='{"repo": "'$REPO_M'", "revision": "main", "allow_floating": true, "store": "local", "source": "node:dgx1", "nodes": ["dgx3"]}'
+mkrepo_off --model "f=$F_SPEC"
+[[ ! -e $(hub dgx3)/$DM ]] || fail "dgx3 should not hold $DM (purged above)"
+expect_rc 2 plan --detailed-exitcode
+expect_out "model.f@dgx3 will be created: stage from dgx1: 7 file(s)"
+expect_out "FLOATING REVISION main (allow_floating): dgx3 has no refs/main; staging $REV, what main is on dgx1, and pointing refs/main at it"
+expect_out "FLOATING REVISION main (allow_floating): refs/main on dgx1 is $REV"
+expect_rc 0 apply --auto-approve
+expect_out "refs/main -> $REV"
+[[ $(cat "$(hub dgx3)/$DM/refs/main") == "$REV" ]] || fail "dgx3: refs/main not written"
+for f in config.json model-00001-of-00003.safetensors draft/model.safetensors; do
+  cmp -s "$(snap dgx1)/$f" "$(snap dgx3)/$f" || fail "dgx3: $f differs from dgx1's"
+done
+assert_converged
+expect_rc 0 plan --detailed-exitcode
+expect_out "model.f@dgx3: FLOATING REVISION main (allow_floating): refs/main on dgx3 is $REV"
+
+step "the source's main moves: the plan says the nodes disagree; dgx3 keeps its own commit"
+REV2=$(printf 'fleet-model-test-m2' | sha1sum | cut -c1-40)
+python3 "$MKMODEL" --cache "$(hub dgx1)" --repo $REPO_M --revision "$REV2" --seed 9 --owner "$(node_user dgx1)" >/dev/null
+[[ $(cat "$(hub dgx1)/$DM/refs/main") == "$REV2" ]] || fail "mkmodel did not move refs/main"
+expect_rc 2 plan --detailed-exitcode
+expect_out "nodes disagree on what main is: "
+expect_out "${REV:0:12} on dgx3"
+expect_out "${REV2:0:12} on dgx1"
+expect_out "refs/main on dgx1 is $REV2"
+expect_no_out "model.f@dgx3 will be"
+expect_rc 0 apply --auto-approve
+[[ $(cat "$(hub dgx3)/$DM/refs/main") == "$REV" ]] || fail "dgx3: refs/main moved"
 assert_converged
 
 [[ -z ${MODEL_TEST_TRANSCRIPT:-} ]] || cp "$WORK/transcript" "$MODEL_TEST_TRANSCRIPT"
