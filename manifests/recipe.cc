@@ -332,7 +332,7 @@ void RecipeReader::ReadEnv(const TomlEntry& e) {
       continue;
     }
     const auto* s = var.value->as_string();
-    if (s != nullptr && LooksLikeToken(s->get())) {
+    if (s != nullptr && IsSecretValue(var.key, s->get())) {
       // A recipe is committed with the manifests: a token in it is leaked.
       Error(Loc(var.value->source()),
             "env '" + var.key +

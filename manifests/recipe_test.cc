@@ -264,6 +264,14 @@ TEST(RecipeTest, SecretsComeFromTheControllersEnvironment) {
   EXPECT_EQ(r.env_from.at("HF_TOKEN"), "MY_HF_TOKEN");
   EXPECT_EQ(r.env.count("HF_TOKEN"), 0u);
   EXPECT_EQ(r.env.at("TOKENIZERS_PARALLELISM"), "false");
+  // Long model names and paths are no tokens.
+  EXPECT_TRUE(Parse("[env]\nSERVED_MODEL = \"Qwen/Qwen3-30B-A3B-Instruct-2507\"\n"
+                    "MODEL_DIR = \"/model/Qwen3.8-Flash-Next-125B\"\n")
+                  .empty());
+  EXPECT_DIAG(Parse("[env]\nAPI_KEY = \"a1b2c3d4e5f6g7h8i9j0k1l2\"\n"),
+              "recipes/r.toml:2:11: error: env 'API_KEY' holds what looks like a token; recipes "
+              "are committed with the manifests: take it from the controller's environment "
+              "instead: API_KEY = {from_env = \"API_KEY\"}");
   EXPECT_DIAG(Parse("[env]\nHF_TOKEN = \"hf_abcdefghijklmnopqrstuvwxyz\"\n"),
               "recipes/r.toml:2:12: error: env 'HF_TOKEN' holds what looks like a token; recipes "
               "are committed with the manifests: take it from the controller's environment "

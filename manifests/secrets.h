@@ -18,6 +18,16 @@ bool IsSecretKeyName(std::string_view key);
 // run of mixed letters and digits with no spaces.
 bool LooksLikeToken(std::string_view value);
 
+// True when `value` starts like a credential whatever its key: "Bearer ...",
+// a JWT (eyJ...), or a well-known token prefix (ghp_, hf_, sk-, xox...).
+// Unlike LooksLikeToken, a long path or model name ("Qwen/Qwen3-30B-A3B") is
+// not one.
+bool HasTokenPrefix(std::string_view value);
+
+// A value that must not be committed, shown or stored: a token by its prefix,
+// or a token-like value under a secret key name (API_KEY = "a1b2...").
+bool IsSecretValue(std::string_view key, std::string_view value);
+
 // True for a conventional environment variable name: [A-Za-z_][A-Za-z0-9_]*.
 bool IsEnvVarName(std::string_view name);
 
