@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <sstream>
 
 #include "src/provider.h"
 #include "src/shell_quote.h"
@@ -66,8 +67,12 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
   // A worker (no health URL) neither answers HTTP nor owns the port.
   if (!spec.HealthUrl().empty())
-    s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) + "  ;;\n*) " +
-         PortBusyCommand(spec.port) + " ;;\nesac\n";
+    s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) +
+         "  ;;\n*) fd_busy=$(" + PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" +
+         "  case $fd_busy in *=1) " +
+         ShellCommand({spec.cli, "ps", "--filter", std::string("label=") + kDeploymentLabel,
+                       "--format", "serving={{.Names}}"}) +
+         " 2>/dev/null ;; esac ;;\nesac\n";
   s += "fi\n";
   return s;
 }
@@ -108,6 +113,10 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     p.health_tool = get("health_tool");
   }
   p.port_busy = get("port_busy") == "1";
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("serving=", 0) == 0 && line.size() > 8) p.serving.push_back(line.substr(8));
   return p;
 }
 
@@ -117,7 +126,8 @@ nlohmann::json ContainerProbe::ToJson() const {
           {"spec", spec},           {"id", id},
           {"image", image},         {"age_s", age_s},
           {"health", health},       {"health_tool", health_tool},
-          {"port_busy", port_busy}, {"error", error}};
+          {"port_busy", port_busy}, {"serving", serving},
+          {"error", error}};
 }
 
 ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) {
@@ -133,6 +143,7 @@ ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) {
   p.health = j.value("health", -1);
   p.health_tool = j.value("health_tool", "");
   p.port_busy = j.value("port_busy", false);
+  p.serving = j.value("serving", std::vector<std::string>());
   p.error = j.value("error", "");
   return p;
 }

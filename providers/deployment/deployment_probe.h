@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "providers/deployment/deployment_spec.h"
 
@@ -24,7 +25,10 @@ struct ContainerProbe {
   int health = -1;          // HTTP status of the health URL; 0 no answer; -1 not asked
   std::string health_tool;  // "curl", "wget", "" (none on the node)
   bool port_busy = false;   // something listens on the port (asked when not running)
-  std::string error;        // an inspect failure other than "no such container"
+  // When the port is busy: the running containers labelled fleet.deployment
+  // (which of them may hold it).
+  std::vector<std::string> serving;
+  std::string error;  // an inspect failure other than "no such container"
 
   bool Healthy() const { return health >= 200 && health < 300; }
   nlohmann::json ToJson() const;

@@ -70,17 +70,16 @@ void CheckBudget(const DesiredResource& desired, const DiffContext& ctx, PlanCha
 }
 
 // A fleet serving container on `node` that the manifests no longer declare
-// there: the plan removes it (DiffOrphan), and it may hold the port a new
-// deployment wants (a renamed deployment). Read from the display RAM probe,
-// which lists the node's running serving containers. "" when none.
-std::string UndeclaredServe(const DiffContext& ctx, const std::string& node) {
-  if (ctx.all_actual == nullptr || ctx.manifest == nullptr) return "";
-  auto it = ctx.all_actual->find("display_ram." + node);
-  if (it == ctx.all_actual->end()) return "";
-  for (const auto& n : it->second.attributes.value("serving", nlohmann::json::array())) {
-    const std::string name = n.get<std::string>();
-    if (name.rfind("fleet-", 0) != 0) continue;
-    auto d = ctx.manifest->deployments.find(name.substr(6));
+// there, among `serving` (what runs with the fleet.deployment label): the
+// plan removes it (DiffOrphan), and it may hold the port a new deployment
+// wants (a renamed deployment). "" when none.
+std::string UndeclaredServe(const DiffContext& ctx, const std::string& node,
+                            const std::vector<std::string>& serving) {
+  if (ctx.manifest == nullptr) return "";
+  for (const std::string& name : serving) {
+    const std::string prefix = ContainerName("");
+    if (name.rfind(prefix, 0) != 0) continue;
+    auto d = ctx.manifest->deployments.find(name.substr(prefix.size()));
     if (d == ctx.manifest->deployments.end() ||
         std::find(d->second.nodes.begin(), d->second.nodes.end(), node) == d->second.nodes.end())
       return name;
@@ -90,11 +89,13 @@ std::string UndeclaredServe(const DiffContext& ctx, const std::string& node) {
 
 // A port something else listens on: an error, unless an undeclared fleet
 // serve that this plan removes first holds it.
-void CheckPort(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
+void CheckPort(const DesiredResource& desired, const DiffContext& ctx,
+               const std::vector<std::string>& serving, PlanChange* c) {
   const std::string port = std::to_string(desired.attributes.value("port", 0));
-  const std::string holder = UndeclaredServe(ctx, desired.node);
+  const std::string holder = UndeclaredServe(ctx, desired.node, serving);
   if (!holder.empty()) {
-    const std::string address = ResourceAddress("deployment", holder.substr(6), desired.node);
+    const std::string address =
+        ResourceAddress("deployment", holder.substr(ContainerName("").size()), desired.node);
     c->depends_on.push_back(address);
     c->reasons.push_back("port " + port + " is in use, by " + holder +
                          " as it seems: the manifests no longer declare it, and " + address +
@@ -130,11 +131,13 @@ std::string ExpandHome(const std::string& path, const std::string& home) {
 }
 
 // The last lines the container printed, for an error message.
-std::string LogTail(const StepContext& ctx, const std::string& cli, const std::string& container) {
-  Result<CommandResult> r =
-      ctx.transport->Run(ShellCommand({cli, "logs", "--tail", "20", container}) + " 2>&1");
+// Engines print their arguments (sglang's server_args, vLLM's non-default
+// args): the secrets of `spec` are masked.
+std::string LogTail(const StepContext& ctx, const ContainerSpec& spec) {
+  Result<CommandResult> r = ctx.transport->Run(
+      ShellCommand({spec.cli, "logs", "--tail", "20", spec.container}) + " 2>&1");
   if (!r.ok() || r->out.empty()) return "";
-  std::string out = r->out;
+  std::string out = Redact(r->out, SecretValues(spec));
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return "\n  last lines of its log:\n    " + [&] {
     std::string s;
@@ -195,7 +198,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
     return Status::Error("container " + spec.container + " (rank " + std::to_string(spec.rank) +
                          ") is " + (p->state.empty() ? "gone" : p->state) + " (exit code " +
                          std::to_string(p->exit_code) + ") 2 s after its start" +
-                         LogTail(ctx, spec.cli, spec.container));
+                         LogTail(ctx, spec));
   }
   const auto start = Clock::now();
   auto last_report = start;
@@ -212,12 +215,12 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
       continue;
     }
     if (p->state != "running")
-      return Status::Error("container " + spec.container +
-                           (p->state.empty() ? " disappeared"
-                                             : " is " + p->state + " (exit code " +
-                                                   std::to_string(p->exit_code) + ")") +
-                           " after " + Duration(waited) + ", before " + url + " answered" +
-                           LogTail(ctx, spec.cli, spec.container));
+      return Status::Error(
+          "container " + spec.container +
+          (p->state.empty()
+               ? " disappeared"
+               : " is " + p->state + " (exit code " + std::to_string(p->exit_code) + ")") +
+          " after " + Duration(waited) + ", before " + url + " answered" + LogTail(ctx, spec));
     if (p->health >= 200 && p->health < 300) return Status::OK();
     if (p->health == -1 && p->state == "running")
       return Status::Error("cannot check " + url + ": neither curl nor wget is on the node's PATH");
@@ -225,7 +228,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
       return Status::Error(url + " did not answer 2xx within " + Duration(spec.health_timeout_s) +
                            " (health.timeout; last answer: " +
                            (p->health == 0 ? std::string("none") : std::to_string(p->health)) +
-                           ")" + LogTail(ctx, spec.cli, spec.container));
+                           ")" + LogTail(ctx, spec));
     if (ctx.progress && Clock::now() - last_report >= std::chrono::seconds(10)) {
       last_report = Clock::now();
       ctx.progress("waiting for " + url + " (" + Duration(waited) + " of " +
@@ -265,6 +268,11 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
       r.depends_on = {NodeAddress(node), "display_ram." + node,
                       ResourceAddress("image", d.image, node)};
       if (!d.model.empty()) r.depends_on.push_back(ModelAddress(m, d.model, node));
+      // The head of an engine across nodes starts after its workers: its
+      // health needs them all.
+      if (spec->rank == 0 && spec->nnodes > 1)
+        for (size_t i = 1; i < d.nodes.size(); ++i)
+          r.depends_on.push_back(ResourceAddress("deployment", name, d.nodes[i]));
       r.loc = d.loc;
       out.push_back(std::move(r));
     }
@@ -307,6 +315,25 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  PlanChange c = DiffContainer(desired, actual, record, ctx);
+  // A new container needs its from_env values from this shell; starting
+  // a stopped one or leaving one alone does not.
+  if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace)) {
+    const nlohmann::json env_from = desired.attributes.value("env_from", nlohmann::json::object());
+    for (const auto& [k, var] : env_from.items())
+      if (std::getenv(var.get<std::string>().c_str()) == nullptr) {
+        c.error = desired.address + ": env " + k + " comes from $" + var.get<std::string>() +
+                  " on the controller (from_env), which is not set";
+        break;
+      }
+  }
+  return c;
+}
+
+PlanChange DeploymentProvider::DiffContainer(const DesiredResource& desired,
+                                             const ActualResource& actual,
+                                             const ResourceRecord* record,
+                                             const DiffContext& ctx) const {
   PlanChange c = ChangeFor(desired);
   const nlohmann::json& want = desired.attributes;
   const std::string container = want.value("container", "");
@@ -324,13 +351,6 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.error = desired.address + ": " + actual.error;
     return c;
   }
-  const nlohmann::json env_from = want.value("env_from", nlohmann::json::object());
-  for (const auto& [k, var] : env_from.items())
-    if (std::getenv(var.get<std::string>().c_str()) == nullptr) {
-      c.error = desired.address + ": env " + k + " comes from $" + var.get<std::string>() +
-                " on the controller (from_env), which is not set";
-      return c;
-    }
   const ContainerProbe p = ContainerProbe::FromJson(actual.attributes);
   const nlohmann::json before = record ? record->attributes : nlohmann::json();
 
@@ -338,7 +358,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.action = Action::kCreate;
     c.summary = "start " + container + " from " + want.value("image", "");
     c.reasons.push_back("no container " + container + " on " + desired.node);
-    if (p.port_busy) CheckPort(desired, ctx, &c);
+    if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
@@ -379,7 +399,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
     c.summary = "start " + container;
     c.reasons.push_back("container is " + p.state + " (exit code " + std::to_string(p.exit_code) +
                         ")");
-    if (p.port_busy) CheckPort(desired, ctx, &c);
+    if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
@@ -430,10 +450,18 @@ PlanChange DeploymentProvider::DiffDestroy(const DesiredResource& desired,
   return c;
 }
 
-PlanChange DeploymentProvider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
+PlanChange DeploymentProvider::DiffOrphan(const ResourceRecord& record,
+                                          const DiffContext& ctx) const {
   PlanChange c = ForgetRecord(record);
   const std::string container = record.attributes.value("container", "");
   if (container.empty()) return c;
+  if (ctx.manifest != nullptr && !ctx.manifest->nodes.count(record.node)) {
+    // fleet cannot reach a node the manifests dropped: forget the serve
+    // and say what may still run there.
+    c.reasons.push_back("node " + record.node + " is not in the manifests any more: " + container +
+                        " is not stopped there (stop it by hand if it still runs)");
+    return c;
+  }
   c.action = Action::kDelete;
   c.summary = "stop and remove " + container;
   c.reasons = {"the manifests no longer declare it"};
@@ -544,7 +572,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     }
     // An env file, 0600, removed once the container holds its values: no
     // value on a command line, in an error or left on the node's disk.
-    std::string env_file;
+    std::string env_file, env_text;
     if (!spec.env.empty() || !spec.env_from.empty()) {
       std::map<std::string, std::string> values = spec.env;
       for (const auto& [k, var] : spec.env_from) {
@@ -560,12 +588,8 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
           return R::Error("deployment " + name + ": env " + k + " holds a newline");
         text += k + "=" + v + "\n";
       }
-      const std::string dir = home + "/.fleet/deployments";
-      Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", "-m", "0700", dir})).status();
-      if (!s.ok()) return s;
-      env_file = dir + "/" + spec.container + ".env";
-      s = ctx.transport->WriteFile(env_file, text, 0600);
-      if (!s.ok()) return s;
+      env_text = text;
+      env_file = home + "/.fleet/deployments/" + spec.container + ".env";
       options.push_back("--env-file");
       options.push_back(env_file);
     }
@@ -593,6 +617,14 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     };
 
     Status started = port_free();
+    if (started.ok() && !env_file.empty()) {
+      // Written right before the run and removed right after it, whatever
+      // happens: the container holds the values from then on.
+      started =
+          RunOnNode(ctx, ShellCommand({"mkdir", "-p", "-m", "0700", home + "/.fleet/deployments"}))
+              .status();
+      if (started.ok()) started = ctx.transport->WriteFile(env_file, env_text, 0600);
+    }
     if (started.ok()) {
       if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
       Result<CommandResult> run =
@@ -603,7 +635,10 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
               ? Status::Error("`" + cli + " run` of " + spec.container + " failed: " + run->err)
               : Status::OK();
     }
-    if (!env_file.empty()) RunOnNode(ctx, ShellCommand({"rm", "-f", env_file}));
+    if (!env_file.empty()) {
+      Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env_file})).status();
+      if (!removed.ok() && started.ok()) started = removed;
+    }
     Status healthy = started.ok() ? WaitHealthy(ctx, spec) : started;
     if (!healthy.ok()) {
       RemoveContainer(ctx, cli, spec.container);

@@ -184,10 +184,43 @@ TEST(DeploymentSpecTest, SeveralNodesGetRanksAndOnlyTheHeadIsHealthChecked) {
   EXPECT_EQ(worker->HealthUrl(), "");
   EXPECT_EQ(worker->ToPlanJson()["rank"], "1 of 2");
   EXPECT_TRUE(RenderContainerSpec(TestManifest(), "qwen", "dgx5")->ToPlanJson()["rank"].is_null());
+  DeploymentProvider p;
+  for (const DesiredResource& r : p.Expand(m))
+    if (r.address == "deployment.qwen@dgx6")
+      EXPECT_EQ(r.depends_on.back(), "deployment.qwen@dgx5");  // the head waits for its worker
   // A worker's probe asks no health and no port.
   const std::string probe = ContainerProbeScript(*worker);
   EXPECT_EQ(probe.find("curl"), std::string::npos);
   EXPECT_EQ(probe.find("/proc/net/tcp"), std::string::npos);
+}
+
+TEST(DeploymentSpecTest, ReplicasOnSeveralNodesAreEachTheirOwnHead) {
+  Manifest m = TestManifest();
+  NodeSpec n6 = m.nodes["dgx5"];
+  n6.name = "dgx6";
+  m.nodes["dgx6"] = n6;
+  m.deployments["qwen"].nodes = {"dgx6", "dgx5"};  // no {rank}/{nnodes}/{head}: replicas
+  Result<ContainerSpec> second = RenderContainerSpec(m, "qwen", "dgx5");
+  EXPECT_EQ(second->rank, 0);
+  EXPECT_EQ(second->HealthUrl(), "http://dgx5.lan:30000/v1/models");
+  const std::string h = second->hash;
+  m.deployments["qwen"].nodes = {"dgx5"};  // one replica fewer restarts nothing
+  EXPECT_EQ(RenderContainerSpec(m, "qwen", "dgx5")->hash, h);
+}
+
+TEST(DeploymentSpecTest, RedactMasksEverySecretValueInLogLines) {
+  Manifest m = TestManifest();
+  m.deployments["qwen"].recipe.args = {"--api-key", "s3cr3t-value"};
+  m.deployments["qwen"].recipe.env_from["PASS"] = "FLEET_UNIT_TEST_PASS";
+  setenv("FLEET_UNIT_TEST_PASS", "pa55word-from-env", 1);
+  Result<ContainerSpec> s = RenderContainerSpec(m, "qwen", "dgx5");
+  const std::string log =
+      "server_args=ServerArgs(api_key='s3cr3t-value', hf='hf_abcdefghijklmnopqrstuvwxyz012345')\n"
+      "login with pa55word-from-env failed\n";
+  EXPECT_EQ(Redact(log, SecretValues(*s)),
+            "server_args=ServerArgs(api_key='(sensitive)', hf='(sensitive)')\n"
+            "login with (sensitive) failed\n");
+  unsetenv("FLEET_UNIT_TEST_PASS");
 }
 
 TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
@@ -272,20 +305,35 @@ TEST_F(ProbeScriptTest, AbsentContainerAndNoCli) {
 }
 
 TEST_F(ProbeScriptTest, PortBusyReadsIpv4AndIpv6AndToleratesNoIpv6) {
-  // What awk sees: /proc/net/tcp lines; a listener on 0x7530 = 30000.
-  Tool("cat",
-       "printf '  sl  local_address rem_address   st\\n"
-       "   0: 0100007F:7530 00000000:0000 0A\\n'\n");
+  // A stand-in cat for /proc/net: `listen` lines in tcp, and tcp6 missing
+  // (IPv6 off), as cat says it: an error on stderr, exit 1.
+  auto net = [&](const std::string& tcp) {
+    Tool("cat",
+         "for f; do case $f in *tcp6) echo \"cat: $f: No such file or directory\" >&2; "
+         "rc=1 ;; *tcp) printf '  sl  local_address rem_address   st\\n" +
+             tcp + "' ;; esac; done; exit ${rc:-0}\n");
+  };
+  net("   0: 0100007F:7530 00000000:0000 0A\\n");  // 0x7530 = 30000, listening
   EXPECT_EQ(Run(PortBusyCommand(30000)), "port_busy=1\n");
   EXPECT_EQ(Run(PortBusyCommand(30001)), "port_busy=0\n");
-  // An established connection from that port is no listener.
-  Tool("cat",
-       "printf '  sl  local_address rem_address   st\\n"
-       "   0: 0100007F:7530 0100007F:D431 01\\n'\n");
+  net("   0: 0100007F:7530 0100007F:D431 01\\n");  // a connection from it is no listener
   EXPECT_EQ(Run(PortBusyCommand(30000)), "port_busy=0\n");
-  // The real files, one of them possibly missing (no IPv6): still an answer.
-  const std::string real = Run("PATH=/usr/bin:/bin; " + PortBusyCommand(1));
-  EXPECT_EQ(real, "port_busy=0\n");
+}
+
+TEST_F(ProbeScriptTest, ABusyPortListsTheServingContainers) {
+  Tool("podman",
+       "case $1 in container) echo 'Error: no such container fleet-qwen' >&2; exit 125 ;;\n"
+       "ps) echo \"$@\" > " +
+           dir_ + "/ps.args; echo serving=fleet-old ;; esac\n");
+  Tool("cat",
+       "printf '  sl  local_address rem_address   st\\n   0: 0100007F:7530 00000000:0000 0A\\n'\n");
+  ContainerProbe p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec())));
+  EXPECT_FALSE(p.exists);
+  EXPECT_TRUE(p.port_busy);
+  EXPECT_EQ(p.serving, std::vector<std::string>{"fleet-old"});
+  std::ifstream args(dir_ + "/ps.args");
+  std::string a((std::istreambuf_iterator<char>(args)), {});
+  EXPECT_EQ(a, "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
 }
 
 TEST(ProbeParseTest, DockerTimesAndWget) {
@@ -440,6 +488,26 @@ TEST_F(DiffTest, ARunningWorkerIsHealthy) {
   EXPECT_TRUE(Diff(Running(-1)).reasons.empty());
 }
 
+TEST_F(DiffTest, AnUnsetFromEnvVariableDoesNotStopARunningServesPlan) {
+  m_.deployments["qwen"].recipe.env_from["HF_TOKEN"] = "FLEET_UNIT_TEST_UNSET";
+  desired_ = p_.Expand(m_).at(0);
+  unsetenv("FLEET_UNIT_TEST_UNSET");
+  EXPECT_EQ(Diff(Running(200)).error, "");
+  EXPECT_EQ(Diff(Running(200)).action, Action::kNoop);
+}
+
+TEST_F(DiffTest, AnOrphanOnANodeTheManifestsDroppedIsForgotten) {
+  ResourceRecord rec;
+  rec.address = "deployment.old@dgx9";
+  rec.type = "deployment";
+  rec.node = "dgx9";
+  rec.attributes = {{"container", "fleet-old"}, {"cli", "podman"}};
+  DiffContext ctx{facts_["dgx5"], &facts_, nullptr, &m_};
+  PlanChange c = p_.DiffOrphan(rec, ctx);
+  EXPECT_TRUE(c.detail.value("forget", false));
+  EXPECT_NE(c.reasons.back().find("fleet-old is not stopped there"), std::string::npos);
+}
+
 TEST_F(DiffTest, NoHealthToolIsAPlanError) {
   PlanChange c = Diff(Running(-1));
   EXPECT_NE(c.error.find("neither curl nor wget is on dgx5's PATH"), std::string::npos) << c.error;
@@ -471,24 +539,16 @@ TEST_F(DiffTest, AnotherImageUnderTheSameRefIsReplaced) {
 }
 
 TEST_F(DiffTest, APortHeldByADroppedServeWaitsForItsRemoval) {
-  std::map<std::string, ActualResource> actual;
-  ActualResource ram;
-  ram.probed = ram.exists = true;
-  ram.attributes = {{"serving", {"fleet-qwen-old"}}};
-  actual["display_ram.dgx5"] = ram;
   ContainerProbe absent;
   absent.port_busy = true;
-  ActualResource a;
-  a.probed = true;
-  a.attributes = absent.ToJson();
-  DiffContext ctx{facts_["dgx5"], &facts_, &actual, &m_};
-  PlanChange c = p_.Diff(desired_, a, nullptr, ctx);
+  absent.serving = {"fleet-qwen-old"};  // what the probe lists when the port is busy
+  PlanChange c = Diff(absent);
   EXPECT_EQ(c.error, "");
   EXPECT_EQ(c.action, Action::kCreate);
   EXPECT_EQ(c.depends_on, std::vector<std::string>{"deployment.qwen-old@dgx5"});
   // A declared serve holds it: nothing this plan removes, so an error.
-  actual["display_ram.dgx5"].attributes = {{"serving", {"fleet-qwen"}}};
-  c = p_.Diff(desired_, a, nullptr, ctx);
+  absent.serving = {"fleet-qwen"};
+  c = Diff(absent);
   EXPECT_NE(c.error.find("port 30000 on dgx5 is already in use"), std::string::npos);
 }
 

@@ -1,8 +1,10 @@
 #include "providers/deployment/deployment_spec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
+#include "manifests/recipe.h"
 #include "manifests/secrets.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
@@ -10,18 +12,44 @@
 namespace fleet {
 namespace {
 
-std::string Sha256Hex(const std::string& data) {
-  BlobHasher h(BlobHashKind::kSha256, data.size());
-  h.Update(data);
-  return h.HexDigest();
-}
-
 // Secret-looking env values never reach a plan, the state or the output.
 bool IsSensitive(const std::string& key, const std::string& value) {
-  return IsSecretKeyName(key) || LooksLikeToken(value);
+  return IsSecretKeyName(key) || IsSecretValue(key, value);
 }
 
 }  // namespace
+
+std::string ContainerName(const std::string& deployment) { return "fleet-" + deployment; }
+
+bool IsGroupRecipe(const Recipe& recipe) {
+  return RecipeUsesPlaceholder(recipe, "rank") || RecipeUsesPlaceholder(recipe, "nnodes") ||
+         RecipeUsesPlaceholder(recipe, "head");
+}
+
+std::vector<std::string> SecretValues(const ContainerSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : spec.env)
+    if (IsSensitive(k, v) && !v.empty()) out.push_back(v);
+  for (const auto& [k, var] : spec.env_from)
+    if (const char* v = std::getenv(var.c_str()); v != nullptr && *v) out.push_back(v);
+  const nlohmann::json shown = spec.ToPlanJson()["command"];
+  for (size_t i = 0; i < spec.command.size() && i < shown.size(); ++i)
+    if (shown[i] != spec.command[i]) {
+      const std::string& a = spec.command[i];
+      const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+      out.push_back(eq == std::string::npos ? a : a.substr(eq + 1));
+    }
+  return out;
+}
+
+std::string Redact(std::string text, const std::vector<std::string>& secrets) {
+  for (const std::string& secret : secrets) {
+    if (secret.size() < 4) continue;  // too short to find without masking words
+    for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 11))
+      text.replace(at, secret.size(), "(sensitive)");
+  }
+  return text;
+}
 
 std::string FillPlaceholders(const std::string& s,
                              const std::map<std::string, std::string>& values) {
@@ -59,7 +87,7 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   ContainerSpec s;
   s.deployment = name;
   s.node = node;
-  s.container = "fleet-" + name;
+  s.container = ContainerName(name);
   s.cli = n->second.container_cli;
   s.image = dep.image;
   s.image_ref = img->second.ref;
@@ -84,10 +112,15 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   // relative symlinks into ../../blobs, which dangle in a container, so the
   // mount becomes the per-file binds at its container path instead.
   s.model_root = kModelRoot;
-  s.rank =
-      static_cast<int>(std::find(dep.nodes.begin(), dep.nodes.end(), node) - dep.nodes.begin());
-  s.nnodes = static_cast<int>(dep.nodes.size());
-  if (s.rank >= s.nnodes) return R::Error("deployment '" + name + "' does not list node " + node);
+  const auto at = std::find(dep.nodes.begin(), dep.nodes.end(), node);
+  if (at == dep.nodes.end())
+    return R::Error("deployment '" + name + "' does not list node " + node);
+  // One engine across the nodes only when the recipe says so (it uses
+  // {rank}, {nnodes} or {head}); otherwise every node runs a replica.
+  if (IsGroupRecipe(dep.recipe)) {
+    s.rank = static_cast<int>(at - dep.nodes.begin());
+    s.nnodes = static_cast<int>(dep.nodes.size());
+  }
   auto head = m.nodes.find(dep.nodes[0]);
   std::map<std::string, std::string> in_container = {
       {"port", std::to_string(dep.port)},
@@ -156,7 +189,7 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
                         {"command", s.command},
                         {"env", s.env},
                         {"env_from", s.env_from}};
-  s.hash = Sha256Hex(all.dump());
+  s.hash = HashBlobData(BlobHashKind::kSha256, all.dump());
   return s;
 }
 
@@ -179,7 +212,7 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
       if (c == '-') c = '_';
     const bool secret_flag = !flag.empty() && IsSecretKeyName(flag);
     const bool inline_value = secret_flag && a.find('=') != std::string::npos;
-    command_shown.push_back(after_secret_flag || LooksLikeToken(a) ? "(sensitive)"
+    command_shown.push_back(after_secret_flag || HasTokenPrefix(a) ? "(sensitive)"
                             : inline_value ? a.substr(0, a.find('=') + 1) + "(sensitive)"
                                            : a);
     after_secret_flag = secret_flag && !inline_value;

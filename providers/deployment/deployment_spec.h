@@ -73,6 +73,23 @@ struct ContainerSpec {
   nlohmann::json ToPlanJson() const;
 };
 
+// "fleet-<deployment>": the one name fleet gives a deployment's container.
+std::string ContainerName(const std::string& deployment);
+
+// True when the recipe runs one engine across its nodes (it uses {rank},
+// {nnodes} or {head}): the first node is the head, the others its workers.
+// Otherwise every node of the deployment runs a replica of its own.
+bool IsGroupRecipe(const Recipe& recipe);
+
+struct ContainerSpec;
+// The values of `spec` that must not be shown: sensitive env values, the
+// from_env values of this process's environment, hidden arguments.
+std::vector<std::string> SecretValues(const ContainerSpec& spec);
+
+// `text` with every occurrence of each of `secrets` replaced by
+// "(sensitive)" (for a container's log lines in an error).
+std::string Redact(std::string text, const std::vector<std::string>& secrets);
+
 // Renders deployment `name` on `node` of `m`. Fails when the deployment,
 // node or image is not in the manifests (the loader reports those first).
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,

@@ -227,8 +227,18 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
   return out;
 }
 
-std::string DisplayRamProvider::ProbeScript(const DesiredResource&, const NodeSpec& node) const {
-  return ReadScript(node.sysfs, node.dev) + ServingScript(node.container_cli);
+std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const NodeSpec& node) const {
+  // The serving containers matter only to a reload: listed only when the
+  // module is not in the desired mode, so a converged plan does not start
+  // the container CLI on every node.
+  const std::string params = node.sysfs + "/module/" + kModule + "/parameters";
+  return ReadScript(node.sysfs, node.dev) + "dr_p=" + ShellQuote(params) +
+         "; dr_m=default\n"
+         "if [ \"$(cat \"$dr_p/modeset\" 2>/dev/null)$(cat \"$dr_p/fbdev\" 2>/dev/null)\" = YN ]; "
+         "then dr_m=unlocked; fi\n"
+         "if [ \"$dr_m\" != " +
+         ShellQuote(r.attributes.value("mode", "default")) + " ]; then\n" +
+         ServingScript(node.container_cli) + "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,

@@ -54,6 +54,7 @@ Result<std::vector<BindMount>> ModelBindList(Transport* t, const std::string& ca
                              "; d=" + ShellQuote(HubRepoDirName(repo)) +
                              "; r=" + ShellQuote(revision) + "\n" +
                              R"SH(m="$c/$d"; [ -d "$m" ] || m="$c/../$d"
+[ -d "$m/snapshots/$r" ] || { [ -f "$m/refs/$r" ] && r=$(cat "$m/refs/$r"); }  # a branch
 cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r of $d in $c" >&2; exit 3; }
 printf 'root\t%s\n' "$PWD"
 find . -mindepth 1 ! -type d -printf '%P\n' | LC_ALL=C sort | while IFS= read -r f; do

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "manifests/manifest.h"
+#include "providers/deployment/deployment_spec.h"
 #include "providers/model/bind_list.h"
 #include "providers/model/model_provider.h"
 #include "providers/node/gpu_facts.h"
@@ -485,8 +486,8 @@ int CmdLogs(const GlobalOptions& g, const std::string& address, int tail) {
               << "'s\n";
     return 1;
   }
-  const std::string cmd =
-      ShellCommand({spec.container_cli, "logs", "--tail", std::to_string(tail), "fleet-" + name});
+  const std::string cmd = ShellCommand(
+      {spec.container_cli, "logs", "--tail", std::to_string(tail), ContainerName(name)});
   Result<CommandResult> r = t->Run(cmd + " 2>&1");
   if (!r.ok()) {
     std::cerr << "fleet: " << r.status().message() << "\n";

@@ -238,6 +238,23 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     changes.push_back(std::move(c));
   }
 
+  // A dependency a diff added (beyond the declared ones) must be a change
+  // of this plan: a serve waiting for an orphan's removal that --target
+  // left out would wait for nothing.
+  if (!options.destroy) {
+    std::set<std::string> planned;
+    for (const PlanChange& c : changes)
+      if (c.action != Action::kNoop) planned.insert(c.address);
+    for (const PlanChange& c : changes)
+      for (const std::string& d : c.depends_on) {
+        const std::vector<std::string>& declared = deps[c.address];
+        if (std::find(declared.begin(), declared.end(), d) == declared.end() && !planned.count(d))
+          plan.errors.push_back(c.address + " must wait for " + d +
+                                ", which this plan does not change" +
+                                (options.targets.empty() ? "" : " (add it with --target)"));
+      }
+  }
+
   if (options.destroy) {
     // Destroy walks the graph backwards: a change waits for the changes of
     // everything that depended on it.

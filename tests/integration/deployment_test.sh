@@ -27,6 +27,11 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 get() { curl -s --max-time 5 "$URL$1"; }
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/v1/models" || true; }
+gone() {  # gone NODE CONTAINER: podman says it does not exist (not: ssh failed)
+  local rc=0
+  on_node "$1" "podman container exists $2" || rc=$?
+  [[ $rc == 1 ]] || fail "$2 on $1: 'podman container exists' exited $rc, expected 1 (gone)"
+}
 container() {  # container FORMAT: podman inspect of fleet-serve on dgx2
   on_node dgx2 "podman container inspect --format '$1' fleet-serve" 2>/dev/null || true
 }
@@ -103,7 +108,7 @@ expect_out "env changed (GREETING)"
 expect_rc 0 apply --auto-approve
 [[ $(get /v1/greeting) == "hello v2" ]] || fail "not replaced: $(get /v1/greeting)"
 [[ $(container '{{.Id}}') != "$OLD_ID" ]] || fail "same container after replace"
-on_node dgx2 'podman container exists fleet-serve-previous' && fail "the replaced container was kept"
+gone dgx2 fleet-serve-previous
 assert_converged
 
 step "a replacement that exits fails with its log; the old one serves again"
@@ -174,7 +179,7 @@ expect_out "port $PORT is in use, by fleet-serve as it seems"
 expect_rc 0 apply --auto-approve
 [[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
   fail "fleet-served does not run"
-on_node dgx2 'podman container exists fleet-serve' && fail "the old fleet-serve still exists"
+gone dgx2 fleet-serve
 [[ $(code) == 200 ]] || fail "the renamed serve does not answer"
 assert_converged
 repo ', "display_ram": "unlocked"'
@@ -202,7 +207,7 @@ repo ', "display_ram": "unlocked"'
 
 step "a missing image is an error, never a pull"
 expect_rc 0 destroy --auto-approve --target deployment.serve@dgx2
-[[ -z $(container '{{.Id}}') ]] || fail "destroy --target left the container"
+gone dgx2 fleet-serve
 step "a gpu_memory need is checked against the node's free GPU memory"
 repo ', "display_ram": "unlocked", "gpu_memory": "200GiB"'
 expect_rc 1 plan
@@ -240,13 +245,15 @@ expect_out "worker 1 of 2 joins 127.0.0.1"
 assert_converged
 repo ', "display_ram": "unlocked"'
 expect_rc 0 apply --auto-approve
+gone dgx1 fleet-pair
+gone dgx2 fleet-pair
 
 step "a deployment the manifests drop is stopped and removed"
 mkrepo --unlock dgx2 --image "bb={\"ref\": \"$R/fleet/serve@$D\", \"source\": \"registry\", \"nodes\": [\"dgx2\"]}"
 expect_rc 2 plan --detailed-exitcode
 expect_out "the manifests no longer declare it"
 expect_rc 0 apply --auto-approve
-[[ -z $(container '{{.Id}}') ]] || fail "the dropped deployment still runs"
+gone dgx2 fleet-serve
 assert_converged
 
 step "destroy stops the serve, then restores display RAM"
@@ -254,7 +261,7 @@ repo ', "display_ram": "unlocked"'
 expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not serving"
 expect_rc 0 destroy --auto-approve
-[[ -z $(container '{{.Id}}') ]] || fail "destroy left the container"
+gone dgx2 fleet-serve
 [[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "display RAM not restored"
 [[ $(code) != 200 ]] || fail "still serving after destroy"
 
