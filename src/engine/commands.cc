@@ -493,7 +493,9 @@ int CmdLogs(const GlobalOptions& g, const std::string& address, int tail) {
     std::cerr << "fleet: " << r.status().message() << "\n";
     return 1;
   }
-  std::cout << r->out;
+  // Engines print their arguments: the deployment's secrets are masked.
+  Result<ContainerSpec> rendered = RenderContainerSpec(s.manifest, name, node);
+  std::cout << (rendered.ok() ? Redact(r->out, SecretValues(*rendered)) : r->out);
   if (r->exit_code != 0) {
     std::cerr << "fleet: on " << node << ": `" << cmd << "` exited " << r->exit_code << "\n";
     return 1;

@@ -44,7 +44,7 @@ REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 # serves it with busybox httpd on {port}.
 recipe() {
   local version=$1 cmd=${2:-}
-  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING" && exec busybox httpd -f -p {port} -h /www'
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING, token $HF_TOKEN" && exec busybox httpd -f -p {port} -h /www'
   mkdir -p "$REPO/recipes"
   cat >"$REPO/recipes/serve.toml" <<TOML
 model = ""
@@ -95,7 +95,8 @@ assert_converged
 expect_rc 0 status
 expect_out "fleet-serve"
 expect_rc 0 logs deployment.serve@dgx2 --tail 5
-expect_out "serve starting: hello v1"
+expect_out "serve starting: hello v1, token (sensitive)"
+expect_no_out "$TOKEN"
 expect_rc 1 logs deployment.serve@dgx1
 expect_out "no deployment deployment.serve@dgx1 in the manifests"
 
