@@ -347,6 +347,11 @@ int CmdStatus(const GlobalOptions& g) {
     }
     std::printf("%-28s %-20s %-10s %s\n", r.address.c_str(),
                 r.attributes.value("container", "").c_str(), state.c_str(), health.c_str());
+    // Where clients reach it, by the manifest's address for the node: the
+    // one to give an agent (the log's label inversion pointed "dgx5" at dgx3).
+    if (!r.attributes.value("health", "").empty())
+      std::printf("    clients: http://%s:%d\n", s.manifest.nodes.at(r.node).address.c_str(),
+                  r.attributes.value("port", 0));
   }
   return 0;
 }

@@ -94,6 +94,7 @@ on_node dgx2 'test ! -e ~/.fleet/deployments/fleet-serve.env' || fail "the env f
 assert_converged
 expect_rc 0 status
 expect_out "fleet-serve"
+expect_out "clients: http://127.0.0.1:$PORT"
 expect_rc 0 logs deployment.serve@dgx2 --tail 5
 expect_out "serve starting: hello v1, token (sensitive)"
 expect_no_out "$TOKEN"
