@@ -45,6 +45,20 @@ std::string HealthCommand(const std::string& url) {
          "else echo health=none; fi\n";
 }
 
+std::string ServingContainersCommand(const std::string& cli) {
+  return ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
+                       "serving={{.Names}}"});
+}
+
+std::vector<std::string> ParseServingContainers(const std::string& output) {
+  std::vector<std::string> names;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
+  return names;
+}
+
 std::string PortBusyCommand(int port) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "%04X", port & 0xffff);
@@ -69,9 +83,7 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   if (!spec.HealthUrl().empty())
     s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) +
          "  ;;\n*) fd_busy=$(" + PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" +
-         "  case $fd_busy in *=1) " +
-         ShellCommand({spec.cli, "ps", "--filter", std::string("label=") + kDeploymentLabel,
-                       "--format", "serving={{.Names}}"}) +
+         "  case $fd_busy in *=1) " + ServingContainersCommand(spec.cli) +
          " 2>/dev/null ;; esac ;;\nesac\n";
   s += "fi\n";
   return s;
@@ -113,10 +125,7 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     p.health_tool = get("health_tool");
   }
   p.port_busy = get("port_busy") == "1";
-  std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line))
-    if (line.rfind("serving=", 0) == 0 && line.size() > 8) p.serving.push_back(line.substr(8));
+  p.serving = ParseServingContainers(output);
   return p;
 }
 

@@ -40,6 +40,12 @@ struct ContainerProbe {
 // nothing: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
 
+// `<cli> ps` of the running containers labelled fleet.deployment, one
+// "serving=<name>" line each; ParseServingContainers reads those lines back.
+// The one listing display_ram and the deployment probe both use.
+std::string ServingContainersCommand(const std::string& cli);
+std::vector<std::string> ParseServingContainers(const std::string& output);
+
 // sh that prints "port_busy=1" when something listens on TCP `port` (IPv4 or
 // IPv6), else "port_busy=0".
 std::string PortBusyCommand(int port);

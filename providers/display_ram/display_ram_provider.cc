@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
@@ -64,22 +65,11 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 
 // Reloads the module with `options` ("" = unload only). The same commands run
 // on every node; the node's PATH decides which modprobe and sudo run.
-// Prints "serving=<name>" for each running container labelled
-// fleet.deployment (nothing when the CLI is absent).
+// Prints "serving=<name>" for each running serving container (nothing when
+// the CLI is absent).
 std::string ServingScript(const std::string& cli) {
-  return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " +
-         ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
-                       "serving={{.Names}}"}) +
+  return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " + ServingContainersCommand(cli) +
          " 2>/dev/null || true\n";
-}
-
-std::vector<std::string> ParseServing(const std::string& out) {
-  std::vector<std::string> names;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
-  return names;
 }
 
 // Stops the serving containers the plan listed for this reload, right
@@ -118,18 +108,16 @@ void StartServing(const StepContext& ctx, const nlohmann::json& names) {
 Status CheckNoServingContainers(const StepContext& ctx) {
   const std::string& cli = ctx.node->container_cli;
   std::string cmd = "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 || exit 0; " +
-                    ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel,
-                                  "--format", "{{.Names}}"});
+                    ServingContainersCommand(cli);
   Result<CommandResult> r = ctx.transport->Run(cmd);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0)
     return Status::Error("on " + ctx.node->name + ": cannot list running containers (`" + cmd +
                          "` exited " + std::to_string(r->exit_code) + "): " + r->err);
-  std::string names = r->out;
-  while (!names.empty() && names.back() == '\n') names.pop_back();
+  std::string names;
+  for (const std::string& n : ParseServingContainers(r->out))
+    names += (names.empty() ? "" : " ") + n;
   if (names.empty()) return Status::OK();
-  for (char& ch : names)
-    if (ch == '\n') ch = ' ';
   return Status::Error("on " + ctx.node->name + ": serving containers run (" + names +
                        "); refusing to reload nvidia_drm under them: stop them first");
 }
@@ -248,7 +236,7 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   ModuleState m = ParseModuleState(output);
   a.exists = true;
   a.attributes = m.ToJson();
-  a.attributes["serving"] = ParseServing(output);
+  a.attributes["serving"] = ParseServingContainers(output);
   return a;
 }
 
@@ -405,7 +393,7 @@ Status DisplayRamProvider::Undo(const PlanChange& change, const nlohmann::json& 
   nlohmann::json serving = nlohmann::json::array();
   Result<CommandResult> r = ctx.transport->Run(ServingScript(ctx.node->container_cli));
   if (r.ok())
-    for (const std::string& name : ParseServing(r->out)) serving.push_back(name);
+    for (const std::string& name : ParseServingContainers(r->out)) serving.push_back(name);
   Status s = Restore(ctx, applied["original"], serving);
   StartServing(ctx, serving);
   if (s.ok()) *undone = true;

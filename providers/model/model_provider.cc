@@ -41,14 +41,6 @@ std::string WhereOf(const Json& a, const std::string& node) {
          ")";
 }
 
-PlanChange BaseChange(const DesiredResource& d) {
-  PlanChange c;
-  c.address = d.address;
-  c.type = d.type;
-  c.node = d.node;
-  return c;
-}
-
 Json Summary(const Completeness& comp, const std::string& revision, const std::string& layout,
              bool have_ref) {
   Json j = {{"revision", revision},
@@ -336,7 +328,7 @@ ActualResource ModelProvider::ParseProbe(const DesiredResource&, const std::stri
 
 PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                const ResourceRecord* record, const DiffContext& ctx) const {
-  PlanChange c = BaseChange(desired);
+  PlanChange c = ChangeFor(desired);
   Json a = desired.attributes;  // a floating revision: "revision" becomes the commit
   std::string rev = a.value("revision", "");
   const std::string branch = a.value("branch", "");
@@ -736,7 +728,7 @@ PlanChange PurgeChange(PlanChange c, const ResourceRecord* record, bool present)
 
 PlanChange ModelProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                                       const ResourceRecord* record, const DiffContext& ctx) const {
-  PlanChange c = BaseChange(desired);
+  PlanChange c = ChangeFor(desired);
   if (ctx.purge) return PurgeChange(c, record, !actual.probed || actual.exists);
   c.summary = "kept (destroy never removes a model: staging one takes hours; --purge does)";
   c.before = actual.probed ? Json{{"present", actual.exists}} : Json();

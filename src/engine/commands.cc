@@ -93,6 +93,15 @@ Result<State> LoadState(Session& s) {
   return state;
 }
 
+// The node's transport, connected; on error prints it and returns null.
+Transport* ConnectNode(Session& s, const std::string& node) {
+  Transport* t = s.connections->Get(node);
+  Status c = t->Connect();
+  if (c.ok()) return t;
+  std::cerr << "fleet: " << c.message() << "\n";
+  return nullptr;
+}
+
 void AddWarnings(const Diagnostics& diags, Plan* plan) {
   for (const Diagnostic& d : diags)
     if (d.severity == Diagnostic::Severity::kWarning) plan->warnings.push_back(d.ToString());
@@ -432,12 +441,8 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
               << (near.empty() ? "" : "; did you mean '" + near + "'?") << "\n";
     return 1;
   }
-  Transport* t = s.connections->Get(node);
-  Status c = t->Connect();
-  if (!c.ok()) {
-    std::cerr << "fleet: " << c.message() << "\n";
-    return 1;
-  }
+  Transport* t = ConnectNode(s, node);
+  if (t == nullptr) return 1;
   Result<CommandResult> r = t->Run(NodeFactsScript());
   if (!r.ok()) {
     std::cerr << "fleet: " << r.status().message() << "\n";
@@ -476,12 +481,8 @@ int CmdLogs(const GlobalOptions& g, const std::string& address, int tail) {
     return 1;
   }
   const NodeSpec& spec = s.manifest.nodes.at(node);
-  Transport* t = s.connections->Get(node);
-  Status c = t->Connect();
-  if (!c.ok()) {
-    std::cerr << "fleet: " << c.message() << "\n";
-    return 1;
-  }
+  Transport* t = ConnectNode(s, node);
+  if (t == nullptr) return 1;
   Result<CommandResult> host = t->Run("uname -n");
   std::string hostname = host.ok() ? host->out : "";
   while (!hostname.empty() && hostname.back() == '\n') hostname.pop_back();
@@ -517,12 +518,8 @@ int CmdModelFiles(const GlobalOptions& g, const std::string& model, const std::s
     std::cerr << "fleet: " << loc.status().message() << "\n";
     return 1;
   }
-  Transport* t = s.connections->Get(node);
-  Status c = t->Connect();
-  if (!c.ok()) {
-    std::cerr << "fleet: " << c.message() << "\n";
-    return 1;
-  }
+  Transport* t = ConnectNode(s, node);
+  if (t == nullptr) return 1;
   Result<std::vector<BindMount>> binds =
       ModelBindList(t, loc->cache, loc->repo, loc->revision, container_root);
   if (!binds.ok()) {
