@@ -58,6 +58,10 @@ struct NodeSpec {
   std::string sysfs = "/sys";            // paths.sysfs
   std::string dev = "/dev";              // paths.dev
   std::string poweroff_command = "sudo -n systemctl poweroff";
+  // fabric: {address, interface}: the node's address on the fabric between
+  // nodes (RoCE); empty: probed from sysfs infiniband.
+  std::string fabric_address;
+  std::string fabric_interface;
   SourceLoc loc;
 };
 

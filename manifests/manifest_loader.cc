@@ -2,6 +2,7 @@
 // reader, then checks what spans sections (references between entries,
 // shared power switches, ports, addresses) once everything is read, so the
 // order of sections in the file does not matter.
+#include <arpa/inet.h>
 #include <pwd.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -48,8 +49,8 @@ const std::vector<std::string> kTopKeys = {"version", "fleet",  "state",  "ssh",
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
-    "address",       "ssh",         "hostname", "power",
-    "container_cli", "display_ram", "paths",    "poweroff_command"};
+    "address",     "ssh",   "hostname",         "power", "container_cli",
+    "display_ram", "paths", "poweroff_command", "fabric"};
 const std::vector<std::string> kDisplayRam = {"default", "unlocked"};
 
 bool IsValidName(const std::string& name) {
@@ -87,6 +88,7 @@ class ManifestLoader {
   void ReadNode(const Entry& entry);
   void ReadNodePower(const MapReader& node, NodeSpec* spec);
   void ReadNodePaths(const MapReader& node, NodeSpec* spec);
+  void ReadNodeFabric(const MapReader& node, NodeSpec* spec);
   void ReadStore(const Entry& entry);
   void ReadImage(const Entry& entry);
   void ReadModel(const Entry& entry);
@@ -342,6 +344,7 @@ void ManifestLoader::ReadNode(const Entry& entry) {
   if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
   if (auto ram = node.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
   ReadNodePaths(node, &spec);
+  ReadNodeFabric(node, &spec);
   if (auto command = node.String("poweroff_command")) {
     if (command->value.empty()) {
       reporter_.Error(command->loc, "'poweroff_command' in " + what + " is empty");
@@ -409,6 +412,22 @@ void ManifestLoader::ReadNodePaths(const MapReader& node, NodeSpec* spec) {
       if (CheckNodePath(*path, "'" + std::string(key) + "' in " + paths.what())) *out = path->value;
     }
   }
+}
+
+// fabric: {address: IPv4, interface: NAME}; both optional.
+void ManifestLoader::ReadNodeFabric(const MapReader& node, NodeSpec* spec) {
+  const MapReader fabric = node.Map("fabric", node.what() + " fabric");
+  fabric.CheckKeys({"address", "interface"});
+  if (auto address = fabric.String("address")) {
+    in_addr a{};
+    if (inet_pton(AF_INET, address->value.c_str(), &a) != 1)
+      reporter_.Error(address->loc, "'address' in " + fabric.what() +
+                                        " must be an IPv4 address such as 10.77.0.11, got '" +
+                                        address->value + "'");
+    else
+      spec->fabric_address = address->value;
+  }
+  if (auto interface = fabric.String("interface")) spec->fabric_interface = interface->value;
 }
 
 void ManifestLoader::ReadStore(const Entry& entry) {

@@ -22,6 +22,7 @@ nlohmann::json NodeFacts::ToJson() const {
   j["arch"] = arch;
   j["kernel"] = kernel;
   j["gpu"] = gpu;
+  j["fabric"] = fabric;
   return j;
 }
 

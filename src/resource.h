@@ -49,7 +49,8 @@ struct NodeFacts {
   std::string boot_id;
   std::string arch;
   std::string kernel;
-  nlohmann::json gpu = nlohmann::json::object();  // GpuFactsToJson
+  nlohmann::json gpu = nlohmann::json::object();    // GpuFactsToJson
+  nlohmann::json fabric = nlohmann::json::array();  // FabricPortsToJson: RoCE/IB ports
   nlohmann::json ToJson() const;
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "providers/image/fabric_copy.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -284,8 +285,10 @@ PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResou
   c.detail["from"] = from;
   c.detail["config"] = config;
   if (!config.empty()) c.after["image_id"] = config;
-  c.summary = "copy from " + from + " (save | load through the controller, config digest " +
-              (config.empty() ? std::string("read at apply") : ShortId(config)) + ")";
+  const FabricRoute route = PlanFabricRoute(ctx.manifest, ctx.all_facts, from, node);
+  c.detail["route"] = route.ToJson();
+  c.summary = "copy from " + from + ": " + route.Describe() + "; save | load, config digest " +
+              (config.empty() ? std::string("read at apply") : ShortId(config));
   return c;
 }
 
@@ -447,7 +450,10 @@ Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
   spec.target_node = node;
   spec.target_cli = cli;
   spec.config = config;
-  Status s = CopyImage(spec, progress);
+  const FabricRoute route = FabricRoute::FromJson(d.value("route", nlohmann::json()));
+  Status s = route.direct && ctx.manifest != nullptr
+                 ? CopyImageOverFabric(spec, route, *ctx.manifest, progress)
+                 : CopyImage(spec, progress);
   if (!s.ok()) return s;
   const std::vector<std::string> names = NamesForCopy(ref);
   s = EnsureNames(ctx.transport, cli, config, names, progress);

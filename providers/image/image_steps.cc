@@ -159,7 +159,6 @@ std::vector<std::string> ParseLoadedNames(const std::string& load_output) {
 Status CopyImage(const CopySpec& spec, const ProgressFn& progress) {
   const std::string save = ShellCommand({spec.source_cli, "save", spec.config});
   const std::string load = ShellCommand({spec.target_cli, "load"});
-  const std::string what = spec.source_node + " -> " + spec.target_node;
   if (progress)
     progress("copying " + ShortId(spec.config) + " from " + spec.source_node + ": `" + save +
              "` | `" + load + "`");
@@ -172,20 +171,24 @@ Status CopyImage(const CopySpec& spec, const ProgressFn& progress) {
     std::scoped_lock both(NodeCopyLock(spec.source_node), NodeCopyLock(spec.target_node));
     copy = StreamCopy(spec.source, save, spec.target, load, options);
   }
-  std::string problem = copy.Problem();
   std::vector<std::string> loaded;
   if (copy.target.ok()) loaded = ParseLoadedNames(copy.target->out + "\n" + copy.target->err);
+  char rate[64];
+  snprintf(rate, sizeof rate, " in %.1f s (%.0f MB/s)", copy.seconds,
+           copy.seconds > 0 ? copy.bytes / copy.seconds / 1e6 : 0.0);
+  return FinishImageCopy(spec, copy.Problem(), loaded, HumanBytes(copy.bytes) + rate, progress);
+}
 
+Status FinishImageCopy(const CopySpec& spec, std::string problem,
+                       const std::vector<std::string>& loaded, const std::string& what_moved,
+                       const ProgressFn& progress) {
+  const std::string what = spec.source_node + " -> " + spec.target_node;
+  const std::string load = ShellCommand({spec.target_cli, "load"});
   Result<ImageLookup> after = InspectImage(spec.target, spec.target_cli, spec.config);
   if (problem.empty()) {
     if (!after.ok()) return after.status().Prefixed("copy " + what + ": checking the result");
     if (after->found && after->id == spec.config) {
-      if (progress) {
-        char rate[64];
-        snprintf(rate, sizeof rate, " in %.1f s (%.0f MB/s)", copy.seconds,
-                 copy.seconds > 0 ? copy.bytes / copy.seconds / 1e6 : 0.0);
-        progress("copied " + HumanBytes(copy.bytes) + " from " + spec.source_node + rate);
-      }
+      if (progress) progress("copied " + what_moved + " from " + spec.source_node);
       return Status::OK();
     }
     problem =
@@ -214,8 +217,7 @@ Status CopyImage(const CopySpec& spec, const ProgressFn& progress) {
   } else if (!still.ok()) {
     cleanup += "; could not check for a leftover image: " + still.status().message();
   }
-  return Status::Error("copy " + what + " failed after " + HumanBytes(copy.bytes) + ": " + problem +
-                       cleanup);
+  return Status::Error("copy " + what + " failed after " + what_moved + ": " + problem + cleanup);
 }
 
 }  // namespace fleet

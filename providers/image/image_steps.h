@@ -66,6 +66,15 @@ struct CopySpec {
 // says what happened and what was cleaned up.
 Status CopyImage(const CopySpec& spec, const ProgressFn& progress);
 
+// The end of every copy, whatever carried the bytes: when `problem` is ""
+// checks that the target now holds spec.config; otherwise (or when it does
+// not) removes whatever the load named (`loaded`) and the image itself, and
+// returns the error, saying what was cleaned up. `what_moved` is for the
+// message ("1.2 GiB", "over the fabric").
+Status FinishImageCopy(const CopySpec& spec, std::string problem,
+                       const std::vector<std::string>& loaded, const std::string& what_moved,
+                       const ProgressFn& progress);
+
 // The names `<cli> load` reported ("Loaded image: X", "Loaded image(s): X, Y",
 // docker's "Loaded image ID: sha256:..."), in order.
 std::vector<std::string> ParseLoadedNames(const std::string& load_output);

@@ -76,19 +76,16 @@ std::string Trim(std::string s) {
   return s;
 }
 
+}  // namespace
+
+namespace model_copy_internal {
+
 // The target's repo folder is always <cache>/models--x (a legacy layout is
 // linked there first), so writes land where the hub layout expects them.
 std::string TargetPrelude(const HubLocation& loc) {
   return "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) +
          "; r=" + ShellQuote(loc.revision) + "\nm=\"$c/$d\"\n";
 }
-
-struct Paths {
-  std::string inc;    // shell word: where the bytes go
-  std::string final;  // shell word: the file once complete
-  std::string link;   // shell word: the snapshot path ("" when final is it)
-  std::string rel;    // the relative link text
-};
 
 Paths TargetPaths(const CopyItem& item) {
   Paths p;
@@ -117,6 +114,12 @@ std::string FinishScript(const Paths& p, const CopyItem& item) {
               " " + p.link + "\n";
   return finish;
 }
+
+}  // namespace model_copy_internal
+
+namespace {
+
+using namespace model_copy_internal;
 
 Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,
                const CopyItem& item, const CopyOptions& opt, bool* hashed) {

@@ -61,6 +61,22 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
                                         const HubLocation& dst, const std::vector<CopyItem>& items,
                                         const std::function<void(uint64_t bytes)>& on_bytes);
 
+// The target-side script pieces, shared with the copy over the fabric
+// (providers/model/fabric_copy.cc).
+namespace model_copy_internal {
+struct Paths {
+  std::string inc;    // shell word: where the bytes go
+  std::string final;  // shell word: the file once complete
+  std::string link;   // shell word: the snapshot path ("" when final is it)
+  std::string rel;    // the relative link text
+};
+// c, d, r and m (the repo folder <cache>/models--x) for a target-side script.
+std::string TargetPrelude(const HubLocation& loc);
+Paths TargetPaths(const CopyItem& item);
+// Checks the .incomplete file's size, renames it, links the snapshot path.
+std::string FinishScript(const Paths& p, const CopyItem& item);
+}  // namespace model_copy_internal
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_MODEL_MODEL_COPY_H_

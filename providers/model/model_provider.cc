@@ -10,6 +10,7 @@
 
 #include "providers/model/blob_hash.h"
 #include "providers/model/completeness.h"
+#include "providers/model/fabric_copy.h"
 #include "providers/model/hub_download.h"
 #include "providers/model/model_copy.h"
 #include "providers/model/progress_meter.h"
@@ -614,7 +615,8 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
                 desired.node + (have_ref ? " (" + HumanBytes(comp.missing_bytes) + ")" : "");
   else
     c.summary = "stage from " + src_name + ": " + std::to_string(missing_files) + " file(s), " +
-                HumanBytes(comp.missing_bytes);
+                HumanBytes(comp.missing_bytes) +
+                FabricRouteNote(src_kind, src_name, desired, ctx, &c);
   if (!fixes.empty()) c.summary += "; " + join(fixes);
   std::vector<std::string> problems;
   AddProblems(comp.problems, &problems);
@@ -1034,7 +1036,9 @@ Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& c
         CopyOptions co;
         co.streams = options_.copy_streams;
         co.on_bytes = [&](uint64_t n) { meter.Add(n); };
-        Result<CopyReport> cr = CopyModelFiles(from, to, items, co);
+        const FabricRoute route = FabricRoute::FromJson(d.value("route", nlohmann::json()));
+        Result<CopyReport> cr = route.direct ? CopyModelFilesOverFabric(from, to, items, route, co)
+                                             : CopyModelFiles(from, to, items, co);
         if (!cr.ok()) return release(cr.status());
         meter.Finish();
         hashed.insert(cr->hashed.begin(), cr->hashed.end());

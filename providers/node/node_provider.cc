@@ -4,6 +4,7 @@
 #include <sstream>
 #include <thread>
 
+#include "providers/node/fabric_facts.h"
 #include "providers/node/gpu_facts.h"
 #include "src/power_switch.h"
 #include "src/shell_quote.h"
@@ -49,7 +50,7 @@ Result<NodeFacts> ReadFacts(Transport* t) {
 
 }  // namespace
 
-std::string NodeFactsScript() {
+std::string NodeFactsScript(const std::string& sysfs) {
   // uname -n is the UTS name (what `hostname` prints) and needs no package.
   // GPU: the fleet-probe when installed (it reads cuMemGetInfo, which works on
   // unified-memory GB10 where nvidia-smi says [N/A]); else nvidia-smi.
@@ -70,6 +71,7 @@ std::string NodeFactsScript() {
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
        "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
        "fi\n";
+  s += FabricFactsScript(sysfs);
   return s;
 }
 
@@ -88,6 +90,7 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   f.boot_id = kv["boot_id"];
   f.arch = kv["arch"];
   f.kernel = kv["kernel"];
+  f.fabric = FabricPortsToJson(ParseFabricPorts(output));
   const std::string& probe_json = kv["gpu_probe"];
   GpuFacts gpu;
   std::string error;
@@ -143,8 +146,29 @@ std::vector<DesiredResource> NodeProvider::Expand(const Manifest& m) const {
   return out;
 }
 
-std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
-  return NodeFactsScript();
+std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
+  const std::vector<FabricPort> ports = FabricPortsFromJson(facts.fabric);
+  const FabricEndpoint e = ResolveFabric(spec.fabric_address, spec.fabric_interface, ports);
+  std::string s = "fabric:     ";
+  if (!e.usable()) {
+    s += "none (" + e.note + "): copies from and to this node go through the controller\n";
+  } else {
+    s += e.address + (e.Subnet().empty() ? "" : " (" + e.Subnet() + ")") + " on " +
+         (e.interface.empty() ? "?" : e.interface) + ", from the " + e.source;
+    if (e.gid_index >= 0) s += ", RoCE v2 GID index " + std::to_string(e.gid_index);
+    if (!e.hcas.empty()) {
+      s += ", HCA";
+      for (const std::string& h : e.hcas) s += " " + h;
+    }
+    s += "\n";
+    if (!e.note.empty()) s += "            note: " + e.note + "\n";
+  }
+  for (const FabricPort& p : ports) s += "  port      " + DescribeFabricPort(p) + "\n";
+  return s;
+}
+
+std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
+  return NodeFactsScript(spec.sysfs);
 }
 
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,

@@ -15,7 +15,8 @@
 namespace fleet {
 
 // The read-only script that prints a node's facts (key=value lines).
-std::string NodeFactsScript();
+// `sysfs` is the node's paths.sysfs (its infiniband ports are read there).
+std::string NodeFactsScript(const std::string& sysfs = "/sys");
 
 // Parses what NodeFactsScript printed. Unknown lines are ignored.
 NodeFacts ParseNodeFacts(const std::string& output);
@@ -26,6 +27,10 @@ NodeFacts ParseNodeFacts(const std::string& output);
 std::string CheckNodeIdentity(const std::string& node, const std::string& where,
                               const std::string& expected_hostname, const NodeFacts& facts,
                               const nlohmann::json& recorded);
+
+// The node's fabric endpoint (manifest's `fabric:` or the probed ports)
+// and its ports, for `fleet probe` (a few lines, each ending in "\n").
+std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts);
 
 class NodeProvider : public Provider {
  public:

@@ -443,7 +443,7 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
   }
   Transport* t = ConnectNode(s, node);
   if (t == nullptr) return 1;
-  Result<CommandResult> r = t->Run(NodeFactsScript());
+  Result<CommandResult> r = t->Run(NodeFactsScript(s.manifest.nodes.at(node).sysfs));
   if (!r.ok()) {
     std::cerr << "fleet: " << r.status().message() << "\n";
     return 1;
@@ -461,6 +461,7 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
             << "kernel:     " << f.kernel << "\n";
   GpuFacts gf;
   if (GpuFactsFromJson(f.gpu, &gf)) std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+  std::cout << DescribeNodeFabric(s.manifest.nodes.at(node), f);
   return 0;
 }
 

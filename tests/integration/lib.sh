@@ -68,7 +68,7 @@ on_node() {  # on_node NAME COMMAND: runs COMMAND as the node user over ssh
   shift
   ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o KexAlgorithms=curve25519-sha256 \
     -o UserKnownHostsFile="$SIMDIR/known_hosts" -i "$SIMDIR/id_ed25519" \
-    -p "$(node_field "$name" port)" "$(node_field "$name" user)@127.0.0.1" "$@"
+    -p "$(node_field "$name" port)" "$(node_field "$name" user)@$(node_field "$name" address)" "$@"
 }
 
 # After an apply: plan shows nothing to do, and a second apply changes

@@ -20,6 +20,8 @@ def main():
     ap.add_argument("--power-off", default="", help="nodes declared power: off")
     ap.add_argument("--ha-url", default="", help="override the controller URL")
     ap.add_argument("--only", default="", help="only these nodes")
+    ap.add_argument("--fabric", action="append", default=[],
+                    help="NODE=YAML: a node's fabric: block, e.g. dgx1={address: 10.77.0.11}")
     ap.add_argument("--image", action="append", default=[],
                     help='NAME=JSON: an images: entry, e.g. b12x={"ref": "r@sha256:...", '
                          '"source": "peers", "nodes": ["dgx1"]}')
@@ -37,6 +39,7 @@ def main():
     unlock = set(filter(None, args.unlock.split(",")))
     off = set(filter(None, args.power_off.split(",")))
     only = set(filter(None, args.only.split(",")))
+    fabric = dict(f.split("=", 1) for f in args.fabric)
     hostnames = dict(h.split("=", 1) for h in args.hostname)
 
     lines = ["version: 1", "fleet: sim",
@@ -53,13 +56,15 @@ def main():
             continue
         lines += [
             "  %s:" % name,
-            "    address: 127.0.0.1",
+            "    address: %s" % n.get("address", "127.0.0.1"),
             "    ssh: {user: %s, port: %d}" % (n["user"], n["port"]),
             "    hostname: %s" % hostnames.get(name, name),
             "    container_cli: podman",
             "    display_ram: %s" % ("unlocked" if name in unlock else "default"),
             "    paths: {hf_cache: /srv/hf/hub, sysfs: /srv/sys, dev: /srv/dev}",
         ]
+        if name in fabric:
+            lines.append("    fabric: %s" % fabric[name])
         if args.power:
             lines.append("    power: {switch: switch.%s, state: %s}" %
                          (name, "off" if name in off else "on"))

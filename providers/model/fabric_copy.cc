@@ -1,0 +1,117 @@
+#include "providers/model/fabric_copy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "providers/model/blob_hash.h"
+#include "providers/node/fabric_stream.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+using namespace model_copy_internal;
+
+std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
+  std::string hash;
+  switch (BlobHashKindOf(item.blob)) {
+    case BlobHashKind::kSha256:
+      hash = "h=$(sha256sum < " + p.inc + ") || exit 1\n";
+      break;
+    case BlobHashKind::kGitSha1:
+      hash = "h=$({ printf 'blob %s\\000' " + std::to_string(item.size) + "; cat < " + p.inc +
+             "; } | sha1sum) || exit 1\n";
+      break;
+    case BlobHashKind::kNone:
+      return "";
+  }
+  return hash + "h=${h%% *}\n[ \"$h\" = " + ShellQuote(item.blob) + " ] || { rm -f -- " + p.inc +
+         "; echo \"hashes to $h, not its blob name; the partial file is removed\" >&2; exit 1; "
+         "}\n";
+}
+
+std::string FabricRouteNote(const std::string& src_kind, const std::string& src_name,
+                            const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
+  if (src_kind != "node" || desired.attributes.value("location_kind", "node") != "node" ||
+      ctx.manifest == nullptr || !ctx.manifest->nodes.count(desired.node))
+    return "";
+  const FabricRoute route = PlanFabricRoute(ctx.manifest, ctx.all_facts, src_name, desired.node);
+  c->detail["route"] = route.ToJson();
+  return "; " + route.Describe();
+}
+
+namespace {
+
+Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,
+                         const CopyItem& item, const FabricRoute& route) {
+  const Paths p = TargetPaths(item);
+  const std::string what = item.path + " (" + std::to_string(item.size) + " bytes)";
+  const std::string src_file = "\"$m/snapshots/$r/\"" + ShellQuote(item.path);
+  FabricStreamSpec stream;
+  stream.source = src;
+  stream.source_cmd =
+      RepoPrelude(s.loc) +
+      (item.offset > 0 ? "exec tail -c +" + std::to_string(item.offset + 1) + " -- " + src_file
+                       : "exec cat -- " + src_file);
+  stream.target = dst;
+  stream.target_cmd = TargetPrelude(d.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
+                      ")\" || exit 1\n" +
+                      (item.offset == 0 ? ": > " + p.inc + " || exit 1\n" : "") + "exec cat >> " +
+                      p.inc;
+  stream.target_address = route.target_address;
+  FabricStreamResult r = FabricStream(stream);
+  if (!r.ok())
+    return Status::Error("copying " + what + " " + route.Describe() + ": " + r.Problem());
+  Result<CommandResult> f =
+      dst->Run(TargetPrelude(d.loc) + VerifyOnTargetScript(p, item) + FinishScript(p, item));
+  if (!f.ok()) return f.status().Prefixed("finishing " + what);
+  if (f->exit_code != 0) return Status::Error(dst->Describe() + ": " + what + ": " + f->err);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide& dst,
+                                            const std::vector<CopyItem>& items,
+                                            const FabricRoute& route, const CopyOptions& options) {
+  std::vector<const CopyItem*> order;
+  for (const CopyItem& i : items) order.push_back(&i);
+  std::stable_sort(order.begin(), order.end(), [](const CopyItem* a, const CopyItem* b) {
+    return a->size - a->offset > b->size - b->offset;
+  });
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  Status first_error;
+  CopyReport report;
+  auto worker = [&] {
+    auto fail = [&](const Status& s) {
+      std::lock_guard<std::mutex> l(mu);
+      if (!failed.exchange(true)) first_error = s;
+    };
+    Result<std::unique_ptr<Transport>> s = src.connect();
+    if (!s.ok()) return fail(s.status());
+    Result<std::unique_ptr<Transport>> d = dst.connect();
+    if (!d.ok()) return fail(d.status());
+    for (size_t i = next++; i < order.size() && !failed; i = next++) {
+      Status st = CopyOneOverFabric(s->get(), d->get(), src, dst, *order[i], route);
+      if (!st.ok()) return fail(st);
+      const uint64_t n = order[i]->size - order[i]->offset;
+      if (options.on_bytes) options.on_bytes(n);
+      std::lock_guard<std::mutex> l(mu);
+      report.bytes += n;
+      if (BlobHashKindOf(order[i]->blob) != BlobHashKind::kNone)
+        report.hashed.push_back(order[i]->path);
+    }
+  };
+  int n = std::max(1, std::min<int>(options.streams, static_cast<int>(order.size())));
+  std::vector<std::thread> pool;
+  for (int i = 1; i < n; ++i) pool.emplace_back(worker);
+  if (!order.empty()) worker();
+  for (auto& t : pool) t.join();
+  if (failed) return first_error;
+  return report;
+}
+
+}  // namespace fleet

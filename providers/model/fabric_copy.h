@@ -1,0 +1,37 @@
+// Staging model files from one node to another over the fabric: each file
+// is one FabricStream (`cat`/`tail -c +N` on the source, `cat >>` into the
+// blob's .incomplete file on the target), no byte through the controller.
+// Resumable per file as the copy through the controller (an .incomplete
+// file is continued from its size). The target hashes every file whole
+// before the rename (sha256sum for LFS blobs, git's blob sha1 for the
+// others), resumed ones included: a corrupt or foreign stream never lands
+// under a blob name, and the partial file is removed.
+#ifndef FLEET_PROVIDERS_MODEL_FABRIC_COPY_H_
+#define FLEET_PROVIDERS_MODEL_FABRIC_COPY_H_
+
+#include "providers/model/model_copy.h"
+#include "providers/node/fabric_route.h"
+#include "src/provider.h"
+
+namespace fleet {
+
+// `route` must be direct. options.streams files at once, each with its own
+// pair of transports; options.on_bytes is called once per finished file.
+Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide& dst,
+                                            const std::vector<CopyItem>& items,
+                                            const FabricRoute& route, const CopyOptions& options);
+
+// For the plan of a model staged from node `src_name` (src_kind "node")
+// onto a node: the route, put in c->detail["route"], and the text for the
+// summary ("; dgx5 → dgx1 over fabric 10.77.0.0/24"). "" for other sources.
+std::string FabricRouteNote(const std::string& src_kind, const std::string& src_name,
+                            const DesiredResource& desired, const DiffContext& ctx, PlanChange* c);
+
+// The target-side check of a finished .incomplete file against its blob
+// name (shell; exits 1 and removes the file on a mismatch). "" when the
+// item has no hashable blob name.
+std::string VerifyOnTargetScript(const model_copy_internal::Paths& p, const CopyItem& item);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_MODEL_FABRIC_COPY_H_

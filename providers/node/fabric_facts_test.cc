@@ -1,0 +1,142 @@
+#include "providers/node/fabric_facts.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+// What a DGX Spark prints: two HCAs with a port each; the second cable
+// unplugged.
+constexpr char kSpark[] =
+    "hostname=dgx1\n"
+    "fabric_port=rocep1s0f0|1|DOWN|enp1s0f0np0|10|-1|\n"
+    "fabric_port=rocep1s0f1|1|ACTIVE|enp1s0f1np1|200|3|10.77.0.11/24\n";
+
+TEST(FabricFacts, ParsesPorts) {
+  std::vector<FabricPort> p = ParseFabricPorts(kSpark);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].hca, "rocep1s0f0");
+  EXPECT_FALSE(p[0].active());
+  EXPECT_TRUE(p[0].ipv4.empty());
+  EXPECT_EQ(p[1].hca, "rocep1s0f1");
+  EXPECT_EQ(p[1].port, 1);
+  EXPECT_TRUE(p[1].usable());
+  EXPECT_EQ(p[1].netdev, "enp1s0f1np1");
+  EXPECT_EQ(p[1].rate_gbps, 200);
+  EXPECT_EQ(p[1].gid_index, 3);
+  EXPECT_EQ(p[1].ipv4, "10.77.0.11");
+  EXPECT_EQ(p[1].prefix_len, 24);
+}
+
+TEST(FabricFacts, IgnoresMalformedLines) {
+  std::vector<FabricPort> p = ParseFabricPorts(
+      "fabric_port=\nfabric_port=a|b\nfabric_port=x|1|ACTIVE|eth9|abc|zz|not-an-ip/24\n"
+      "fabric_port=y|1|ACTIVE|eth9|100|2|10.1.2.3/99\n");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].rate_gbps, 0);
+  EXPECT_EQ(p[0].gid_index, -1);
+  EXPECT_EQ(p[0].ipv4, "");
+  EXPECT_FALSE(p[0].usable());
+  EXPECT_EQ(p[1].prefix_len, 32);  // clamped
+}
+
+TEST(FabricFacts, JsonRoundTrip) {
+  std::vector<FabricPort> p = ParseFabricPorts(kSpark);
+  std::vector<FabricPort> q = FabricPortsFromJson(FabricPortsToJson(p));
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[1].ipv4, "10.77.0.11");
+  EXPECT_EQ(q[1].gid_index, 3);
+  EXPECT_TRUE(FabricPortsFromJson(nlohmann::json::object()).empty());
+}
+
+TEST(FabricFacts, ResolvesFromProbe) {
+  FabricEndpoint e = ResolveFabric("", "", ParseFabricPorts(kSpark));
+  EXPECT_EQ(e.source, "probe");
+  EXPECT_EQ(e.address, "10.77.0.11");
+  EXPECT_EQ(e.interface, "enp1s0f1np1");
+  EXPECT_EQ(e.gid_index, 3);
+  EXPECT_EQ(e.hcas, std::vector<std::string>{"rocep1s0f1"});
+  EXPECT_EQ(e.Subnet(), "10.77.0.0/24");
+}
+
+TEST(FabricFacts, DeclaredWins) {
+  FabricEndpoint e = ResolveFabric("10.77.0.11", "", ParseFabricPorts(kSpark));
+  EXPECT_EQ(e.source, "manifest");
+  EXPECT_EQ(e.interface, "enp1s0f1np1");
+  EXPECT_EQ(e.gid_index, 3);
+  EXPECT_TRUE(e.note.empty());
+  // Declared without any probed port: usable, prefix unknown.
+  e = ResolveFabric("10.9.0.5", "ib0", {});
+  EXPECT_TRUE(e.usable());
+  EXPECT_EQ(e.interface, "ib0");
+  EXPECT_EQ(e.Subnet(), "");
+  // Declared on an interface whose address differs: said.
+  e = ResolveFabric("10.77.0.99", "enp1s0f1np1", ParseFabricPorts(kSpark));
+  EXPECT_EQ(e.address, "10.77.0.99");
+  EXPECT_NE(e.note.find("10.77.0.11"), std::string::npos);
+}
+
+TEST(FabricFacts, NoneWhenNoActivePortHasAnAddress) {
+  FabricEndpoint e = ResolveFabric(
+      "", "", ParseFabricPorts("fabric_port=rocep1s0f1|1|ACTIVE|enp1s0f1np1|200|-1|\n"));
+  EXPECT_FALSE(e.usable());
+  EXPECT_EQ(e.source, "none");
+  EXPECT_EQ(ResolveFabric("", "", {}).note, "no infiniband/RoCE ports");
+}
+
+TEST(FabricFacts, SameSubnet) {
+  FabricEndpoint a = ResolveFabric("", "", ParseFabricPorts(kSpark));
+  FabricEndpoint b = a;
+  b.address = "10.77.0.14";
+  EXPECT_TRUE(SameFabricSubnet(a, b));
+  b.address = "10.78.0.14";
+  EXPECT_FALSE(SameFabricSubnet(a, b));
+  b.address = "";
+  EXPECT_FALSE(SameFabricSubnet(a, b));
+}
+
+// The script against a tree shaped like the kernel's (and fleet-sim's).
+TEST(FabricFacts, ScriptReadsASysfsTree) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("fabric_facts_test." + std::to_string(getpid()));
+  fs::path port = root / "class/infiniband/mlx5_0/ports/1";
+  fs::create_directories(port / "gid_attrs/types");
+  fs::create_directories(port / "gids");
+  fs::create_directories(root / "class/infiniband/mlx5_0/device/net/lo");
+  auto put = [](const fs::path& p, const std::string& s) { std::ofstream(p) << s << "\n"; };
+  put(port / "state", "4: ACTIVE");
+  put(port / "rate", "400 Gb/sec (4X NDR)");
+  put(port / "gids/0", "0000:0000:0000:0000:0000:ffff:7f00:0001");
+  put(port / "gids/1", "0000:0000:0000:0000:0000:ffff:7f00:0001");
+  put(port / "gid_attrs/types/0", "IB/RoCE v1");
+  put(port / "gid_attrs/types/1", "RoCE v2");
+  // `lo` has 127.0.0.1/8 in every network namespace.
+  const std::string cmd = "sh -c " + ShellQuote(FabricFactsScript(root.string()));
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[512];
+  while (fgets(buf, sizeof buf, f)) out += buf;
+  pclose(f);
+  fs::remove_all(root);
+  std::vector<FabricPort> p = ParseFabricPorts(out);
+  ASSERT_EQ(p.size(), 1u) << out;
+  EXPECT_EQ(p[0].hca, "mlx5_0");
+  EXPECT_EQ(p[0].state, "ACTIVE");
+  EXPECT_EQ(p[0].netdev, "lo");
+  EXPECT_EQ(p[0].rate_gbps, 400);
+  if (system("command -v ip >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(p[0].ipv4, "127.0.0.1") << out;
+    EXPECT_EQ(p[0].prefix_len, 8);
+    EXPECT_EQ(p[0].gid_index, 1) << out;
+  }
+}
+
+}  // namespace
+}  // namespace fleet

@@ -1,0 +1,90 @@
+#include "providers/node/fabric_route.h"
+
+#include <cstdlib>
+
+#include "providers/node/fabric_facts.h"
+
+namespace fleet {
+
+namespace {
+
+FabricEndpoint EndpointOf(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
+                          const std::string& node) {
+  auto spec = m.nodes.find(node);
+  if (spec == m.nodes.end()) return FabricEndpoint{};
+  std::vector<FabricPort> ports;
+  if (facts != nullptr) {
+    auto f = facts->find(node);
+    if (f != facts->end()) ports = FabricPortsFromJson(f->second.fabric);
+  }
+  return ResolveFabric(spec->second.fabric_address, spec->second.fabric_interface, ports);
+}
+
+}  // namespace
+
+std::string FabricRoute::Describe() const {
+  const std::string arrow = from + " \u2192 " + to;
+  if (direct) return arrow + " over fabric " + (subnet.empty() ? target_address : subnet);
+  return arrow + " through the controller (" + why_not + ")";
+}
+
+nlohmann::json FabricRoute::ToJson() const {
+  nlohmann::json j = {{"direct", direct}, {"from", from}, {"to", to}};
+  if (direct) {
+    j["source_address"] = source_address;
+    j["target_address"] = target_address;
+    j["subnet"] = subnet;
+  } else {
+    j["why_not"] = why_not;
+  }
+  return j;
+}
+
+FabricRoute FabricRoute::FromJson(const nlohmann::json& j) {
+  FabricRoute r;
+  if (!j.is_object()) return r;
+  r.direct = j.value("direct", false);
+  r.from = j.value("from", "");
+  r.to = j.value("to", "");
+  r.source_address = j.value("source_address", "");
+  r.target_address = j.value("target_address", "");
+  r.subnet = j.value("subnet", "");
+  r.why_not = j.value("why_not", "");
+  if (r.direct && r.target_address.empty()) r.direct = false;
+  return r;
+}
+
+FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeFacts>* facts,
+                            const std::string& from, const std::string& to) {
+  FabricRoute r;
+  r.from = from;
+  r.to = to;
+  const char* env = std::getenv("FLEET_FABRIC");
+  if (env != nullptr && std::string(env) == "off") {
+    r.why_not = "FLEET_FABRIC=off";
+    return r;
+  }
+  if (m == nullptr) {
+    r.why_not = "no manifest to read fabric addresses from";
+    return r;
+  }
+  const FabricEndpoint s = EndpointOf(*m, facts, from), t = EndpointOf(*m, facts, to);
+  if (!s.usable() || !t.usable()) {
+    const FabricEndpoint& missing = s.usable() ? t : s;
+    r.why_not = (s.usable() ? to : from) + " has no fabric address: " +
+                (missing.note.empty() ? "none declared or probed" : missing.note);
+    return r;
+  }
+  if (!SameFabricSubnet(s, t)) {
+    r.why_not =
+        from + " (" + s.address + ") and " + to + " (" + t.address + ") share no fabric subnet";
+    return r;
+  }
+  r.direct = true;
+  r.source_address = s.address;
+  r.target_address = t.address;
+  r.subnet = !t.Subnet().empty() ? t.Subnet() : s.Subnet();
+  return r;
+}
+
+}  // namespace fleet

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The fabric between nodes, on a two-network simulated fleet
+# (fleet-sim --net lan+fabric: a rate-limited LAN to the controller, a
+# fabric between the nodes, a fake /sys/class/infiniband per node):
+# - `fleet probe` shows the fabric port, address, GID index, HCA;
+# - an image on dgx1 is copied to dgx2..dgx4 over the fabric, at once, the
+#   plan naming the route; the controller's LAN sees almost none of the bytes;
+# - a node declared on another subnet gets its copy through the controller,
+#   and the plan says why;
+# - a wrong key is refused: the step fails, nothing is named, no listener stays;
+# - the source killed mid-transfer: the step fails, nothing half-loaded is
+#   named, the listener is gone, and a re-apply completes;
+# - a model staged from dgx1 over the fabric, verified on arrival.
+source "$(dirname "$0")/lib.sh"
+
+for tool in ip tc nsenter openssl podman; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+
+ctl_bytes() {  # bytes the controller sent + received on the LAN so far
+  "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {print s}'
+}
+no_listener_on() {  # no openssl of the node's user runs, no fabric temp dir is left
+  local user
+  user=$(node_field "$1" user)
+  ! pgrep -u "$user" -x openssl >/dev/null || fail "$1: an openssl process is still running: $(pgrep -a -u "$user" -x openssl)"
+  ! ls -d /tmp/fleet-fabric.* 2>/dev/null | xargs -r stat -c %U | grep -qx "$user" ||
+    fail "$1: a fleet-fabric temp dir is left in /tmp"
+}
+has_config() { on_node "$1" "podman image exists $2"; }
+names_of() { on_node "$1" "podman images --format '{{.Repository}}:{{.Tag}}' | grep fleet/fab || true"; }
+
+step "start 4 nodes on two networks"
+start_fleet 4 --net lan+fabric
+
+step "fleet probe shows the fabric"
+mkrepo
+expect_rc 0 probe dgx2
+expect_out "fabric:     10.77.0.12 (10.77.0.0/24) on enp1s0f1np1, from the probe, RoCE v2 GID index 3, HCA rocep1s0f1"
+expect_out "rocep1s0f0 port 1 DOWN"
+expect_rc 0 probe dgx2 --json
+python3 -c '
+import json, sys
+f = json.load(open(sys.argv[1]))["fabric"]
+act = [p for p in f if p["state"] == "ACTIVE"]
+assert len(f) == 2 and len(act) == 1, f
+assert act[0]["ipv4"] == "10.77.0.12" and act[0]["gid_index"] == 3 and act[0]["rate_gbps"] == 200, act
+' "$WORK/out" || fail "probe --json fabric facts"
+
+step "an image on dgx1 only (imported: no registry reachable from the nodes)"
+D=sha256:$(printf 'fleet fabric test' | sha256sum | cut -d' ' -f1)
+REF="localhost/fleet/fab@$D"
+on_node dgx1 "d=\$(mktemp -d) && head -c 120000000 /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/fab:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
+C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/fab:sha256-${D#sha256:}")
+[[ $C =~ ^[0-9a-f]{64}$ ]] || fail "no image id on dgx1: $C"
+IMG='fab={"ref": "'$REF'", "source": "node:dgx1", "nodes": ["dgx1", "dgx2", "dgx3", "dgx4"]}'
+
+step "copy to dgx2..dgx4 over the fabric, at once"
+mkrepo --image "$IMG"
+expect_rc 2 plan --detailed-exitcode
+for n in dgx2 dgx3 dgx4; do expect_out "dgx1 → $n over fabric 10.77.0.0/24"; done
+before=$(ctl_bytes)
+t0=${EPOCHREALTIME/./}
+expect_rc 0 apply --auto-approve
+ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+used=$(($(ctl_bytes) - before))
+echo "   3 copies of 120 MB in $ms ms; the controller's LAN carried $used bytes"
+((used < 3000000)) || fail "the controller carried $used bytes for 360 MB over the fabric"
+for n in dgx2 dgx3 dgx4; do
+  has_config $n "$C" || fail "$n lacks image $C"
+  no_listener_on $n
+done
+grep -q "TLS-PSK" "$WORK/transcript" || fail "apply did not say how it copied"
+grep -Eq "[0-9a-f]{64}" <(grep -v -e "$C" -e "${D#sha256:}" "$WORK/transcript") &&
+  fail "a 64-hex string (a key?) in fleet's output"
+assert_converged
+
+step "a node on another fabric subnet gets its copy through the controller"
+on_node dgx4 "podman rmi -f $C >/dev/null"
+mkrepo --image "$IMG" --fabric 'dgx4={address: 10.99.0.14}'
+expect_rc 2 plan
+expect_out "dgx1 → dgx4 through the controller (dgx1 (10.77.0.11) and dgx4 (10.99.0.14) share no fabric subnet)"
+before=$(ctl_bytes)
+expect_rc 0 apply --auto-approve
+used=$(($(ctl_bytes) - before))
+((used > 200000000)) || fail "the controller path carried only $used bytes"
+has_config dgx4 "$C" || fail "dgx4 lacks image $C"
+mkrepo --image "$IMG"
+assert_converged
+
+step "a wrong key is refused and leaves nothing"
+on_node dgx3 "podman rmi -f $C >/dev/null"
+FLEET_TEST_FABRIC_WRONG_KEY=1 expect_rc 1 apply --auto-approve
+expect_out "image.fab@dgx3"
+expect_out "the stream did not end cleanly"
+! has_config dgx3 "$C" || fail "dgx3 has the image after a refused stream"
+[[ -z $(names_of dgx3) ]] || fail "dgx3: names left: $(names_of dgx3)"
+no_listener_on dgx3
+no_listener_on dgx1
+expect_rc 0 apply --auto-approve
+has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+
+step "the source killed mid-transfer"
+on_node dgx2 "podman rmi -f $C >/dev/null"
+src_user=$(node_field dgx1 user)
+fl apply --auto-approve &
+apply_pid=$!
+killed=
+for _ in $(seq 400); do
+  pid=$(pgrep -u "$src_user" -f 's_client' | head -n 1 || true)
+  if [[ -n $pid ]]; then
+    sleep 0.1
+    kill -KILL "$pid" 2>/dev/null && killed=$pid
+    break
+  fi
+  sleep 0.02
+done
+rc=0
+wait "$apply_pid" || rc=$?
+[[ -n $killed ]] || fail "never saw the source's s_client to kill"
+[[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
+grep -q "image.fab@dgx2" "$WORK/out" "$WORK/err" || fail "the failed step is not named"
+! has_config dgx2 "$C" || fail "dgx2 holds the half-sent image"
+[[ -z $(names_of dgx2) ]] || fail "dgx2: names left: $(names_of dgx2)"
+no_listener_on dgx2
+expect_rc 0 apply --auto-approve
+has_config dgx2 "$C" || fail "dgx2 lacks the image after the re-apply"
+assert_converged
+
+step "a model staged from dgx1 over the fabric"
+REV=$(printf 'fleet-fabric-model' | sha1sum | cut -c1-40)
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/fab-model \
+  --revision "$REV" --shards 3 --shard-kb 8192 --owner "$(node_field dgx1 user)" >/dev/null
+if [[ $REV =~ ^[0-9a-f]{40}$ ]]; then
+  mkrepo --image "$IMG" --model 'm={"repo": "fleet/fab-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2"]}'
+  expect_rc 2 plan
+  expect_out "dgx1 → dgx2 over fabric 10.77.0.0/24"
+  before=$(ctl_bytes)
+  expect_rc 0 apply --auto-approve
+  used=$(($(ctl_bytes) - before))
+  echo "   model: the controller's LAN carried $used bytes"
+  ((used < 2000000)) || fail "the controller carried $used bytes for a 25 MB model over the fabric"
+  no_listener_on dgx2
+  assert_converged
+else
+  echo "   (skipped: mkmodel.py does not make a model this way)"
+fi
+
+echo PASS
