@@ -146,7 +146,7 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
                                     size_t eol = at == std::string::npos ? at : head.find('\n', at);
                                     if (eol != std::string::npos) {
                                       port = std::atoi(head.c_str() + at + sizeof kReady - 1);
-                                      after = head.substr(eol + 1);
+                                      after = head.substr(0, at) + head.substr(eol + 1);
                                       cv.notify_all();
                                     }
                                     return true;
