@@ -107,7 +107,7 @@ net_up() {
 		# fabric: switch end on br0 in the fabric netns, node end as the CX-7 netdev
 		ip link add "${t}x$i" type veth peer name "${t}y$i"
 		ip link set "${t}x$i" netns "$fab"
-		ip -n "$fab" link set "${t}x$i" master br0 up
+		ip -n "$fab" link set "${t}x$i" mtu 9000 master br0 up # both ends of a link: one MTU
 		ip link set "${t}y$i" netns "$ns"
 		ip -n "$ns" link set "${t}y$i" name "$NET_FABRIC_IF"
 		ip -n "$ns" addr add "${NODE[fabric_addr]}/24" dev "$NET_FABRIC_IF"
