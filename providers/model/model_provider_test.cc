@@ -205,7 +205,10 @@ TEST(ModelProvider, StagesFromThePeerThenConverges) {
   PlanChange c = f.Diff("model.qwen@dgx2");
   ASSERT_TRUE(c.error.empty()) << c.error;
   EXPECT_EQ(c.action, Action::kCreate);
-  EXPECT_EQ(c.summary, "stage from dgx5: 3 file(s), 636 GB");
+  // The route follows: these nodes have no fabric (no probed ports).
+  EXPECT_EQ(c.summary,
+            "stage from dgx5: 3 file(s), 636 GB; dgx5 \u2192 dgx2 through the controller (dgx5 "
+            "has no fabric address: no infiniband/RoCE ports)");
   EXPECT_EQ(c.detail["op"], "ensure");
 
   // Staged and recorded: nothing to do.
@@ -476,7 +479,10 @@ TEST(ModelProvider, FloatingRevisionStagesThePeersCommit) {
   PlanChange c = f.Diff("model.qwen@dgx2");
   ASSERT_TRUE(c.error.empty()) << c.error;
   EXPECT_EQ(c.action, Action::kCreate);
-  EXPECT_EQ(c.summary, "stage from dgx5: 3 file(s), 636 GB");
+  // The route follows: these nodes have no fabric (no probed ports).
+  EXPECT_EQ(c.summary,
+            "stage from dgx5: 3 file(s), 636 GB; dgx5 \u2192 dgx2 through the controller (dgx5 "
+            "has no fabric address: no infiniband/RoCE ports)");
   EXPECT_EQ(c.detail["revision"], kRev);  // what apply stages
   EXPECT_EQ(c.detail["branch"], "main");
   EXPECT_EQ(c.detail["write_ref"], true);
