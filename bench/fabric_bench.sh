@@ -20,7 +20,7 @@ LAN_RATE=${3:-200mbit}
 source "$(dirname "$0")/../tests/integration/lib.sh"
 
 TARGETS=(dgx2 dgx3 dgx4 dgx5)
-ctl_bytes() { "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {print s}'; }
+ctl_bytes() { "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {printf "%.0f\n", s}'; }
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 declare -A MS=() BY=()
 timed() {  # timed LABEL COMMAND...: runs it, records ms and controller bytes

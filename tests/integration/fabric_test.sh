@@ -18,7 +18,7 @@ for tool in ip tc nsenter openssl podman; do
 done
 
 ctl_bytes() {  # bytes the controller sent + received on the LAN so far
-  "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {print s}'
+  "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {printf "%.0f\n", s}'
 }
 no_listener_on() {  # no openssl of the node's user runs, no fabric temp dir is left
   local user
