@@ -162,6 +162,7 @@ if [[ -n ${FLEET_GOLDEN_UPDATE:-} ]]; then
 fi
 if ! diff -ru "$GOLDEN" "$GOT" -x normalize.py -x README.md >"$WORK/golden.diff"; then
   sed "s|$GOT|(this run)|g" "$WORK/golden.diff" >&2
+  rm -f "$WORK/out" "$WORK/err"  # the diff is the message, not the last command's output
   fail "output differs from the golden files (the diff above; FLEET_GOLDEN_UPDATE=1 rewrites them)"
 fi
 echo PASS
