@@ -142,5 +142,19 @@ TEST(ModelApply, CopyPlanLinksBlobsHereAndRefusesEscapingPaths) {
   EXPECT_EQ(bad.status().message(), "source dgx5: refusing the snapshot path '../x'");
 }
 
+TEST(ModelApply, CopiesOnTheNodeThatSeesBoth) {
+  Manifest m;
+  for (const char* n : {"dgx1", "dgx2", "dgx3"}) m.nodes[n].name = n;
+  m.stores["nas"] = StoreSpec{"nas", "/mnt/nas/hub", {"dgx1", "dgx2"}, {}};
+  ModelWant w = Pinned();
+  w.source_kind = "store";
+  w.source_name = "nas";
+  EXPECT_EQ(NodeSeeingBoth(m, w, "dgx2", "dgx2"), "dgx2");  // mounts the store
+  EXPECT_EQ(NodeSeeingBoth(m, w, "dgx3", "dgx3"), "");      // through the controller
+  w.source_kind = "node";
+  w.source_name = "dgx5";
+  EXPECT_EQ(NodeSeeingBoth(m, w, "dgx2", "dgx2"), "");
+}
+
 }  // namespace
 }  // namespace fleet
