@@ -8,7 +8,7 @@
 #    end - line, the way issue 15's table counts (Executor::Apply: 221). Files named *_test.cc,
 #    anything under a tests/ folder and generated code (build*/) are skipped.
 # 2. No attribute read by string key inside providers: in every non-test
-#    .cc/.h under providers/, a `.value("` or a `["` is an offender (the typed
+#    .cc/.h under providers/, a `.value("` or a `["key` is an offender (the typed
 #    structs' one pair of JSON conversions lives in a *_json.cc file, which
 #    is exempt: that is the boundary where the JSON attributes are read).
 #
@@ -65,7 +65,7 @@ for d in "$@"; do
 done
 if [ "${#provider_dirs[@]}" -gt 0 ]; then
   keyed=$(sources "${provider_dirs[@]}" | grep -v '_json\.\(cc\|h\)$' |
-    xargs -r grep -nF -e '.value("' -e '["' /dev/null |
+    xargs -r grep -nE -e '\.value\("' -e '\["[A-Za-z_]' /dev/null |
     sed 's/$/   <- attribute read by string key/' || true)
   if [ -n "$keyed" ]; then
     echo "$keyed"
