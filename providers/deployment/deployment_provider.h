@@ -43,11 +43,6 @@ class DeploymentProvider : public Provider {
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;
-
- private:
-  // Diff without the from_env check, which only a new container needs.
-  PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
-                           const ResourceRecord* record, const DiffContext& ctx) const;
 };
 
 }  // namespace fleet
