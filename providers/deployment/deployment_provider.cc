@@ -308,19 +308,7 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
   return a;
 }
 
-namespace {
-
-// What every decision of a deployment's diff reads.
-struct DeploymentDiffInput {
-  const DesiredResource& desired;
-  const DeploymentWant& want;
-  const ContainerProbe& found;
-  const std::optional<DeploymentRecord>& record;
-  const DiffContext& ctx;
-  const PlanChange& base;  // the noop change: after, detail, before filled in
-};
-
-using Decision = std::optional<PlanChange>;
+namespace deployment_internal {
 
 PlanChange Changed(const DeploymentDiffInput& in, Action action, std::string summary) {
   PlanChange c = in.base;
@@ -470,7 +458,10 @@ PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& a
   return UnhealthyOrStarting(in);
 }
 
-}  // namespace
+}  // namespace deployment_internal
+
+using deployment_internal::CheckEnvFrom;
+using deployment_internal::DiffContainer;
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
