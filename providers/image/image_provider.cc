@@ -14,21 +14,14 @@
 
 namespace fleet {
 
+using image_internal::Judged;
+
 namespace {
 
 std::string NodeOfAddress(const std::string& address) {
   size_t at = address.rfind('@');
   return at == std::string::npos ? "" : address.substr(at + 1);
 }
-
-// What the probe of one node says about the image, judged against the
-// config digest the registry digest points to (empty: unknown).
-struct Judged {
-  bool present = false;
-  std::string id;
-  std::string how;
-  std::string other_id;  // fleet's tag names another image
-};
 
 Judged Judge(const ImageRef& ref, const ImageProbe& p, const std::string& config) {
   Judged j;
@@ -126,14 +119,7 @@ ActualResource ImageProvider::ParseProbe(const DesiredResource& r, const std::st
   return a;
 }
 
-namespace {
-
-// The config digest D points to, and where it was read: on a node that has
-// D itself, else in the state record of this resource.
-struct ConfigDigest {
-  std::string id;
-  std::string from;
-};
+namespace image_internal {
 
 ConfigDigest FindConfigDigest(const ImageRef& ref, const std::map<std::string, ImageProbe>& probes,
                               const ResourceRecord* record) {
@@ -148,21 +134,6 @@ ConfigDigest FindConfigDigest(const ImageRef& ref, const std::map<std::string, I
   if (!c.id.empty()) c.from = "the state record";
   return c;
 }
-
-// What every decision of an image's diff reads.
-struct ImageDiffInput {
-  const DesiredResource& desired;
-  const ImageWant& want;
-  const ImageRef& ref;
-  const ActualResource& actual;
-  const DiffContext& ctx;
-  const std::map<std::string, ImageProbe>& probes;  // by node
-  const ImageProbe& here;
-  const Judged& judged;  // of this node
-  std::string what;      // "image <name> (<ref>)"
-};
-
-using Decision = std::optional<PlanChange>;
 
 Decision NotPinned(const ImageDiffInput& in, const PlanChange& base) {
   if (in.ref.pinned() || in.want.allow_floating) return std::nullopt;
@@ -243,15 +214,6 @@ PlanChange PullFromRegistry(const ImageDiffInput& in, const ConfigDigest& config
   return c;
 }
 
-// The node a copy reads from, and what the plan says about it; or a plan
-// error in `error`.
-struct CopySource {
-  std::string from;
-  std::string config;  // the config digest, read on the source when unknown
-  std::string reason;
-  std::string error;
-};
-
 // `source: node:<name>`: that node, which must be up and have it.
 CopySource FromNamedNode(const ImageDiffInput& in, const std::string& config) {
   const std::string& source = in.want.source;
@@ -327,10 +289,11 @@ PlanChange CopyFromNode(const ImageDiffInput& in, const ConfigDigest& config, Pl
   return c;
 }
 
-}  // namespace
+}  // namespace image_internal
 
 PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                const ResourceRecord* record, const DiffContext& ctx) const {
+  using namespace image_internal;  // NOLINT: the decisions read as a list
   PlanChange base;
   base.address = desired.address;
   base.type = desired.type;
