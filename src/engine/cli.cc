@@ -11,56 +11,86 @@
 
 #include "src/engine/commands.h"
 
+namespace {
+
+// The options every command takes.
+struct GlobalFlags {
+  bool no_color = false, verbose = false, quiet = false;
+  void ApplyTo(fleet::GlobalOptions* g) const {
+    g->color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    g->verbosity = quiet ? -1 : verbose ? 1 : 0;
+  }
+};
+
+void AddGlobalOptions(CLI::App* app, fleet::GlobalOptions* g, GlobalFlags* flags) {
+  app->add_option("-C", g->dir, "manifests repo (holds fleet.yaml)");
+  app->add_flag("--no-color", flags->no_color, "plain output");
+  app->add_flag("-v,--verbose", flags->verbose, "more output");
+  app->add_flag("-q,--quiet", flags->quiet, "less output");
+}
+
+// The subcommands whose options fill a command's options struct.
+CLI::App* AddPlanCommand(CLI::App* app, fleet::PlanCommandOptions* o) {
+  auto* plan = app->add_subcommand("plan", "probe the fleet and show what apply would do");
+  plan->add_option("--out", o->out_file, "save the plan to FILE (also -out FILE)");
+  plan->add_flag("--json", o->json, "print the plan as JSON");
+  plan->add_flag("--detailed-exitcode", o->detailed_exitcode, "exit 2 when there are changes");
+  plan->add_option("--target", o->targets, "limit to ADDR (and what it needs)");
+  plan->add_flag("--destroy", o->destroy, "plan a destroy");
+  plan->add_flag("--purge", o->purge,
+                 "also remove staged images/models (all with --destroy, else those no longer "
+                 "declared)");
+  plan->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
+      ->check(CLI::IsMember({"sizes", "deep"}));
+  return plan;
+}
+
+CLI::App* AddApplyCommand(CLI::App* app, fleet::ApplyCommandOptions* o, bool* no_rollback) {
+  auto* apply = app->add_subcommand("apply", "make the fleet match the manifests");
+  apply->add_option("plan_file", o->plan_file, "a plan saved by plan -out");
+  apply->add_flag("--auto-approve", o->auto_approve, "do not ask");
+  apply->add_option("--parallelism", o->parallelism, "steps at once")->check(CLI::Range(1, 1024));
+  apply->add_option("--target", o->targets, "limit to ADDR (and what it needs)");
+  apply->add_flag("--no-rollback", *no_rollback, "leave a failed unit as it is");
+  apply->add_flag("--purge", o->purge,
+                  "also remove staged images/models the manifests no longer declare");
+  apply->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
+      ->check(CLI::IsMember({"sizes", "deep"}));
+  return apply;
+}
+
+CLI::App* AddDestroyCommand(CLI::App* app, fleet::ApplyCommandOptions* o) {
+  o->destroy = true;
+  auto* destroy = app->add_subcommand("destroy", "stop serves, restore display RAM, power off");
+  destroy->add_flag("--auto-approve", o->auto_approve, "do not ask");
+  destroy->add_option("--parallelism", o->parallelism, "steps at once")->check(CLI::Range(1, 1024));
+  destroy->add_option("--target", o->targets, "limit to ADDR (and what needs it)");
+  destroy->add_flag("--purge", o->purge,
+                    "also remove staged images and models (kept by default: they took hours)");
+  return destroy;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   try {
     CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes"};
     app.require_subcommand(1);
     fleet::GlobalOptions g;
-    bool no_color = false, verbose = false, quiet = false;
-    app.add_option("-C", g.dir, "manifests repo (holds fleet.yaml)");
-    app.add_flag("--no-color", no_color, "plain output");
-    app.add_flag("-v,--verbose", verbose, "more output");
-    app.add_flag("-q,--quiet", quiet, "less output");
+    GlobalFlags flags;
+    AddGlobalOptions(&app, &g, &flags);
 
     auto* validate = app.add_subcommand("validate", "check manifests and recipes (no network)");
 
     fleet::PlanCommandOptions plan_opts;
-    auto* plan = app.add_subcommand("plan", "probe the fleet and show what apply would do");
-    plan->add_option("--out", plan_opts.out_file, "save the plan to FILE (also -out FILE)");
-    plan->add_flag("--json", plan_opts.json, "print the plan as JSON");
-    plan->add_flag("--detailed-exitcode", plan_opts.detailed_exitcode,
-                   "exit 2 when there are changes");
-    plan->add_option("--target", plan_opts.targets, "limit to ADDR (and what it needs)");
-    plan->add_flag("--destroy", plan_opts.destroy, "plan a destroy");
-    plan->add_flag("--purge", plan_opts.purge,
-                   "also remove staged images/models (all with --destroy, else those no longer "
-                   "declared)");
-    plan->add_option("--verify", plan_opts.verify, "models: sizes (default) or deep (hash blobs)")
-        ->check(CLI::IsMember({"sizes", "deep"}));
+    CLI::App* plan = AddPlanCommand(&app, &plan_opts);
 
     fleet::ApplyCommandOptions apply_opts;
-    auto* apply = app.add_subcommand("apply", "make the fleet match the manifests");
-    apply->add_option("plan_file", apply_opts.plan_file, "a plan saved by plan -out");
-    apply->add_flag("--auto-approve", apply_opts.auto_approve, "do not ask");
-    apply->add_option("--parallelism", apply_opts.parallelism, "steps at once")
-        ->check(CLI::Range(1, 1024));
-    apply->add_option("--target", apply_opts.targets, "limit to ADDR (and what it needs)");
     bool no_rollback = false;
-    apply->add_flag("--no-rollback", no_rollback, "leave a failed unit as it is");
-    apply->add_flag("--purge", apply_opts.purge,
-                    "also remove staged images/models the manifests no longer declare");
-    apply->add_option("--verify", apply_opts.verify, "models: sizes (default) or deep (hash blobs)")
-        ->check(CLI::IsMember({"sizes", "deep"}));
+    CLI::App* apply = AddApplyCommand(&app, &apply_opts, &no_rollback);
 
     fleet::ApplyCommandOptions destroy_opts;
-    destroy_opts.destroy = true;
-    auto* destroy = app.add_subcommand("destroy", "stop serves, restore display RAM, power off");
-    destroy->add_flag("--auto-approve", destroy_opts.auto_approve, "do not ask");
-    destroy->add_option("--parallelism", destroy_opts.parallelism, "steps at once")
-        ->check(CLI::Range(1, 1024));
-    destroy->add_option("--target", destroy_opts.targets, "limit to ADDR (and what needs it)");
-    destroy->add_flag("--purge", destroy_opts.purge,
-                      "also remove staged images and models (kept by default: they took hours)");
+    CLI::App* destroy = AddDestroyCommand(&app, &destroy_opts);
 
     std::string show_file;
     bool show_json = false;
@@ -119,8 +149,7 @@ int main(int argc, char** argv) {
       return app.exit(e);
     }
 
-    g.color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
-    g.verbosity = quiet ? -1 : verbose ? 1 : 0;
+    flags.ApplyTo(&g);
     apply_opts.rollback = !no_rollback;
 
     if (*validate) return fleet::CmdValidate(g);

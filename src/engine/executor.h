@@ -54,12 +54,17 @@ class Executor {
   ApplyReport Apply(const Plan& plan, State* state, const ApplyOptions& options);
 
  private:
-  const Manifest* manifest_;
-  const std::vector<std::unique_ptr<Provider>>* providers_;
-  NodeConnections* connections_;
-  StateStore* store_;
-  PowerSwitch* power_;
-  std::function<void(const std::string&)> log_;
+  friend class ApplyRun;
+  // What every step of every Apply shares.
+  struct Deps {
+    const Manifest* manifest;
+    const std::vector<std::unique_ptr<Provider>>* providers;
+    NodeConnections* connections;
+    StateStore* store;
+    PowerSwitch* power;
+    std::function<void(const std::string&)> log;
+  };
+  Deps deps_;
 };
 
 }  // namespace fleet
