@@ -6,6 +6,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/smoke_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -221,7 +222,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
                ? " disappeared"
                : " is " + p->state + " (exit code " + std::to_string(p->exit_code) + ")") +
           " after " + Duration(waited) + ", before " + url + " answered" + LogTail(ctx, spec));
-    if (p->health >= 200 && p->health < 300) return Status::OK();
+    if (p->health >= 200 && p->health < 300) return SmokeAfterHealthy(ctx, spec);
     if (p->health == -1 && p->state == "running")
       return Status::Error("cannot check " + url + ": neither curl nor wget is on the node's PATH");
     if (waited >= spec.health_timeout_s)

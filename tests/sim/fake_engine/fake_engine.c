@@ -23,7 +23,8 @@
 //   FAKE_ENGINE_STALL_AFTER=K   a stream stops after K tokens and hangs
 //   FAKE_ENGINE_REASONING=1     a reasoning channel first (reasoning_content);
 //                               max_tokens spent there leaves content null
-//   POST /fault "garble" | "stall" | "none" | "served_as NAME"
+//   POST /fault "garble" | "stall" (after 1 token) | "reasoning" | "served_as NAME"
+//               | "none" (all off)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -391,6 +392,11 @@ static void chat(int fd, const char* body) {
       ok = write_all(fd, b.p, b.n) == 0;
       ++sent;
     }
+    if (ok && stall_after >= 0 && sent >= stall_after) {  // hangs before it finishes
+      pthread_mutex_unlock(&tok_mu);
+      sleep(3600);
+      goto done;
+    }
     b.n = 0;
     buf_str(&b, "data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\",\"model\":");
     buf_json(&b, model_name());
@@ -409,13 +415,15 @@ done:
 static void set_fault(const char* body) {
   pthread_mutex_lock(&g_mu);
   if (strncmp(body, "garble", 6) == 0) g_garble_after = g_chat_count;
-  else if (strncmp(body, "stall", 5) == 0) g_stall_after = 2;
+  else if (strncmp(body, "stall", 5) == 0) g_stall_after = 1;
+  else if (strncmp(body, "reasoning", 9) == 0) g_reasoning = 1;
   else if (strncmp(body, "served_as ", 10) == 0)
     snprintf(g_served_as, sizeof g_served_as, "%s", body + 10);
   else if (strncmp(body, "none", 4) == 0) {
     g_garble_after = -1;
     g_stall_after = -1;
     g_served_as[0] = 0;
+    g_reasoning = 0;
   }
   pthread_mutex_unlock(&g_mu);
 }
