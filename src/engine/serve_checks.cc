@@ -52,7 +52,10 @@ SmokeResult Unreachable(const ContainerSpec& s, const std::string& why) {
 std::string Seconds(double s) {
   if (s < 0) return "-";
   char buf[32];
-  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.0f s", s);
+  if (s < 1)
+    std::snprintf(buf, sizeof buf, "%.0f ms", s * 1000);
+  else
+    std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.0f s", s);
   return buf;
 }
 

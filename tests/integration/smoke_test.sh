@@ -86,7 +86,8 @@ expect_out "DEPLOYMENT"
 expect_out "LATENCY"
 grep -E '^a +dgx1 +needle +pass ' "$WORK/out" >/dev/null || fail "no needle pass row for a@dgx1"
 grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "no math pass row for b@dgx2"
-expect_out "8 of 8 passed"
+expect_out "10 of 10 passed"
+grep -E '^a +dgx1 +math +pass +[0-9]+ ms +[0-9.]+$' "$WORK/out" >/dev/null || fail "no latency or t/s for math"
 expect_rc 0 check deployment.b@dgx2 --json
 python3 - "$WORK/out" <<'PY' || fail "check --json"
 import json, sys

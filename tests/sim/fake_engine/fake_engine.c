@@ -266,13 +266,16 @@ static int json_true(const char* body, const char* key) {
   return v && strncmp(v, "true", 4) == 0;
 }
 
-// The reply's tokens: words with their leading space.
+// The reply's tokens: words with their leading space; every digit is a
+// token of its own (as Qwen's and Llama 3's tokenizers split numbers).
 static int split_tokens(const char* s, char tokens[][64], int max) {
   int n = 0;
   while (*s && n < max) {
     size_t i = 0;
     if (*s == ' ') tokens[n][i++] = *s++;
-    while (*s && *s != ' ' && i < 63) tokens[n][i++] = *s++;
+    if (isdigit((unsigned char)*s)) tokens[n][i++] = *s++;
+    else
+      while (*s && *s != ' ' && !isdigit((unsigned char)*s) && i < 63) tokens[n][i++] = *s++;
     tokens[n][i] = 0;
     ++n;
   }
