@@ -364,7 +364,10 @@ SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
   r.ttft_s = reply.ttft_s;
   r.tps = reply.decode_tps;
   r.prompt = Shorten(req.prompt);
-  r.reply = Shorten(reply.content_null && reply.error.empty() ? reply.raw : reply.content, 1000);
+  r.reply = Shorten(!reply.tool_calls.empty()                   ? reply.tool_calls.dump()
+                    : reply.content_null && reply.error.empty() ? reply.raw
+                                                                : reply.content,
+                    1000);
   if (!reply.error.empty()) {
     r.result = "error";
     r.detail = reply.error;

@@ -109,6 +109,7 @@ expect_out "FAIL deployment.a@dgx1 check math"
 expect_out "prompt: What is 127*89?"
 expect_out "reply:  !!!!!!!!"
 expect_out "FAIL deployment.a@dgx1 check paris"
+expect_out "no tool call came back"
 grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "b is not garbling"
 fault "$U1" none
 expect_rc 0 check

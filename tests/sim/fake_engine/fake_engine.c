@@ -325,6 +325,10 @@ static void chat(int fd, const char* body) {
   char* q = last_content(body);
   char* text = all_content(body);
   char* tool = first_tool(body);
+  if (garble && tool) {  // a garbling engine answers garbage, not a tool call
+    free(tool);
+    tool = NULL;
+  }
   const int stream = json_true(body, "stream");
   long max_tokens = json_long(body, "max_tokens", json_long(body, "max_completion_tokens", 100000));
   char answer[1024];
