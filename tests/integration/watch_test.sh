@@ -7,7 +7,8 @@
 # - the watch holds no state lock: an apply runs while it waits;
 # - SIGTERM stops it cleanly with exit 0;
 # - a node going away mid-watch: rounds go on, the check reports an error;
-# - fleet report writes one self-contained HTML page; headless chromium
+# - --report rewrites the page each round; fleet report writes one
+#   self-contained HTML page from the log; headless chromium
 #   renders its charts (latency, t/s) with the failures marked.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
@@ -42,7 +43,7 @@ mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"regis
 expect_rc 0 apply --auto-approve
 
 step "10 rounds, a garble from round 5: exactly one change, with a sample"
-"$FLEET" -C "$REPO" --no-color watch --every 1s --log "$LOG" \
+"$FLEET" -C "$REPO" --no-color watch --every 1s --log "$LOG" --report "$WORK/live.html" \
   --on-change "cat >> '$EVENTS'" >"$WORK/watch.out" 2>"$WORK/watch.err" </dev/null &
 WATCH=$!
 wait_lines 4 $WATCH
@@ -73,6 +74,7 @@ assert len(events) == 1 and events[0]["event"] == "change", events
 assert events[0]["round"]["round"] == changed[0]["round"]
 PY
 grep -q '^!!! fleet watch .* q@dgx1/math pass -> fail' "$WORK/watch.out" || fail "no loud line: $(cat "$WORK/watch.out")"
+grep -q '"round":10' "$WORK/live.html" || fail "--report was not rewritten each round"
 
 step "a node going away: the rounds go on and say so"
 "$SIM" node-stop "$SIMDIR" dgx1 >/dev/null
