@@ -119,6 +119,10 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
     r.detail = "cannot ask " + t.node + " who holds the connection: " + out.status().message();
   } else if (owner == "container" && kv["label"] == t.deployment) {
     r.result = "pass";
+  } else if (owner == "stopped") {
+    r.result = "fail";
+    r.detail = t.container + " is not running on " + t.node + ", yet a process there answers " +
+               "the client address " + t.BaseUrl() + " of " + who;
   } else if (owner == "unknown" && seen) {
     // The node sees the connection but cannot tell its process (a root
     // daemon's container): as far as it can be checked, it is this node.
@@ -303,7 +307,8 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "    if ls -l \"$p\"/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
          "owner=container; break; fi\n"
          "  done\nfi\n"
-         "[ -z \"$inode\" ] && owner=absent\n"
+         "if [ -z \"$inode\" ]; then owner=absent\n"
+         "elif [ -z \"$pid\" ] || [ \"$pid\" = 0 ]; then owner=stopped; fi\n"
          "echo \"owner=$owner\"\n";
 }
 

@@ -65,9 +65,14 @@ std::string ExpectedServedModel(const Manifest& m, const ContainerSpec& spec);
 // The target of `spec` as clients reach it (the manifest's node address).
 SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec);
 
-// sh that, on the node, prints inode=, pid=, label=, owner=(container|other|
-// unknown) for the accepted socket of a connection from `client_port` to the
-// serve's `port` (built with ShellCommand; read-only).
+// sh that, on the node, prints inode=, pid=, label= and owner= for the
+// accepted socket of a connection from `client_port` to the serve's `port`:
+// owner is "container" (a process in the container's PID namespace holds
+// it), "other" (another process of the node), "unknown" (the node sees the
+// socket but cannot read the container's processes: a root daemon's),
+// "stopped" (the container does not run, yet something answers) or
+// "absent" (the node holds no such connection: another box answered).
+// Built with ShellCommand; read-only.
 std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
                                   int client_port);
 

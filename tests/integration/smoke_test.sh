@@ -13,6 +13,8 @@
 # - a reply cut by max_tokens (content null: the reasoning spent the budget)
 #   is reported "cut", not wrong;
 # - a stream that stalls is reported as a stall;
+# - the container stopped and another process answering on its port fails
+#   the identity check;
 # - two client addresses exchanged (iptables on loopback) fail the identity
 #   check naming both serves.
 source "$(dirname "$0")/lib.sh"
@@ -95,6 +97,8 @@ j = json.load(open(sys.argv[1]))
 assert j["passed"] is True, j
 assert {r["check"] for r in j["results"]} == {"identity", "model", "math", "budget"}, j
 assert all(r["node"] == "dgx2" for r in j["results"]), j
+ident = [r for r in j["results"] if r["check"] == "identity"][0]
+assert "detail" not in ident, ident  # the container's own process holds the connection
 m = [r for r in j["results"] if r["check"] == "math"][0]
 assert m["wall_s"] > 0 and m["ttft_s"] >= 0, m
 PY
@@ -144,6 +148,17 @@ fault "$U1" stall
 expect_rc 1 check a
 expect_out "stalled after 1 tokens"
 fault "$U1" none
+
+step "the container stopped, another process of the node on its port: identity fails"
+on_node dgx1 "podman stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
+for _ in $(seq 50); do curl -s -o /dev/null "$U1/" && break; sleep 0.1; done
+expect_rc 1 check a
+expect_out "fleet-a is not running on dgx1, yet a process there answers"
+on_node dgx1 'kill $(cat impostor.pid)'
+for _ in $(seq 50); do curl -s -o /dev/null "$U1/" || break; sleep 0.1; done
+expect_rc 0 apply --auto-approve
+expect_out "smoke math: pass"
+expect_rc 0 check a
 
 step "two client addresses exchanged: the identity check names both serves"
 for r in "-p tcp -d 127.0.0.1 --dport $P1 -j REDIRECT --to-ports $P2" \
