@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <future>
+#include <mutex>
 
 namespace fleet {
 namespace {
@@ -84,39 +86,57 @@ std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* conn
   std::vector<Chosen> chosen;
   for (const std::string& a : addresses) chosen.push_back(ParseAddress(a));
   const std::vector<ContainerSpec> serves = ApiServes(m);
-  std::map<std::string, Status> connected;  // by node
-  auto connect = [&](const std::string& node) -> Transport* {
+  std::vector<const ContainerSpec*> wanted;
+  for (const ContainerSpec& s : serves)
+    if (Wanted(chosen, s.deployment, s.node)) wanted.push_back(&s);
+
+  // The wanted serves' nodes, connected in parallel; others (for the
+  // locator) on first use.
+  std::mutex mu;
+  std::map<std::string, std::shared_future<Status>> connected;  // by node
+  auto connect_async = [&](const std::string& node) {
+    std::lock_guard<std::mutex> l(mu);
     auto it = connected.find(node);
     if (it == connected.end())
-      it = connected.emplace(node, connections->Get(node)->Connect()).first;
-    return it->second.ok() ? connections->Get(node) : nullptr;
+      it = connected
+               .emplace(node, std::async(
+                                  std::launch::async,
+                                  [connections, node] { return connections->Get(node)->Connect(); })
+                                  .share())
+               .first;
+    return it->second;
   };
+  for (const ContainerSpec* s : wanted) connect_async(s->node);
+  auto connect = [&](const std::string& node) -> Transport* {
+    return connect_async(node).get().ok() ? connections->Get(node) : nullptr;
+  };
+
+  // Each serve checked in its own thread (a 10-minute needle on one does
+  // not hold up the others); a node's session serialises its commands.
+  std::vector<std::future<std::vector<SmokeResult>>> running;
+  for (const ContainerSpec* s : wanted)
+    running.push_back(std::async(std::launch::async, [&, s]() -> std::vector<SmokeResult> {
+      Transport* t = connect(s->node);
+      if (t == nullptr) return {Unreachable(*s, connect_async(s->node).get().message())};
+      // Who else holds the connection: each other serve, asked on its node.
+      ConnectionLocator locate = [&](int client_port) -> std::string {
+        for (const ContainerSpec& other : serves) {
+          if (other.deployment == s->deployment && other.node == s->node) continue;
+          Transport* o = connect(other.node);
+          if (o == nullptr) continue;
+          Result<CommandResult> r =
+              o->Run(ConnectionOwnerScript(other.cli, other.container, other.port, client_port));
+          if (r.ok() && r->out.find("owner=container") != std::string::npos)
+            return "deployment." + other.deployment + "@" + other.node + " (port " +
+                   std::to_string(other.port) + ")";
+        }
+        return "";
+      };
+      return RunSmoke(TargetFor(m, *s), m.deployments.at(s->deployment).smoke, t, locate);
+    }));
   std::vector<SmokeResult> out;
-  for (const ContainerSpec& s : serves) {
-    if (!Wanted(chosen, s.deployment, s.node)) continue;
-    Transport* t = connect(s.node);
-    if (t == nullptr) {
-      out.push_back(Unreachable(s, connected.at(s.node).message()));
-      continue;
-    }
-    // Who else holds the connection: each other serve, asked on its node.
-    ConnectionLocator locate = [&](int client_port) -> std::string {
-      for (const ContainerSpec& other : serves) {
-        if (other.deployment == s.deployment && other.node == s.node) continue;
-        Transport* o = connect(other.node);
-        if (o == nullptr) continue;
-        Result<CommandResult> r =
-            o->Run(ConnectionOwnerScript(other.cli, other.container, other.port, client_port));
-        if (r.ok() && r->out.find("owner=container") != std::string::npos)
-          return "deployment." + other.deployment + "@" + other.node + " (port " +
-                 std::to_string(other.port) + ")";
-      }
-      return "";
-    };
-    auto d = m.deployments.find(s.deployment);
-    for (SmokeResult& r : RunSmoke(TargetFor(m, s), d->second.smoke, t, locate))
-      out.push_back(std::move(r));
-  }
+  for (auto& f : running)
+    for (SmokeResult& r : f.get()) out.push_back(std::move(r));
   return out;
 }
 

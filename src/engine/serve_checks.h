@@ -6,6 +6,8 @@
 // (each replica; the head of an engine across nodes), RunSmoke: identity,
 // model, then its `smoke:` list. A failed identity check names the serve
 // the client address reaches instead, by asking the other serving nodes.
+// Serves are checked in parallel (one thread each); results come back in
+// the manifest's order.
 #ifndef FLEET_SRC_ENGINE_SERVE_CHECKS_H_
 #define FLEET_SRC_ENGINE_SERVE_CHECKS_H_
 
