@@ -17,6 +17,7 @@
 #include "src/engine/planner.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
+#include "src/engine/watch_changes.h"
 #include "src/engine/watch_report.h"
 #include "state/state_store.h"
 
@@ -85,40 +86,6 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n) {
   return line;
 }
 
-// "pass"/"fail"/... per key: deployment@node/check, and "drift".
-std::map<std::string, nlohmann::json> States(const nlohmann::json& line) {
-  std::map<std::string, nlohmann::json> s;
-  for (const auto& c : line["checks"])
-    s[c.value("deployment", "") + "@" + c.value("node", "") + "/" + c.value("check", "")] = c;
-  const int drift = line.contains("drift") ? line["drift"].value("changes", 0) : 0;
-  s["drift"] = {
-      {"result", line.contains("error") ? "error"
-                 : drift > 0            ? "drift"
-                                        : "pass"},
-      {"detail", line.contains("drift") ? line["drift"].dump() : line.value("error", "")}};
-  return s;
-}
-
-// What changed since `before` (a key absent before counts as passing).
-nlohmann::json Changes(const std::map<std::string, nlohmann::json>& before,
-                       const std::map<std::string, nlohmann::json>& now) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& [key, r] : now) {
-    auto b = before.find(key);
-    const std::string was = b == before.end() ? "pass" : b->second.value("result", "");
-    const std::string is = r.value("result", "");
-    if (was == is) continue;
-    nlohmann::json c = {{"key", key}, {"from", was}, {"to", is}};
-    for (const char* k : {"detail", "prompt", "reply"})
-      if (r.contains(k)) c[k] = r[k];
-    out.push_back(c);
-  }
-  for (const auto& [key, r] : before)
-    if (!now.count(key) && r.value("result", "") != "pass")
-      out.push_back({{"key", key}, {"from", r.value("result", "")}, {"to", "gone"}});
-  return out;
-}
-
 void RunOnChange(const std::string& cmd, const nlohmann::json& event) {
   FILE* p = popen(cmd.c_str(), "w");
   if (p == nullptr) {
@@ -173,14 +140,14 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       return 1;
     }
   }
-  std::map<std::string, nlohmann::json> last;
+  WatchStates last;
   std::vector<nlohmann::json> lines;
   HoldSignals(true);
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
     nlohmann::json line = Round(g, o, n);
-    std::map<std::string, nlohmann::json> now = States(line);
-    const nlohmann::json changes = Changes(last, now);
+    WatchStates now = WatchStatesOf(line);
+    const nlohmann::json changes = WatchChanges(last, now);
     last = now;
     line["changes"] = changes;
     int passed = 0;
