@@ -122,6 +122,22 @@ struct HealthCheck {
   int timeout_s = 1800;
 };
 
+// One smoke check of a deployment (`smoke:` list): a question to its
+// OpenAI-compatible API and what the answer must be. Exactly one kind:
+// `chat` with `expect` (a regex on the reply's content, "(?i)" for case
+// insensitive), `tools: true` (a tool call must come back as valid JSON),
+// or `needle_tokens` (a long prompt with one fact hidden in it).
+struct SmokeCheck {
+  std::string name;
+  std::string chat;
+  std::string expect;
+  bool tools = false;
+  int needle_tokens = 0;
+  int timeout_s = 120;
+  int max_tokens = 0;  // 0: the check's default
+  SourceLoc loc;
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string recipe_path;  // as written, relative to the repo
@@ -135,6 +151,8 @@ struct DeploymentSpec {
   // What the serve needs of GPU memory (gpu_memory: 24GiB), checked against
   // the node's free memory at plan time; 0: not declared, not checked.
   uint64_t gpu_memory_bytes = 0;
+  // Run after health in apply, and by `fleet check` / `fleet watch`.
+  std::vector<SmokeCheck> smoke;
   SourceLoc loc;
 };
 

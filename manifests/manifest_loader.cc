@@ -25,6 +25,7 @@
 #include "manifests/pinning.h"
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "manifests/smoke_schema.h"
 #include "manifests/yaml_schema.h"
 
 namespace fleet {
@@ -601,8 +602,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   notes_.deployment_order.push_back(entry.key);
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
-    deployment.CheckKeys(
-        {"recipe", "nodes", "image", "model", "display_ram", "port", "health", "gpu_memory"});
+    deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
+                          "gpu_memory", "smoke"});
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);
@@ -660,6 +661,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
                                        need->value + "'");
       }
     }
+    if (const Entry* smoke = deployment.Find("smoke"))
+      spec.smoke = ReadSmokeChecks(&reporter_, *smoke, what);
     if (auto recipe = deployment.RequiredString("recipe", "the path of a recipe TOML file")) {
       ReadRecipe(*recipe, &spec);
     }

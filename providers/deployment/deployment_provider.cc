@@ -8,6 +8,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/display_ram/display_ram_provider.h"
+#include "providers/deployment/smoke_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -591,6 +592,13 @@ Status CheckPortFree(const StepContext& ctx, const ContainerSpec& spec) {
 
 // The declared container is there: start it when it is stopped, and wait
 // for its health.
+// Healthy, then the deployment's smoke checks: a serve that answers 200 but
+// garbles fails its step like an unhealthy one.
+Status WaitServing(const StepContext& ctx, const ContainerSpec& spec) {
+  Status healthy = WaitHealthy(ctx, spec);
+  return healthy.ok() ? SmokeAfterHealthy(ctx, spec) : healthy;
+}
+
 Status StartExisting(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> state = ctx.transport->Run(ShellCommand(
       {spec.cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container}));
@@ -602,7 +610,7 @@ Status StartExisting(const StepContext& ctx, const ContainerSpec& spec) {
     s = RunOnNode(ctx, ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null").status();
     if (!s.ok()) return s;
   }
-  return WaitHealthy(ctx, spec);
+  return WaitServing(ctx, spec);
 }
 
 // `run` options: name, labels, the model's per-file binds, the recipe's
@@ -739,7 +747,7 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   Status s = SetAsidePrevious(ctx, spec, existing);
   if (!s.ok()) return s;
   Status started = StartContainer(ctx, spec, *options, *env, image_id, home);
-  Status healthy = started.ok() ? WaitHealthy(ctx, spec) : started;
+  Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
   if (!healthy.ok()) {
     RemoveContainer(ctx, spec.cli, spec.container);
     return Status::Error(healthy.message() + "\n  " + spec.container + " removed" +

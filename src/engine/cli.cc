@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "manifests/duration.h"
 #include "src/engine/commands.h"
+#include "src/engine/serve_commands.h"
 
 namespace {
 
@@ -136,6 +138,30 @@ int main(int argc, char** argv) {
     logs->add_option("--tail", logs_tail, "how many lines (default 100)")
         ->check(CLI::PositiveNumber);
 
+    std::vector<std::string> check_addrs;
+    bool check_json = false;
+    auto* check = app.add_subcommand("check", "run the serves' smoke checks now (from here)");
+    check->add_option("address", check_addrs, "deployment.NAME[@NODE] (default: all)");
+    check->add_flag("--json", check_json, "one JSON object");
+
+    fleet::WatchOptions watch_opts;
+    std::string watch_every = "2m";
+    auto* watch =
+        app.add_subcommand("watch", "plan + smoke checks on a schedule, one JSON line a round");
+    watch->add_option("--every", watch_every, "time between rounds (default 2m)");
+    watch->add_option("--log", watch_opts.log_file, "append each round to FILE");
+    watch->add_option("--on-change", watch_opts.on_change,
+                      "sh command run on a change (event on stdin)");
+    watch->add_option("--report", watch_opts.report_file, "rewrite this HTML report each round");
+    watch->add_option("--rounds", watch_opts.rounds, "stop after N rounds")
+        ->check(CLI::PositiveNumber);
+    watch->add_option("address", watch_opts.addresses, "deployment.NAME[@NODE] (default: all)");
+
+    std::string report_log, report_out = "report.html";
+    auto* report = app.add_subcommand("report", "a watch log as one self-contained HTML page");
+    report->add_option("log", report_log, "the watch log (--log FILE)")->required();
+    report->add_option("-o,--out", report_out, "the HTML file (default report.html)");
+
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) {
@@ -164,6 +190,18 @@ int main(int argc, char** argv) {
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
     if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
+    if (*check) return fleet::CmdCheck(g, check_addrs, check_json);
+    if (*watch) {
+      const std::optional<int> every = fleet::ParseDurationSeconds(watch_every);
+      if (!every) {
+        std::fprintf(stderr, "fleet: --every wants a duration such as 2m or 30s, got '%s'\n",
+                     watch_every.c_str());
+        return 1;
+      }
+      watch_opts.every_s = *every;
+      return fleet::CmdWatch(g, watch_opts);
+    }
+    if (*report) return fleet::CmdReport(report_log, report_out);
     if (*logs) return fleet::CmdLogs(g, logs_addr, logs_tail);
     return 1;
   } catch (const std::exception& e) {
