@@ -221,15 +221,8 @@ void ManifestLoader::ReadState(const MapReader& top) {
                   "(conn_env: FLEET_STATE_PG)");
   if (auto backend = state.Enum("backend", {"local", "postgres"}))
     manifest_->state.backend = backend->value;
-  const bool pg = manifest_->state.backend == "postgres";
-  for (const char* key : {"conn_env", "schema"})
-    if (const Entry* e = state.Find(key); e && !pg)
-      reporter_.Error(e->key_loc, std::string("'") + key +
-                                      "' in state is for backend: postgres (this state is local)");
-  if (const Entry* e = state.Find("path"); e && pg)
-    reporter_.Error(e->key_loc,
-                    "'path' in state is for backend: local (a postgres state lives "
-                    "in the database named by conn_env)");
+  // Both backends' keys may stand side by side: `fleet state migrate` moves
+  // the state between the two places they name.
   if (auto env = state.String("conn_env")) {
     if (!std::regex_match(env->value, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
       reporter_.Error(env->loc,

@@ -870,11 +870,10 @@ TEST(ManifestTest, PostgresStateErrorsAreLocated) {
   EXPECT_DIAG(l.diags,
               "fleet.yaml:11:11: error: 'schema' in state must be lower-case letters, digits or "
               "'_' (at most 63), got 'Fleet-State'");
-  EXPECT_DIAG(l.diags,
-              "fleet.yaml:12:3: error: 'path' in state is for backend: local (a postgres state "
-              "lives in the database named by conn_env)");
-  const Loaded local = LoadYaml(std::string(kBase) + "state: {backend: local, schema: x}\n");
-  EXPECT_FALSE(local.ok);
+  // Both places side by side, for `fleet state migrate`.
+  const Loaded both = LoadYaml(std::string(kBase) +
+                               "state: {backend: local, path: s.json, schema: x}\n");
+  EXPECT_TRUE(both.ok) << Dump(both.diags);
   const Loaded typo = LoadYaml(std::string(kBase) + "state: {backend: postgre}\n");
   EXPECT_FALSE(typo.ok);
 }

@@ -37,6 +37,10 @@ int main(int argc, char** argv) {
                    "declared)");
     plan->add_option("--verify", plan_opts.verify, "models: sizes (default) or deep (hash blobs)")
         ->check(CLI::IsMember({"sizes", "deep"}));
+    plan->add_option("--markdown", plan_opts.markdown_file,
+                     "also write a Markdown summary (for a pull-request comment) to FILE");
+    plan->add_option("--lock-timeout", plan_opts.lock_timeout,
+                     "hold the state lock while planning, waiting up to this long (e.g. 5m)");
 
     fleet::ApplyCommandOptions apply_opts;
     auto* apply = app.add_subcommand("apply", "make the fleet match the manifests");
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
                     "also remove staged images/models the manifests no longer declare");
     apply->add_option("--verify", apply_opts.verify, "models: sizes (default) or deep (hash blobs)")
         ->check(CLI::IsMember({"sizes", "deep"}));
+    apply->add_option("--lock-timeout", apply_opts.lock_timeout,
+                      "wait this long for the state lock (e.g. 5m) instead of failing");
 
     fleet::ApplyCommandOptions destroy_opts;
     destroy_opts.destroy = true;
@@ -59,6 +65,8 @@ int main(int argc, char** argv) {
     destroy->add_option("--parallelism", destroy_opts.parallelism, "steps at once")
         ->check(CLI::Range(1, 1024));
     destroy->add_option("--target", destroy_opts.targets, "limit to ADDR (and what needs it)");
+    destroy->add_option("--lock-timeout", destroy_opts.lock_timeout,
+                        "wait this long for the state lock (e.g. 5m) instead of failing");
     destroy->add_flag("--purge", destroy_opts.purge,
                       "also remove staged images and models (kept by default: they took hours)");
 
@@ -75,7 +83,17 @@ int main(int argc, char** argv) {
     auto* state_list = state->add_subcommand("list", "list recorded resources");
     std::string state_addr;
     auto* state_show = state->add_subcommand("show", "show one recorded resource");
-    state_show->add_option("address", state_addr)->required();
+    state_show->add_option("address", state_addr);
+    uint64_t state_serial = 0;
+    auto* serial_opt = state_show->add_option("--serial", state_serial,
+                                              "the state (or ADDR) as it was at serial N");
+    auto* state_history = state->add_subcommand("history", "every kept serial of the state");
+    std::string migrate_to;
+    auto* state_migrate = state->add_subcommand(
+        "migrate", "move the state to another backend, keeping its lineage and serial");
+    state_migrate->add_option("--to", migrate_to, "postgres or local")
+        ->required()
+        ->check(CLI::IsMember({"postgres", "local"}));
     auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
     state_rm->add_option("address", state_addr)->required();
 
@@ -130,7 +148,15 @@ int main(int argc, char** argv) {
     if (*show) return fleet::CmdShow(g, show_file, show_json);
     if (*status) return fleet::CmdStatus(g);
     if (*state_list) return fleet::CmdStateList(g);
+    if (*state_show && serial_opt->count())
+      return fleet::CmdStateShowSerial(g, state_serial, state_addr);
+    if (*state_show && state_addr.empty()) {
+      std::fprintf(stderr, "fleet: state show needs an ADDR, or --serial N\n");
+      return 1;
+    }
     if (*state_show) return fleet::CmdStateShow(g, state_addr);
+    if (*state_history) return fleet::CmdStateHistory(g);
+    if (*state_migrate) return fleet::CmdStateMigrate(g, migrate_to);
     if (*state_rm) return fleet::CmdStateRm(g, state_addr);
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);

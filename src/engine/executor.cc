@@ -77,6 +77,9 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
   std::set<std::string> busy_nodes;
   size_t pending = n;
   bool serial_bumped = false;
+  // Set when a save fails: nothing more starts, since what it did could not
+  // be recorded (the next plan re-probes what the finished steps did).
+  bool state_unwritable = false;
   ApplyReport report;
 
   auto provider_for = [&](const std::string& type) -> const Provider* {
@@ -90,7 +93,9 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
       ++state->serial;
       serial_bumped = true;
     }
-    return store_->Save(*state);
+    Status saved = store_->Save(*state);
+    if (!saved.ok()) state_unwritable = true;
+    return saved;
   };
   auto record_of = [&](const PlanChange& c, const nlohmann::json& attrs) {
     ResourceRecord r;
@@ -191,6 +196,16 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
   auto worker = [&] {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
+      if (state_unwritable) {
+        for (size_t i = 0; i < n; ++i) {
+          if (st[i] != StepState::kPending) continue;
+          st[i] = StepState::kSkipped;
+          --pending;
+          report.skipped.push_back(steps[i]->address);
+          log_(steps[i]->address + ": not started (the state cannot be written; apply stops)");
+        }
+        cv.notify_all();
+      }
       if (pending == 0) return;
       std::optional<size_t> pick;
       for (size_t i = 0; i < n && !pick; ++i) {
