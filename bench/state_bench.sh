@@ -20,6 +20,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now_ms() { date +%s%N | awk '{printf "%.1f", $1/1e6}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
 
+chmod 0711 "$WORK"  # the server runs as the postgres user, under $WORK
 export FLEET_STATE_PG
 FLEET_STATE_PG=$("$PG_SIM" start "$WORK/pg")
 "$SIM" start "$WORK/sim" --nodes 32 >/dev/null

@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib.sh"
 
 PG_SIM=$ROOT/tests/pg/pg-sim
 PGDIR=$WORK/pg
+chmod 0711 "$WORK"  # the server runs as the postgres user, under $WORK
 rc=0
 conn=$("$PG_SIM" start "$PGDIR") || rc=$?
 if ((rc == 77)); then
