@@ -138,7 +138,7 @@ class PostgresStateStore : public StateStore {
   Result<std::unique_ptr<StateLock>> Lock(const std::string& operation) override;
   Status ForceUnlock(const std::string& lock_id) override;
   std::string Describe() const override {
-    return "PostgreSQL schema " + schema_ + " (connection from $" + conn_env_ + ")";
+    return "PostgreSQL schema " + schema_ + " via $" + conn_env_;
   }
   Result<std::vector<StateVersion>> History() override;
   Result<State> LoadSerial(uint64_t serial) override;
@@ -168,15 +168,26 @@ class PostgresStateStore : public StateStore {
   std::recursive_mutex mu_;  // one statement at a time on the connection
 };
 
+// libpq's text without the secrets, on one line.
 std::string PostgresStateStore::Redact(std::string text) const {
   for (const std::string& secret : hide_) {
     if (secret.size() < 3) continue;
     for (size_t at; (at = text.find(secret)) != std::string::npos;)
       text.replace(at, secret.size(), "***");
   }
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
+  std::string line;
+  for (char c : text) {
+    if (c == '\n' || c == '\t') c = ' ';
+    if (c == ' ' && !line.empty() && line.back() == ' ') continue;
+    line.push_back(c);
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
 }
+
+// Server notices ("terminating connection due to ...") would go to stderr
+// in the middle of the apply's output; the error that follows says it.
+void IgnoreNotice(void*, const char*) {}
 
 Status PostgresStateStore::ErrorOf(const std::string& what, const PgResult& r) const {
   std::string msg = r.get() ? PQresultErrorMessage(r.get()) : "";
@@ -216,6 +227,7 @@ Status PostgresStateStore::Connect() {
   const char* keys[] = {"dbname", "fallback_application_name", nullptr};
   const char* vals[] = {conninfo_.c_str(), "fleet", nullptr};
   conn_ = PQconnectdbParams(keys, vals, /*expand_dbname=*/1);
+  PQsetNoticeProcessor(conn_, IgnoreNotice, nullptr);
   if (PQstatus(conn_) != CONNECTION_OK) {
     return Status::Error("cannot connect to the state database ($" + conn_env_ +
                          "): " + Redact(PQerrorMessage(conn_)));
