@@ -48,9 +48,21 @@ for _ in $(seq "$RUNS"); do
     if [[ $backend == pg ]]; then apply_p+=("$t" "$t2"); else apply_l+=("$t" "$t2"); fi
   done
 done
+# Round trips per state write, counted by the server: committed
+# transactions during one apply of 32 changes (each statement fleet sends
+# outside a transaction is one) against the rows it saved.
+sql() { psql -XAtq "$FLEET_STATE_PG" -c "$1"; }
+xacts() { sleep 1.5; sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
+rows0=$(sql "SELECT count(*) FROM fleet.states"); x0=$(xacts)
+repo pg postgres "$all"; fl pg apply --auto-approve
+x1=$(xacts); rows1=$(sql "SELECT count(*) FROM fleet.states")
+repo pg postgres ""; fl pg apply --auto-approve
+# -2: the psql sessions reading the counters and counting the rows.
+txn=$((x1 - x0 - 2)) saves=$((rows1 - rows0))
 pl=$(printf '%s\n' "${plan_l[@]}" | median); pp=$(printf '%s\n' "${plan_p[@]}" | median)
 al=$(printf '%s\n' "${apply_l[@]}" | median); ap=$(printf '%s\n' "${apply_p[@]}" | median)
 writes=$(psql -XAtq "$FLEET_STATE_PG" -c "SELECT count(*) FROM fleet.states")
 echo "plan, 32 converged nodes: postgres ${pp} ms, local ${pl} ms, ratio $(ratio "$pp" "$pl") ($RUNS runs)"
-echo "apply, 32 changes (32 state writes): postgres ${ap} ms, local ${al} ms, ratio $(ratio "$ap" "$al") ($((RUNS * 2)) applies each)"
+echo "apply, 32 changes (display RAM unlock: two saves each): postgres ${ap} ms, local ${al} ms, ratio $(ratio "$ap" "$al") ($((RUNS * 2)) applies each)"
 echo "  postgres rows written: $writes (one INSERT per finished step, every version kept)"
+echo "  one apply of 32 changes: $saves state writes, $txn statements in all (connect, schema check, lock, load, release: the rest), $(ratio "$txn" "$saves") per write"
