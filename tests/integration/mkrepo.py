@@ -45,9 +45,8 @@ def main():
     if args.state:
         json.loads(args.state)  # JSON is YAML flow syntax: written as given
         lines.append("state: " + args.state)
-    lines += [
-             "ssh: {identity: %s, known_hosts: %s}" % (json.dumps(sim["identity"]),
-                                                      json.dumps(sim["known_hosts"]))]
+    lines.append("ssh: {identity: %s, known_hosts: %s}" % (json.dumps(sim["identity"]),
+                                                            json.dumps(sim["known_hosts"])))
     if args.power:
         ha = sim["ha"]
         lines.append("power: {kind: home-assistant, url: %s, token_env: %s}" %

@@ -185,6 +185,22 @@ rm -f "$(node_root dgx1)/sim/modprobe-delay"
 expect_rc 0 apply --auto-approve
 assert_converged
 
+step "the GitOps loop (examples/gitops/gitops.sh), run locally"
+gitops() { FLEET=$FLEET FLEET_REPO=$REPO FLEET_PLAN_DIR=$WORK/gitops bash "$ROOT/examples/gitops/gitops.sh" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null; }
+mkrepo --state "$PG_STATE" --unlock dgx1
+gitops validate || fail "gitops validate"
+rc=0; gitops plan || rc=$?
+((rc == 2)) || fail "gitops plan exited $rc, expected 2 (changes)"
+grep -q "display_ram.dgx3" "$WORK/gitops/summary.md" || fail "no summary: $(cat "$WORK/gitops/summary.md")"
+gitops apply || fail "gitops apply: $(cat "$WORK/err")"
+[[ $(param dgx3 modeset) == N ]] || fail "the reviewed plan was not applied"
+gitops drift || fail "drift right after apply"
+echo N >"$(node_root dgx1)/sys/module/nvidia_drm/parameters/modeset"  # a hand-made change
+rc=0; gitops drift || rc=$?
+((rc == 2)) || fail "drift exited $rc, expected 2"
+expect_rc 0 apply --auto-approve
+assert_converged
+
 step "the connection string and its password never appear"
 cat "$WORK/bg.out" >>"$WORK/transcript"
 ! grep -qF "sekrit-pg-pw" "$WORK/transcript" || fail "the password leaked into output"
