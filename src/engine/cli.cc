@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
     auto* show = app.add_subcommand("show", "show the state, or a saved plan");
     show->add_option("file", show_file, "a plan saved by plan -out");
     show->add_flag("--json", show_json, "JSON output");
+    bool show_markdown = false;
+    show->add_flag("--markdown", show_markdown, "a saved plan as a pull-request summary");
 
     auto* status = app.add_subcommand("status", "nodes, power, display RAM, GPU memory");
 
@@ -145,6 +147,13 @@ int main(int argc, char** argv) {
     if (*plan) return fleet::CmdPlan(g, plan_opts);
     if (*apply) return fleet::CmdApply(g, apply_opts);
     if (*destroy) return fleet::CmdApply(g, destroy_opts);
+    if (*show && show_markdown) {
+      if (show_file.empty()) {
+        std::fprintf(stderr, "fleet: show --markdown needs a saved plan FILE\n");
+        return 1;
+      }
+      return fleet::CmdShowMarkdown(g, show_file);
+    }
     if (*show) return fleet::CmdShow(g, show_file, show_json);
     if (*status) return fleet::CmdStatus(g);
     if (*state_list) return fleet::CmdStateList(g);

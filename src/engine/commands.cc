@@ -341,6 +341,17 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
   return 0;
 }
 
+int CmdShowMarkdown(const GlobalOptions& g, const std::string& plan_file) {
+  (void)g;
+  Result<Plan> plan = ReadPlanFile(plan_file);
+  if (!plan.ok()) {
+    std::cerr << "fleet: " << plan.status().message() << "\n";
+    return 1;
+  }
+  std::cout << RenderPlanMarkdown(*plan);
+  return 0;
+}
+
 int CmdStatus(const GlobalOptions& g) {
   Session s;
   if (!Open(g, &s)) return 1;

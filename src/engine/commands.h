@@ -44,6 +44,8 @@ int CmdValidate(const GlobalOptions& g);
 int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o);
 int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o);
 int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json);
+// `fleet show FILE --markdown`: the saved plan's pull-request summary.
+int CmdShowMarkdown(const GlobalOptions& g, const std::string& plan_file);
 int CmdStatus(const GlobalOptions& g);
 int CmdStateList(const GlobalOptions& g);
 int CmdStateShow(const GlobalOptions& g, const std::string& address);

@@ -54,6 +54,8 @@ expect_rc 0 plan -out "$WORK/p3" --markdown "$WORK/summary.md"
 grep -Eq "^### fleet plan: [0-9]+ to create, [0-9]+ to update" "$WORK/summary.md" ||
   fail "markdown summary: $(cat "$WORK/summary.md")"
 grep -q "display_ram.dgx1" "$WORK/summary.md" || fail "summary lacks the change"
+expect_rc 0 show --markdown "$WORK/p3"
+diff -u "$WORK/summary.md" "$WORK/out" || fail "show --markdown differs from plan --markdown"
 echo "# reviewed, then edited" >>"$REPO/fleet.yaml"
 expect_rc 1 apply "$WORK/p3"
 expect_out "no longer matches the manifests: fleet.yaml changed"
