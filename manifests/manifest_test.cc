@@ -871,8 +871,8 @@ TEST(ManifestTest, PostgresStateErrorsAreLocated) {
               "fleet.yaml:11:11: error: 'schema' in state must be lower-case letters, digits or "
               "'_' (at most 63), got 'Fleet-State'");
   // Both places side by side, for `fleet state migrate`.
-  const Loaded both = LoadYaml(std::string(kBase) +
-                               "state: {backend: local, path: s.json, schema: x}\n");
+  const Loaded both =
+      LoadYaml(std::string(kBase) + "state: {backend: local, path: s.json, schema: x}\n");
   EXPECT_TRUE(both.ok) << Dump(both.diags);
   const Loaded typo = LoadYaml(std::string(kBase) + "state: {backend: postgre}\n");
   EXPECT_FALSE(typo.ok);
