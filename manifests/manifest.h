@@ -157,8 +157,12 @@ struct DeploymentSpec {
 };
 
 struct StateSettings {
-  std::string backend = "local";
-  std::string path;  // resolved; default <repo>/.fleet/state.json
+  std::string backend = "local";  // "local" | "postgres"
+  std::string path;               // local: resolved; default <repo>/.fleet/state.json
+  // postgres: the environment variable holding the libpq connection string
+  // (never the string itself: it may hold a password) and the schema.
+  std::string conn_env = "FLEET_STATE_PG";
+  std::string schema = "fleet";
 };
 
 struct Manifest {

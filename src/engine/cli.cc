@@ -44,6 +44,10 @@ CLI::App* AddPlanCommand(CLI::App* app, fleet::PlanCommandOptions* o) {
                  "declared)");
   plan->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
       ->check(CLI::IsMember({"sizes", "deep"}));
+  plan->add_option("--markdown", o->markdown_file,
+                   "also write a Markdown summary (for a pull-request comment) to FILE");
+  plan->add_option("--lock-timeout", o->lock_timeout,
+                   "hold the state lock while planning, waiting up to this long (e.g. 5m)");
   return plan;
 }
 
@@ -58,6 +62,8 @@ CLI::App* AddApplyCommand(CLI::App* app, fleet::ApplyCommandOptions* o, bool* no
                   "also remove staged images/models the manifests no longer declare");
   apply->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
       ->check(CLI::IsMember({"sizes", "deep"}));
+  apply->add_option("--lock-timeout", o->lock_timeout,
+                    "wait this long for the state lock (e.g. 5m) instead of failing");
   return apply;
 }
 
@@ -67,6 +73,8 @@ CLI::App* AddDestroyCommand(CLI::App* app, fleet::ApplyCommandOptions* o) {
   destroy->add_flag("--auto-approve", o->auto_approve, "do not ask");
   destroy->add_option("--parallelism", o->parallelism, "steps at once")->check(CLI::Range(1, 1024));
   destroy->add_option("--target", o->targets, "limit to ADDR (and what needs it)");
+  destroy->add_option("--lock-timeout", o->lock_timeout,
+                      "wait this long for the state lock (e.g. 5m) instead of failing");
   destroy->add_flag("--purge", o->purge,
                     "also remove staged images and models (kept by default: they took hours)");
   return destroy;
@@ -99,6 +107,8 @@ int main(int argc, char** argv) {
     auto* show = app.add_subcommand("show", "show the state, or a saved plan");
     show->add_option("file", show_file, "a plan saved by plan -out");
     show->add_flag("--json", show_json, "JSON output");
+    bool show_markdown = false;
+    show->add_flag("--markdown", show_markdown, "a saved plan as a pull-request summary");
 
     auto* status = app.add_subcommand("status", "nodes, power, display RAM, GPU memory");
 
@@ -107,7 +117,17 @@ int main(int argc, char** argv) {
     auto* state_list = state->add_subcommand("list", "list recorded resources");
     std::string state_addr;
     auto* state_show = state->add_subcommand("show", "show one recorded resource");
-    state_show->add_option("address", state_addr)->required();
+    state_show->add_option("address", state_addr);
+    uint64_t state_serial = 0;
+    auto* serial_opt = state_show->add_option("--serial", state_serial,
+                                              "the state (or ADDR) as it was at serial N");
+    auto* state_history = state->add_subcommand("history", "every kept serial of the state");
+    std::string migrate_to;
+    auto* state_migrate = state->add_subcommand(
+        "migrate", "move the state to another backend, keeping its lineage and serial");
+    state_migrate->add_option("--to", migrate_to, "postgres or local")
+        ->required()
+        ->check(CLI::IsMember({"postgres", "local"}));
     auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
     state_rm->add_option("address", state_addr)->required();
 
@@ -182,10 +202,25 @@ int main(int argc, char** argv) {
     if (*plan) return fleet::CmdPlan(g, plan_opts);
     if (*apply) return fleet::CmdApply(g, apply_opts);
     if (*destroy) return fleet::CmdApply(g, destroy_opts);
+    if (*show && show_markdown) {
+      if (show_file.empty()) {
+        std::fprintf(stderr, "fleet: show --markdown needs a saved plan FILE\n");
+        return 1;
+      }
+      return fleet::CmdShowMarkdown(g, show_file);
+    }
     if (*show) return fleet::CmdShow(g, show_file, show_json);
     if (*status) return fleet::CmdStatus(g);
     if (*state_list) return fleet::CmdStateList(g);
+    if (*state_show && serial_opt->count())
+      return fleet::CmdStateShowSerial(g, state_serial, state_addr);
+    if (*state_show && state_addr.empty()) {
+      std::fprintf(stderr, "fleet: state show needs an ADDR, or --serial N\n");
+      return 1;
+    }
     if (*state_show) return fleet::CmdStateShow(g, state_addr);
+    if (*state_history) return fleet::CmdStateHistory(g);
+    if (*state_migrate) return fleet::CmdStateMigrate(g, migrate_to);
     if (*state_rm) return fleet::CmdStateRm(g, state_addr);
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);

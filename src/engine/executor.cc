@@ -108,7 +108,23 @@ class ApplyRun {
       ++state_->serial;
       serial_bumped_ = true;
     }
-    return deps_.store->Save(*state_);
+    Status saved = deps_.store->Save(*state_);
+    if (!saved.ok()) state_unwritable_ = true;
+    return saved;
+  }
+
+  // A save failed: nothing more starts, since what it did could not be
+  // recorded (the next plan re-probes what the finished steps did).
+  // REQUIRES: mu_ held.
+  void StopPending() {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (st_[i] != StepState::kPending) continue;
+      st_[i] = StepState::kSkipped;
+      --pending_;
+      report_.skipped.push_back(steps_[i]->address);
+      deps_.log(steps_[i]->address + ": not started (the state cannot be written; apply stops)");
+    }
+    cv_.notify_all();
   }
 
   static ResourceRecord RecordOf(const PlanChange& c, const nlohmann::json& attrs) {
@@ -235,7 +251,9 @@ class ApplyRun {
 
   void Worker() {
     std::unique_lock<std::mutex> lock(mu_);
-    while (pending_ > 0) {
+    while (true) {
+      if (state_unwritable_) StopPending();
+      if (pending_ == 0) return;
       std::optional<size_t> pick = PickReady();
       if (!pick) {
         cv_.wait(lock);
@@ -317,6 +335,7 @@ class ApplyRun {
   std::set<std::string> busy_nodes_;
   size_t pending_ = 0;
   bool serial_bumped_ = false;
+  bool state_unwritable_ = false;  // a save failed: apply stops
   ApplyReport report_;
 };
 

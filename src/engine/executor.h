@@ -35,7 +35,8 @@ struct ApplyReport {
   std::vector<std::string> failed;   // "address: error"
   std::vector<std::string> undone;   // rolled back
   std::vector<std::string> kept;     // done, failure downstream, kept by design
-  std::vector<std::string> skipped;  // not started: a dependency failed
+  std::vector<std::string> skipped;  // not started: a dependency failed, or the state
+                                     // could not be written (apply stops)
   std::vector<std::string> rollback_failed;
   bool ok() const { return failed.empty() && rollback_failed.empty(); }
 };
