@@ -8,6 +8,8 @@ packages=(
   openssh-server openssh-client python3 iproute2 util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
+  # scripts/check-code-shape.sh (the code_shape_test)
+  universal-ctags
 )
 missing=()
 for p in "${packages[@]}"; do
