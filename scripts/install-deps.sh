@@ -12,6 +12,8 @@ packages=(
   iptables chromium
   # the postgres state backend: tests start their own server (tests/pg/pg-sim)
   postgresql postgresql-client
+  # scripts/check-code-shape.sh (the code_shape_test)
+  universal-ctags
 )
 missing=()
 for p in "${packages[@]}"; do
