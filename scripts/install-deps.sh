@@ -8,6 +8,8 @@ packages=(
   openssh-server openssh-client python3 iproute2 util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
+  # fuzzing (fuzz/, bench/fuzz.sh, fuzz_replay_test): clang with libFuzzer, ASan, UBSan
+  clang-16 libclang-rt-16-dev libfuzzer-16-dev
 )
 missing=()
 for p in "${packages[@]}"; do

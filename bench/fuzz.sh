@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every parser fleet feeds untrusted bytes to.
+#
+#   bench/fuzz.sh SECONDS [JOBS] [TARGET...]
+#
+# Builds the fuzz build (build-fuzz/, clang-16, -Dfuzz=true: libFuzzer with
+# ASan and UBSan), then runs each target (all of fuzz/ by default) for
+# SECONDS, JOBS targets at a time (default 1), and prints a table: target,
+# executions (this run, and in total over every run kept in
+# build-fuzz/fuzz-work/), coverage (edges: libFuzzer's `cov:`), crashes,
+# hangs (an input running > 1 s), leaks, and out-of-memory (> 2 GB).
+# libFuzzer runs in fork mode (-fork=1, ignoring crashes, hangs and OOMs),
+# so a finding does not end the run; the inputs are kept as
+# build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
+# Each target's corpus grows in build-fuzz/fuzz-work/<target>/corpus across
+# runs, seeded from fuzz/corpus/<target>/. Exit status 1 when anything was
+# found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:?usage: bench/fuzz.sh SECONDS [JOBS] [TARGET...]}"
+jobs="${2:-1}"
+shift $(($# >= 2 ? 2 : 1))
+build=build-fuzz
+if [[ ! -f $build/build.ninja ]]; then
+  CC=clang-16 CXX=clang++-16 meson setup $build -Dfuzz=true >/dev/null
+fi
+ninja -C $build fuzzers >/dev/null
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+  for bin in $build/fuzz/*_fuzzer; do targets+=("$(basename "$bin" _fuzzer)"); done
+fi
+
+run_one() {
+  local name="$1" dir="$build/fuzz-work/$1"
+  mkdir -p "$dir/corpus" "$dir/artifacts"
+  rm -f "$dir/run.log"
+  # Artifacts of this run only: the folder's older findings stay counted in
+  # the files, not in this run's columns.
+  local before; before="$(ls "$dir/artifacts" | sort)"
+  "$build/fuzz/${name}_fuzzer" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$dir/artifacts/" "$dir/corpus" "fuzz/corpus/$name" >"$dir/run.log" 2>&1 || true
+  comm -13 <(echo "$before") <(ls "$dir/artifacts" | sort) >"$dir/new-artifacts"
+  local execs; execs="$(grep -oE '^#[0-9]+' "$dir/run.log" | tail -1 | tr -d '#')"
+  execs="${execs:-0}"
+  local total; total=$(( $(cat "$dir/total-execs" 2>/dev/null || echo 0) + execs ))
+  echo "$total" >"$dir/total-execs"
+  local cov; cov="$(grep -oE 'cov: [0-9]+' "$dir/run.log" | tail -1 | cut -d' ' -f2)"
+  count() { grep -c "^$1-" "$dir/new-artifacts" || true; }
+  printf '%s %s %s %s %s %s %s %s\n' "$name" "$execs" "$total" "${cov:-?}" \
+    "$(count crash)" "$(count timeout)" "$(count leak)" "$(count oom)" >"$dir/row"
+}
+
+running=0
+for t in "${targets[@]}"; do
+  [[ -x $build/fuzz/${t}_fuzzer ]] || { echo "no target $t" >&2; exit 2; }
+  run_one "$t" &
+  running=$((running + 1))
+  if ((running >= jobs)); then wait -n || true; running=$((running - 1)); fi
+done
+wait
+
+echo "fuzzing: ${seconds}s per target, $jobs at a time, $(nproc) cores, $(date -u +%FT%TZ)"
+printf '%-18s %12s %14s %7s %7s %6s %6s %5s\n' target execs total-execs edges crashes hangs leaks ooms
+found=0
+for t in "${targets[@]}"; do
+  read -r name execs total cov crash hang leak oom <"$build/fuzz-work/$t/row"
+  printf '%-18s %12s %14s %7s %7s %6s %6s %5s\n' "$name" "$execs" "$total" "$cov" "$crash" "$hang" "$leak" "$oom"
+  ((crash + hang + leak + oom == 0)) || found=1
+done
+((found == 0)) || echo "findings: $build/fuzz-work/<target>/artifacts/ (reproduce: $build/fuzz/<target>_fuzzer FILE)"
+exit "$found"

@@ -1,0 +1,13 @@
+// The hub cache listing the model probe prints (refs/, snapshots/, blobs/).
+// What parses must survive the plan file's JSON round trip.
+#include "fuzz/fuzz_support.h"
+#include "providers/model/hub_cache.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace fleet;
+  HubProbe p = ParseHubProbe(std::string(fuzz::AsText(data, size)));
+  const nlohmann::json once = p.ToJson();
+  const std::string printed = once.dump();  // must not throw (non-UTF-8 names)
+  FUZZ_CHECK(HubProbe::FromJson(nlohmann::json::parse(printed)).ToJson() == once);
+  return 0;
+}
