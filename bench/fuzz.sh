@@ -24,7 +24,7 @@ build=build-fuzz
 if [[ ! -f $build/build.ninja ]]; then
   CC=clang-16 CXX=clang++-16 meson setup $build -Dfuzz=true >/dev/null
 fi
-ninja -C $build fuzzers >/dev/null
+[[ -n "${FUZZ_NO_BUILD:-}" ]] || ninja -C $build fuzzers >/dev/null
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for bin in $build/fuzz/*_fuzzer; do targets+=("$(basename "$bin" _fuzzer)"); done
