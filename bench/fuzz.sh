@@ -9,9 +9,8 @@
 # executions (this run, and in total over every run kept in
 # build-fuzz/fuzz-work/), coverage (edges: libFuzzer's `cov:`), crashes,
 # hangs (an input running > 1 s), leaks, and out-of-memory (> 2 GB).
-# libFuzzer runs in fork mode (-fork=1, ignoring crashes, hangs and OOMs),
-# so a finding does not end the run; the inputs are kept as
-# build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
+# A finding does not end the run (the target is restarted); the inputs are
+# kept as build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
 # Each target's corpus grows in build-fuzz/fuzz-work/<target>/corpus across
 # runs, seeded from fuzz/corpus/<target>/. Exit status 1 when anything was
 # found.
@@ -30,19 +29,26 @@ if ((${#targets[@]} == 0)); then
   for bin in $build/fuzz/*_fuzzer; do targets+=("$(basename "$bin" _fuzzer)"); done
 fi
 
+# One target for `seconds` in all. libFuzzer stops at its first finding, so
+# it is restarted (the corpus kept) until the time is spent; each finding is
+# kept as build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
 run_one() {
   local name="$1" dir="$build/fuzz-work/$1"
   mkdir -p "$dir/corpus" "$dir/artifacts"
-  rm -f "$dir/run.log"
-  # Artifacts of this run only: the folder's older findings stay counted in
-  # the files, not in this run's columns.
+  : >"$dir/run.log"
   local before; before="$(ls "$dir/artifacts" | sort)"
-  "$build/fuzz/${name}_fuzzer" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-    -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$dir/artifacts/" "$dir/corpus" "fuzz/corpus/$name" >"$dir/run.log" 2>&1 || true
+  local end=$((SECONDS + seconds)) execs=0 left
+  while left=$((end - SECONDS)); ((left > 0)); do
+    "$build/fuzz/${name}_fuzzer" -max_total_time="$left" -timeout=1 -rss_limit_mb=2048 \
+      -print_final_stats=1 -print_funcs=0 -artifact_prefix="$dir/artifacts/" \
+      "$dir/corpus" "fuzz/corpus/$name" >"$dir/last.log" 2>&1 || true
+    cat "$dir/last.log" >>"$dir/run.log"
+    local n; n="$(grep -oE 'number_of_executed_units: [0-9]+' "$dir/last.log" | grep -oE '[0-9]+$' || true)"
+    [[ -n $n ]] || n="$(grep -oE '^#[0-9]+' "$dir/last.log" | tail -1 | tr -d '#')"
+    execs=$((execs + ${n:-0}))
+    grep -q 'Test unit written to' "$dir/last.log" || break  # ran its time out
+  done
   comm -13 <(echo "$before") <(ls "$dir/artifacts" | sort) >"$dir/new-artifacts"
-  local execs; execs="$(grep -oE '^#[0-9]+' "$dir/run.log" | tail -1 | tr -d '#')"
-  execs="${execs:-0}"
   local total; total=$(( $(cat "$dir/total-execs" 2>/dev/null || echo 0) + execs ))
   echo "$total" >"$dir/total-execs"
   local cov; cov="$(grep -oE 'cov: [0-9]+' "$dir/run.log" | tail -1 | cut -d' ' -f2)"

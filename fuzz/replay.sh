@@ -17,8 +17,8 @@ if ! command -v clang++-16 >/dev/null || ! command -v clang-16 >/dev/null; then
 fi
 if [[ ! -f "$build/build.ninja" ]]; then
   # -O0, no debug info: the quickest build to compile, enough for a short run.
-  CC=clang-16 CXX=clang++-16 meson setup "$build" "$src" -Dfuzz=true --optimization=0 \
-    --debug=false >/dev/null
+  CC=clang-16 CXX=clang++-16 meson setup "$build" "$src" -Dfuzz=true -Doptimization=0 \
+    -Ddebug=false >/dev/null
 fi
 ninja -C "$build" fuzzers >/dev/null
 
