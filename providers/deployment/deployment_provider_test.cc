@@ -351,7 +351,7 @@ TEST(ProbeParseTest, DockerTimesAndWget) {
   EXPECT_EQ(ContainerProbe::FromJson(p.ToJson()).ToJson(), p.ToJson());
 }
 
-// Found by fuzz/deployment_probe_fuzzer: a `now=` or `started=` that is not
+// Found auditing the parsers for exceptions (fuzz/): a `now=` or `started=` that is not
 // a number (or does not fit a long) made std::stol throw out of the parser,
 // which ended `fleet plan`. The age is unknown instead.
 TEST(ProbeParseTest, TimesThatAreNotNumbersLeaveTheAgeUnknown) {
