@@ -41,6 +41,16 @@ void WriteFileOrDie(const std::string& path, std::string_view text) {
   }
 }
 
+std::string JsonText(const nlohmann::json& j, bool* exact) {
+  *exact = true;
+  try {
+    return j.dump();
+  } catch (const nlohmann::json::type_error&) {
+    *exact = false;
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
 const char* SourceRoot() { return FLEET_SOURCE_ROOT; }
 
 }  // namespace fleet::fuzz

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,12 @@ const std::string& ScratchDir();
 
 // Writes `text` to `path`, replacing it.
 void WriteFileOrDie(const std::string& path, std::string_view text);
+
+// The text fleet writes for `j` into plans and state: bytes that are not
+// UTF-8 (which a node may print) become U+FFFD there rather than throwing.
+// Sets *exact to false when something was replaced (the document then does
+// not read back the same, by design).
+std::string JsonText(const nlohmann::json& j, bool* exact);
 
 // The repository root this build was configured from.
 const char* SourceRoot();

@@ -7,7 +7,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;
   HubProbe p = ParseHubProbe(std::string(fuzz::AsText(data, size)));
   const nlohmann::json once = p.ToJson();
-  const std::string printed = once.dump();  // must not throw (non-UTF-8 names)
-  FUZZ_CHECK(HubProbe::FromJson(nlohmann::json::parse(printed)).ToJson() == once);
+  bool exact = true;
+  const std::string printed = fuzz::JsonText(once, &exact);  // as plans hold it
+  const nlohmann::json back = HubProbe::FromJson(nlohmann::json::parse(printed)).ToJson();
+  if (exact) FUZZ_CHECK(back == once);
   return 0;
 }

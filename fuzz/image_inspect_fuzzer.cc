@@ -13,7 +13,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParseInspect(data[0] % 4 == 0 ? 0 : data[0], output);
   ImageProbe probe = ParseImageProbe(output);
   const nlohmann::json once = probe.ToJson();
-  FUZZ_CHECK(ImageProbe::FromJson(nlohmann::json::parse(once.dump())).ToJson() == once);
+  bool exact = true;
+  const std::string printed = fuzz::JsonText(once, &exact);  // as plans hold it
+  const nlohmann::json back = ImageProbe::FromJson(nlohmann::json::parse(printed)).ToJson();
+  if (exact) FUZZ_CHECK(back == once);
   (void)ParseLoadedNames(output);
   const std::string error = CliErrorText(output, 1 + data[0]);
   FUZZ_CHECK(error.size() <= 1u + data[0] + 3);  // at most `max` (and an ellipsis)

@@ -4,7 +4,7 @@
 // one, the rest is what its probe fragment printed on the node. The node's
 // facts come from the real facts of a simulated node. Whatever the node
 // prints, parsing and diffing return, and what they produce can be printed
-// into a saved plan (nlohmann's dump throws on non-UTF-8 strings).
+// into a saved plan as fleet prints it (fuzz::JsonText).
 #include <vector>
 
 #include "fuzz/fuzz_support.h"
@@ -60,21 +60,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fuzz::Fixture& f = fuzz::GetFixture();
   const DesiredResource& r = f.resources[data[0] % f.resources.size()];
   const std::string output(fuzz::AsText(data + 1, size - 1));
+  bool exact = true;  // what fleet prints need not read back the same
   NodeFacts node_facts = f.facts.at(r.node);
   if (std::string_view(FLEET_FUZZ_TYPE) == "node") {  // the facts section is the input
     node_facts = ParseNodeFacts(output);
     node_facts.reachable = true;
-    (void)node_facts.ToJson().dump();
+    (void)fuzz::JsonText(node_facts.ToJson(), &exact);
   }
   const NodeFacts& facts = node_facts;
   ActualResource actual = f.provider->ParseProbe(r, output, facts);
-  (void)actual.attributes.dump();
+  (void)fuzz::JsonText(actual.attributes, &exact);
   std::map<std::string, ActualResource> all_actual = {{r.address, actual}};
   DiffContext ctx{facts, &f.facts, &all_actual, &f.manifest, false, nullptr};
   PlanChange change = f.provider->Diff(r, actual, nullptr, ctx);
   PlanChange destroy = f.provider->DiffDestroy(r, actual, nullptr, ctx);
   Plan plan;
   plan.changes = {change, destroy};
-  (void)plan.ToJson().dump();
+  (void)fuzz::JsonText(plan.ToJson(), &exact);
   return 0;
 }

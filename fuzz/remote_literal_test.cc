@@ -12,6 +12,7 @@
 //     HubProbeScript, whose listing must name every file exactly);
 // every $() and backtick in them would create a canary file on the node.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -162,8 +163,10 @@ class RemoteLiteralTest : public ::testing::Test {
     node_ = MakeTransport(e).release();
     Status s = node_->Connect();
     if (!s.ok()) why_ = "cannot connect to the simulated node: " + s.message();
-    s = node_->WriteFile("/srv/bin/podman", kFakePodman, 0755);
-    if (!s.ok()) why_ = "cannot install the stand-in podman: " + s.message();
+    // The node's /srv is <dir>/nodes/<name>/root here (written as root).
+    const std::string fake = dir_ + "/nodes/" + e.node + "/root/bin/podman";
+    std::ofstream(fake, std::ios::trunc) << kFakePodman;
+    if (chmod(fake.c_str(), 0755) != 0) why_ = "cannot install the stand-in podman at " + fake;
   }
 
   static void TearDownTestSuite() {
