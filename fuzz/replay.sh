@@ -39,7 +39,7 @@ for bin in "$build"/fuzz/*_fuzzer; do
       "$seeds" >"$log" 2>&1; then
     echo "FAIL $name: replaying fuzz/corpus/$name"; tail -40 "$log"; failed=1; continue
   fi
-  if ! "$bin" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+  if ! "$bin" -seed=1 -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
       -artifact_prefix="$work/$name/artifacts/" "$work/$name/new" "$seeds" >"$log" 2>&1; then
     echo "FAIL $name: fuzzing ${seconds}s found:"; tail -40 "$log"; failed=1
     for a in "$work/$name/artifacts"/*; do
