@@ -87,7 +87,8 @@ found=0
 for t in "${targets[@]}"; do
   read -r name execs total cov crash hang leak oom <"$build/fuzz-work/$t/row"
   printf '%-18s %12s %14s %7s %7s %6s %6s %5s\n' "$name" "$execs" "$total" "$cov" "$crash" "$hang" "$leak" "$oom"
-  ((crash + ${hang%%(*} + leak + oom == 0)) || found=1
+  hangs_reproduced="${hang%%[(]*}"
+  ((crash + hangs_reproduced + leak + oom == 0)) || found=1
 done
 ((found == 0)) || echo "findings: $build/fuzz-work/<target>/artifacts/ (reproduce: $build/fuzz/<target>_fuzzer FILE)"
 exit "$found"
