@@ -47,8 +47,8 @@ for bin in "$build"/fuzz/*_fuzzer; do
     done
     continue
   fi
-  execs="$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')"
-  cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)"
+  execs="$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)"
+  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)"
   echo "ok   $name: $(ls "$seeds" | wc -l) seeds replayed, ${execs:-0} execs in ${seconds}s, ${cov:-?} edges"
 done
 exit "$failed"
