@@ -351,6 +351,22 @@ TEST(ProbeParseTest, DockerTimesAndWget) {
   EXPECT_EQ(ContainerProbe::FromJson(p.ToJson()).ToJson(), p.ToJson());
 }
 
+// Found auditing the parsers for exceptions (fuzz/): a `now=` or `started=` that is not
+// a number (or does not fit a long) made std::stol throw out of the parser,
+// which ended `fleet plan`. The age is unknown instead.
+TEST(ProbeParseTest, TimesThatAreNotNumbersLeaveTheAgeUnknown) {
+  for (const char* text :
+       {"state=running\nstarted=1795982400\nnow=later\n",
+        "state=running\nstarted=1795982400\nnow=99999999999999999999999\n",
+        "state=running\nstarted=99999999999999999999999\nnow=1795982460\n",
+        "state=running\nstarted=1\nnow=-9223372036854775808\n"}) {
+    ContainerProbe p;
+    ASSERT_NO_THROW(p = ParseContainerProbe(text)) << text;
+    EXPECT_EQ(p.state, "running");
+    EXPECT_EQ(p.age_s, -1) << text;
+  }
+}
+
 // The diff, from probe facts to a decision.
 class DiffTest : public ::testing::Test {
  protected:

@@ -228,12 +228,12 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
     }
   }
   if (o.json)
-    std::cout << plan.ToJson().dump(2) << "\n";
+    std::cout << plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << RenderPlan(plan, {g.color});
   if (!plan.errors.empty()) return 1;
   if (!o.out_file.empty()) {
-    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2) + "\n");
+    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!w.ok()) {
       std::cerr << "fleet: " << w.message() << "\n";
       return 1;
@@ -325,7 +325,7 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
       return 1;
     }
     if (json)
-      std::cout << plan->ToJson().dump(2) << "\n";
+      std::cout << plan->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
       std::cout << RenderPlan(*plan, {g.color});
     return 0;
@@ -335,7 +335,7 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   if (json)
-    std::cout << state->ToJson().dump(2) << "\n";
+    std::cout << state->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << RenderState(*state);
   return 0;
@@ -448,7 +448,7 @@ int CmdStateShow(const GlobalOptions& g, const std::string& address) {
                               {"node", r->node},
                               {"attributes", r->attributes},
                               {"updated_at", r->updated_at}}
-                   .dump(2)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
             << "\n";
   return 0;
 }
@@ -597,7 +597,7 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
   }
   NodeFacts f = ParseNodeFacts(r->out);
   if (json) {
-    std::cout << f.ToJson().dump(2) << "\n";
+    std::cout << f.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "node:       " << node << "\n"
