@@ -130,6 +130,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"postgres", "local"}));
     auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
     state_rm->add_option("address", state_addr)->required();
+    auto* state_adopt = state->add_subcommand(
+        "adopt",
+        "take over what runs on a node unknown to this state, if it matches the manifests");
+    state_adopt->add_option("address", state_addr)->required();
 
     std::string lock_id;
     auto* unlock = app.add_subcommand("force-unlock", "break a stale state lock");
@@ -222,6 +226,7 @@ int main(int argc, char** argv) {
     if (*state_history) return fleet::CmdStateHistory(g);
     if (*state_migrate) return fleet::CmdStateMigrate(g, migrate_to);
     if (*state_rm) return fleet::CmdStateRm(g, state_addr);
+    if (*state_adopt) return fleet::CmdStateAdopt(g, state_addr);
     if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
     if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
     if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
