@@ -86,7 +86,7 @@ step "an unknown fleet-b on the port a new deployment wants: the plan says what 
 lose_state
 repo beta
 expect_rc 1 plan
-expect_out "deployment.beta@dgx1: port $PORT on dgx1 is held by $NOTE if it matches the manifests"
+expect_out "deployment.beta@dgx1: port $PORT on dgx1 is held by deployment.b@dgx1, ${NOTE#deployment.b@dgx1: } if it matches the manifests"
 expect_out '`fleet apply --purge` removes it'
 expect_no_out "which this plan does not change"
 expect_rc 1 state adopt deployment.b@dgx1
