@@ -178,6 +178,11 @@ void AddStateCommands(CLI::App* app, Commands* out) {
   rm->add_option("address", a->addr)->required();
   out->push_back(
       {rm, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateRm(g, a->addr); }});
+  auto* adopt = state->add_subcommand(
+      "adopt", "take over what runs on a node unknown to this state, if it matches the manifests");
+  adopt->add_option("address", a->addr)->required();
+  out->push_back(
+      {adopt, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateAdopt(g, a->addr); }});
   auto* unlock = app->add_subcommand("force-unlock", "break a stale state lock");
   unlock->add_option("lock_id", a->lock_id)->required();
   out->push_back({unlock, [a](const fleet::GlobalOptions& g) {

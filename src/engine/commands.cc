@@ -477,6 +477,62 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address) {
   return 0;
 }
 
+namespace {
+
+// `fleet state adopt`'s probe: every declared resource on the node of
+// `desired` (one round trip; the deployment's diff reads its image too).
+Result<nlohmann::json> ProbeAndAdopt(Session& s, Planner& planner, const DesiredResource& desired) {
+  std::vector<DesiredResource> on_node;
+  for (const DesiredResource& r : planner.Desired())
+    if (r.node == desired.node) on_node.push_back(r);
+  ProbeResult probed = planner.Probe(on_node, 1);
+  if (auto e = probed.node_errors.find(desired.node); e != probed.node_errors.end())
+    return Result<nlohmann::json>::Error(e->second);
+  const NodeFacts& facts = probed.facts[desired.node];
+  if (!facts.reachable)
+    return Result<nlohmann::json>::Error(desired.node +
+                                         " is not reachable: " + facts.unreachable_reason);
+  ActualResource actual;
+  if (auto it = probed.actual.find(desired.address); it != probed.actual.end()) actual = it->second;
+  DiffContext ctx{facts, &probed.facts, &probed.actual, &s.manifest, false, nullptr};
+  return planner.ProviderFor(desired.type)->Adopt(desired, actual, ctx);
+}
+
+}  // namespace
+
+int CmdStateAdopt(const GlobalOptions& g, const std::string& address) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  std::unique_ptr<StateLock> lock = TakeLock(s, "state adopt", "");
+  if (!lock) return 1;
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
+  auto refuse = [&](const std::string& why) {
+    std::cerr << "fleet: cannot adopt " << address << ": " << why << "; the state is unchanged\n";
+    return 1;
+  };
+  if (state->Find(address)) return refuse("it is in the state already");
+  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  std::optional<DesiredResource> desired;
+  for (DesiredResource& r : planner.Desired())
+    if (r.address == address) desired = std::move(r);
+  if (!desired)
+    return refuse("the manifests do not declare it (fleet adopts only what they declare; " +
+                  std::string("`fleet apply --purge` removes an undeclared serve)"));
+  Result<nlohmann::json> record = ProbeAndAdopt(s, planner, *desired);
+  if (!record.ok()) return refuse(record.status().message());
+  state->Upsert(ResourceRecord{address, desired->type, desired->node, *record, NowRfc3339()});
+  ++state->serial;
+  Status saved = s.store->Save(*state);
+  if (!saved.ok()) {
+    std::cerr << "fleet: " << saved.message() << "\n";
+    return 1;
+  }
+  std::cout << "Adopted " << address << ": it matches the manifests and is in the state now "
+            << "(serial " << state->serial << "); nothing on the node changed.\n";
+  return 0;
+}
+
 int CmdStateHistory(const GlobalOptions& g) {
   Session s;
   if (!Open(g, &s)) return 1;
