@@ -31,16 +31,6 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
          "}\n";
 }
 
-std::string FabricRouteNote(const std::string& src_kind, const std::string& src_name,
-                            const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
-  if (src_kind != "node" || desired.attributes.value("location_kind", "node") != "node" ||
-      ctx.manifest == nullptr || !ctx.manifest->nodes.count(desired.node))
-    return "";
-  const FabricRoute route = PlanFabricRoute(ctx.manifest, ctx.all_facts, src_name, desired.node);
-  c->detail["route"] = route.ToJson();
-  return "; " + route.Describe();
-}
-
 namespace {
 
 Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,

@@ -21,12 +21,6 @@ Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide&
                                             const std::vector<CopyItem>& items,
                                             const FabricRoute& route, const CopyOptions& options);
 
-// For the plan of a model staged from node `src_name` (src_kind "node")
-// onto a node: the route, put in c->detail["route"], and the text for the
-// summary ("; dgx5 → dgx1 over fabric 10.77.0.0/24"). "" for other sources.
-std::string FabricRouteNote(const std::string& src_kind, const std::string& src_name,
-                            const DesiredResource& desired, const DiffContext& ctx, PlanChange* c);
-
 // The target-side check of a finished .incomplete file against its blob
 // name (shell; exits 1 and removes the file on a mismatch). "" when the
 // item has no hashable blob name.

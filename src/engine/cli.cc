@@ -6,105 +6,273 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "manifests/duration.h"
 #include "src/engine/commands.h"
+#include "src/engine/serve_commands.h"
+
+namespace {
+
+// The options every command takes.
+struct GlobalFlags {
+  bool no_color = false, verbose = false, quiet = false;
+  void ApplyTo(fleet::GlobalOptions* g) const {
+    g->color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+    g->verbosity = quiet ? -1 : verbose ? 1 : 0;
+  }
+};
+
+void AddGlobalOptions(CLI::App* app, fleet::GlobalOptions* g, GlobalFlags* flags) {
+  app->add_option("-C", g->dir, "manifests repo (holds fleet.yaml)");
+  app->add_flag("--no-color", flags->no_color, "plain output");
+  app->add_flag("-v,--verbose", flags->verbose, "more output");
+  app->add_flag("-q,--quiet", flags->quiet, "less output");
+}
+
+// The subcommands whose options fill a command's options struct.
+CLI::App* AddPlanCommand(CLI::App* app, fleet::PlanCommandOptions* o) {
+  auto* plan = app->add_subcommand("plan", "probe the fleet and show what apply would do");
+  plan->add_option("--out", o->out_file, "save the plan to FILE (also -out FILE)");
+  plan->add_flag("--json", o->json, "print the plan as JSON");
+  plan->add_flag("--detailed-exitcode", o->detailed_exitcode, "exit 2 when there are changes");
+  plan->add_option("--target", o->targets, "limit to ADDR (and what it needs)");
+  plan->add_flag("--destroy", o->destroy, "plan a destroy");
+  plan->add_flag("--purge", o->purge,
+                 "also remove staged images/models (all with --destroy, else those no longer "
+                 "declared)");
+  plan->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
+      ->check(CLI::IsMember({"sizes", "deep"}));
+  plan->add_option("--markdown", o->markdown_file,
+                   "also write a Markdown summary (for a pull-request comment) to FILE");
+  plan->add_option("--lock-timeout", o->lock_timeout,
+                   "hold the state lock while planning, waiting up to this long (e.g. 5m)");
+  return plan;
+}
+
+CLI::App* AddApplyCommand(CLI::App* app, fleet::ApplyCommandOptions* o, bool* no_rollback) {
+  auto* apply = app->add_subcommand("apply", "make the fleet match the manifests");
+  apply->add_option("plan_file", o->plan_file, "a plan saved by plan -out");
+  apply->add_flag("--auto-approve", o->auto_approve, "do not ask");
+  apply->add_option("--parallelism", o->parallelism, "steps at once")->check(CLI::Range(1, 1024));
+  apply->add_option("--target", o->targets, "limit to ADDR (and what it needs)");
+  apply->add_flag("--no-rollback", *no_rollback, "leave a failed unit as it is");
+  apply->add_flag("--purge", o->purge,
+                  "also remove staged images/models the manifests no longer declare");
+  apply->add_option("--verify", o->verify, "models: sizes (default) or deep (hash blobs)")
+      ->check(CLI::IsMember({"sizes", "deep"}));
+  apply->add_option("--lock-timeout", o->lock_timeout,
+                    "wait this long for the state lock (e.g. 5m) instead of failing");
+  return apply;
+}
+
+CLI::App* AddDestroyCommand(CLI::App* app, fleet::ApplyCommandOptions* o) {
+  o->destroy = true;
+  auto* destroy = app->add_subcommand("destroy", "stop serves, restore display RAM, power off");
+  destroy->add_flag("--auto-approve", o->auto_approve, "do not ask");
+  destroy->add_option("--parallelism", o->parallelism, "steps at once")->check(CLI::Range(1, 1024));
+  destroy->add_option("--target", o->targets, "limit to ADDR (and what needs it)");
+  destroy->add_option("--lock-timeout", o->lock_timeout,
+                      "wait this long for the state lock (e.g. 5m) instead of failing");
+  destroy->add_flag("--purge", o->purge,
+                    "also remove staged images and models (kept by default: they took hours)");
+  return destroy;
+}
+
+// A subcommand and what runs it once the arguments are parsed. The options
+// it fills live in the closure (shared_ptr: CLI11 keeps pointers to them).
+struct Command {
+  CLI::App* app;
+  std::function<int(const fleet::GlobalOptions&)> run;
+};
+using Commands = std::vector<Command>;
+
+void AddCoreCommands(CLI::App* app, Commands* out) {
+  out->push_back({app->add_subcommand("validate", "check manifests and recipes (no network)"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdValidate(g); }});
+  auto plan = std::make_shared<fleet::PlanCommandOptions>();
+  out->push_back({AddPlanCommand(app, plan.get()),
+                  [plan](const fleet::GlobalOptions& g) { return fleet::CmdPlan(g, *plan); }});
+  auto apply = std::make_shared<fleet::ApplyCommandOptions>();
+  auto no_rollback = std::make_shared<bool>(false);
+  out->push_back({AddApplyCommand(app, apply.get(), no_rollback.get()),
+                  [apply, no_rollback](const fleet::GlobalOptions& g) {
+                    apply->rollback = !*no_rollback;
+                    return fleet::CmdApply(g, *apply);
+                  }});
+  auto destroy = std::make_shared<fleet::ApplyCommandOptions>();
+  out->push_back({AddDestroyCommand(app, destroy.get()), [destroy](const fleet::GlobalOptions& g) {
+                    return fleet::CmdApply(g, *destroy);
+                  }});
+}
+
+void AddShowCommands(CLI::App* app, Commands* out) {
+  struct ShowArgs {
+    std::string file;
+    bool json = false, markdown = false;
+  };
+  auto a = std::make_shared<ShowArgs>();
+  auto* show = app->add_subcommand("show", "show the state, or a saved plan");
+  show->add_option("file", a->file, "a plan saved by plan -out");
+  show->add_flag("--json", a->json, "JSON output");
+  show->add_flag("--markdown", a->markdown, "a saved plan as a pull-request summary");
+  out->push_back({show, [a](const fleet::GlobalOptions& g) {
+                    if (!a->markdown) return fleet::CmdShow(g, a->file, a->json);
+                    if (a->file.empty()) {
+                      std::fprintf(stderr, "fleet: show --markdown needs a saved plan FILE\n");
+                      return 1;
+                    }
+                    return fleet::CmdShowMarkdown(g, a->file);
+                  }});
+  out->push_back({app->add_subcommand("status", "nodes, power, display RAM, GPU memory"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStatus(g); }});
+  auto probe_node = std::make_shared<std::string>();
+  auto probe_json = std::make_shared<bool>(false);
+  auto* probe = app->add_subcommand("probe", "print the facts plan reads from a node");
+  probe->add_option("node", *probe_node)->required();
+  probe->add_flag("--json", *probe_json, "JSON output");
+  out->push_back({probe, [probe_node, probe_json](const fleet::GlobalOptions& g) {
+                    return fleet::CmdProbe(g, *probe_node, *probe_json);
+                  }});
+}
+
+void AddStateCommands(CLI::App* app, Commands* out) {
+  struct StateArgs {
+    std::string addr, migrate_to, lock_id;
+    uint64_t serial = 0;
+    CLI::Option* serial_opt = nullptr;
+  };
+  auto a = std::make_shared<StateArgs>();
+  auto* state = app->add_subcommand("state", "inspect or edit the state");
+  state->require_subcommand(1);
+  out->push_back({state->add_subcommand("list", "list recorded resources"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStateList(g); }});
+  auto* show = state->add_subcommand("show", "show one recorded resource");
+  show->add_option("address", a->addr);
+  a->serial_opt =
+      show->add_option("--serial", a->serial, "the state (or ADDR) as it was at serial N");
+  out->push_back({show, [a](const fleet::GlobalOptions& g) {
+                    if (a->serial_opt->count())
+                      return fleet::CmdStateShowSerial(g, a->serial, a->addr);
+                    if (a->addr.empty()) {
+                      std::fprintf(stderr, "fleet: state show needs an ADDR, or --serial N\n");
+                      return 1;
+                    }
+                    return fleet::CmdStateShow(g, a->addr);
+                  }});
+  out->push_back({state->add_subcommand("history", "every kept serial of the state"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStateHistory(g); }});
+  auto* migrate = state->add_subcommand(
+      "migrate", "move the state to another backend, keeping its lineage and serial");
+  migrate->add_option("--to", a->migrate_to, "postgres or local")
+      ->required()
+      ->check(CLI::IsMember({"postgres", "local"}));
+  out->push_back({migrate, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdStateMigrate(g, a->migrate_to);
+                  }});
+  auto* rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
+  rm->add_option("address", a->addr)->required();
+  out->push_back(
+      {rm, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateRm(g, a->addr); }});
+  auto* adopt = state->add_subcommand(
+      "adopt", "take over what runs on a node unknown to this state, if it matches the manifests");
+  adopt->add_option("address", a->addr)->required();
+  out->push_back(
+      {adopt, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateAdopt(g, a->addr); }});
+  auto* unlock = app->add_subcommand("force-unlock", "break a stale state lock");
+  unlock->add_option("lock_id", a->lock_id)->required();
+  out->push_back({unlock, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdForceUnlock(g, a->lock_id);
+                  }});
+}
+
+void AddServeCommands(CLI::App* app, Commands* out) {
+  struct ServeArgs {
+    std::string model_name, model_node, model_root, logs_addr;
+    int logs_tail = 100;
+    std::vector<std::string> check_addrs;
+    bool check_json = false;
+  };
+  auto a = std::make_shared<ServeArgs>();
+  auto* model = app->add_subcommand("model", "models in hub caches");
+  model->require_subcommand(1);
+  auto* files =
+      model->add_subcommand("files", "per-file read-only bind list: host_path<TAB>container_path");
+  files->add_option("name", a->model_name, "the model's name in the manifests")->required();
+  files->add_option("--node", a->model_node, "the node whose cache to resolve")->required();
+  files->add_option("--container-root", a->model_root,
+                    "where the snapshot appears in the container (default: its own path)");
+  out->push_back({files, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdModelFiles(g, a->model_name, a->model_node, a->model_root);
+                  }});
+  auto* logs = app->add_subcommand("logs", "the last lines a serve printed");
+  logs->add_option("address", a->logs_addr, "deployment.NAME@NODE")->required();
+  logs->add_option("--tail", a->logs_tail, "how many lines (default 100)")
+      ->check(CLI::PositiveNumber);
+  out->push_back({logs, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdLogs(g, a->logs_addr, a->logs_tail);
+                  }});
+  auto* check = app->add_subcommand("check", "run the serves' smoke checks now (from here)");
+  check->add_option("address", a->check_addrs, "deployment.NAME[@NODE] (default: all)");
+  check->add_flag("--json", a->check_json, "one JSON object");
+  out->push_back({check, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdCheck(g, a->check_addrs, a->check_json);
+                  }});
+}
+
+void AddWatchCommands(CLI::App* app, Commands* out) {
+  struct WatchArgs {
+    fleet::WatchOptions opts;
+    std::string every = "2m", report_log, report_out = "report.html";
+  };
+  auto a = std::make_shared<WatchArgs>();
+  auto* watch =
+      app->add_subcommand("watch", "plan + smoke checks on a schedule, one JSON line a round");
+  watch->add_option("--every", a->every, "time between rounds (default 2m)");
+  watch->add_option("--log", a->opts.log_file, "append each round to FILE");
+  watch->add_option("--on-change", a->opts.on_change,
+                    "sh command run on a change (event on stdin)");
+  watch->add_option("--report", a->opts.report_file, "rewrite this HTML report each round");
+  watch->add_option("--rounds", a->opts.rounds, "stop after N rounds")->check(CLI::PositiveNumber);
+  watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
+  out->push_back({watch, [a](const fleet::GlobalOptions& g) {
+                    const std::optional<int> every = fleet::ParseDurationSeconds(a->every);
+                    if (!every) {
+                      std::fprintf(stderr,
+                                   "fleet: --every wants a duration such as 2m or 30s, got '%s'\n",
+                                   a->every.c_str());
+                      return 1;
+                    }
+                    a->opts.every_s = *every;
+                    return fleet::CmdWatch(g, a->opts);
+                  }});
+  auto* report = app->add_subcommand("report", "a watch log as one self-contained HTML page");
+  report->add_option("log", a->report_log, "the watch log (--log FILE)")->required();
+  report->add_option("-o,--out", a->report_out, "the HTML file (default report.html)");
+  out->push_back({report, [a](const fleet::GlobalOptions&) {
+                    return fleet::CmdReport(a->report_log, a->report_out);
+                  }});
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
     CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes"};
     app.require_subcommand(1);
     fleet::GlobalOptions g;
-    bool no_color = false, verbose = false, quiet = false;
-    app.add_option("-C", g.dir, "manifests repo (holds fleet.yaml)");
-    app.add_flag("--no-color", no_color, "plain output");
-    app.add_flag("-v,--verbose", verbose, "more output");
-    app.add_flag("-q,--quiet", quiet, "less output");
-
-    auto* validate = app.add_subcommand("validate", "check manifests and recipes (no network)");
-
-    fleet::PlanCommandOptions plan_opts;
-    auto* plan = app.add_subcommand("plan", "probe the fleet and show what apply would do");
-    plan->add_option("--out", plan_opts.out_file, "save the plan to FILE (also -out FILE)");
-    plan->add_flag("--json", plan_opts.json, "print the plan as JSON");
-    plan->add_flag("--detailed-exitcode", plan_opts.detailed_exitcode,
-                   "exit 2 when there are changes");
-    plan->add_option("--target", plan_opts.targets, "limit to ADDR (and what it needs)");
-    plan->add_flag("--destroy", plan_opts.destroy, "plan a destroy");
-    plan->add_flag("--purge", plan_opts.purge,
-                   "also remove staged images/models (all with --destroy, else those no longer "
-                   "declared)");
-    plan->add_option("--verify", plan_opts.verify, "models: sizes (default) or deep (hash blobs)")
-        ->check(CLI::IsMember({"sizes", "deep"}));
-
-    fleet::ApplyCommandOptions apply_opts;
-    auto* apply = app.add_subcommand("apply", "make the fleet match the manifests");
-    apply->add_option("plan_file", apply_opts.plan_file, "a plan saved by plan -out");
-    apply->add_flag("--auto-approve", apply_opts.auto_approve, "do not ask");
-    apply->add_option("--parallelism", apply_opts.parallelism, "steps at once")
-        ->check(CLI::Range(1, 1024));
-    apply->add_option("--target", apply_opts.targets, "limit to ADDR (and what it needs)");
-    bool no_rollback = false;
-    apply->add_flag("--no-rollback", no_rollback, "leave a failed unit as it is");
-    apply->add_flag("--purge", apply_opts.purge,
-                    "also remove staged images/models the manifests no longer declare");
-    apply->add_option("--verify", apply_opts.verify, "models: sizes (default) or deep (hash blobs)")
-        ->check(CLI::IsMember({"sizes", "deep"}));
-
-    fleet::ApplyCommandOptions destroy_opts;
-    destroy_opts.destroy = true;
-    auto* destroy = app.add_subcommand("destroy", "stop serves, restore display RAM, power off");
-    destroy->add_flag("--auto-approve", destroy_opts.auto_approve, "do not ask");
-    destroy->add_option("--parallelism", destroy_opts.parallelism, "steps at once")
-        ->check(CLI::Range(1, 1024));
-    destroy->add_option("--target", destroy_opts.targets, "limit to ADDR (and what needs it)");
-    destroy->add_flag("--purge", destroy_opts.purge,
-                      "also remove staged images and models (kept by default: they took hours)");
-
-    std::string show_file;
-    bool show_json = false;
-    auto* show = app.add_subcommand("show", "show the state, or a saved plan");
-    show->add_option("file", show_file, "a plan saved by plan -out");
-    show->add_flag("--json", show_json, "JSON output");
-
-    auto* status = app.add_subcommand("status", "nodes, power, display RAM, GPU memory");
-
-    auto* state = app.add_subcommand("state", "inspect or edit the state");
-    state->require_subcommand(1);
-    auto* state_list = state->add_subcommand("list", "list recorded resources");
-    std::string state_addr;
-    auto* state_show = state->add_subcommand("show", "show one recorded resource");
-    state_show->add_option("address", state_addr)->required();
-    auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
-    state_rm->add_option("address", state_addr)->required();
-
-    std::string lock_id;
-    auto* unlock = app.add_subcommand("force-unlock", "break a stale state lock");
-    unlock->add_option("lock_id", lock_id)->required();
-
-    std::string probe_node;
-    bool probe_json = false;
-    auto* probe = app.add_subcommand("probe", "print the facts plan reads from a node");
-    probe->add_option("node", probe_node)->required();
-    probe->add_flag("--json", probe_json, "JSON output");
-
-    auto* model = app.add_subcommand("model", "models in hub caches");
-    model->require_subcommand(1);
-    std::string model_name, model_node, model_root;
-    auto* model_files = model->add_subcommand(
-        "files", "per-file read-only bind list: host_path<TAB>container_path");
-    model_files->add_option("name", model_name, "the model's name in the manifests")->required();
-    model_files->add_option("--node", model_node, "the node whose cache to resolve")->required();
-    model_files->add_option("--container-root", model_root,
-                            "where the snapshot appears in the container (default: its own path)");
-
-    std::string logs_addr;
-    int logs_tail = 100;
-    auto* logs = app.add_subcommand("logs", "the last lines a serve printed");
-    logs->add_option("address", logs_addr, "deployment.NAME@NODE")->required();
-    logs->add_option("--tail", logs_tail, "how many lines (default 100)")
-        ->check(CLI::PositiveNumber);
+    GlobalFlags flags;
+    AddGlobalOptions(&app, &g, &flags);
+    Commands commands;
+    AddCoreCommands(&app, &commands);
+    AddShowCommands(&app, &commands);
+    AddStateCommands(&app, &commands);
+    AddServeCommands(&app, &commands);
+    AddWatchCommands(&app, &commands);
 
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;
@@ -119,23 +287,9 @@ int main(int argc, char** argv) {
       return app.exit(e);
     }
 
-    g.color = !no_color && isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
-    g.verbosity = quiet ? -1 : verbose ? 1 : 0;
-    apply_opts.rollback = !no_rollback;
-
-    if (*validate) return fleet::CmdValidate(g);
-    if (*plan) return fleet::CmdPlan(g, plan_opts);
-    if (*apply) return fleet::CmdApply(g, apply_opts);
-    if (*destroy) return fleet::CmdApply(g, destroy_opts);
-    if (*show) return fleet::CmdShow(g, show_file, show_json);
-    if (*status) return fleet::CmdStatus(g);
-    if (*state_list) return fleet::CmdStateList(g);
-    if (*state_show) return fleet::CmdStateShow(g, state_addr);
-    if (*state_rm) return fleet::CmdStateRm(g, state_addr);
-    if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
-    if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
-    if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
-    if (*logs) return fleet::CmdLogs(g, logs_addr, logs_tail);
+    flags.ApplyTo(&g);
+    for (const Command& c : commands)
+      if (*c.app) return c.run(g);
     return 1;
   } catch (const std::exception& e) {
     // Never a stack trace: one line, exit 1.
