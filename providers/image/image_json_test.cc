@@ -30,8 +30,18 @@ TEST(ImageJsonTest, StepKeysFollowItsOp) {
             (nlohmann::json{{"op", "remove"}, {"image_id", "sha256:x"}}));
   EXPECT_EQ(nlohmann::json(ImageStep{"", "r/i:1", "", "", ""}),
             (nlohmann::json{{"ref", "r/i:1"}, {"config", ""}}));
-  EXPECT_EQ(nlohmann::json(ImageStep{kOpCopy, "r/i:1", "c", "dgx4", ""}),
-            (nlohmann::json{{"op", "copy"}, {"ref", "r/i:1"}, {"config", "c"}, {"from", "dgx4"}}));
+  // A copy carries its route (fabric or through the controller) to apply.
+  FabricRoute route;
+  route.from = "dgx4";
+  route.to = "dgx1";
+  route.why_not = "FLEET_FABRIC=off";
+  const nlohmann::json copy = ImageStep{kOpCopy, "r/i:1", "c", "dgx4", "", route};
+  EXPECT_EQ(copy, (nlohmann::json{{"op", "copy"},
+                                  {"ref", "r/i:1"},
+                                  {"config", "c"},
+                                  {"from", "dgx4"},
+                                  {"route", route.ToJson()}}));
+  EXPECT_EQ(copy.get<ImageStep>().route.why_not, "FLEET_FABRIC=off");
 }
 
 TEST(ImageJsonTest, WantAndProbeRoundTrip) {
