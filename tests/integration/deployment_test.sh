@@ -191,7 +191,8 @@ expect_rc 0 apply --auto-approve
 step "a port taken by another process is a plan error"
 python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
 HTTP_PID=$!
-sleep 0.5
+# Listening before the plan (python's start-up takes seconds on a loaded machine).
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$((PORT + 1))/" && break; sleep 0.1; done
 repo ', "display_ram": "unlocked"'
 python3 - "$REPO/fleet.yaml" "$PORT" <<'PY'
 import sys
