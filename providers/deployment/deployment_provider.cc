@@ -6,6 +6,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -348,7 +349,9 @@ PlanChange DeploymentProvider::DiffContainer(const DesiredResource& desired,
     return c;
   }
   if (!actual.error.empty()) {
-    c.error = desired.address + ": " + actual.error;
+    c.error = desired.address + ": " +
+              WithEngineFix(actual.error, want.value("cli", ""), desired.node,
+                            NodeSshUser(ctx.manifest, desired.node));
     return c;
   }
   const ContainerProbe p = ContainerProbe::FromJson(actual.attributes);

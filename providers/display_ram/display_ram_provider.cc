@@ -4,6 +4,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
@@ -70,6 +71,17 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 std::string ServingScript(const std::string& cli) {
   return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " + ServingContainersCommand(cli) +
          " 2>/dev/null || true\n";
+}
+
+// The probe's ServingScript: an installed CLI that cannot list containers
+// (the Docker daemon down, the socket not the user's) prints
+// "engine_error=<its output>", which the plan turns into an error naming the
+// fix: the reload's step would fail on it.
+std::string ServingProbeScript(const std::string& cli) {
+  return "if command -v " + ShellQuote(cli) + " >/dev/null 2>&1; then\n  dr_out=$(" +
+         ServingContainersCommand(cli) +
+         " 2>&1) && printf '%s\\n' \"$dr_out\" ||\n"
+         "  printf 'engine_error=%s\\n' \"$(printf '%s' \"$dr_out\" | tr '\\n' ' ')\"\nfi\n";
 }
 
 // Stops the serving containers the plan listed for this reload, right
@@ -226,7 +238,7 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "then dr_m=unlocked; fi\n"
          "if [ \"$dr_m\" != " +
          ShellQuote(r.attributes.value("mode", "default")) + " ]; then\n" +
-         ServingScript(node.container_cli) + "fi\n";
+         ServingProbeScript(node.container_cli) + "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -237,6 +249,8 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   a.exists = true;
   a.attributes = m.ToJson();
   a.attributes["serving"] = ParseServingContainers(output);
+  const std::string engine_error = ParseKeyValues(output)["engine_error"];
+  if (!engine_error.empty()) a.attributes["engine_error"] = engine_error;
   return a;
 }
 
@@ -246,6 +260,17 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
   // A reload under a running serve would take its GPU away: the step stops
   // the serving containers first, and their deployments start them again.
   const nlohmann::json serving = actual.attributes.value("serving", nlohmann::json::array());
+  const std::string engine_error = actual.attributes.value("engine_error", "");
+  if (c.action != Action::kNoop && !engine_error.empty()) {
+    // The reload must list (and stop) the serves first: it cannot.
+    const std::string cli = ctx.manifest && ctx.manifest->nodes.count(desired.node)
+                                ? ctx.manifest->nodes.at(desired.node).container_cli
+                                : "";
+    c.error =
+        desired.address + ": cannot list the serving containers before the reload: " +
+        WithEngineFix(engine_error, cli, desired.node, NodeSshUser(ctx.manifest, desired.node));
+    return c;
+  }
   if (c.action != Action::kNoop && !serving.empty()) {
     c.detail["stop_containers"] = serving;
     std::string names;

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -145,7 +146,9 @@ PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResou
     return c;
   }
   if (actual.probed && !actual.error.empty()) {
-    c.error = what + " on " + node + ": " + actual.error;
+    c.error = what + " on " + node + ": " +
+              WithEngineFix(actual.error, desired.attributes.value("cli", ""), node,
+                            NodeSshUser(ctx.manifest, node));
     return c;
   }
 
