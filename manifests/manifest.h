@@ -115,6 +115,12 @@ struct Recipe {
   std::string cpus;
   std::string shm_size;
   std::vector<RecipeMount> extra_mounts;
+  // The GPUs the serve gets: gpus = "all" or a count ("2"), or gpu_ids
+  // (gpus = ["0", "1"]); both empty: none (beyond `devices`).
+  std::string gpus;
+  std::vector<std::string> gpu_ids;
+  std::string ipc;                             // "" (the engine's default) or "host", ...
+  std::map<std::string, std::string> ulimits;  // memlock -> "-1", stack -> "67108864"
 };
 
 struct HealthCheck {

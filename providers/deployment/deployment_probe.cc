@@ -4,6 +4,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "providers/deployment/gpu_request.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
@@ -86,6 +87,7 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
          "  case $fd_busy in *=1) " + ServingContainersCommand(spec.cli) +
          " 2>/dev/null ;; esac ;;\nesac\n";
   s += "fi\n";
+  if (!spec.gpus.empty()) s += GpuSupportProbeScript(spec.cli);
   return s;
 }
 

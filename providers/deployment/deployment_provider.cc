@@ -6,6 +6,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/gpu_request.h"
 #include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
@@ -286,6 +287,7 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   spec.cli = node.container_cli;
   spec.container = r.attributes.value("container", "");
   spec.port = r.attributes.value("port", 0);
+  spec.gpus = r.attributes.value("gpus", "");
   // The plan's "http://<host>:<port><path>", split again ("": a worker).
   const std::string health = r.attributes.value("health", "");
   if (health.empty()) {
@@ -307,6 +309,7 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
   ContainerProbe p = ParseContainerProbe(output);
   a.exists = p.exists;
   a.attributes = p.ToJson();
+  RecordGpuSupport(r, output, &a);
   if (!p.cli_found)
     a.error = "container_cli '" + r.attributes.value("cli", "") + "' not found on the node's PATH";
   else if (!p.error.empty())
@@ -319,6 +322,8 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
   PlanChange c = DiffContainer(desired, actual, record, ctx);
   // A new container needs its from_env values from this shell; starting
   // a stopped one or leaving one alone does not.
+  if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
+    c.error = GpuPlanError(desired, actual);
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace)) {
     const nlohmann::json env_from = desired.attributes.value("env_from", nlohmann::json::object());
     for (const auto& [k, var] : env_from.items())

@@ -6,6 +6,7 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "providers/deployment/gpu_request.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
 
@@ -152,6 +153,8 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   }
   if (!r.cpus.empty()) s.options.push_back("--cpus=" + r.cpus);
   if (!r.shm_size.empty()) s.options.push_back("--shm-size=" + r.shm_size);
+  for (std::string& o : GpuRunOptions(s.cli, r)) s.options.push_back(std::move(o));
+  s.gpus = GpuRequestText(r);
   for (const RecipeMount& mount : r.extra_mounts) {
     if (mount.host == "{model_path}" || mount.host == "{model_path}/") continue;  // model_root
     s.options.push_back("--volume");
@@ -217,7 +220,7 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
                                            : a);
     after_secret_flag = secret_flag && !inline_value;
   }
-  return {
+  nlohmann::json j = {
       {"container", container},
       {"image", image_ref},
       {"model",
@@ -231,6 +234,8 @@ nlohmann::json ContainerSpec::ToPlanJson() const {
       {"env", env_shown},
       {"env_from", env_from},
       {"spec", hash}};
+  if (!gpus.empty()) j["gpus"] = gpus;
+  return j;
 }
 
 std::vector<std::string> SpecDifferences(const nlohmann::json& before,

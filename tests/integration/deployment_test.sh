@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Deployments: real serving containers (busybox httpd in a real image pulled
-# by digest from a real registry) under rootless podman on simulated nodes,
+# by digest from a real registry) under the nodes' real engine (rootless
+# podman, or a dockerd per node with FLEET_TEST_ENGINE=docker) on simulated nodes,
 # with a real model bound file by file.
 # - apply pulls the image, stages the model, starts fleet-serve and waits for
 #   its health URL; the container sees regular files only; then converged;
@@ -27,13 +28,13 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 get() { curl -s --max-time 5 "$URL$1"; }
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/v1/models" || true; }
-gone() {  # gone NODE CONTAINER: podman says it does not exist (not: ssh failed)
+gone() {  # gone NODE CONTAINER: the engine says it does not exist (not: ssh failed)
   local rc=0
-  on_node "$1" "podman container exists $2" || rc=$?
-  [[ $rc == 1 ]] || fail "$2 on $1: 'podman container exists' exited $rc, expected 1 (gone)"
+  ce_exists "$1" container "$2" || rc=$?
+  [[ $rc == 1 ]] || fail "$2 on $1: '$CE container exists/inspect' exited $rc, expected 1 (gone)"
 }
-container() {  # container FORMAT: podman inspect of fleet-serve on dgx2
-  on_node dgx2 "podman container inspect --format '$1' fleet-serve" 2>/dev/null || true
+container() {  # container FORMAT: the engine's inspect of fleet-serve on dgx2
+  on_node dgx2 "$CE container inspect --format '$1' fleet-serve" 2>/dev/null || true
 }
 TOKEN=hf_FleetDeployTestSecret0123456789abcd
 export FLEET_TEST_HF_TOKEN=$TOKEN  # the recipe takes HF_TOKEN from here (from_env)
@@ -131,7 +132,7 @@ recipe v2
 assert_converged
 
 step "a serve stopped by hand is started again"
-on_node dgx2 'podman stop --time 1 fleet-serve' >/dev/null
+on_node dgx2 "$CE stop --time 1 fleet-serve" >/dev/null
 expect_rc 2 plan --detailed-exitcode
 expect_out "container is exited"
 expect_rc 0 apply --auto-approve
@@ -179,7 +180,7 @@ sed -i 's/^  serve: /  served: /' "$REPO/fleet.yaml"
 expect_rc 2 plan --detailed-exitcode
 expect_out "port $PORT is in use, by fleet-serve as it seems"
 expect_rc 0 apply --auto-approve
-[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
   fail "fleet-served does not run"
 gone dgx2 fleet-serve
 [[ $(code) == 200 ]] || fail "the renamed serve does not answer"
@@ -219,10 +220,10 @@ repo ', "display_ram": "unlocked", "gpu_memory": "24GiB"'
 expect_rc 2 plan --detailed-exitcode
 expect_out "gpu_memory fits: needs 24.0 GiB"
 expect_rc 0 plan -out "$WORK/saved.plan"
-on_node dgx2 "podman rmi -f $R/fleet/serve@$D" >/dev/null
+on_node dgx2 "$CE rmi -f $R/fleet/serve@$D" >/dev/null
 expect_rc 1 apply "$WORK/saved.plan"
 expect_out "is not on the node; refusing to start fleet-serve"
-on_node dgx2 "podman image exists $R/fleet/serve@$D" && fail "the image was pulled"
+ce_exists dgx2 image "$R/fleet/serve@$D" && fail "the image was pulled"
 expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not serving after the image was pulled again"
 assert_converged
@@ -241,7 +242,7 @@ expect_out "deployment.pair@dgx2"
 expect_out 'rank = "1 of 2"'
 expect_rc 0 apply --auto-approve
 [[ $(curl -s --max-time 5 "http://127.0.0.1:$PORT2/v1/models") == "head of 2" ]] || fail "the head does not serve"
-[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
 expect_rc 0 logs deployment.pair@dgx2
 expect_out "worker 1 of 2 joins 127.0.0.1"
 assert_converged
