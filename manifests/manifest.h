@@ -141,6 +141,9 @@ struct DeploymentSpec {
   // What the serve needs of GPU memory (gpu_memory: 24GiB), checked against
   // the node's free memory at plan time; 0: not declared, not checked.
   uint64_t gpu_memory_bytes = 0;
+  // A node runs one deployment at a time (a GB10 holds one large model);
+  // shared: true on every deployment of a node lets them run together.
+  bool shared = false;
   SourceLoc loc;
 };
 

@@ -193,13 +193,13 @@ step "a port taken by another process is a plan error"
 python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
 HTTP_PID=$!
 sleep 0.5
-repo ', "display_ram": "unlocked"'
+repo ', "display_ram": "unlocked", "shared": true'
 python3 - "$REPO/fleet.yaml" "$PORT" <<'PY'
 import sys
 p, port = sys.argv[1], int(sys.argv[2])
 s = open(p).read()
 s += ('  other: {"recipe": "recipes/serve.toml", "nodes": ["dgx2"], "image": "bb", "model": "m", '
-      '"port": %d}\n' % (port + 1))
+      '"port": %d, "shared": true}\n' % (port + 1))
 open(p, "w").write(s)
 PY
 expect_rc 1 plan
@@ -234,8 +234,14 @@ cat >"$REPO/recipes/pair.toml" <<'TOML'
 model = ""
 args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models && exec busybox httpd -f -p {port} -h /www; else echo 'worker {rank} of {nnodes} joins {head}'; exec busybox sleep 100000; fi"]
 TOML
+# two deployments on dgx2: one serve per node unless both say shared
 repo ', "display_ram": "unlocked"' \
   --deployment "pair={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx1\", \"dgx2\"], \"image\": \"bb\", \"port\": $PORT2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}}"
+expect_rc 1 validate
+expect_out "deployments 'serve'"
+expect_out "and 'pair' both run on node 'dgx2'; a node serves one deployment at a time"
+repo ', "display_ram": "unlocked", "shared": true' \
+  --deployment "pair={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx1\", \"dgx2\"], \"image\": \"bb\", \"port\": $PORT2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"shared\": true}"
 expect_rc 2 plan --detailed-exitcode
 expect_out "deployment.pair@dgx1"
 expect_out "deployment.pair@dgx2"
