@@ -7,6 +7,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/gpu_request.h"
+#include "providers/deployment/serve_per_node.h"
 #include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
@@ -367,6 +368,7 @@ PlanChange DeploymentProvider::DiffContainer(const DesiredResource& desired,
     c.summary = "start " + container + " from " + want.value("image", "");
     c.reasons.push_back("no container " + container + " on " + desired.node);
     if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
+    WaitForDisplacedServes(desired, ctx, p.serving, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
@@ -408,6 +410,7 @@ PlanChange DeploymentProvider::DiffContainer(const DesiredResource& desired,
     c.reasons.push_back("container is " + p.state + " (exit code " + std::to_string(p.exit_code) +
                         ")");
     if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
+    WaitForDisplacedServes(desired, ctx, p.serving, &c);
     CheckBudget(desired, ctx, &c);
     return c;
   }
