@@ -85,12 +85,12 @@ void RecordGpuSupport(const DesiredResource& desired, const std::string& probe_o
 std::string GpuPlanError(const DesiredResource& desired, const ActualResource& actual) {
   if (!desired.attributes.contains("gpus") || !actual.probed) return "";
   std::map<std::string, std::string> probe;
-  for (const auto& [k, v] :
-       actual.attributes.value("gpu_support", nlohmann::json::object()).items())
+  const nlohmann::json support = actual.attributes.value("gpu_support", nlohmann::json::object());
+  for (const auto& [k, v] : support.items())
     if (v.is_string()) probe[k] = v.get<std::string>();
   const std::string err = GpuSupportError(desired.attributes.value("cli", ""), desired.node, probe);
   if (err.empty()) return "";
-  return desired.address + ": gpus = " + desired.attributes["gpus"].dump() + ": " + err;
+  return desired.address + ": gpus = " + desired.attributes.at("gpus").dump() + ": " + err;
 }
 
 }  // namespace fleet
