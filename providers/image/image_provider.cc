@@ -327,8 +327,10 @@ Status RemoveImage(const StepContext& ctx, const std::string& id) {
   while (std::getline(in, line)) {
     size_t sp = line.find(' ');
     if (sp == std::string::npos) continue;
+    // docker names a container "/name", podman "name"
+    const size_t name_at = line.compare(sp + 1, 1, "/") == 0 ? sp + 2 : sp + 1;
     if (bare(line.substr(0, sp)) == bare(id))
-      names += (names.empty() ? "" : " ") + line.substr(sp + 1);
+      names += (names.empty() ? "" : " ") + line.substr(name_at);
   }
   if (!names.empty())
     return Status::Error("on " + ctx.node->name + ": image " + id + " is used by container(s) " +
