@@ -21,7 +21,7 @@ fail() {
   [[ -f $WORK/err ]] && { echo "--- stderr:" >&2; cat "$WORK/err" >&2; }
   exit 1
 }
-step() { echo "== $*"; }
+step() { echo "== $(date +%T) $*"; }
 
 # fleet with the test repo; output in $WORK/out and $WORK/err.
 fl() {
