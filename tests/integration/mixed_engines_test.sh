@@ -18,7 +18,7 @@ registry_start
 R=$REGISTRY
 DA=$(image_push fleet/on-docker v1)
 DP=$(image_push fleet/on-podman v1)
-start_fleet 2 --engine mixed
+start_fleet 2 --engine mixed --insecure-registry "$R"
 [[ $(node_field dgx1 engine) == docker && $(node_field dgx2 engine) == podman ]] || fail "not a mixed fleet"
 ce dgx1 pull -q "$R/fleet/on-docker@$DA" >/dev/null
 ce dgx2 pull -q "$R/fleet/on-podman@$DP" >/dev/null
