@@ -43,6 +43,9 @@ cli=$(node_field dgx1 engine)
   done
 ) &
 POLLER=$!
+# (podman's ps waits for a container's lock while it stops: the polls during
+# A's stop may only come back after it; the first one sees A.)
+for _ in $(seq 100); do grep -q fleet-a "$WORK/seen" && break; sleep 0.1; done
 expect_rc 0 apply --auto-approve
 touch "$WORK/stop-polling"
 wait "$POLLER"
