@@ -68,9 +68,12 @@ nlohmann::json LookupToJson(const ImageLookup& l) {
 // registry digests (`image ls --digests`, listing everything: never
 // `image ls REF`, which says nothing for a digest ref) and inspects that
 // image by ID: its RepoDigests then name D.
-std::string DockerDigestFallback(const ImageRef& ref, const std::string& inspect) {
-  if (!ref.pinned()) return "";
-  return "if [ \"$rc\" != 0 ] && [ \"${cli##*/}\" = docker ]; then\n"
+std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
+                                 const std::string& inspect) {
+  const size_t slash = cli.rfind('/');
+  if (!ref.pinned() || cli.substr(slash == std::string::npos ? 0 : slash + 1) != "docker")
+    return "";
+  return "if [ \"$rc\" != 0 ]; then\n"
          "  id=$(\"$cli\" image ls --digests --no-trunc --format '{{.Digest}} {{.ID}}' "
          "2>/dev/null | awk -v d=" +
          ShellQuote(ref.digest) +
@@ -108,7 +111,7 @@ std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
                   "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
                   "out=$(" +
                   inspect + ShellQuote(ref.Lookup()) + " 2>&1); rc=$?\n" +
-                  DockerDigestFallback(ref, inspect) +
+                  DockerDigestFallback(cli, ref, inspect) +
                   "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
   const std::string name = ref.FleetTag();
   if (!name.empty())
