@@ -7,6 +7,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/gpu_request.h"
+#include "providers/deployment/group_restart.h"
 #include "providers/deployment/serve_per_node.h"
 #include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
@@ -321,6 +322,7 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = DiffContainer(desired, actual, record, ctx);
+  if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
   // A new container needs its from_env values from this shell; starting
   // a stopped one or leaving one alone does not.
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))

@@ -17,7 +17,8 @@
 # - a gpu_memory need above the node's free GPU memory (fake GB10 driver on
 #   dgx2, read by fleet-probe) is a plan error with the arithmetic;
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
-#   the worker runs with its rank and the head's address;
+#   the worker runs with its rank and the head's address; a worker that died
+#   restarts the group (two deployments on a node need shared: true);
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -251,6 +252,18 @@ expect_rc 0 apply --auto-approve
 [[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
 expect_rc 0 logs deployment.pair@dgx2
 expect_out "worker 1 of 2 joins 127.0.0.1"
+assert_converged
+step "a worker that died restarts its group: the worker first, the head last"
+HEAD_ID=$(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair")
+on_node dgx2 "$CE stop --time 1 fleet-pair" >/dev/null
+expect_rc 2 plan --detailed-exitcode
+expect_out "restart fleet-pair with its group"
+expect_out "the rank on dgx2 is exited"
+expect_rc 0 apply --auto-approve
+[[ $(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair") != "$HEAD_ID" ]] ||
+  fail "the head was not restarted with its group"
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
+[[ $(curl -s --max-time 5 "http://127.0.0.1:$PORT2/v1/models") == "head of 2" ]] || fail "the head does not serve after the group restart"
 assert_converged
 repo ', "display_ram": "unlocked"'
 expect_rc 0 apply --auto-approve
