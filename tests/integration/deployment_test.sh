@@ -43,10 +43,11 @@ REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 
 # recipe VERSION [COMMAND]: the serving recipe. The default command lists
 # what the container sees at /model (and its symlinks) under /v1/, then
-# serves it with busybox httpd on {port}.
+# serves it with busybox httpd on {port}. The serves stop on SIGTERM as real
+# engines do (a PID 1 without a handler ignores it: docker would wait 30 s).
 recipe() {
   local version=$1 cmd=${2:-}
-  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING, token $HF_TOKEN" && exec busybox httpd -f -p {port} -h /www'
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING, token $HF_TOKEN" && { busybox httpd -f -p {port} -h /www & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid; }'
   mkdir -p "$REPO/recipes"
   cat >"$REPO/recipes/serve.toml" <<TOML
 model = ""
@@ -125,7 +126,7 @@ sleep 1
 [[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve: $(get /v1/greeting)"
 
 step "a replacement that never answers fails after health.timeout"
-recipe v4 'exec busybox sleep 600'
+recipe v4 'busybox sleep 600 & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid'
 expect_rc 1 apply --auto-approve
 expect_out "did not answer 2xx within 20 s"
 [[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve after a timeout"
@@ -233,7 +234,7 @@ step "a deployment on two nodes: the head serves, the worker runs"
 PORT2=$(free_port)
 cat >"$REPO/recipes/pair.toml" <<'TOML'
 model = ""
-args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models && exec busybox httpd -f -p {port} -h /www; else echo 'worker {rank} of {nnodes} joins {head}'; exec busybox sleep 100000; fi"]
+args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models; busybox httpd -f -p {port} -h /www & pid=$!; else echo 'worker {rank} of {nnodes} joins {head}'; busybox sleep 100000 & pid=$!; fi; trap 'kill $pid; exit 0' TERM; wait $pid"]
 TOML
 # two deployments on dgx2: one serve per node unless both say shared
 repo ', "display_ram": "unlocked"' \
