@@ -128,6 +128,22 @@ struct HealthCheck {
   int timeout_s = 1800;
 };
 
+// One smoke check of a deployment (`smoke:` list): a question to its
+// OpenAI-compatible API and what the answer must be. Exactly one kind:
+// `chat` with `expect` (a regex on the reply's content, "(?i)" for case
+// insensitive), `tools: true` (a tool call must come back as valid JSON),
+// or `needle_tokens` (a long prompt with one fact hidden in it).
+struct SmokeCheck {
+  std::string name;
+  std::string chat;
+  std::string expect;
+  bool tools = false;
+  int needle_tokens = 0;
+  int timeout_s = 120;
+  int max_tokens = 0;  // 0: the check's default
+  SourceLoc loc;
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string recipe_path;  // as written, relative to the repo
@@ -144,12 +160,18 @@ struct DeploymentSpec {
   // A node runs one deployment at a time (a GB10 holds one large model);
   // shared: true on every deployment of a node lets them run together.
   bool shared = false;
+  // Run after health in apply, and by `fleet check` / `fleet watch`.
+  std::vector<SmokeCheck> smoke;
   SourceLoc loc;
 };
 
 struct StateSettings {
-  std::string backend = "local";
-  std::string path;  // resolved; default <repo>/.fleet/state.json
+  std::string backend = "local";  // "local" | "postgres"
+  std::string path;               // local: resolved; default <repo>/.fleet/state.json
+  // postgres: the environment variable holding the libpq connection string
+  // (never the string itself: it may hold a password) and the schema.
+  std::string conn_env = "FLEET_STATE_PG";
+  std::string schema = "fleet";
 };
 
 struct Manifest {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -25,6 +26,7 @@
 #include "manifests/pinning.h"
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "manifests/smoke_schema.h"
 #include "manifests/yaml_schema.h"
 
 namespace fleet {
@@ -215,8 +217,31 @@ void ManifestLoader::ForEachEntry(const MapReader& top, const std::string& key,
 
 void ManifestLoader::ReadState(const MapReader& top) {
   const MapReader state = top.Map("state", "state");
-  state.CheckKeys({"backend", "path"});
-  if (auto backend = state.Enum("backend", {"local"})) manifest_->state.backend = backend->value;
+  state.CheckKeys({"backend", "path", "conn_env", "schema"},
+                  "name the environment variable holding the libpq connection string "
+                  "(conn_env: FLEET_STATE_PG)");
+  if (auto backend = state.Enum("backend", {"local", "postgres"}))
+    manifest_->state.backend = backend->value;
+  // Both backends' keys may stand side by side: `fleet state migrate` moves
+  // the state between the two places they name.
+  if (auto env = state.String("conn_env")) {
+    if (!std::regex_match(env->value, std::regex("[A-Za-z_][A-Za-z0-9_]*")))
+      reporter_.Error(env->loc,
+                      "'conn_env' in state must name an environment variable (such "
+                      "as FLEET_STATE_PG), not hold a connection string: the string "
+                      "may carry a password and the manifests repo is committed");
+    else
+      manifest_->state.conn_env = env->value;
+  }
+  if (auto schema = state.String("schema")) {
+    if (!std::regex_match(schema->value, std::regex("[a-z_][a-z0-9_]{0,62}")))
+      reporter_.Error(schema->loc,
+                      "'schema' in state must be lower-case letters, digits or '_' "
+                      "(at most 63), got '" +
+                          schema->value + "'");
+    else
+      manifest_->state.schema = schema->value;
+  }
   if (auto path = state.String("path")) {
     manifest_->state.path = ResolveLocalPath(*path);
   } else {
@@ -602,7 +627,7 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
-                          "gpu_memory", "shared"});
+                          "gpu_memory", "smoke", "shared"});
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
@@ -661,6 +686,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
                                        need->value + "'");
       }
     }
+    if (const Entry* smoke = deployment.Find("smoke"))
+      spec.smoke = ReadSmokeChecks(&reporter_, *smoke, what);
     if (auto recipe = deployment.RequiredString("recipe", "the path of a recipe TOML file")) {
       ReadRecipe(*recipe, &spec);
     }

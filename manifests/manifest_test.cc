@@ -838,3 +838,45 @@ TEST(ManifestTest, NamesMustBeAddressable) {
 
 }  // namespace
 }  // namespace fleet
+
+namespace fleet {
+namespace {
+
+TEST(ManifestTest, PostgresStateBackend) {
+  const Loaded l = LoadYaml(std::string(kBase) +
+                            "state: {backend: postgres, conn_env: TEAM_PG, schema: lab_state}\n");
+  EXPECT_TRUE(l.ok) << Dump(l.diags);
+  EXPECT_EQ(l.manifest.state.backend, "postgres");
+  EXPECT_EQ(l.manifest.state.conn_env, "TEAM_PG");
+  EXPECT_EQ(l.manifest.state.schema, "lab_state");
+  const Loaded d = LoadYaml(std::string(kBase) + "state: {backend: postgres}\n");
+  EXPECT_TRUE(d.ok) << Dump(d.diags);
+  EXPECT_EQ(d.manifest.state.conn_env, "FLEET_STATE_PG");
+  EXPECT_EQ(d.manifest.state.schema, "fleet");
+}
+
+TEST(ManifestTest, PostgresStateErrorsAreLocated) {
+  const Loaded l = LoadYaml(std::string(kBase) +
+                            "state:\n"                                    // 8
+                            "  backend: postgres\n"                       // 9
+                            "  conn_env: \"host=db password=hunter2\"\n"  // 10
+                            "  schema: Fleet-State\n"                     // 11
+                            "  path: .fleet/state.json\n");               // 12
+  EXPECT_FALSE(l.ok);
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:10:13: error: 'conn_env' in state must name an environment variable "
+              "(such as FLEET_STATE_PG), not hold a connection string: the string may carry a "
+              "password and the manifests repo is committed");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:11:11: error: 'schema' in state must be lower-case letters, digits or "
+              "'_' (at most 63), got 'Fleet-State'");
+  // Both places side by side, for `fleet state migrate`.
+  const Loaded both =
+      LoadYaml(std::string(kBase) + "state: {backend: local, path: s.json, schema: x}\n");
+  EXPECT_TRUE(both.ok) << Dump(both.diags);
+  const Loaded typo = LoadYaml(std::string(kBase) + "state: {backend: postgre}\n");
+  EXPECT_FALSE(typo.ok);
+}
+
+}  // namespace
+}  // namespace fleet

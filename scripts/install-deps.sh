@@ -4,12 +4,18 @@ set -euo pipefail
 packages=(
   build-essential g++ meson ninja-build pkg-config
   libyaml-cpp-dev libtomlplusplus-dev nlohmann-json3-dev libssh-dev libssl-dev
-  libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev
+  libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev libpq-dev
   openssh-server openssh-client python3 iproute2 util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
   # docker on the simulated nodes (fleet-sim start --engine docker): dockerd 20.10
   docker.io
+  # smoke/watch tests: a swapped client address (iptables), the report in a real browser
+  iptables chromium
+  # the postgres state backend: tests start their own server (tests/pg/pg-sim)
+  postgresql postgresql-client
+  # scripts/check-code-shape.sh (the code_shape_test)
+  universal-ctags
 )
 missing=()
 for p in "${packages[@]}"; do

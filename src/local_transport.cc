@@ -163,6 +163,82 @@ void StopChild(pid_t pid) {
   WaitChild(pid);
 }
 
+// Feeds the command's stdin from `input` and drains its stdout and stderr
+// into `result` (stdout to `on_stdout` when given) until all three pipes
+// are closed, or the consumer stops reading (*aborted). Returns an I/O
+// error, or "".
+std::string PumpPipes(const StdinPull& input,
+                      const std::function<bool(std::string_view)>* on_stdout, Fd* in_w, Fd* out_r,
+                      Fd* err_r, CommandResult* result, bool* aborted) {
+  std::string buffer(kChunk, '\0');
+  std::string_view pending;
+  while (in_w->open() || out_r->open() || err_r->open()) {
+    while (in_w->open() && pending.empty()) {
+      if (!input(&pending)) in_w->Close();
+    }
+    pollfd fds[3];
+    int nfds = 0;
+    int in_idx = -1, out_idx = -1, err_idx = -1;
+    if (in_w->open()) {
+      in_idx = nfds;
+      fds[nfds++] = {in_w->get(), POLLOUT, 0};
+    }
+    if (out_r->open()) {
+      out_idx = nfds;
+      fds[nfds++] = {out_r->get(), POLLIN, 0};
+    }
+    if (err_r->open()) {
+      err_idx = nfds;
+      fds[nfds++] = {err_r->get(), POLLIN, 0};
+    }
+    if (poll(fds, nfds, -1) < 0) {
+      if (errno == EINTR) continue;
+      return "poll: " + Errno(errno);
+    }
+    if (in_idx >= 0 && fds[in_idx].revents != 0) {
+      ssize_t n = write(in_w->get(), pending.data(), std::min(pending.size(), kChunk));
+      if (n > 0) {
+        pending.remove_prefix(static_cast<size_t>(n));
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        // EPIPE: the command exited or closed its stdin without reading it
+        // all. Like sshd, drop the rest: its exit code tells the story.
+        in_w->Close();
+      }
+    }
+    for (int idx : {out_idx, err_idx}) {
+      if (idx < 0 || fds[idx].revents == 0) continue;
+      Fd& fd = idx == out_idx ? *out_r : *err_r;
+      ssize_t n = read(fd.get(), buffer.data(), buffer.size());
+      if (n > 0) {
+        std::string_view chunk(buffer.data(), static_cast<size_t>(n));
+        if (idx == err_idx) {
+          result->err.append(chunk);
+        } else if (on_stdout != nullptr) {
+          if (!(*on_stdout)(chunk)) *aborted = true;
+        } else {
+          result->out.append(chunk);
+        }
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        fd.Close();
+      }
+    }
+    if (*aborted) return "";
+  }
+  return "";
+}
+
+// The exit code of a reaped command; a signal is -1 and a note on stderr.
+void SetExitCode(int status, CommandResult* result) {
+  if (WIFEXITED(status)) {
+    result->exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result->exit_code = -1;
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    transport_internal::AppendSignalNote(name != nullptr ? name : std::to_string(WTERMSIG(status)),
+                                         WCOREDUMP(status), &result->err);
+  }
+}
+
 }  // namespace
 
 LocalTransport::LocalTransport(const SshEndpoint& endpoint)
@@ -215,64 +291,9 @@ Result<CommandResult> LocalTransport::Exec(
   SetNonBlocking(err_r.get());
 
   CommandResult result;
-  std::string buffer(kChunk, '\0');
-  std::string_view pending;
   bool aborted = false;
-  std::string io_error;
-  while (in_w.open() || out_r.open() || err_r.open()) {
-    while (in_w.open() && pending.empty()) {
-      if (!input(&pending)) in_w.Close();
-    }
-    pollfd fds[3];
-    int nfds = 0;
-    int in_idx = -1, out_idx = -1, err_idx = -1;
-    if (in_w.open()) {
-      in_idx = nfds;
-      fds[nfds++] = {in_w.get(), POLLOUT, 0};
-    }
-    if (out_r.open()) {
-      out_idx = nfds;
-      fds[nfds++] = {out_r.get(), POLLIN, 0};
-    }
-    if (err_r.open()) {
-      err_idx = nfds;
-      fds[nfds++] = {err_r.get(), POLLIN, 0};
-    }
-    if (poll(fds, nfds, -1) < 0) {
-      if (errno == EINTR) continue;
-      io_error = "poll: " + Errno(errno);
-      break;
-    }
-    if (in_idx >= 0 && fds[in_idx].revents != 0) {
-      ssize_t n =
-          write(in_w.get(), pending.data(), std::min(pending.size(), kChunk));
-      if (n > 0) {
-        pending.remove_prefix(static_cast<size_t>(n));
-      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        // EPIPE: the command exited or closed its stdin without reading it
-        // all. Like sshd, drop the rest: its exit code tells the story.
-        in_w.Close();
-      }
-    }
-    for (int idx : {out_idx, err_idx}) {
-      if (idx < 0 || fds[idx].revents == 0) continue;
-      Fd& fd = idx == out_idx ? out_r : err_r;
-      ssize_t n = read(fd.get(), buffer.data(), buffer.size());
-      if (n > 0) {
-        std::string_view chunk(buffer.data(), static_cast<size_t>(n));
-        if (idx == err_idx) {
-          result.err.append(chunk);
-        } else if (on_stdout != nullptr) {
-          if (!(*on_stdout)(chunk)) aborted = true;
-        } else {
-          result.out.append(chunk);
-        }
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        fd.Close();
-      }
-    }
-    if (aborted) break;
-  }
+  const std::string io_error =
+      PumpPipes(input, on_stdout, &in_w, &out_r, &err_r, &result, &aborted);
   if (aborted || !io_error.empty()) {
     in_w.Close();
     out_r.Close();
@@ -283,15 +304,7 @@ Result<CommandResult> LocalTransport::Exec(
   }
   int status = WaitChild(pid);
   if (status < 0) return fail("waitpid: " + Errno(errno));
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.exit_code = -1;
-    const char* name = sigabbrev_np(WTERMSIG(status));
-    transport_internal::AppendSignalNote(
-        name != nullptr ? name : std::to_string(WTERMSIG(status)),
-        WCOREDUMP(status), &result.err);
-  }
+  SetExitCode(status, &result);
   return result;
 }
 

@@ -61,7 +61,8 @@ nlohmann::json Plan::ToJson() const {
           {"changes", changes_json},
           {"summary", summary},
           {"errors", errors},
-          {"warnings", warnings}};
+          {"warnings", warnings},
+          {"sources", sources}};
 }
 
 Result<Plan> Plan::FromJson(const nlohmann::json& j) {
@@ -77,6 +78,7 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
     p.targets = j.value("targets", std::vector<std::string>{});
     p.errors = j.value("errors", std::vector<std::string>{});
     p.warnings = j.value("warnings", std::vector<std::string>{});
+    p.sources = j.value("sources", std::map<std::string, std::string>{});
     for (const auto& cj : j.at("changes")) {
       PlanChange c;
       c.address = cj.at("address").get<std::string>();

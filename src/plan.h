@@ -47,6 +47,10 @@ struct Plan {
   std::vector<PlanChange> changes;  // in a topological order
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
+  // The manifests and recipes the plan was made from: path relative to the
+  // repo -> "sha256:<hex>" of its bytes. Applying a saved plan is refused
+  // when any of them changed since (src/engine/plan_sources.h).
+  std::map<std::string, std::string> sources;
 
   bool HasChanges() const;  // any change that is not a noop
   std::map<std::string, int> Summary() const;

@@ -440,176 +440,239 @@ Result<CommandResult> SshTransport::Exec(
   return ExecLocked(command, input, on_stdout);
 }
 
+namespace {
+
+// One command on one channel: callbacks set, stdin fed, output drained, exit
+// status read, channel freed. Every failure is "lost": the session is then
+// marked broken (reconnect before next use). The transport's mutex is held
+// throughout.
+class ChannelRun {
+ public:
+  ChannelRun(SshTransport::Session session, int keepalive_s, const StdinPull& input,
+             const std::function<bool(std::string_view)>* on_stdout, std::string context,
+             std::function<std::string()> libssh_error, bool* broken)
+      : session_(session),
+        keepalive_s_(keepalive_s),
+        input_(input),
+        context_(std::move(context)),
+        libssh_error_(std::move(libssh_error)),
+        broken_(broken) {
+    st_.on_stdout = on_stdout;
+    callbacks_.userdata = &st_;
+    callbacks_.channel_data_function = OnData;
+    callbacks_.channel_eof_function = OnEof;
+    callbacks_.channel_exit_status_function = OnExitStatus;
+    callbacks_.channel_exit_signal_function = OnExitSignal;
+    ssh_callbacks_init(&callbacks_);
+  }
+  ~ChannelRun() { Release(); }
+  ChannelRun(const ChannelRun&) = delete;
+  ChannelRun& operator=(const ChannelRun&) = delete;
+
+  // Opens a session channel; false (nothing freed, nothing marked) when the
+  // session refuses, so the caller may reconnect and try once more.
+  bool TryOpen(SshTransport::Session session) {
+    session_ = session;
+    ch_ = ssh_channel_new(session_);
+    if (ch_ != nullptr && ssh_channel_open_session(ch_) == SSH_OK) return true;
+    if (ch_ != nullptr) ssh_channel_free(ch_);
+    ch_ = nullptr;
+    return false;
+  }
+
+  Status Lost(const std::string& what) {
+    std::string detail = libssh_error_();
+    *broken_ = true;
+    Release();
+    return Status::Error(context_ + ": " + what + ": " + detail);
+  }
+
+  Status Exec(const std::string& command) {
+    // Callbacks before the exec request: early output must not land in
+    // libssh's own buffers, where our callbacks would never see it.
+    ssh_set_channel_callbacks(ch_, &callbacks_);
+    if (ssh_channel_request_exec(ch_, command.c_str()) != SSH_OK) {
+      return Lost("exec request failed");
+    }
+    last_activity_ = Clock::now();
+    return Status::OK();
+  }
+
+  // Phase 1: until the server's EOF, feed stdin within the window and drain
+  // stdout/stderr.
+  Status PumpUntilEof() {
+    const int fd = ssh_get_fd(session_);
+    while (true) {
+      if (stdin_open_ && pending_.empty() && !input_(&pending_)) {
+        if (!CloseStdin()) return Lost("connection lost sending EOF");
+      }
+      Status s = WriteWithinWindow();
+      if (!s.ok()) return s;
+      uint64_t before = st_.bytes_in;
+      int rc = ssh_channel_poll(ch_, 0);
+      if (rc == SSH_ERROR) return Lost("connection lost");
+      if (st_.bytes_in != before) last_activity_ = Clock::now();
+      if (st_.aborted || rc == SSH_EOF || st_.eof) return Status::OK();
+      bool can_write = stdin_open_ && (pending_.empty() || ssh_channel_window_size(ch_) > 0);
+      if (can_write) continue;
+      pollfd pfd = {fd, POLLIN, 0};
+      if (poll(&pfd, 1, kMaxWaitMs) == 0) KeepAlive();
+    }
+  }
+
+  bool aborted() const { return st_.aborted; }
+
+  // The consumer wants no more: stop the command and drop the channel.
+  Status Abort() {
+    ssh_channel_request_send_signal(ch_, "TERM");
+    ssh_channel_close(ch_);
+    Release();
+    return Status::Error(context_ + ": aborted: the output consumer stopped reading");
+  }
+
+  // Phase 2: output is over but the command may still read stdin (e.g.
+  // `exec >&-; cat > file`). No output can block us now, so blocking writes
+  // (which wait for the window) are safe.
+  Status FinishStdin() {
+    while (stdin_open_) {
+      if (pending_.empty()) {
+        if (!input_(&pending_)) {
+          if (!CloseStdin()) return Lost("connection lost sending EOF");
+        }
+        continue;
+      }
+      if (ssh_channel_is_closed(ch_) != 0) break;
+      int rc = ssh_channel_write(ch_, pending_.data(),
+                                 static_cast<uint32_t>(std::min(pending_.size(), kWriteChunk)));
+      if (rc < 0) {
+        if (ssh_is_connected(session_) == 0) {
+          return Lost("connection lost writing stdin");
+        }
+        break;
+      }
+      pending_.remove_prefix(static_cast<size_t>(rc));
+    }
+    return Status::OK();
+  }
+
+  // Phase 3: the exit status (or signal) follows EOF.
+  Status WaitExitStatus() {
+    while (!st_.got_status && !st_.got_signal && ssh_channel_is_closed(ch_) == 0) {
+      ssh_channel_get_exit_status(ch_);  // waits up to the session timeout
+      if (ssh_is_connected(session_) == 0) return Lost("connection lost");
+      KeepAlive();
+    }
+    if (ssh_is_connected(session_) == 0 && !st_.got_status && !st_.got_signal) {
+      return Lost("connection lost");
+    }
+    Release();
+    return Status::OK();
+  }
+
+  // What the command printed and how it ended. REQUIRES: WaitExitStatus ok.
+  CommandResult TakeResult() {
+    CommandResult result = std::move(st_.result);
+    if (st_.got_signal && !st_.got_status) {
+      result.exit_code = -1;
+      transport_internal::AppendSignalNote(st_.signal_name, st_.core_dumped, &result.err);
+    } else if (!st_.got_status) {
+      result.exit_code = -1;
+      if (!result.err.empty() && result.err.back() != '\n') {
+        result.err.push_back('\n');
+      }
+      result.err.append("the server closed the channel without an exit status\n");
+    }
+    return result;
+  }
+
+ private:
+  // Frees the channel; the callbacks go first, since they point at `st_`
+  // and libssh may still see packets for the channel.
+  void Release() {
+    if (ch_ != nullptr) {
+      ssh_remove_channel_callbacks(ch_, &callbacks_);
+      ssh_channel_free(ch_);
+      ch_ = nullptr;
+    }
+  }
+
+  bool CloseStdin() {
+    stdin_open_ = false;
+    pending_ = {};
+    return ssh_channel_send_eof(ch_) == SSH_OK || ssh_is_connected(session_) != 0;
+  }
+
+  // Writes what the window allows of the pending stdin, without blocking.
+  Status WriteWithinWindow() {
+    if (!stdin_open_ || pending_.empty() || ssh_channel_window_size(ch_) == 0) return Status::OK();
+    size_t n = std::min<size_t>({pending_.size(), ssh_channel_window_size(ch_), kWriteChunk});
+    int rc = ssh_channel_write(ch_, pending_.data(), static_cast<uint32_t>(n));
+    if (rc < 0) {
+      if (ssh_is_connected(session_) == 0) {
+        return Lost("connection lost writing stdin");
+      }
+      // The command closed its stdin (or exited): drop the rest, as
+      // OpenSSH does; the exit code tells the story.
+      stdin_open_ = false;
+      pending_ = {};
+    } else {
+      pending_.remove_prefix(static_cast<size_t>(rc));
+      if (rc > 0) last_activity_ = Clock::now();
+    }
+    return Status::OK();
+  }
+
+  // A silent command: keep middleboxes and TCP_USER_TIMEOUT busy.
+  void KeepAlive() {
+    if (keepalive_s_ <= 0 || Clock::now() - last_activity_ < std::chrono::seconds(keepalive_s_))
+      return;
+    ssh_send_ignore(session_, "");
+    last_activity_ = Clock::now();
+  }
+
+  SshTransport::Session session_;
+  const int keepalive_s_;
+  const StdinPull& input_;
+  const std::string context_;
+  const std::function<std::string()> libssh_error_;
+  bool* broken_;
+  ChannelState st_;
+  ssh_channel_callbacks_struct callbacks_ = {};
+  ssh_channel ch_ = nullptr;
+  std::string_view pending_;
+  bool stdin_open_ = true;
+  Clock::time_point last_activity_ = Clock::now();
+};
+
+}  // namespace
+
 Result<CommandResult> SshTransport::ExecLocked(
     const std::string& command, const StdinPull& input,
     const std::function<bool(std::string_view)>* on_stdout) {
-  const std::string context =
-      describe_ + ": running " + CommandSnippet(command);
+  const std::string context = describe_ + ": running " + CommandSnippet(command);
   bool fresh = false;
   if (!SessionLooksAliveLocked()) {
     Status s = ConnectLocked();
     if (!s.ok()) return s.Prefixed(context);
     fresh = true;
   }
-
-  ChannelState st;
-  st.on_stdout = on_stdout;
-  ssh_channel_callbacks_struct callbacks = {};
-  callbacks.userdata = &st;
-  callbacks.channel_data_function = OnData;
-  callbacks.channel_eof_function = OnEof;
-  callbacks.channel_exit_status_function = OnExitStatus;
-  callbacks.channel_exit_signal_function = OnExitSignal;
-  ssh_callbacks_init(&callbacks);
-
-  ssh_channel ch = nullptr;
-  // Frees the channel; the callbacks go first, since they point at `st` on
-  // this stack frame and libssh may still see packets for the channel.
-  auto release = [&] {
-    if (ch != nullptr) {
-      ssh_remove_channel_callbacks(ch, &callbacks);
-      ssh_channel_free(ch);
-      ch = nullptr;
-    }
-  };
-  auto lost = [&](const std::string& what) {
-    std::string detail = LibsshError();
-    broken_ = true;
-    release();
-    return Result<CommandResult>::Error(context + ": " + what + ": " + detail);
-  };
-
+  ChannelRun run(
+      session_, endpoint_.keepalive_s, input, on_stdout, context, [this] { return LibsshError(); },
+      &broken_);
   // Opening a channel sends nothing of the command yet, so if a session that
   // looked alive turns out dead here, one reconnect and retry is safe.
-  for (int attempt = 0;; ++attempt) {
-    ch = ssh_channel_new(session_);
-    if (ch != nullptr && ssh_channel_open_session(ch) == SSH_OK) break;
-    if (fresh || attempt > 0) return lost("cannot open a channel");
-    if (ch != nullptr) ssh_channel_free(ch);
-    ch = nullptr;
+  for (int attempt = 0; !run.TryOpen(session_); ++attempt) {
+    if (fresh || attempt > 0) return run.Lost("cannot open a channel");
     Status s = ConnectLocked();
     if (!s.ok()) return s.Prefixed(context + ": reconnecting");
   }
-  // Callbacks before the exec request: early output must not land in
-  // libssh's own buffers, where our callbacks would never see it.
-  ssh_set_channel_callbacks(ch, &callbacks);
-  if (ssh_channel_request_exec(ch, command.c_str()) != SSH_OK) {
-    return lost("exec request failed");
-  }
-
-  const int fd = ssh_get_fd(session_);
-  const auto keepalive = std::chrono::seconds(endpoint_.keepalive_s);
-  auto last_activity = Clock::now();
-  std::string_view pending;
-  bool stdin_open = true;
-  auto close_stdin = [&]() -> bool {
-    stdin_open = false;
-    pending = {};
-    return ssh_channel_send_eof(ch) == SSH_OK ||
-           ssh_is_connected(session_) != 0;
-  };
-
-  // Phase 1: until the server's EOF, feed stdin within the window and drain
-  // stdout/stderr.
-  while (true) {
-    if (stdin_open && pending.empty() && !input(&pending)) {
-      if (!close_stdin()) return lost("connection lost sending EOF");
-    }
-    if (stdin_open && !pending.empty() && ssh_channel_window_size(ch) > 0) {
-      size_t n = std::min<size_t>(
-          {pending.size(), ssh_channel_window_size(ch), kWriteChunk});
-      int rc = ssh_channel_write(ch, pending.data(), static_cast<uint32_t>(n));
-      if (rc < 0) {
-        if (ssh_is_connected(session_) == 0) {
-          return lost("connection lost writing stdin");
-        }
-        // The command closed its stdin (or exited): drop the rest, as
-        // OpenSSH does; the exit code tells the story.
-        stdin_open = false;
-        pending = {};
-      } else {
-        pending.remove_prefix(static_cast<size_t>(rc));
-        if (rc > 0) last_activity = Clock::now();
-      }
-    }
-    uint64_t before = st.bytes_in;
-    int rc = ssh_channel_poll(ch, 0);
-    if (rc == SSH_ERROR) return lost("connection lost");
-    if (st.bytes_in != before) last_activity = Clock::now();
-    if (st.aborted) break;
-    if (rc == SSH_EOF || st.eof) break;
-    bool can_write =
-        stdin_open && (pending.empty() || ssh_channel_window_size(ch) > 0);
-    if (can_write) continue;
-    pollfd pfd = {fd, POLLIN, 0};
-    if (poll(&pfd, 1, kMaxWaitMs) == 0 && endpoint_.keepalive_s > 0 &&
-        Clock::now() - last_activity >= keepalive) {
-      // A silent command: keep middleboxes and TCP_USER_TIMEOUT busy.
-      ssh_send_ignore(session_, "");
-      last_activity = Clock::now();
-    }
-  }
-
-  if (st.aborted) {
-    // The consumer wants no more: stop the command and drop the channel.
-    ssh_channel_request_send_signal(ch, "TERM");
-    ssh_channel_close(ch);
-    release();
-    return Result<CommandResult>::Error(
-        context + ": aborted: the output consumer stopped reading");
-  }
-
-  // Phase 2: output is over but the command may still read stdin (e.g.
-  // `exec >&-; cat > file`). No output can block us now, so blocking writes
-  // (which wait for the window) are safe.
-  while (stdin_open) {
-    if (pending.empty()) {
-      if (!input(&pending)) {
-        if (!close_stdin()) return lost("connection lost sending EOF");
-      }
-      continue;
-    }
-    if (ssh_channel_is_closed(ch) != 0) break;
-    int rc = ssh_channel_write(
-        ch, pending.data(),
-        static_cast<uint32_t>(std::min(pending.size(), kWriteChunk)));
-    if (rc < 0) {
-      if (ssh_is_connected(session_) == 0) {
-        return lost("connection lost writing stdin");
-      }
-      break;
-    }
-    pending.remove_prefix(static_cast<size_t>(rc));
-  }
-
-  // Phase 3: the exit status (or signal) follows EOF.
-  while (!st.got_status && !st.got_signal && ssh_channel_is_closed(ch) == 0) {
-    ssh_channel_get_exit_status(ch);  // waits up to the session timeout
-    if (ssh_is_connected(session_) == 0) return lost("connection lost");
-    if (endpoint_.keepalive_s > 0 &&
-        Clock::now() - last_activity >= keepalive) {
-      ssh_send_ignore(session_, "");
-      last_activity = Clock::now();
-    }
-  }
-  if (ssh_is_connected(session_) == 0 && !st.got_status && !st.got_signal) {
-    return lost("connection lost");
-  }
-  release();
-
-  CommandResult result = std::move(st.result);
-  if (st.got_signal && !st.got_status) {
-    result.exit_code = -1;
-    transport_internal::AppendSignalNote(st.signal_name, st.core_dumped,
-                                         &result.err);
-  } else if (!st.got_status) {
-    result.exit_code = -1;
-    if (!result.err.empty() && result.err.back() != '\n') {
-      result.err.push_back('\n');
-    }
-    result.err.append("the server closed the channel without an exit status\n");
-  }
-  return result;
+  Status s = run.Exec(command);
+  if (s.ok()) s = run.PumpUntilEof();
+  if (s.ok() && run.aborted()) return run.Abort();
+  if (s.ok()) s = run.FinishStdin();
+  if (s.ok()) s = run.WaitExitStatus();
+  if (!s.ok()) return s;
+  return run.TakeResult();
 }
 
 Status SshTransport::WriteFile(const std::string& remote_path,

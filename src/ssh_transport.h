@@ -67,9 +67,10 @@ class SshTransport : public Transport {
   // "dgx1 (kilork@127.0.0.1:22001)".
   std::string Describe() const override;
 
- private:
+ public:
   using Session = ssh_session_struct*;
 
+ private:
   // All REQUIRES mu_ held.
   Status ConnectLocked();
   void DisconnectLocked();

@@ -35,9 +35,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string ErrnoText(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
+std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 // "open /x/y: No such file or directory"
 Status SysError(const std::string& what, const std::string& path, int err) {
@@ -158,8 +156,7 @@ bool SameFile(const struct stat& a, const struct stat& b) {
 
 std::string RandomHex(size_t bytes) {
   std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()),
-                 static_cast<int>(bytes)) != 1) {
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
     // Only uniqueness matters for a lock id; fall back to the OS generator.
     std::random_device rd;
     for (auto& c : raw) c = static_cast<char>(rd());
@@ -193,9 +190,8 @@ std::string UserName() {
 }
 
 json LockInfoToJson(const LockInfo& i) {
-  return json{
-      {"id", i.id},           {"holder", i.holder}, {"operation", i.operation},
-      {"created", i.created}, {"pid", i.pid},       {"hostname", i.hostname}};
+  return json{{"id", i.id},           {"holder", i.holder}, {"operation", i.operation},
+              {"created", i.created}, {"pid", i.pid},       {"hostname", i.hostname}};
 }
 
 // Parses what a lock holder wrote; false when the text is not (yet) a
@@ -227,8 +223,8 @@ class LocalStateLock : public StateLock {
     // Unlink only when the path is still ours: after a force-unlock it may
     // name another process's lock, which must survive our release.
     struct stat mine, now;
-    if (::fstat(fd_.get(), &mine) == 0 &&
-        ::stat(lock_path_.c_str(), &now) == 0 && SameFile(mine, now)) {
+    if (::fstat(fd_.get(), &mine) == 0 && ::stat(lock_path_.c_str(), &now) == 0 &&
+        SameFile(mine, now)) {
       ::unlink(lock_path_.c_str());
     }
   }
@@ -252,12 +248,15 @@ class LocalStateStore : public StateStore {
 
   Result<State> Load() override;
   Status Save(const State& state) override;
-  Result<std::unique_ptr<StateLock>> Lock(
-      const std::string& operation) override;
+  Result<std::unique_ptr<StateLock>> Lock(const std::string& operation) override;
   Status ForceUnlock(const std::string& lock_id) override;
   std::string Describe() const override { return path_; }
+  Result<std::vector<StateVersion>> History() override;
+  Result<State> LoadSerial(uint64_t serial) override;
 
  private:
+  Result<State> LoadFile(const std::string& path) const;
+  Status EnsureDir() const;
   Status Unreadable(const std::string& why) const;
   void RemoveStaleTemps() const;
   Status WriteBackup(pid_t pid) const;
@@ -270,13 +269,31 @@ class LocalStateStore : public StateStore {
   const std::string lock_path_;
 };
 
+// The state directory, with a `.gitignore` of `*` when fleet made it or it
+// is the default `.fleet`: a manifests repo must never commit a state file
+// (it holds what undo needs, node facts) or a saved plan by accident.
+Status LocalStateStore::EnsureDir() const {
+  struct stat st;
+  const bool existed = ::stat(dir_.c_str(), &st) == 0;
+  Status s = MakeDirs(dir_);
+  if (!s.ok()) return s;
+  if (existed && BaseName(dir_) != ".fleet") return Status::OK();
+  const std::string ignore = dir_ + "/.gitignore";
+  if (::stat(ignore.c_str(), &st) == 0) return Status::OK();
+  Fd fd(OpenRetry(ignore.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return errno == EEXIST ? Status::OK() : SysError("create", ignore, errno);
+  s = WriteAll(fd.get(),
+               "# fleet's state, its backup, lock and saved plans: never commit them\n*\n", ignore);
+  if (s.ok() && fd.Close() != 0) s = SysError("close", ignore, errno);
+  return s;
+}
+
 Status LocalStateStore::Unreadable(const std::string& why) const {
   struct stat st;
   std::string hint = ::stat(backup_path_.c_str(), &st) == 0
                          ? "the previous version is at " + backup_path_
                          : "no previous version exists at " + backup_path_;
-  return Status::Error("cannot read state file " + path_ + ": " + why + "; " +
-                       hint);
+  return Status::Error("cannot read state file " + path_ + ": " + why + "; " + hint);
 }
 
 Result<State> LocalStateStore::Load() {
@@ -321,12 +338,9 @@ void LocalStateStore::RemoveStaleTemps() const {
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     for (const auto& prefix : prefixes) {
-      if (name.size() <= prefix.size() ||
-          name.compare(0, prefix.size(), prefix))
-        continue;
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix)) continue;
       std::string digits = name.substr(prefix.size());
-      if (digits.find_first_not_of("0123456789") != std::string::npos ||
-          digits.size() > 9)
+      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
         continue;  // not ours
       pid_t pid = static_cast<pid_t>(std::stol(digits));
       if (pid == self || (::kill(pid, 0) != 0 && errno == ESRCH)) {
@@ -353,8 +367,7 @@ Status LocalStateStore::WriteBackup(pid_t pid) const {
     std::string old;
     Status s = ReadAll(src.get(), path_, &old);
     if (!s.ok()) return s;
-    Fd dst(
-        OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    Fd dst(OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (dst.get() < 0) return SysError("create", tmp, errno);
     s = WriteAll(dst.get(), old, tmp);
     if (s.ok()) s = FsyncFd(dst.get(), tmp);
@@ -389,16 +402,14 @@ Status LocalStateStore::Save(const State& state) {
     // Never write what Load would refuse (duplicate addresses, no lineage).
     auto check = State::FromJson(j);
     if (!check.ok()) {
-      return check.status().Prefixed("refusing to save an invalid state to " +
-                                     path_);
+      return check.status().Prefixed("refusing to save an invalid state to " + path_);
     }
     text = j.dump(2) + "\n";
   } catch (const std::exception& e) {
-    return Status::Error("cannot serialize the state for " + path_ + ": " +
-                         e.what());
+    return Status::Error("cannot serialize the state for " + path_ + ": " + e.what());
   }
 
-  Status s = MakeDirs(dir_);
+  Status s = EnsureDir();
   if (!s.ok()) return s;
   RemoveStaleTemps();
 
@@ -423,8 +434,7 @@ Status LocalStateStore::Save(const State& state) {
   }
   s = FsyncDir(dir_);
   if (!s.ok()) {
-    return s.Prefixed("state written to " + path_ +
-                      " but may not survive a power loss");
+    return s.Prefixed("state written to " + path_ + " but may not survive a power loss");
   }
   return Status::OK();
 }
@@ -436,8 +446,8 @@ std::string LocalStateStore::HeldMessage(int fd) const {
   // milliseconds before calling the lock anonymous.
   for (int i = 0; i < 20; ++i) {
     if (ReadAll(fd, lock_path_, &text).ok() && LockInfoFromText(text, &info)) {
-      return "state is locked by " + info.holder + " (" + info.operation +
-             ") since " + info.created + ", lock id " + info.id +
+      return "state is locked by " + info.holder + " (" + info.operation + ") since " +
+             info.created + ", lock id " + info.id +
              "; if that process is gone, run: fleet force-unlock " + info.id;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -447,9 +457,8 @@ std::string LocalStateStore::HeldMessage(int fd) const {
          lock_path_;
 }
 
-Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(
-    const std::string& operation) {
-  Status s = MakeDirs(dir_);
+Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(const std::string& operation) {
+  Status s = EnsureDir();
   if (!s.ok()) return s;
   // Each retry means the file we flocked was unlinked under us (released or
   // force-unlocked); a handful is plenty unless something is badly wrong.
@@ -462,8 +471,7 @@ Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(
       return SysError("flock", lock_path_, errno);
     }
     struct stat mine, now;
-    if (::fstat(fd.get(), &mine) != 0)
-      return SysError("fstat", lock_path_, errno);
+    if (::fstat(fd.get(), &mine) != 0) return SysError("fstat", lock_path_, errno);
     if (::stat(lock_path_.c_str(), &now) != 0 || !SameFile(mine, now)) {
       continue;  // unlinked after we opened it: that lock is dead, retry
     }
@@ -471,16 +479,14 @@ Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(
     info.id = RandomHex(16);
     info.pid = static_cast<int>(::getpid());
     info.hostname = HostName();
-    info.holder =
-        UserName() + "@" + info.hostname + " pid " + std::to_string(info.pid);
+    info.holder = UserName() + "@" + info.hostname + " pid " + std::to_string(info.pid);
     info.operation = operation;
     info.created = NowRfc3339();
     std::string text;
     try {
       text = LockInfoToJson(info).dump() + "\n";
     } catch (const std::exception& e) {
-      return Status::Error("cannot serialize lock info: " +
-                           std::string(e.what()));
+      return Status::Error("cannot serialize lock info: " + std::string(e.what()));
     }
     // A dead holder's info may still be in the file: overwrite it whole.
     if (::fchmod(fd.get(), 0600) != 0) s = SysError("chmod", lock_path_, errno);
@@ -499,8 +505,7 @@ Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(
     return std::unique_ptr<StateLock>(
         new LocalStateLock(fd.release(), lock_path_, std::move(info)));
   }
-  return Status::Error("cannot lock " + lock_path_ +
-                       ": the lock file keeps being replaced");
+  return Status::Error("cannot lock " + lock_path_ + ": the lock file keeps being replaced");
 }
 
 Status LocalStateStore::ForceUnlock(const std::string& lock_id) {
@@ -508,8 +513,7 @@ Status LocalStateStore::ForceUnlock(const std::string& lock_id) {
   Fd fd(OpenRetry(lock_path_.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT) {
-      return Status::Error("no lock held on " + path_ + " (no " + lock_path_ +
-                           ")");
+      return Status::Error("no lock held on " + path_ + " (no " + lock_path_ + ")");
     }
     return SysError("open lock file", lock_path_, errno);
   }
@@ -526,22 +530,68 @@ Status LocalStateStore::ForceUnlock(const std::string& lock_id) {
     return Status::Error("lock id " + lock_id +
                          " does not match the current "
                          "lock on " +
-                         path_ + ": id " + info.id + ", held by " +
-                         info.holder + " (" + info.operation + ") since " +
-                         info.created);
+                         path_ + ": id " + info.id + ", held by " + info.holder + " (" +
+                         info.operation + ") since " + info.created);
   }
   // Unlink only the file we read: if it was replaced meanwhile, that newer
   // lock has another id and must survive.
   struct stat mine, now;
   if (::fstat(fd.get(), &mine) != 0 || ::stat(lock_path_.c_str(), &now) != 0 ||
       !SameFile(mine, now)) {
-    return Status::Error("the lock on " + path_ +
-                         " changed while breaking it; check it again");
+    return Status::Error("the lock on " + path_ + " changed while breaking it; check it again");
   }
   if (::unlink(lock_path_.c_str()) != 0) {
     return SysError("remove lock file", lock_path_, errno);
   }
   return Status::OK();
+}
+
+// A kept version (the current file or its backup), parsed.
+Result<State> LocalStateStore::LoadFile(const std::string& path) const {
+  Fd fd(OpenRetry(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return SysError("open", path, errno);
+  std::string text;
+  Status s = ReadAll(fd.get(), path, &text);
+  if (!s.ok()) return s;
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Status::Error(path + " is not valid JSON");
+  auto st = State::FromJson(j);
+  if (!st.ok()) return st.status().Prefixed(path);
+  return st;
+}
+
+Result<std::vector<StateVersion>> LocalStateStore::History() {
+  std::vector<StateVersion> out;
+  for (const std::string& p : {backup_path_, path_}) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) continue;
+    Result<State> s = LoadFile(p);
+    if (!s.ok()) return s.status();
+    StateVersion v;
+    v.serial = s->serial;
+    v.lineage = s->lineage;
+    char buf[32];
+    struct tm tm;
+    gmtime_r(&st.st_mtime, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    v.saved_at = buf;
+    v.saved_by = p == path_ ? "(current)" : "(backup)";
+    if (!out.empty() && out.back().serial == v.serial) out.pop_back();
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<State> LocalStateStore::LoadSerial(uint64_t serial) {
+  for (const std::string& p : {path_, backup_path_}) {
+    struct stat st;
+    if (::stat(p.c_str(), &st) != 0) continue;
+    Result<State> s = LoadFile(p);
+    if (s.ok() && s->serial == serial) return s;
+  }
+  return Status::Error("serial " + std::to_string(serial) + " is not kept in " + path_ +
+                       ": the local backend keeps the current state and the one before it "
+                       "(the postgres backend keeps every serial)");
 }
 
 }  // namespace

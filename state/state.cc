@@ -17,36 +17,31 @@ using nlohmann::json;
 
 // Sort key for resources: the address. Every lookup below relies on the
 // vector being sorted, which FromJson and Upsert maintain.
-bool AddressLess(const ResourceRecord& a, const ResourceRecord& b) {
-  return a.address < b.address;
-}
+bool AddressLess(const ResourceRecord& a, const ResourceRecord& b) { return a.address < b.address; }
 
 const char* TypeName(const json& j) { return j.type_name(); }
 
 // Reads an optional string member; absent means "".
-Status OptionalString(const json& obj, const char* key,
-                      const std::string& where, std::string* out) {
+Status OptionalString(const json& obj, const char* key, const std::string& where,
+                      std::string* out) {
   auto it = obj.find(key);
   if (it == obj.end()) {
     out->clear();
     return Status::OK();
   }
   if (!it->is_string()) {
-    return Status::Error(where + "." + key + ": expected a string, got " +
-                         TypeName(*it));
+    return Status::Error(where + "." + key + ": expected a string, got " + TypeName(*it));
   }
   *out = it->get<std::string>();
   return Status::OK();
 }
 
-Status RequiredString(const json& obj, const char* key,
-                      const std::string& where, std::string* out) {
+Status RequiredString(const json& obj, const char* key, const std::string& where,
+                      std::string* out) {
   auto it = obj.find(key);
-  if (it == obj.end())
-    return Status::Error(where + ": missing \"" + key + "\"");
+  if (it == obj.end()) return Status::Error(where + ": missing \"" + key + "\"");
   if (!it->is_string()) {
-    return Status::Error(where + "." + key + ": expected a string, got " +
-                         TypeName(*it));
+    return Status::Error(where + "." + key + ": expected a string, got " + TypeName(*it));
   }
   *out = it->get<std::string>();
   if (out->empty()) return Status::Error(where + "." + key + ": is empty");
@@ -55,8 +50,7 @@ Status RequiredString(const json& obj, const char* key,
 
 Result<ResourceRecord> RecordFromJson(const json& j, const std::string& where) {
   if (!j.is_object()) {
-    return Result<ResourceRecord>::Error(where + ": expected an object, got " +
-                                         TypeName(j));
+    return Result<ResourceRecord>::Error(where + ": expected an object, got " + TypeName(j));
   }
   ResourceRecord r;
   Status s = RequiredString(j, "address", where, &r.address);
@@ -68,8 +62,8 @@ Result<ResourceRecord> RecordFromJson(const json& j, const std::string& where) {
   if (it != j.end()) {
     // null is accepted so that a default-constructed record round-trips.
     if (!it->is_object() && !it->is_null()) {
-      return Result<ResourceRecord>::Error(
-          where + ".attributes: expected an object, got " + TypeName(*it));
+      return Result<ResourceRecord>::Error(where + ".attributes: expected an object, got " +
+                                           TypeName(*it));
     }
     r.attributes = *it;
   }
@@ -78,8 +72,7 @@ Result<ResourceRecord> RecordFromJson(const json& j, const std::string& where) {
 
 Result<State> FromJsonUnchecked(const json& j) {
   if (!j.is_object()) {
-    return Result<State>::Error(std::string("state: expected an object, got ") +
-                                TypeName(j));
+    return Result<State>::Error(std::string("state: expected an object, got ") + TypeName(j));
   }
   State st;
   // The version is checked first: a newer fleet may have changed the rest of
@@ -87,19 +80,17 @@ Result<State> FromJsonUnchecked(const json& j) {
   auto v = j.find("version");
   if (v == j.end()) return Result<State>::Error("state: missing \"version\"");
   if (!v->is_number_integer()) {
-    return Result<State>::Error(
-        std::string("state.version: expected an integer, got ") + TypeName(*v));
+    return Result<State>::Error(std::string("state.version: expected an integer, got ") +
+                                TypeName(*v));
   }
   int64_t version = v->get<int64_t>();
   if (version > State::kVersion) {
-    return Result<State>::Error(
-        "state written by a newer fleet (version " + std::to_string(version) +
-        "); this fleet reads version " + std::to_string(State::kVersion) +
-        ": upgrade fleet");
+    return Result<State>::Error("state written by a newer fleet (version " +
+                                std::to_string(version) + "); this fleet reads version " +
+                                std::to_string(State::kVersion) + ": upgrade fleet");
   }
   if (version < 1) {
-    return Result<State>::Error("state.version: unsupported version " +
-                                std::to_string(version));
+    return Result<State>::Error("state.version: unsupported version " + std::to_string(version));
   }
   st.version = static_cast<int>(version);
 
@@ -107,27 +98,23 @@ Result<State> FromJsonUnchecked(const json& j) {
   if (!s.ok()) return s;
 
   auto serial = j.find("serial");
-  if (serial == j.end())
-    return Result<State>::Error("state: missing \"serial\"");
+  if (serial == j.end()) return Result<State>::Error("state: missing \"serial\"");
   if (!serial->is_number_unsigned() &&
       !(serial->is_number_integer() && serial->get<int64_t>() >= 0)) {
-    return Result<State>::Error(
-        std::string("state.serial: expected a non-negative integer, got ") +
-        (serial->is_number() ? "a " + serial->dump() : TypeName(*serial)));
+    return Result<State>::Error(std::string("state.serial: expected a non-negative integer, got ") +
+                                (serial->is_number() ? "a " + serial->dump() : TypeName(*serial)));
   }
   st.serial = serial->get<uint64_t>();
 
   auto res = j.find("resources");
   if (res != j.end() && !res->is_null()) {
     if (!res->is_array()) {
-      return Result<State>::Error(
-          std::string("state.resources: expected an array, got ") +
-          TypeName(*res));
+      return Result<State>::Error(std::string("state.resources: expected an array, got ") +
+                                  TypeName(*res));
     }
     st.resources.reserve(res->size());
     for (size_t i = 0; i < res->size(); ++i) {
-      auto r = RecordFromJson((*res)[i],
-                              "state.resources[" + std::to_string(i) + "]");
+      auto r = RecordFromJson((*res)[i], "state.resources[" + std::to_string(i) + "]");
       if (!r.ok()) return r.status();
       st.resources.push_back(std::move(r).value());
     }
@@ -145,17 +132,15 @@ Result<State> FromJsonUnchecked(const json& j) {
 }  // namespace
 
 const ResourceRecord* State::Find(const std::string& address) const {
-  auto it = std::lower_bound(resources.begin(), resources.end(), address,
-                             [](const ResourceRecord& r, const std::string& a) {
-                               return r.address < a;
-                             });
+  auto it =
+      std::lower_bound(resources.begin(), resources.end(), address,
+                       [](const ResourceRecord& r, const std::string& a) { return r.address < a; });
   if (it == resources.end() || it->address != address) return nullptr;
   return &*it;
 }
 
 void State::Upsert(ResourceRecord record) {
-  auto it =
-      std::lower_bound(resources.begin(), resources.end(), record, AddressLess);
+  auto it = std::lower_bound(resources.begin(), resources.end(), record, AddressLess);
   if (it != resources.end() && it->address == record.address) {
     *it = std::move(record);
   } else {
@@ -164,10 +149,9 @@ void State::Upsert(ResourceRecord record) {
 }
 
 bool State::Remove(const std::string& address) {
-  auto it = std::lower_bound(resources.begin(), resources.end(), address,
-                             [](const ResourceRecord& r, const std::string& a) {
-                               return r.address < a;
-                             });
+  auto it =
+      std::lower_bound(resources.begin(), resources.end(), address,
+                       [](const ResourceRecord& r, const std::string& a) { return r.address < a; });
   if (it == resources.end() || it->address != address) return false;
   resources.erase(it);
   return true;
@@ -179,10 +163,9 @@ json State::ToJson() const {
   std::vector<const ResourceRecord*> sorted;
   sorted.reserve(resources.size());
   for (const auto& r : resources) sorted.push_back(&r);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const ResourceRecord* a, const ResourceRecord* b) {
-                     return a->address < b->address;
-                   });
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const ResourceRecord* a, const ResourceRecord* b) { return a->address < b->address; });
   json list = json::array();
   for (const ResourceRecord* r : sorted) {
     list.push_back(json{{"address", r->address},
@@ -222,8 +205,8 @@ std::string NewLineage() {
   std::snprintf(out, sizeof(out),
                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
                 "%02x%02x%02x%02x%02x%02x",
-                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-                b[10], b[11], b[12], b[13], b[14], b[15]);
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                b[13], b[14], b[15]);
   return out;
 }
 

@@ -7,8 +7,10 @@
 #ifndef FLEET_STATE_STATE_STORE_H_
 #define FLEET_STATE_STATE_STORE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/status.h"
 #include "state/state.h"
@@ -30,6 +32,15 @@ class StateLock {
  public:
   virtual ~StateLock() = default;
   virtual const LockInfo& info() const = 0;
+};
+
+// One kept version of the state (fleet state history).
+struct StateVersion {
+  uint64_t serial = 0;
+  std::string lineage;
+  std::string saved_at;  // RFC 3339 of its last write
+  std::string saved_by;  // "user@host pid N (apply)" where known
+  int writes = 1;        // saves with this serial (one per finished step)
 };
 
 class StateStore {
@@ -54,11 +65,30 @@ class StateStore {
   virtual Status ForceUnlock(const std::string& lock_id) = 0;
 
   virtual std::string Describe() const = 0;  // e.g. the file path
+
+  // The versions this store keeps, oldest first (the postgres backend keeps
+  // every serial; the local file keeps the current one and its backup).
+  virtual Result<std::vector<StateVersion>> History() = 0;
+
+  // The last version saved with `serial`; an error when it is not kept.
+  virtual Result<State> LoadSerial(uint64_t serial) = 0;
 };
+
+// Lock(), retried until `timeout_ms` passed (0: one try). The last refusal,
+// naming the holder, is the error when the time runs out.
+Result<std::unique_ptr<StateLock>> LockWithTimeout(StateStore* store, const std::string& operation,
+                                                   int64_t timeout_ms);
 
 // The local file backend. `path` is the state file; its directory is created
 // (mode 0700) on first save. The lock file is `<path>.lock`.
 std::unique_ptr<StateStore> MakeLocalStateStore(const std::string& path);
+
+// The PostgreSQL backend (state/postgres_state_store.cc). The libpq
+// connection string is read from the environment variable `conn_env` (libpq's
+// own PG* variables, ~/.pgpass and PGSERVICE files work as usual); it never
+// appears in a message. `schema` is created on first use.
+std::unique_ptr<StateStore> MakePostgresStateStore(const std::string& conn_env,
+                                                   const std::string& schema);
 
 }  // namespace fleet
 

@@ -112,8 +112,11 @@ TEST_F(StateStoreTest, SaveThenLoadEquals) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->ToJson(), s.ToJson());
   EXPECT_EQ(ModeOf(dir_), 0700u);
-  // Only the state itself: no temp file, and no backup before a second save.
-  EXPECT_EQ(Names(dir_), std::vector<std::string>{"state.json"});
+  // Only the state itself (and the .gitignore of the directory fleet made):
+  // no temp file, and no backup before a second save.
+  std::vector<std::string> names = Names(dir_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".gitignore", "state.json"}));
 }
 
 TEST_F(StateStoreTest, ModesIgnoreTheUmask) {
@@ -163,16 +166,14 @@ TEST_F(StateStoreTest, UnparseableFileNamesItAndTheBackup) {
   auto store = MakeLocalStateStore(path_);
   ASSERT_TRUE(store->Save(MakeState(1)).ok());
   ASSERT_TRUE(store->Save(MakeState(2)).ok());
-  for (const char* text :
-       {"{\"version\": 1, \"lineage\": \"x\", \"ser", "", "[1,2]",
-        "{\"version\":1,\"lineage\":\"x\",\"serial\":\"7\"}"}) {
+  for (const char* text : {"{\"version\": 1, \"lineage\": \"x\", \"ser", "", "[1,2]",
+                           "{\"version\":1,\"lineage\":\"x\",\"serial\":\"7\"}"}) {
     SCOPED_TRACE(text);
     WriteFile(path_, text);
     auto r = store->Load();
     ASSERT_FALSE(r.ok());
     EXPECT_TRUE(Contains(r.status().message(), path_)) << r.status().message();
-    EXPECT_TRUE(Contains(r.status().message(),
-                         "the previous version is at " + path_ + ".backup"))
+    EXPECT_TRUE(Contains(r.status().message(), "the previous version is at " + path_ + ".backup"))
         << r.status().message();
   }
 }
@@ -183,8 +184,7 @@ TEST_F(StateStoreTest, NewerVersionSaysSo) {
   WriteFile(path_, R"({"version": 9, "whatever": true})");
   auto r = store->Load();
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(Contains(r.status().message(),
-                       "state written by a newer fleet (version 9)"))
+  EXPECT_TRUE(Contains(r.status().message(), "state written by a newer fleet (version 9)"))
       << r.status().message();
   EXPECT_TRUE(Contains(r.status().message(), path_));
 }
@@ -242,10 +242,9 @@ TEST_F(StateStoreTest, SaveRemovesTempFilesOfDeadWriters) {
   ::waitpid(live, nullptr, 0);
   ASSERT_TRUE(saved.ok()) << saved.message();
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"state.json", "state.json.backup",
-                                      "state.json.tmp." + std::to_string(live),
-                                      "unrelated.tmp.1"}));
+  EXPECT_EQ(names, (std::vector<std::string>{".gitignore", "state.json", "state.json.backup",
+                                             "state.json.tmp." + std::to_string(live),
+                                             "unrelated.tmp.1"}));
   ASSERT_TRUE(store->Save(MakeState(3)).ok());  // now it is dead: removed
   EXPECT_FALSE(fs::exists(live_tmp));
 }
@@ -307,16 +306,14 @@ TEST_F(StateStoreTest, KillDuringSaveNeverTearsTheFile) {
     EXPECT_GT(loaded->serial, last_serial);
     last_serial = loaded->serial;
     if (fs::exists(path_ + ".backup")) {
-      auto backup = State::FromJson(
-          json::parse(ReadFile(path_ + ".backup"), nullptr, false));
+      auto backup = State::FromJson(json::parse(ReadFile(path_ + ".backup"), nullptr, false));
       EXPECT_TRUE(backup.ok()) << backup.status().message();
     }
     const std::string victim = "." + std::to_string(pid);
     for (const std::string& name : Names(dir_)) {
       if (!Contains(name, ".tmp.")) continue;
-      EXPECT_TRUE(
-          name.size() > victim.size() &&
-          name.compare(name.size() - victim.size(), victim.size(), victim) == 0)
+      EXPECT_TRUE(name.size() > victim.size() &&
+                  name.compare(name.size() - victim.size(), victim.size(), victim) == 0)
           << "stray temp file " << name;
     }
   }
@@ -332,8 +329,7 @@ TEST_F(StateStoreTest, KillDuringSaveNeverTearsTheFile) {
 
 // A child that takes the lock, reports its id, and holds it until told to
 // release (a byte on *release_fd) or killed.
-pid_t SpawnLockHolder(const std::string& path, std::string* id,
-                      int* release_fd) {
+pid_t SpawnLockHolder(const std::string& path, std::string* id, int* release_fd) {
   int ready[2], release[2];
   if (::pipe(ready) != 0 || ::pipe(release) != 0) return -1;
   pid_t pid = ::fork();
@@ -344,9 +340,7 @@ pid_t SpawnLockHolder(const std::string& path, std::string* id,
     auto lock = store->Lock("apply");
     if (!lock.ok()) ::_exit(2);
     std::string msg = (*lock)->info().id + "\n";
-    if (::write(ready[1], msg.data(), msg.size()) !=
-        static_cast<ssize_t>(msg.size()))
-      ::_exit(3);
+    if (::write(ready[1], msg.data(), msg.size()) != static_cast<ssize_t>(msg.size())) ::_exit(3);
     char c;
     while (::read(release[0], &c, 1) < 0 && errno == EINTR) {
     }
@@ -373,9 +367,9 @@ TEST_F(StateStoreTest, LockHeldElsewhereFailsFastAndDiesWithItsHolder) {
   auto store = MakeLocalStateStore(path_);
   auto t0 = std::chrono::steady_clock::now();
   auto denied = store->Lock("plan");
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - t0)
-                .count();
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   ASSERT_FALSE(denied.ok());
   EXPECT_LT(ms, 250) << "Lock() must not wait for the holder";
   const std::string& msg = denied.status().message();
@@ -414,8 +408,7 @@ TEST_F(StateStoreTest, LockIsExclusiveWithinOneProcessToo) {
   auto lb = b->Lock("destroy");
   ASSERT_FALSE(lb.ok());
   EXPECT_TRUE(Contains(lb.status().message(), (*la)->info().id));
-  EXPECT_TRUE(
-      Contains((*la)->info().holder, " pid " + std::to_string(::getpid())));
+  EXPECT_TRUE(Contains((*la)->info().holder, " pid " + std::to_string(::getpid())));
 }
 
 TEST_F(StateStoreTest, ForceUnlock) {
@@ -456,6 +449,49 @@ TEST_F(StateStoreTest, ForceUnlock) {
   Status stale = store->ForceUnlock(id);
   ASSERT_FALSE(stale.ok());
   EXPECT_TRUE(Contains(stale.message(), (*mine)->info().id)) << stale.message();
+}
+
+TEST_F(StateStoreTest, TheDirectoryFleetMakesIsIgnoredByGit) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->Save(MakeState(1)).ok());
+  EXPECT_TRUE(Contains(ReadFile(dir_ + "/.gitignore"), "\n*\n"));
+  // A directory the user made and named otherwise is left alone.
+  fs::create_directories(root_ + "/mine");
+  auto other = MakeLocalStateStore(root_ + "/mine/state.json");
+  ASSERT_TRUE(other->Save(MakeState(1)).ok());
+  EXPECT_FALSE(fs::exists(root_ + "/mine/.gitignore"));
+}
+
+TEST_F(StateStoreTest, HistoryIsTheStateAndItsBackup) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->Save(MakeState(1)).ok());
+  ASSERT_TRUE(store->Save(MakeState(2)).ok());
+  ASSERT_TRUE(store->Save(MakeState(3)).ok());
+  auto h = store->History();
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  ASSERT_EQ(h->size(), 2u);
+  EXPECT_EQ((*h)[0].serial, 2u);
+  EXPECT_EQ((*h)[1].serial, 3u);
+  auto two = store->LoadSerial(2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->ToJson(), MakeState(2).ToJson());
+  auto one = store->LoadSerial(1);
+  ASSERT_FALSE(one.ok());
+  EXPECT_TRUE(Contains(one.status().message(), "postgres backend keeps every serial"));
+}
+
+TEST_F(StateStoreTest, LockWithTimeoutWaitsThenNamesTheHolder) {
+  auto a = MakeLocalStateStore(path_);
+  auto held = a->Lock("apply");
+  ASSERT_TRUE(held.ok());
+  auto b = MakeLocalStateStore(path_);
+  auto start = std::chrono::steady_clock::now();
+  auto refused = LockWithTimeout(b.get(), "plan", 400);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Contains(refused.status().message(), "locked by"));
+  held = Status::Error("released");
+  EXPECT_TRUE(LockWithTimeout(b.get(), "plan", 400).ok());
 }
 
 }  // namespace

@@ -11,8 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-ResourceRecord Rec(const std::string& type, const std::string& name,
-                   json attrs = json::object()) {
+ResourceRecord Rec(const std::string& type, const std::string& name, json attrs = json::object()) {
   ResourceRecord r;
   r.address = type + "." + name;
   r.type = type;
@@ -27,8 +26,7 @@ State Sample() {
   s.lineage = NewLineage();
   s.serial = 7;
   s.Upsert(Rec("node", "dgx1", {{"hostname", "spark-1"}}));
-  s.Upsert(Rec("display_ram", "dgx1",
-               {{"original", {{"modeset", "N"}, {"fbdev", "Y"}}}}));
+  s.Upsert(Rec("display_ram", "dgx1", {{"original", {{"modeset", "N"}, {"fbdev", "Y"}}}}));
   s.Upsert(Rec("deployment", "qwen38@dgx5"));
   return s;
 }
@@ -47,8 +45,7 @@ TEST(StateTest, JsonRoundTrip) {
   EXPECT_EQ(j["serial"], 7);
   ASSERT_TRUE(j["resources"].is_array());
   ASSERT_EQ(j["resources"].size(), 3u);
-  for (const char* key :
-       {"address", "type", "node", "attributes", "updated_at"}) {
+  for (const char* key : {"address", "type", "node", "attributes", "updated_at"}) {
     EXPECT_TRUE(j["resources"][0].contains(key)) << key;
   }
 
@@ -59,8 +56,7 @@ TEST(StateTest, JsonRoundTrip) {
   EXPECT_EQ(back->lineage, s.lineage);
   EXPECT_EQ(back->serial, 7u);
   EXPECT_EQ(Addresses(*back), Addresses(s));
-  EXPECT_EQ(back->Find("display_ram.dgx1")->attributes["original"]["fbdev"],
-            "Y");
+  EXPECT_EQ(back->Find("display_ram.dgx1")->attributes["original"]["fbdev"], "Y");
 }
 
 TEST(StateTest, DefaultRecordRoundTrips) {
@@ -85,8 +81,7 @@ TEST(StateTest, FromJsonSortsResources) {
               {{"address", "node.a"}, {"type", "node"}}}}};
   auto s = State::FromJson(j);
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(Addresses(*s),
-            (std::vector<std::string>{"image.z@a", "node.a", "node.b"}));
+  EXPECT_EQ(Addresses(*s), (std::vector<std::string>{"image.z@a", "node.a", "node.b"}));
 }
 
 void ExpectRejected(const json& j, const std::string& needle) {
@@ -119,20 +114,14 @@ TEST(StateTest, FromJsonRejectsWrongTypes) {
   ExpectRejected(with("/lineage"_json_pointer, ""), "state.lineage");
   ExpectRejected(with("/serial"_json_pointer, -1), "state.serial");
   ExpectRejected(with("/serial"_json_pointer, "7"), "state.serial");
-  ExpectRejected(with("/resources"_json_pointer, json::object()),
-                 "state.resources");
-  ExpectRejected(with("/resources/0"_json_pointer, "node.a"),
-                 "state.resources[0]");
-  ExpectRejected(with("/resources/1/address"_json_pointer, 3),
-                 "state.resources[1].address");
-  ExpectRejected(with("/resources/1/type"_json_pointer, nullptr),
-                 "state.resources[1].type");
-  ExpectRejected(with("/resources/2/node"_json_pointer, 1),
-                 "state.resources[2].node");
+  ExpectRejected(with("/resources"_json_pointer, json::object()), "state.resources");
+  ExpectRejected(with("/resources/0"_json_pointer, "node.a"), "state.resources[0]");
+  ExpectRejected(with("/resources/1/address"_json_pointer, 3), "state.resources[1].address");
+  ExpectRejected(with("/resources/1/type"_json_pointer, nullptr), "state.resources[1].type");
+  ExpectRejected(with("/resources/2/node"_json_pointer, 1), "state.resources[2].node");
   ExpectRejected(with("/resources/0/attributes"_json_pointer, "x"),
                  "state.resources[0].attributes");
-  ExpectRejected(with("/resources/0/updated_at"_json_pointer, 5),
-                 "state.resources[0].updated_at");
+  ExpectRejected(with("/resources/0/updated_at"_json_pointer, 5), "state.resources[0].updated_at");
   json no_addr = base;
   no_addr["resources"][0].erase("address");
   ExpectRejected(no_addr, "missing \"address\"");
@@ -153,8 +142,7 @@ TEST(StateTest, UpsertRemoveFindKeepOrder) {
   s.Upsert(Rec("node", "a"));
   s.Upsert(Rec("image", "x@a"));
   s.Upsert(Rec("node", "b"));
-  EXPECT_EQ(Addresses(s), (std::vector<std::string>{"image.x@a", "node.a",
-                                                    "node.b", "node.c"}));
+  EXPECT_EQ(Addresses(s), (std::vector<std::string>{"image.x@a", "node.a", "node.b", "node.c"}));
 
   s.Upsert(Rec("node", "b", {{"v", 2}}));  // replace, not insert
   EXPECT_EQ(s.resources.size(), 4u);
@@ -166,8 +154,7 @@ TEST(StateTest, UpsertRemoveFindKeepOrder) {
   EXPECT_TRUE(s.Remove("node.a"));
   EXPECT_FALSE(s.Remove("node.a"));
   EXPECT_FALSE(s.Remove("node.nope"));
-  EXPECT_EQ(Addresses(s),
-            (std::vector<std::string>{"image.x@a", "node.b", "node.c"}));
+  EXPECT_EQ(Addresses(s), (std::vector<std::string>{"image.x@a", "node.b", "node.c"}));
   EXPECT_TRUE(s.Remove("node.c"));
   EXPECT_TRUE(s.Remove("image.x@a"));
   EXPECT_EQ(Addresses(s), (std::vector<std::string>{"node.b"}));

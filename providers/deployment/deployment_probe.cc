@@ -133,32 +133,4 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
   return p;
 }
 
-nlohmann::json ContainerProbe::ToJson() const {
-  return {{"cli_found", cli_found}, {"exists", exists},
-          {"state", state},         {"exit_code", exit_code},
-          {"spec", spec},           {"id", id},
-          {"image", image},         {"age_s", age_s},
-          {"health", health},       {"health_tool", health_tool},
-          {"port_busy", port_busy}, {"serving", serving},
-          {"error", error}};
-}
-
-ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) {
-  ContainerProbe p;
-  p.cli_found = j.value("cli_found", true);
-  p.exists = j.value("exists", false);
-  p.state = j.value("state", "");
-  p.exit_code = j.value("exit_code", 0);
-  p.spec = j.value("spec", "");
-  p.id = j.value("id", "");
-  p.image = j.value("image", "");
-  p.age_s = j.value("age_s", -1L);
-  p.health = j.value("health", -1);
-  p.health_tool = j.value("health_tool", "");
-  p.port_busy = j.value("port_busy", false);
-  p.serving = j.value("serving", std::vector<std::string>());
-  p.error = j.value("error", "");
-  return p;
-}
-
 }  // namespace fleet

@@ -4,11 +4,14 @@
 #include <chrono>
 #include <thread>
 
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/group_restart.h"
 #include "providers/deployment/serve_per_node.h"
+#include "providers/deployment/smoke_check.h"
+#include "providers/display_ram/display_ram_provider.h"
 #include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
@@ -40,15 +43,13 @@ std::string Duration(long s) {
   return std::to_string(s / 3600) + " h";
 }
 
-std::string HealthUrl(const nlohmann::json& spec) { return spec.value("health", ""); }
-
 // The containers a display RAM change planned on `node` stops first.
 bool StoppedByDisplayRam(const DiffContext& ctx, const std::string& node,
                          const std::string& container) {
   if (ctx.planned == nullptr) return false;
   for (const PlanChange& c : *ctx.planned) {
     if (c.address != "display_ram." + node || c.action == Action::kNoop) continue;
-    for (const auto& n : c.detail.value("stop_containers", nlohmann::json::array()))
+    for (const std::string& n : ContainersStoppedBy(c))
       if (n == container) return true;
   }
   return false;
@@ -56,8 +57,9 @@ bool StoppedByDisplayRam(const DiffContext& ctx, const std::string& node,
 
 // The memory budget check for a serve about to start: an error when the
 // node's free GPU memory is known and short, a note when it is unknown.
-void CheckBudget(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
-  const uint64_t need = desired.attributes.value("gpu_memory_bytes", uint64_t{0});
+void CheckBudget(const DesiredResource& desired, const DeploymentWant& want, const DiffContext& ctx,
+                 PlanChange* c) {
+  const uint64_t need = want.gpu_memory_bytes;
   if (need == 0) return;
   GpuFacts facts;
   if (!GpuFactsFromJson(ctx.facts.gpu, &facts)) {
@@ -93,9 +95,9 @@ std::string UndeclaredServe(const DiffContext& ctx, const std::string& node,
 
 // A port something else listens on: an error, unless an undeclared fleet
 // serve that this plan removes first holds it.
-void CheckPort(const DesiredResource& desired, const DiffContext& ctx,
+void CheckPort(const DesiredResource& desired, const DeploymentWant& want, const DiffContext& ctx,
                const std::vector<std::string>& serving, PlanChange* c) {
-  const std::string port = std::to_string(desired.attributes.value("port", 0));
+  const std::string port = std::to_string(want.shown.port);
   const std::string holder = UndeclaredServe(ctx, desired.node, serving);
   if (!holder.empty()) {
     const std::string address =
@@ -107,8 +109,7 @@ void CheckPort(const DesiredResource& desired, const DiffContext& ctx,
     return;
   }
   c->error = desired.address + ": port " + port + " on " + desired.node +
-             " is already in use by a process that is not " +
-             desired.attributes.value("container", "") +
+             " is already in use by a process that is not " + want.shown.container +
              ": the serve could not listen there (stop it, or give the deployment another port)";
 }
 
@@ -243,15 +244,6 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   }
 }
 
-// The state record: what the plan said it would run, and what it runs as.
-nlohmann::json Recorded(const PlanChange& change, const std::string& id,
-                        const std::string& image_id) {
-  nlohmann::json a = change.after;
-  a["container_id"] = id;
-  a["image_id"] = image_id;
-  return a;
-}
-
 }  // namespace
 
 std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const {
@@ -265,10 +257,12 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
       r.type = "deployment";
       r.name = name;
       r.node = node;
-      r.attributes = spec->ToPlanJson();
-      r.attributes["cli"] = spec->cli;
-      r.attributes["health_timeout_s"] = spec->health_timeout_s;
-      if (d.gpu_memory_bytes > 0) r.attributes["gpu_memory_bytes"] = d.gpu_memory_bytes;
+      DeploymentWant want;
+      want.shown = spec->Shown();
+      want.cli = spec->cli;
+      want.health_timeout_s = spec->health_timeout_s;
+      want.gpu_memory_bytes = d.gpu_memory_bytes;
+      r.attributes = want;
       r.depends_on = {NodeAddress(node), "display_ram." + node,
                       ResourceAddress("image", d.image, node)};
       if (!d.model.empty()) r.depends_on.push_back(ModelAddress(m, d.model, node));
@@ -285,13 +279,14 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
 }
 
 std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const NodeSpec& node) const {
+  const DeploymentWant want = r.attributes.get<DeploymentWant>();
   ContainerSpec spec;
   spec.cli = node.container_cli;
-  spec.container = r.attributes.value("container", "");
-  spec.port = r.attributes.value("port", 0);
-  spec.gpus = r.attributes.value("gpus", "");
+  spec.container = want.shown.container;
+  spec.port = want.shown.port;
+  spec.gpus = want.shown.gpus;
   // The plan's "http://<host>:<port><path>", split again ("": a worker).
-  const std::string health = r.attributes.value("health", "");
+  const std::string& health = want.shown.health;
   if (health.empty()) {
     spec.rank = 1;
     return ContainerProbeScript(spec);
@@ -308,136 +303,184 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
                                               const NodeFacts&) const {
   ActualResource a;
   a.probed = true;
+  const DeploymentWant want = r.attributes.get<DeploymentWant>();
   ContainerProbe p = ParseContainerProbe(output);
   a.exists = p.exists;
-  a.attributes = p.ToJson();
-  RecordGpuSupport(r, output, &a);
+  RecordGpuSupport(want, output, &p);
+  a.attributes = p;
   if (!p.cli_found)
-    a.error = "container_cli '" + r.attributes.value("cli", "") + "' not found on the node's PATH";
+    a.error = "container_cli '" + want.cli + "' not found on the node's PATH";
   else if (!p.error.empty())
-    a.error = "cannot inspect container " + r.attributes.value("container", "") + ": " + p.error;
+    a.error = "cannot inspect container " + want.shown.container + ": " + p.error;
   return a;
 }
+
+namespace deployment_internal {
+
+PlanChange Changed(const DeploymentDiffInput& in, Action action, std::string summary) {
+  PlanChange c = in.base;
+  c.action = action;
+  c.summary = std::move(summary);
+  return c;
+}
+
+Decision NotProbed(const DesiredResource& desired, const ActualResource& actual,
+                   const PlanChange& base) {
+  if (actual.probed) return std::nullopt;
+  PlanChange c = base;
+  c.action = Action::kCreate;
+  c.summary = "start " + desired.attributes.get<DeploymentWant>().shown.container;
+  c.reasons.push_back("node is not reachable now: the container is checked again at apply");
+  return c;
+}
+
+Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actual,
+                     const DiffContext& ctx, const PlanChange& base) {
+  if (actual.error.empty()) return std::nullopt;
+  PlanChange c = base;
+  c.error = desired.address + ": " +
+            WithEngineFix(actual.error, desired.attributes.get<DeploymentWant>().cli, desired.node,
+                          NodeSshUser(ctx.manifest, desired.node));
+  return c;
+}
+
+Decision NoContainer(const DeploymentDiffInput& in) {
+  if (in.found.exists) return std::nullopt;
+  const std::string& container = in.want.shown.container;
+  PlanChange c =
+      Changed(in, Action::kCreate, "start " + container + " from " + in.want.shown.image);
+  c.reasons.push_back("no container " + container + " on " + in.desired.node);
+  if (in.found.port_busy) CheckPort(in.desired, in.want, in.ctx, in.found.serving, &c);
+  WaitForDisplacedServes(in.desired, in.ctx, in.found.serving, &c);
+  CheckBudget(in.desired, in.want, in.ctx, &c);
+  return c;
+}
+
+Decision OtherSpec(const DeploymentDiffInput& in) {
+  const std::string& want_spec = in.want.shown.spec;
+  if (in.found.spec == want_spec) return std::nullopt;
+  const std::string& container = in.want.shown.container;
+  PlanChange c = Changed(in, Action::kReplace, "replace " + container);
+  std::vector<std::string> diffs;
+  if (in.record && in.record->want.shown.spec == in.found.spec)
+    diffs = SpecDifferences(in.record->want.shown, in.want.shown);
+  if (diffs.empty())
+    diffs.push_back("container " + container + " runs spec " + in.found.spec.substr(0, 12) +
+                    ", not the declared " + want_spec.substr(0, 12));
+  c.reasons = diffs;
+  return c;
+}
+
+// The same spec on another image: a floating tag pulled anew, or the image
+// re-staged under the same name.
+Decision OtherImage(const DeploymentDiffInput& in) {
+  const std::string staged = NormalizeImageId(StagedImageId(in.desired, in.ctx));
+  const std::string running = NormalizeImageId(in.found.image);
+  if (staged.empty() || running.empty() || staged == running) return std::nullopt;
+  PlanChange c = Changed(in, Action::kReplace, "replace " + in.want.shown.container);
+  c.reasons.push_back("it runs image " + ShortId(running) + ", but " + in.want.shown.image +
+                      " is image " + ShortId(staged) + " on " + in.desired.node + " now");
+  return c;
+}
+
+Decision StoppedForDisplayRam(const DeploymentDiffInput& in) {
+  const std::string& container = in.want.shown.container;
+  if (!StoppedByDisplayRam(in.ctx, in.desired.node, container)) return std::nullopt;
+  PlanChange c = Changed(in, Action::kUpdate, "start " + container + " again");
+  c.reasons.push_back("display_ram." + in.desired.node +
+                      " stops it for the nvidia_drm reload; started again after");
+  return c;
+}
+
+Decision NotRunning(const DeploymentDiffInput& in) {
+  if (in.found.state == "running") return std::nullopt;
+  PlanChange c = Changed(in, Action::kUpdate, "start " + in.want.shown.container);
+  c.reasons.push_back("container is " + in.found.state + " (exit code " +
+                      std::to_string(in.found.exit_code) + ")");
+  if (in.found.port_busy) CheckPort(in.desired, in.want, in.ctx, in.found.serving, &c);
+  WaitForDisplacedServes(in.desired, in.ctx, in.found.serving, &c);
+  CheckBudget(in.desired, in.want, in.ctx, &c);
+  return c;
+}
+
+Decision HealthUnreadable(const DeploymentDiffInput& in) {
+  if (in.found.health != -1) return std::nullopt;
+  PlanChange c = in.base;
+  c.error = in.desired.address + ": cannot read " + in.want.shown.health +
+            ": neither curl nor wget is on " + in.desired.node +
+            "'s PATH (install one: fleet waits for health before it calls a "
+            "serve started)";
+  return c;
+}
+
+// Unhealthy past health.timeout: replaced; within it: a note, no change.
+PlanChange UnhealthyOrStarting(const DeploymentDiffInput& in) {
+  PlanChange c = in.base;
+  if (in.found.Healthy()) return c;
+  const std::string& url = in.want.shown.health;
+  const int timeout_s = in.want.health_timeout_s;
+  const long age_s = in.found.age_s;
+  const std::string answer =
+      in.found.health == 0 ? "does not answer" : "answers " + std::to_string(in.found.health);
+  if (age_s >= 0 && age_s > timeout_s) {
+    c = Changed(in, Action::kReplace, "replace " + in.want.shown.container);
+    c.reasons.push_back("unhealthy: " + url + " " + answer + " and it has run " + Duration(age_s) +
+                        ", longer than health.timeout " + Duration(timeout_s));
+  } else {
+    c.reasons.push_back("starting: " + url + " " + answer + " after " + Duration(age_s) +
+                        " (health.timeout " + Duration(timeout_s) + ")");
+  }
+  return c;
+}
+
+// A new container needs its from_env values from this shell; starting a
+// stopped one or leaving one alone does not.
+void CheckEnvFrom(const DesiredResource& desired, const DeploymentWant& want, PlanChange* c) {
+  if (!c->error.empty() || (c->action != Action::kCreate && c->action != Action::kReplace)) return;
+  for (const auto& [k, var] : want.shown.env_from)
+    if (std::getenv(var.c_str()) == nullptr) {
+      c->error = desired.address + ": env " + k + " comes from $" + var +
+                 " on the controller (from_env), which is not set";
+      return;
+    }
+}
+
+PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const DiffContext& ctx) {
+  PlanChange base = ChangeFor(desired);
+  base.after = desired.attributes;
+  base.detail = DeploymentDetail{desired.name, "", ""};
+  if (auto c = NotProbed(desired, actual, base)) return *c;
+  if (auto c = ProbeFailed(desired, actual, ctx, base)) return *c;
+  const DeploymentWant want = desired.attributes.get<DeploymentWant>();
+  const ContainerProbe found = actual.attributes.get<ContainerProbe>();
+  const std::optional<DeploymentRecord> rec =
+      DeploymentRecordFrom(record ? record->attributes : nlohmann::json());
+  const DeploymentDiffInput in{desired, want, found, rec, ctx, base};
+  if (auto c = NoContainer(in)) return *c;
+  base.before = record ? record->attributes
+                       : nlohmann::json{{"container", want.shown.container}, {"spec", found.spec}};
+  if (auto c = OtherSpec(in)) return *c;
+  if (auto c = OtherImage(in)) return *c;
+  if (auto c = StoppedForDisplayRam(in)) return *c;
+  if (auto c = NotRunning(in)) return *c;
+  if (want.shown.health.empty()) return base;  // a worker: running is all it shows
+  if (auto c = HealthUnreadable(in)) return *c;
+  return UnhealthyOrStarting(in);
+}
+
+}  // namespace deployment_internal
+
+using deployment_internal::CheckEnvFrom;
+using deployment_internal::DiffContainer;
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = DiffContainer(desired, actual, record, ctx);
   if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
-  // A new container needs its from_env values from this shell; starting
-  // a stopped one or leaving one alone does not.
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
     c.error = GpuPlanError(desired, actual);
-  if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace)) {
-    const nlohmann::json env_from = desired.attributes.value("env_from", nlohmann::json::object());
-    for (const auto& [k, var] : env_from.items())
-      if (std::getenv(var.get<std::string>().c_str()) == nullptr) {
-        c.error = desired.address + ": env " + k + " comes from $" + var.get<std::string>() +
-                  " on the controller (from_env), which is not set";
-        break;
-      }
-  }
-  return c;
-}
-
-PlanChange DeploymentProvider::DiffContainer(const DesiredResource& desired,
-                                             const ActualResource& actual,
-                                             const ResourceRecord* record,
-                                             const DiffContext& ctx) const {
-  PlanChange c = ChangeFor(desired);
-  const nlohmann::json& want = desired.attributes;
-  const std::string container = want.value("container", "");
-  const std::string url = HealthUrl(want);
-  const int timeout_s = want.value("health_timeout_s", 1800);
-  c.after = want;
-  c.detail = {{"name", desired.name}};
-  if (!actual.probed) {
-    c.action = Action::kCreate;
-    c.summary = "start " + container;
-    c.reasons.push_back("node is not reachable now: the container is checked again at apply");
-    return c;
-  }
-  if (!actual.error.empty()) {
-    c.error = desired.address + ": " +
-              WithEngineFix(actual.error, want.value("cli", ""), desired.node,
-                            NodeSshUser(ctx.manifest, desired.node));
-    return c;
-  }
-  const ContainerProbe p = ContainerProbe::FromJson(actual.attributes);
-  const nlohmann::json before = record ? record->attributes : nlohmann::json();
-
-  if (!p.exists) {
-    c.action = Action::kCreate;
-    c.summary = "start " + container + " from " + want.value("image", "");
-    c.reasons.push_back("no container " + container + " on " + desired.node);
-    if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
-    WaitForDisplacedServes(desired, ctx, p.serving, &c);
-    CheckBudget(desired, ctx, &c);
-    return c;
-  }
-
-  c.before = before.is_null() ? nlohmann::json{{"container", container}, {"spec", p.spec}} : before;
-  if (p.spec != want.value("spec", "")) {
-    c.action = Action::kReplace;
-    c.summary = "replace " + container;
-    std::vector<std::string> diffs;
-    if (!before.is_null() && before.value("spec", "") == p.spec)
-      diffs = SpecDifferences(before, want);
-    if (diffs.empty())
-      diffs.push_back("container " + container + " runs spec " + p.spec.substr(0, 12) +
-                      ", not the declared " + want.value("spec", "").substr(0, 12));
-    c.reasons = diffs;
-    return c;
-  }
-  // The same spec on another image: a floating tag pulled anew, or the
-  // image re-staged under the same name.
-  const std::string staged = NormalizeImageId(StagedImageId(desired, ctx));
-  const std::string running = NormalizeImageId(p.image);
-  if (!staged.empty() && !running.empty() && staged != running) {
-    c.action = Action::kReplace;
-    c.summary = "replace " + container;
-    c.reasons.push_back("it runs image " + ShortId(running) + ", but " + want.value("image", "") +
-                        " is image " + ShortId(staged) + " on " + desired.node + " now");
-    return c;
-  }
-  if (StoppedByDisplayRam(ctx, desired.node, container)) {
-    c.action = Action::kUpdate;
-    c.summary = "start " + container + " again";
-    c.reasons.push_back("display_ram." + desired.node +
-                        " stops it for the nvidia_drm reload; started again after");
-    return c;
-  }
-  if (p.state != "running") {
-    c.action = Action::kUpdate;
-    c.summary = "start " + container;
-    c.reasons.push_back("container is " + p.state + " (exit code " + std::to_string(p.exit_code) +
-                        ")");
-    if (p.port_busy) CheckPort(desired, ctx, p.serving, &c);
-    WaitForDisplacedServes(desired, ctx, p.serving, &c);
-    CheckBudget(desired, ctx, &c);
-    return c;
-  }
-  if (url.empty()) return c;  // a worker: running is all it shows
-  if (p.health == -1) {
-    c.error = desired.address + ": cannot read " + url + ": neither curl nor wget is on " +
-              desired.node +
-              "'s PATH (install one: fleet waits for health before it calls a "
-              "serve started)";
-    return c;
-  }
-  if (!p.Healthy()) {
-    const std::string answer =
-        p.health == 0 ? "does not answer" : "answers " + std::to_string(p.health);
-    if (p.age_s >= 0 && p.age_s > timeout_s) {
-      c.action = Action::kReplace;
-      c.summary = "replace " + container;
-      c.reasons.push_back("unhealthy: " + url + " " + answer + " and it has run " +
-                          Duration(p.age_s) + ", longer than health.timeout " +
-                          Duration(timeout_s));
-    } else {
-      c.reasons.push_back("starting: " + url + " " + answer + " after " + Duration(p.age_s) +
-                          " (health.timeout " + Duration(timeout_s) + ")");
-    }
-  }
+  CheckEnvFrom(desired, desired.attributes.get<DeploymentWant>(), &c);
   return c;
 }
 
@@ -445,8 +488,8 @@ PlanChange DeploymentProvider::DiffDestroy(const DesiredResource& desired,
                                            const ActualResource& actual,
                                            const ResourceRecord* record, const DiffContext&) const {
   PlanChange c = ChangeFor(desired);
-  const std::string container = desired.attributes.value("container", "");
-  c.detail = {{"name", desired.name}};
+  const std::string container = desired.attributes.get<DeploymentWant>().shown.container;
+  c.detail = DeploymentDetail{desired.name, "", ""};
   if (actual.probed && !actual.exists) {
     if (record != nullptr) {  // gone already: forget it
       c.action = Action::kDelete;
@@ -466,7 +509,8 @@ PlanChange DeploymentProvider::DiffDestroy(const DesiredResource& desired,
 PlanChange DeploymentProvider::DiffOrphan(const ResourceRecord& record,
                                           const DiffContext& ctx) const {
   PlanChange c = ForgetRecord(record);
-  const std::string container = record.attributes.value("container", "");
+  const DeploymentRecord rec = record.attributes.get<DeploymentRecord>();
+  const std::string& container = rec.want.shown.container;
   if (container.empty()) return c;
   if (ctx.manifest != nullptr && !ctx.manifest->nodes.count(record.node)) {
     // fleet cannot reach a node the manifests dropped: forget the serve
@@ -479,200 +523,290 @@ PlanChange DeploymentProvider::DiffOrphan(const ResourceRecord& record,
   c.summary = "stop and remove " + container;
   c.reasons = {"the manifests no longer declare it"};
   c.before = record.attributes;
-  c.detail = {{"container", container}, {"cli", record.attributes.value("cli", "")}};
+  c.detail = DeploymentDetail{"", container, rec.want.cli};
   return c;
 }
 
-Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
-                                                 const StepContext& ctx) const {
-  using R = Result<nlohmann::json>;
-  if (change.action == Action::kDelete) {
-    std::string container = change.detail.value("container", "");
-    std::string cli = change.detail.value("cli", "");
-    if (container.empty() && change.before.is_object())
-      container = change.before.value("container", "");
-    if (cli.empty()) cli = ctx.node->container_cli;
-    if (container.empty()) return nlohmann::json();
-    Status s = RemoveContainer(ctx, cli, container);
-    if (s.ok()) s = RemoveContainer(ctx, cli, container + "-previous");
-    if (!s.ok()) return s;
-    return nlohmann::json();  // removed: drop the record
+namespace {
+
+// Stops and removes the container a delete names (and a replaced one left
+// aside), then drops the record.
+Result<nlohmann::json> RemoveDeployment(const PlanChange& change, const StepContext& ctx) {
+  const DeploymentDetail detail = change.detail.get<DeploymentDetail>();
+  std::string container = detail.container;
+  std::string cli = detail.cli;
+  if (container.empty()) {
+    if (auto before = DeploymentRecordFrom(change.before)) container = before->want.shown.container;
   }
+  if (cli.empty()) cli = ctx.node->container_cli;
+  if (container.empty()) return nlohmann::json();
+  Status s = RemoveContainer(ctx, cli, container);
+  if (s.ok()) s = RemoveContainer(ctx, cli, container + "-previous");
+  if (!s.ok()) return s;
+  return nlohmann::json();  // removed: drop the record
+}
 
-  const std::string name = change.detail.value("name", "");
-  Result<ContainerSpec> rendered = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
-  if (!rendered.ok()) return rendered.status();
-  const ContainerSpec& spec = *rendered;
-  if (spec.hash != change.after.value("spec", ""))
-    return R::Error("deployment " + name +
-                    " differs from the plan (the manifests changed since): plan again");
-  const std::string& cli = spec.cli;
+// The spec the step runs: rendered again, and still the one the plan showed.
+Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext& ctx,
+                                    const std::string& name) {
+  Result<ContainerSpec> spec = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
+  if (!spec.ok()) return spec.status();
+  if (spec->hash != change.after.get<DeploymentWant>().shown.spec)
+    return Result<ContainerSpec>::Error(
+        "deployment " + name + " differs from the plan (the manifests changed since): plan again");
+  return spec;
+}
 
-  // The image, by digest, already on the node: never a pull.
+// The ID of the image, by digest, already on the node: never a pull.
+Result<std::string> StagedImage(const StepContext& ctx, const ContainerSpec& spec) {
   const ImageRef ref = ParseImageRef(spec.image_ref);
-  Result<FoundImage> image = FindImage(ctx.transport, cli, ref, "");
+  Result<FoundImage> image = FindImage(ctx.transport, spec.cli, ref, "");
   if (!image.ok()) return image.status();
   if (!image->present)
-    return R::Error("image " + spec.image + " (" + spec.image_ref +
-                    ") is not on the node; refusing to start " + spec.container +
-                    " (a run would pull it): apply image." + spec.image + "@" + spec.node +
-                    " first");
+    return Result<std::string>::Error("image " + spec.image + " (" + spec.image_ref +
+                                      ") is not on the node; refusing to start " + spec.container +
+                                      " (a run would pull it): apply image." + spec.image + "@" +
+                                      spec.node + " first");
+  return image->id;
+}
 
-  // What is there now: the same spec stopped (start it), another (replace it).
+// The container of that name on the node now, and the spec label it has.
+struct ExistingContainer {
+  bool exists = false;
+  std::string spec;
+};
+
+Result<ExistingContainer> InspectExisting(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> now = ctx.transport->Run(
-      ShellCommand({cli, "container", "inspect", "--format",
+      ShellCommand({spec.cli, "container", "inspect", "--format",
                     std::string("{{index .Config.Labels \"") + kSpecLabel + "\"}}",
                     spec.container}) +
       " 2>/dev/null");
   if (!now.ok()) return now.status();
-  std::string running_spec = now->exit_code == 0 ? now->out : "";
-  while (!running_spec.empty() && running_spec.back() == '\n') running_spec.pop_back();
-  const bool exists = now->exit_code == 0;
-  const std::string previous = spec.container + "-previous";
+  ExistingContainer e;
+  e.exists = now->exit_code == 0;
+  e.spec = e.exists ? now->out : "";
+  while (!e.spec.empty() && e.spec.back() == '\n') e.spec.pop_back();
+  return e;
+}
 
-  // Nothing else may listen on the port: a server there would answer the
-  // health check in the serve's place.
-  auto port_free = [&]() -> Status {
-    if (spec.HealthUrl().empty()) return Status::OK();  // a worker does not own the port
-    Result<CommandResult> r = ctx.transport->Run(PortBusyCommand(spec.port));
-    if (!r.ok()) return r.status();
-    if (r->out.find("port_busy=1") != std::string::npos)
-      return Status::Error("port " + std::to_string(spec.port) +
-                           " is in use by another process on the node; not starting " +
-                           spec.container);
-    return Status::OK();
-  };
+// Nothing else may listen on the port: a server there would answer the
+// health check in the serve's place.
+Status CheckPortFree(const StepContext& ctx, const ContainerSpec& spec) {
+  if (spec.HealthUrl().empty()) return Status::OK();  // a worker does not own the port
+  Result<CommandResult> r = ctx.transport->Run(PortBusyCommand(spec.port));
+  if (!r.ok()) return r.status();
+  if (r->out.find("port_busy=1") != std::string::npos)
+    return Status::Error("port " + std::to_string(spec.port) +
+                         " is in use by another process on the node; not starting " +
+                         spec.container);
+  return Status::OK();
+}
 
-  if (exists && running_spec == spec.hash && change.action != Action::kReplace) {
-    Result<CommandResult> state = ctx.transport->Run(ShellCommand(
-        {cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container}));
-    if (!state.ok()) return state.status();
-    if (state->out.rfind("running", 0) != 0) {
-      Status s = port_free();
-      if (!s.ok()) return s;
-      if (ctx.progress) ctx.progress("starting " + spec.container);
-      s = RunOnNode(ctx, ShellCommand({cli, "start", spec.container}) + " >/dev/null").status();
-      if (!s.ok()) return s;
-    }
-    Status s = WaitHealthy(ctx, spec);
+// The declared container is there: start it when it is stopped, and wait
+// for its health.
+// Healthy, then the deployment's smoke checks: a serve that answers 200 but
+// garbles fails its step like an unhealthy one.
+Status WaitServing(const StepContext& ctx, const ContainerSpec& spec) {
+  Status healthy = WaitHealthy(ctx, spec);
+  return healthy.ok() ? SmokeAfterHealthy(ctx, spec) : healthy;
+}
+
+Status StartExisting(const StepContext& ctx, const ContainerSpec& spec) {
+  Result<CommandResult> state = ctx.transport->Run(ShellCommand(
+      {spec.cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container}));
+  if (!state.ok()) return state.status();
+  if (state->out.rfind("running", 0) != 0) {
+    Status s = CheckPortFree(ctx, spec);
     if (!s.ok()) return s;
-  } else {
-    const std::string home = Home(ctx);
-    if (home.empty()) return R::Error("cannot read $HOME on the node");
-    std::vector<std::string> options = {"--detach",
-                                        "--name",
-                                        spec.container,
-                                        "--label",
-                                        std::string(kDeploymentLabel) + "=" + name,
-                                        "--label",
-                                        std::string(kSpecLabel) + "=" + spec.hash};
-    if (!spec.model.empty()) {
-      Result<HubLocation> loc = ModelLocationOnNode(*ctx.manifest, spec.model, spec.node);
-      if (!loc.ok()) return loc.status();
-      Result<std::vector<BindMount>> binds =
-          ModelBindList(ctx.transport, loc->cache, loc->repo, loc->revision, spec.model_root);
-      if (!binds.ok()) return R::Error("model " + spec.model + ": " + binds.status().message());
-      for (const BindMount& b : *binds) {
-        options.push_back("--volume");
-        options.push_back(b.host + ":" + b.container + ":ro");
-      }
-      const std::string snapshot = ExpandHome(loc->cache, home) + "/" + HubRepoDirName(loc->repo) +
-                                   "/snapshots/" + loc->revision;
-      for (const std::string& o : spec.options)
-        options.push_back(ExpandHome(FillPlaceholders(o, {{"model_path", snapshot}}), home));
-    } else {
-      for (const std::string& o : spec.options) options.push_back(ExpandHome(o, home));
-    }
-    // An env file, 0600, removed once the container holds its values: no
-    // value on a command line, in an error or left on the node's disk.
-    std::string env_file, env_text;
-    if (!spec.env.empty() || !spec.env_from.empty()) {
-      std::map<std::string, std::string> values = spec.env;
-      for (const auto& [k, var] : spec.env_from) {
-        const char* v = std::getenv(var.c_str());
-        if (v == nullptr)
-          return R::Error("env " + k + " comes from $" + var +
-                          " on the controller (from_env), which is not set");
-        values[k] = v;
-      }
-      std::string text;
-      for (const auto& [k, v] : values) {
-        if (v.find('\n') != std::string::npos)
-          return R::Error("deployment " + name + ": env " + k + " holds a newline");
-        text += k + "=" + v + "\n";
-      }
-      env_text = text;
-      env_file = home + "/.fleet/deployments/" + spec.container + ".env";
-      options.push_back("--env-file");
-      options.push_back(env_file);
-    }
-
-    // A replaced container is kept, stopped, until the new one is healthy;
-    // one left by an apply that died half way is removed.
-    Status s = RemoveContainer(ctx, cli, previous);
-    if (s.ok() && exists) {
-      if (ctx.progress)
-        ctx.progress("stopping " + spec.container + " (spec " + running_spec.substr(0, 12) + ")");
-      s = RunOnNode(ctx, ShellCommand({cli, "stop", "-t", "30", spec.container}) +
-                             " >/dev/null && " +
-                             ShellCommand({cli, "rename", spec.container, previous}))
-              .status();
-    }
+    if (ctx.progress) ctx.progress("starting " + spec.container);
+    s = RunOnNode(ctx, ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null").status();
     if (!s.ok()) return s;
-    auto put_back = [&]() -> std::string {
-      if (!exists) return "";
-      Status s = RunOnNode(ctx, ShellCommand({cli, "rename", previous, spec.container}) + " && " +
-                                    ShellCommand({cli, "start", spec.container}) + " >/dev/null")
-                     .status();
-      return s.ok() ? "; the container it replaced is back and started (its health is not "
-                      "waited for)"
-                    : "; putting back the container it replaced failed: " + s.message();
-    };
-
-    Status started = port_free();
-    if (started.ok() && !env_file.empty()) {
-      // Written right before the run and removed right after it, whatever
-      // happens: the container holds the values from then on.
-      started =
-          RunOnNode(ctx, ShellCommand({"mkdir", "-p", "-m", "0700", home + "/.fleet/deployments"}))
-              .status();
-      if (started.ok()) started = ctx.transport->WriteFile(env_file, env_text, 0600);
-    }
-    if (started.ok()) {
-      if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
-      Result<CommandResult> run =
-          ctx.transport->Run(ShellCommand(RunArgsNoPull(cli, options, image->id, spec.command)));
-      started =
-          !run.ok() ? run.status()
-          : run->exit_code != 0
-              ? Status::Error("`" + cli + " run` of " + spec.container + " failed: " + run->err)
-              : Status::OK();
-    }
-    if (!env_file.empty()) {
-      Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env_file})).status();
-      if (!removed.ok() && started.ok()) started = removed;
-    }
-    Status healthy = started.ok() ? WaitHealthy(ctx, spec) : started;
-    if (!healthy.ok()) {
-      RemoveContainer(ctx, cli, spec.container);
-      return Status::Error(healthy.message() + "\n  " + spec.container + " removed" + put_back());
-    }
-    if (exists) RemoveContainer(ctx, cli, previous);
   }
+  return WaitServing(ctx, spec);
+}
 
+// `run` options: name, labels, the model's per-file binds, the recipe's
+// options with {model_path} and ~ spelled as the node spells them.
+Result<std::vector<std::string>> RunOptions(const StepContext& ctx, const ContainerSpec& spec,
+                                            const std::string& home) {
+  using R = Result<std::vector<std::string>>;
+  std::vector<std::string> options = {"--detach",
+                                      "--name",
+                                      spec.container,
+                                      "--label",
+                                      std::string(kDeploymentLabel) + "=" + spec.deployment,
+                                      "--label",
+                                      std::string(kSpecLabel) + "=" + spec.hash};
+  if (spec.model.empty()) {
+    for (const std::string& o : spec.options) options.push_back(ExpandHome(o, home));
+    return options;
+  }
+  Result<HubLocation> loc = ModelLocationOnNode(*ctx.manifest, spec.model, spec.node);
+  if (!loc.ok()) return loc.status();
+  Result<std::vector<BindMount>> binds =
+      ModelBindList(ctx.transport, loc->cache, loc->repo, loc->revision, spec.model_root);
+  if (!binds.ok()) return R::Error("model " + spec.model + ": " + binds.status().message());
+  for (const BindMount& b : *binds) {
+    options.push_back("--volume");
+    options.push_back(b.host + ":" + b.container + ":ro");
+  }
+  const std::string snapshot = ExpandHome(loc->cache, home) + "/" + HubRepoDirName(loc->repo) +
+                               "/snapshots/" + loc->revision;
+  for (const std::string& o : spec.options)
+    options.push_back(ExpandHome(FillPlaceholders(o, {{"model_path", snapshot}}), home));
+  return options;
+}
+
+// The env a container gets through a file (0600), so that no value is on a
+// command line, in an error or left on the node's disk. Empty path: no env.
+struct EnvFile {
+  std::string path;
+  std::string text;
+};
+
+Result<EnvFile> PrepareEnvFile(const ContainerSpec& spec, const std::string& home) {
+  using R = Result<EnvFile>;
+  EnvFile f;
+  if (spec.env.empty() && spec.env_from.empty()) return f;
+  std::map<std::string, std::string> values = spec.env;
+  for (const auto& [k, var] : spec.env_from) {
+    const char* v = std::getenv(var.c_str());
+    if (v == nullptr)
+      return R::Error("env " + k + " comes from $" + var +
+                      " on the controller (from_env), which is not set");
+    values.insert_or_assign(k, v);
+  }
+  for (const auto& [k, v] : values) {
+    if (v.find('\n') != std::string::npos)
+      return R::Error("deployment " + spec.deployment + ": env " + k + " holds a newline");
+    f.text += k + "=" + v + "\n";
+  }
+  f.path = home + "/.fleet/deployments/" + spec.container + ".env";
+  return f;
+}
+
+std::string PreviousName(const ContainerSpec& spec) { return spec.container + "-previous"; }
+
+// A replaced container is kept, stopped, until the new one is healthy; one
+// left by an apply that died half way is removed.
+Status SetAsidePrevious(const StepContext& ctx, const ContainerSpec& spec,
+                        const ExistingContainer& existing) {
+  Status s = RemoveContainer(ctx, spec.cli, PreviousName(spec));
+  if (!s.ok() || !existing.exists) return s;
+  if (ctx.progress)
+    ctx.progress("stopping " + spec.container + " (spec " + existing.spec.substr(0, 12) + ")");
+  return RunOnNode(ctx, ShellCommand({spec.cli, "stop", "-t", "30", spec.container}) +
+                            " >/dev/null && " +
+                            ShellCommand({spec.cli, "rename", spec.container, PreviousName(spec)}))
+      .status();
+}
+
+// Puts the container set aside back and starts it; what happened, as the
+// tail of an error message.
+std::string PutBackPrevious(const StepContext& ctx, const ContainerSpec& spec) {
+  Status s =
+      RunOnNode(ctx, ShellCommand({spec.cli, "rename", PreviousName(spec), spec.container}) +
+                         " && " + ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null")
+          .status();
+  return s.ok() ? "; the container it replaced is back and started (its health is not "
+                  "waited for)"
+                : "; putting back the container it replaced failed: " + s.message();
+}
+
+// `run --pull=never` of the image by ID, the env file written right before
+// and removed right after, whatever happens: the container holds the values
+// from then on.
+Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
+                      std::vector<std::string> options, const EnvFile& env,
+                      const std::string& image_id, const std::string& home) {
+  Status started = CheckPortFree(ctx, spec);
+  if (started.ok() && !env.path.empty()) {
+    options.push_back("--env-file");
+    options.push_back(env.path);
+    started =
+        RunOnNode(ctx, ShellCommand({"mkdir", "-p", "-m", "0700", home + "/.fleet/deployments"}))
+            .status();
+    if (started.ok()) started = ctx.transport->WriteFile(env.path, env.text, 0600);
+  }
+  if (started.ok()) {
+    if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
+    Result<CommandResult> run =
+        ctx.transport->Run(ShellCommand(RunArgsNoPull(spec.cli, options, image_id, spec.command)));
+    started =
+        !run.ok() ? run.status()
+        : run->exit_code != 0
+            ? Status::Error("`" + spec.cli + " run` of " + spec.container + " failed: " + run->err)
+            : Status::OK();
+  }
+  if (!env.path.empty()) {
+    Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env.path})).status();
+    if (!removed.ok() && started.ok()) started = removed;
+  }
+  return started;
+}
+
+// A new container in place of what is there (nothing, or another spec):
+// set the old one aside, start the new one, wait for its health; on
+// failure remove it and put the old one back.
+Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
+                        const ExistingContainer& existing, const std::string& image_id) {
+  const std::string home = Home(ctx);
+  if (home.empty()) return Status::Error("cannot read $HOME on the node");
+  Result<std::vector<std::string>> options = RunOptions(ctx, spec, home);
+  if (!options.ok()) return options.status();
+  Result<EnvFile> env = PrepareEnvFile(spec, home);
+  if (!env.ok()) return env.status();
+  Status s = SetAsidePrevious(ctx, spec, existing);
+  if (!s.ok()) return s;
+  Status started = StartContainer(ctx, spec, *options, *env, image_id, home);
+  Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
+  if (!healthy.ok()) {
+    RemoveContainer(ctx, spec.cli, spec.container);
+    return Status::Error(healthy.message() + "\n  " + spec.container + " removed" +
+                         (existing.exists ? PutBackPrevious(ctx, spec) : ""));
+  }
+  if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));
+  return Status::OK();
+}
+
+std::string ContainerId(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> id = ctx.transport->Run(
-      ShellCommand({cli, "container", "inspect", "--format", "{{.Id}}", spec.container}));
+      ShellCommand({spec.cli, "container", "inspect", "--format", "{{.Id}}", spec.container}));
   std::string cid = id.ok() && id->exit_code == 0 ? id->out : "";
   while (!cid.empty() && cid.back() == '\n') cid.pop_back();
-  return Recorded(change, cid, image->id);
+  return cid;
+}
+
+}  // namespace
+
+Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
+                                                 const StepContext& ctx) const {
+  if (change.action == Action::kDelete) return RemoveDeployment(change, ctx);
+  Result<ContainerSpec> spec =
+      SpecAsPlanned(change, ctx, change.detail.get<DeploymentDetail>().name);
+  if (!spec.ok()) return spec.status();
+  Result<std::string> image_id = StagedImage(ctx, *spec);
+  if (!image_id.ok()) return image_id.status();
+  // What is there now: the same spec stopped (start it), another (replace it).
+  Result<ExistingContainer> existing = InspectExisting(ctx, *spec);
+  if (!existing.ok()) return existing.status();
+  const bool same =
+      existing->exists && existing->spec == spec->hash && change.action != Action::kReplace;
+  Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
+  if (!s.ok()) return s;
+  // The state record: what the plan said it would run, and what it runs as.
+  DeploymentRecord record{change.after.get<DeploymentWant>(), ContainerId(ctx, *spec), *image_id};
+  return nlohmann::json(record);
 }
 
 Status DeploymentProvider::Undo(const PlanChange& change, const nlohmann::json& applied,
                                 const StepContext& ctx, bool* undone) const {
   *undone = false;
-  if (change.action != Action::kCreate || !applied.is_object()) return Status::OK();
-  Status s = RemoveContainer(ctx, applied.value("cli", ctx.node->container_cli),
-                             applied.value("container", ""));
+  std::optional<DeploymentRecord> rec = DeploymentRecordFrom(applied);
+  if (change.action != Action::kCreate || !rec) return Status::OK();
+  Status s = RemoveContainer(ctx, rec->want.cli.empty() ? ctx.node->container_cli : rec->want.cli,
+                             rec->want.shown.container);
   if (s.ok()) *undone = true;
   return s;
 }

@@ -24,6 +24,9 @@
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROVIDER_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROVIDER_H_
 
+#include <optional>
+
+#include "providers/deployment/deployment_json.h"
 #include "src/provider.h"
 
 namespace fleet {
@@ -43,12 +46,44 @@ class DeploymentProvider : public Provider {
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;
-
- private:
-  // Diff without the from_env check, which only a new container needs.
-  PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
-                           const ResourceRecord* record, const DiffContext& ctx) const;
 };
+
+// The diff's named decisions, in the order Diff asks them; each returns the
+// change it decides, or nothing to let the next one decide. Exposed for
+// tests.
+namespace deployment_internal {
+
+// What every decision reads.
+struct DeploymentDiffInput {
+  const DesiredResource& desired;
+  const DeploymentWant& want;
+  const ContainerProbe& found;
+  const std::optional<DeploymentRecord>& record;
+  const DiffContext& ctx;
+  const PlanChange& base;  // the noop change: after, detail (and before, once it exists)
+};
+
+using Decision = std::optional<PlanChange>;
+
+Decision NotProbed(const DesiredResource& desired, const ActualResource& actual,
+                   const PlanChange& base);
+Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actual,
+                     const DiffContext& ctx, const PlanChange& base);
+Decision NoContainer(const DeploymentDiffInput& in);
+Decision OtherSpec(const DeploymentDiffInput& in);
+Decision OtherImage(const DeploymentDiffInput& in);
+Decision StoppedForDisplayRam(const DeploymentDiffInput& in);
+Decision NotRunning(const DeploymentDiffInput& in);
+Decision HealthUnreadable(const DeploymentDiffInput& in);
+// The last: unhealthy past health.timeout -> replace; else a note, or no change.
+PlanChange UnhealthyOrStarting(const DeploymentDiffInput& in);
+// After the decisions: a new container needs its from_env values here.
+void CheckEnvFrom(const DesiredResource& desired, const DeploymentWant& want, PlanChange* c);
+// Diff without CheckEnvFrom.
+PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
+                         const ResourceRecord* record, const DiffContext& ctx);
+
+}  // namespace deployment_internal
 
 }  // namespace fleet
 

@@ -15,6 +15,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,24 @@ inline constexpr const char* kModelRoot = "/model";
 // Labels on every serving container fleet starts.
 inline constexpr const char* kDeploymentLabel = "fleet.deployment";
 inline constexpr const char* kSpecLabel = "fleet.spec";
+
+// What a plan shows of a ContainerSpec: everything but env values and
+// arguments that look secret. Its JSON (deployment_json.cc) is the plan's
+// and the state's "after" of a deployment.
+struct ContainerShown {
+  std::string container;
+  std::string image;                 // image_ref
+  std::optional<std::string> model;  // "<repo>@<revision>"; none when the recipe serves none
+  int port = 0;
+  std::string health;               // HealthUrl()
+  std::optional<std::string> rank;  // "<rank> of <nnodes>" on several nodes
+  std::vector<std::string> options;
+  std::vector<std::string> command;  // secrets shown as "(sensitive)"
+  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env_from;
+  std::string spec;  // ContainerSpec::hash
+  std::string gpus;  // ContainerSpec::gpus; the plan shows it only when set
+};
 
 struct ContainerSpec {
   std::string deployment;  // manifest name
@@ -71,7 +90,8 @@ struct ContainerSpec {
 
   // What a plan shows: everything but env values and arguments that look
   // secret.
-  nlohmann::json ToPlanJson() const;
+  ContainerShown Shown() const;
+  nlohmann::json ToPlanJson() const;  // Shown() as JSON
 };
 
 // "fleet-<deployment>": the one name fleet gives a deployment's container.
@@ -101,8 +121,10 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
 std::string FillPlaceholders(const std::string& s,
                              const std::map<std::string, std::string>& values);
 
-// The parts of two plan JSONs (ContainerSpec::ToPlanJson) that differ, each
-// as a reason: "image: a -> b", "command changed", "env changed (KEY)".
+// The parts of two shown specs that differ, each as a reason: "image: a ->
+// b", "command changed", "env changed (KEY)". The JSON form reads two plan
+// JSONs (ContainerSpec::ToPlanJson).
+std::vector<std::string> SpecDifferences(const ContainerShown& before, const ContainerShown& after);
 std::vector<std::string> SpecDifferences(const nlohmann::json& before, const nlohmann::json& after);
 
 }  // namespace fleet

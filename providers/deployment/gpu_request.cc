@@ -73,24 +73,21 @@ std::string GpuSupportError(const std::string& cli, const std::string& node,
          "nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`)";
 }
 
-void RecordGpuSupport(const DesiredResource& desired, const std::string& probe_output,
-                      ActualResource* actual) {
-  if (!desired.attributes.contains("gpus")) return;
-  nlohmann::json support = nlohmann::json::object();
+void RecordGpuSupport(const DeploymentWant& want, const std::string& probe_output,
+                      ContainerProbe* found) {
+  if (want.shown.gpus.empty()) return;
   for (const auto& [k, v] : ParseKeyValues(probe_output))
-    if (k.rfind("gpu_", 0) == 0) support[k] = v;
-  actual->attributes["gpu_support"] = support;
+    if (k.rfind("gpu_", 0) == 0) found->gpu_support[k] = v;
 }
 
 std::string GpuPlanError(const DesiredResource& desired, const ActualResource& actual) {
-  if (!desired.attributes.contains("gpus") || !actual.probed) return "";
-  std::map<std::string, std::string> probe;
-  const nlohmann::json support = actual.attributes.value("gpu_support", nlohmann::json::object());
-  for (const auto& [k, v] : support.items())
-    if (v.is_string()) probe[k] = v.get<std::string>();
-  const std::string err = GpuSupportError(desired.attributes.value("cli", ""), desired.node, probe);
+  if (!actual.probed) return "";
+  const DeploymentWant want = desired.attributes.get<DeploymentWant>();
+  if (want.shown.gpus.empty()) return "";
+  const ContainerProbe found = actual.attributes.get<ContainerProbe>();
+  const std::string err = GpuSupportError(want.cli, desired.node, found.gpu_support);
   if (err.empty()) return "";
-  return desired.address + ": gpus = " + desired.attributes.at("gpus").dump() + ": " + err;
+  return desired.address + ": gpus = \"" + want.shown.gpus + "\": " + err;
 }
 
 }  // namespace fleet

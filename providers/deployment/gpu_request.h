@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "providers/deployment/deployment_json.h"
 #include "src/resource.h"
 
 namespace fleet {
@@ -36,11 +37,12 @@ std::string GpuSupportProbeScript(const std::string& cli);
 std::string GpuSupportError(const std::string& cli, const std::string& node,
                             const std::map<std::string, std::string>& probe);
 
-// For the deployment provider: the probe's gpu_* facts into `actual`'s
-// attributes ("gpu_support") when `desired` asks for GPUs ("gpus"), and the
-// plan error ("" when none) for a serve about to start where they cannot be given.
-void RecordGpuSupport(const DesiredResource& desired, const std::string& probe_output,
-                      ActualResource* actual);
+// For the deployment provider: the probe's gpu_* facts into `found`
+// (ContainerProbe::gpu_support) when `want` asks for GPUs (shown.gpus), and
+// the plan error ("" when none) for a serve about to start where they cannot
+// be given (`desired`'s attributes a DeploymentWant, `actual`'s a ContainerProbe).
+void RecordGpuSupport(const DeploymentWant& want, const std::string& probe_output,
+                      ContainerProbe* found);
 std::string GpuPlanError(const DesiredResource& desired, const ActualResource& actual);
 
 }  // namespace fleet

@@ -51,20 +51,31 @@ TEST(GpuRequest, PlanErrorOnlyWhenAskedAndProbed) {
   DesiredResource d;
   d.address = "deployment.s@dgx1";
   d.node = "dgx1";
-  d.attributes = {{"cli", "docker"}};
+  DeploymentWant want;
+  want.cli = "docker";
+  d.attributes = want;
   ActualResource a;
   a.probed = true;
-  RecordGpuSupport(d, "gpu_hook=0\ngpu_runtime=0\n", &a);
+  ContainerProbe found;
+  RecordGpuSupport(want, "gpu_hook=0\ngpu_runtime=0\n", &found);
+  EXPECT_TRUE(found.gpu_support.empty());
+  a.attributes = found;
   EXPECT_FALSE(a.attributes.contains("gpu_support"));
   EXPECT_EQ(GpuPlanError(d, a), "");  // no GPU asked for
-  d.attributes["gpus"] = "all";
-  RecordGpuSupport(d, "gpu_hook=0\ngpu_runtime=0\ngpu_cdi=0\nother=1\n", &a);
-  EXPECT_EQ(a.attributes["gpu_support"].size(), 3u);
+  want.shown.gpus = "all";
+  d.attributes = want;
+  RecordGpuSupport(want, "gpu_hook=0\ngpu_runtime=0\ngpu_cdi=0\nother=1\n", &found);
+  EXPECT_EQ(found.gpu_support.size(), 3u);
+  a.attributes = found;
   const std::string e = GpuPlanError(d, a);
   EXPECT_EQ(e.rfind("deployment.s@dgx1: gpus = \"all\": docker on dgx1 cannot give GPUs", 0), 0u)
       << e;
-  RecordGpuSupport(d, "gpu_hook=1\n", &a);
+  found.gpu_support.clear();
+  RecordGpuSupport(want, "gpu_hook=1\n", &found);
+  a.attributes = found;
   EXPECT_EQ(GpuPlanError(d, a), "");
+  a.probed = false;
+  EXPECT_EQ(GpuPlanError(d, a), "");  // not probed: checked again at apply
 }
 
 }  // namespace

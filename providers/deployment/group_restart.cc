@@ -1,5 +1,6 @@
 #include "providers/deployment/group_restart.h"
 
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 
@@ -15,7 +16,7 @@ std::string RankProblem(const Manifest& m, const std::string& name, const std::s
   if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) return "";
   Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
   if (!spec.ok()) return "";
-  const ContainerProbe p = ContainerProbe::FromJson(it->second.attributes);
+  const ContainerProbe p = it->second.attributes.get<ContainerProbe>();
   if (!p.exists) return "has no container " + spec->container;
   if (p.spec != spec->hash) return "is replaced (its spec changed)";
   if (p.state != "running")
@@ -37,7 +38,8 @@ void RestartWithGroup(const DesiredResource& desired, const DiffContext& ctx, Pl
     const std::string why = RankProblem(*ctx.manifest, desired.name, node, ctx);
     if (why.empty()) continue;
     c->action = Action::kReplace;
-    c->summary = "restart " + desired.attributes.value("container", "") + " with its group";
+    c->summary =
+        "restart " + desired.attributes.get<DeploymentWant>().shown.container + " with its group";
     c->reasons.push_back("the rank on " + node + " " + why + ": the ranks of " + desired.name +
                          " restart together (workers first, the head last)");
     return;

@@ -1,9 +1,11 @@
 #include "providers/display_ram/display_ram_provider.h"
 
+#include <optional>
 #include <sstream>
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/display_ram/display_ram_json.h"
 #include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
@@ -22,13 +24,7 @@ struct ModuleState {
   bool card0 = false;
   std::string boot_id;
   bool unlocked() const { return loaded && modeset == "Y" && fbdev == "N"; }
-  nlohmann::json ToJson() const {
-    return {{"loaded", loaded},
-            {"modeset", modeset},
-            {"fbdev", fbdev},
-            {"card0", card0},
-            {"mode", unlocked() ? "unlocked" : "default"}};
-  }
+  ModuleValues values() const { return {loaded, modeset, fbdev}; }
 };
 
 std::string ReadScript(const std::string& sysfs, const std::string& dev) {
@@ -45,13 +41,17 @@ std::string ReadScript(const std::string& sysfs, const std::string& dev) {
 }
 
 ModuleState ParseModuleState(const std::string& out) {
-  std::map<std::string, std::string> kv = ParseKeyValues(out);
+  const std::map<std::string, std::string> kv = ParseKeyValues(out);
+  auto field = [&](const char* key) {
+    auto it = kv.find(key);
+    return it == kv.end() ? std::string() : it->second;
+  };
   ModuleState m;
-  m.loaded = kv["loaded"] == "1";
-  m.modeset = kv["modeset"];
-  m.fbdev = kv["fbdev"];
-  m.card0 = kv["card0"] == "1";
-  m.boot_id = kv["boot_id"];
+  m.loaded = field("loaded") == "1";
+  m.modeset = field("modeset");
+  m.fbdev = field("fbdev");
+  m.card0 = field("card0") == "1";
+  m.boot_id = field("boot_id");
   return m;
 }
 
@@ -87,10 +87,9 @@ std::string ServingProbeScript(const std::string& cli) {
 // Stops the serving containers the plan listed for this reload, right
 // before it; StartServing starts them again after it, whatever its outcome
 // (their deployment steps then wait for their health).
-Status StopServing(const StepContext& ctx, const nlohmann::json& names) {
+Status StopServing(const StepContext& ctx, const std::vector<std::string>& names) {
   const std::string& cli = ctx.node->container_cli;
-  for (const auto& n : names) {
-    const std::string name = n.get<std::string>();
+  for (const std::string& name : names) {
     if (ctx.progress) ctx.progress("stopping " + name + " for the nvidia_drm reload");
     Status s = RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
                                   " >/dev/null 2>&1; then " +
@@ -101,10 +100,9 @@ Status StopServing(const StepContext& ctx, const nlohmann::json& names) {
   return Status::OK();
 }
 
-void StartServing(const StepContext& ctx, const nlohmann::json& names) {
+void StartServing(const StepContext& ctx, const std::vector<std::string>& names) {
   const std::string& cli = ctx.node->container_cli;
-  for (const auto& n : names) {
-    const std::string name = n.get<std::string>();
+  for (const std::string& name : names) {
     Status s = RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
                                   " >/dev/null 2>&1; then " + ShellCommand({cli, "start", name}) +
                                   " >/dev/null; fi")
@@ -135,7 +133,7 @@ Status CheckNoServingContainers(const StepContext& ctx) {
 }
 
 Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string>& options,
-              bool load, const nlohmann::json& stop) {
+              bool load, const std::vector<std::string>& stop) {
   Status stopped = StopServing(ctx, stop);
   if (!stopped.ok()) return stopped;
   Status guard = CheckNoServingContainers(ctx);
@@ -154,13 +152,13 @@ Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string
 
 // Puts the module back to `original` (as recorded before an unlock) and
 // verifies it.
-Status Restore(const StepContext& ctx, const nlohmann::json& original,
-               const nlohmann::json& stop = nlohmann::json::array()) {
+Status Restore(const StepContext& ctx, const ModuleValues& original,
+               const std::vector<std::string>& stop = {}) {
   Result<ModuleState> now = ReadModule(ctx);
   if (!now.ok()) return now.status();
-  const bool want_loaded = original.value("loaded", true);
-  const std::string modeset = original.value("modeset", "N");
-  const std::string fbdev = original.value("fbdev", "Y");
+  const bool want_loaded = original.loaded;
+  const std::string& modeset = original.modeset;
+  const std::string& fbdev = original.fbdev;
   if (now->loaded == want_loaded &&
       (!want_loaded || (now->modeset == modeset && now->fbdev == fbdev)))
     return Status::OK();  // already there
@@ -181,25 +179,26 @@ Status Restore(const StepContext& ctx, const nlohmann::json& original,
 // Free GPU memory as the installed fleet-probe reads it (cuMemGetInfo), or
 // null when there is no probe or the figure is unknown: the unlock's gain is
 // recorded as measured, never guessed.
-nlohmann::json GpuFreeBytes(const StepContext& ctx) {
+std::optional<uint64_t> GpuFreeBytes(const StepContext& ctx) {
   Result<CommandResult> r = ctx.transport->Run(
       "cd && [ -x .fleet/bin/fleet-probe ] && timeout 20 .fleet/bin/fleet-probe");
-  if (!r.ok() || r->exit_code != 0) return nullptr;
+  if (!r.ok() || r->exit_code != 0) return std::nullopt;
   GpuFacts facts;
   std::string error;
-  if (!ParseProbeJson(r->out, &facts, &error) || facts.gpus.empty()) return nullptr;
+  if (!ParseProbeJson(r->out, &facts, &error) || facts.gpus.empty()) return std::nullopt;
   uint64_t free = 0;
   for (const GpuInfo& g : facts.gpus) {
-    if (!g.memory_free_bytes) return nullptr;
+    if (!g.memory_free_bytes) return std::nullopt;
     free += *g.memory_free_bytes;
   }
   return free;
 }
 
-std::string Describe(const nlohmann::json& values) {
-  return "modeset=" + values.value("modeset", std::string("?")) +
-         " fbdev=" + values.value("fbdev", std::string("?"));
+std::string Describe(const std::string& modeset, const std::string& fbdev) {
+  return "modeset=" + modeset + " fbdev=" + fbdev;
 }
+
+std::string Describe(const ModuleValues& v) { return Describe(v.modeset, v.fbdev); }
 
 }  // namespace
 
@@ -218,7 +217,7 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
     r.type = "display_ram";
     r.name = name;
     r.node = name;
-    r.attributes = {{"mode", wanted_by.empty() ? "default" : "unlocked"}, {"wanted_by", wanted_by}};
+    r.attributes = DisplayRamWant{wanted_by.empty() ? kModeDefault : kModeUnlocked, wanted_by};
     // The probe measures the free GPU memory before and after an unlock.
     r.depends_on = {NodeAddress(name), "probe." + name};
     r.loc = spec.loc;
@@ -237,7 +236,7 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "if [ \"$(cat \"$dr_p/modeset\" 2>/dev/null)$(cat \"$dr_p/fbdev\" 2>/dev/null)\" = YN ]; "
          "then dr_m=unlocked; fi\n"
          "if [ \"$dr_m\" != " +
-         ShellQuote(r.attributes.value("mode", "default")) + " ]; then\n" +
+         ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
          ServingProbeScript(node.container_cli) + "fi\n";
 }
 
@@ -247,11 +246,19 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   a.probed = true;
   ModuleState m = ParseModuleState(output);
   a.exists = true;
-  a.attributes = m.ToJson();
-  a.attributes["serving"] = ParseServingContainers(output);
-  const std::string engine_error = ParseKeyValues(output)["engine_error"];
-  if (!engine_error.empty()) a.attributes["engine_error"] = engine_error;
+  std::map<std::string, std::string> kv = ParseKeyValues(output);
+  a.attributes = DisplayRamFound{m.loaded,
+                                 m.modeset,
+                                 m.fbdev,
+                                 m.card0,
+                                 m.unlocked() ? kModeUnlocked : kModeDefault,
+                                 ParseServingContainers(output),
+                                 kv["engine_error"]};
   return a;
+}
+
+std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
+  return c.detail.get<DisplayRamStep>().stop_containers;
 }
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
@@ -259,83 +266,117 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
   PlanChange c = DiffModule(desired, actual, record, ctx);
   // A reload under a running serve would take its GPU away: the step stops
   // the serving containers first, and their deployments start them again.
-  const nlohmann::json serving = actual.attributes.value("serving", nlohmann::json::array());
-  const std::string engine_error = actual.attributes.value("engine_error", "");
-  if (c.action != Action::kNoop && !engine_error.empty()) {
+  const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
+  const std::vector<std::string>& serving = found.serving;
+  if (c.action != Action::kNoop && !found.engine_error.empty()) {
     // The reload must list (and stop) the serves first: it cannot.
     const std::string cli = ctx.manifest && ctx.manifest->nodes.count(desired.node)
                                 ? ctx.manifest->nodes.at(desired.node).container_cli
                                 : "";
-    c.error =
-        desired.address + ": cannot list the serving containers before the reload: " +
-        WithEngineFix(engine_error, cli, desired.node, NodeSshUser(ctx.manifest, desired.node));
+    c.error = desired.address + ": cannot list the serving containers before the reload: " +
+              WithEngineFix(found.engine_error, cli, desired.node,
+                            NodeSshUser(ctx.manifest, desired.node));
     return c;
   }
   if (c.action != Action::kNoop && !serving.empty()) {
-    c.detail["stop_containers"] = serving;
+    DisplayRamStep step = c.detail.get<DisplayRamStep>();
+    step.stop_containers = serving;
+    c.detail = step;
     std::string names;
-    for (const auto& n : serving) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    for (const std::string& n : serving) names += (names.empty() ? "" : ", ") + n;
     c.reasons.push_back("stops the serving containers " + names +
                         " first; their deployments start them again");
   }
   return c;
 }
 
+namespace {
+
+using Decision = std::optional<PlanChange>;
+
+// What every decision of a display_ram diff reads.
+struct DisplayRamDiffInput {
+  const DisplayRamWant& want;
+  const DisplayRamFound& found;
+  const DisplayRamRecord& record;  // empty when there is none
+  const ActualResource& actual;
+  const NodeFacts& facts;
+  const PlanChange& base;
+};
+
+PlanChange Unlock(const PlanChange& base, std::string summary) {
+  PlanChange c = base;
+  c.action = Action::kUpdate;
+  c.summary = std::move(summary);
+  c.after = UnlockedAfterJson();
+  c.detail = DisplayRamStep{kOpUnlock, std::nullopt, {}};
+  return c;
+}
+
+// The node is off and will be powered on: it boots at the module default.
+Decision NodeIsOff(const DisplayRamDiffInput& in) {
+  if (in.actual.probed) return std::nullopt;
+  if (in.want.mode != kModeUnlocked) return in.base;
+  PlanChange c = Unlock(in.base, "unlock display RAM after power on");
+  c.reasons.push_back("node is off; the module boots at its default");
+  return c;
+}
+
+Decision AlreadyInMode(const DisplayRamDiffInput& in) {
+  if (in.found.mode != in.want.mode) return std::nullopt;
+  PlanChange c = in.base;
+  if (in.want.mode == kModeDefault && in.record.mode == kModeUnlocked)
+    c.reasons.push_back("the recorded unlock is gone (node rebooted): module at boot default");
+  return c;
+}
+
+Decision UnlockWanted(const DisplayRamDiffInput& in) {
+  if (in.want.mode != kModeUnlocked) return std::nullopt;
+  PlanChange c = Unlock(in.base, "unlock display RAM (reload nvidia_drm modeset=1 fbdev=0)");
+  c.reasons.push_back("now " + Describe(in.found.modeset, in.found.fbdev));
+  for (const std::string& w : in.want.wanted_by) c.reasons.push_back("wanted by " + w);
+  if (in.record.mode == kModeUnlocked && in.record.boot_id != in.facts.boot_id)
+    c.reasons.push_back(
+        "node rebooted since the unlock (boot id changed): the module is back at its boot "
+        "default");
+  return c;
+}
+
+// Want default, the node is unlocked: restore what the unlock recorded, or
+// leave an unlock fleet did not make.
+PlanChange RestoreWanted(const DisplayRamDiffInput& in) {
+  PlanChange c = in.base;
+  if (!in.record.original) {
+    c.reasons.push_back("unlocked outside fleet (no recorded original values): left as is");
+    return c;
+  }
+  const ModuleValues& original = *in.record.original;
+  c.action = Action::kUpdate;
+  c.summary = "restore display RAM to " + Describe(original) + " (recorded before the unlock)";
+  c.reasons.push_back("no deployment or node setting asks for the unlock any more");
+  c.after = ModuleAfterJson(kModeDefault, original);
+  c.detail = DisplayRamStep{kOpRestore, original, {}};
+  return c;
+}
+
+}  // namespace
+
 PlanChange DisplayRamProvider::DiffModule(const DesiredResource& desired,
                                           const ActualResource& actual,
                                           const ResourceRecord* record,
                                           const DiffContext& ctx) const {
-  const NodeFacts& facts = ctx.facts;
-  PlanChange c = ChangeFor(desired);
-  const std::string want = desired.attributes.value("mode", "default");
-  const nlohmann::json rec = record ? record->attributes : nlohmann::json::object();
-  c.before = actual.probed ? actual.attributes : nlohmann::json();
-  c.after = c.before;
-
-  if (!actual.probed) {
-    // The node is off and will be powered on: it boots at the module default.
-    if (want == "unlocked") {
-      c.action = Action::kUpdate;
-      c.summary = "unlock display RAM after power on";
-      c.reasons.push_back("node is off; the module boots at its default");
-      c.after = {{"mode", "unlocked"}, {"modeset", "Y"}, {"fbdev", "N"}};
-      c.detail = {{"op", "unlock"}};
-    }
-    return c;
-  }
-  const std::string have = actual.attributes.value("mode", "default");
-  if (have == want) {
-    if (want == "default" && rec.value("mode", "") == "unlocked")
-      c.reasons.push_back("the recorded unlock is gone (node rebooted): module at boot default");
-    return c;
-  }
-  if (want == "unlocked") {
-    c.action = Action::kUpdate;
-    c.summary = "unlock display RAM (reload nvidia_drm modeset=1 fbdev=0)";
-    c.reasons.push_back("now " + Describe(actual.attributes));
-    for (const auto& w : desired.attributes["wanted_by"])
-      c.reasons.push_back("wanted by " + w.get<std::string>());
-    if (rec.value("mode", "") == "unlocked" && rec.value("boot_id", "") != facts.boot_id)
-      c.reasons.push_back(
-          "node rebooted since the unlock (boot id changed): the module is back at its boot "
-          "default");
-    c.after = {{"mode", "unlocked"}, {"modeset", "Y"}, {"fbdev", "N"}};
-    c.detail = {{"op", "unlock"}};
-    return c;
-  }
-  // Want default, node is unlocked.
-  if (!rec.contains("original")) {
-    c.reasons.push_back("unlocked outside fleet (no recorded original values): left as is");
-    return c;
-  }
-  c.action = Action::kUpdate;
-  c.summary =
-      "restore display RAM to " + Describe(rec["original"]) + " (recorded before the unlock)";
-  c.reasons.push_back("no deployment or node setting asks for the unlock any more");
-  c.after = rec["original"];
-  c.after["mode"] = "default";
-  c.detail = {{"op", "restore"}, {"original", rec["original"]}};
-  return c;
+  PlanChange base = ChangeFor(desired);
+  base.before = actual.probed ? actual.attributes : nlohmann::json();
+  base.after = base.before;
+  const DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
+  const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
+  const DisplayRamRecord rec =
+      record ? record->attributes.get<DisplayRamRecord>() : DisplayRamRecord();
+  const DisplayRamDiffInput in{want, found, rec, actual, ctx.facts, base};
+  if (auto c = NodeIsOff(in)) return *c;
+  if (auto c = AlreadyInMode(in)) return *c;
+  if (auto c = UnlockWanted(in)) return *c;
+  return RestoreWanted(in);
 }
 
 PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
@@ -343,7 +384,9 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
                                            const ResourceRecord* record,
                                            const DiffContext& ctx) const {
   DesiredResource as_default = desired;
-  as_default.attributes["mode"] = "default";
+  DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
+  want.mode = kModeDefault;
+  as_default.attributes = want;
   PlanChange c = Diff(as_default, actual, record, ctx);
   if (c.action == Action::kNoop) c.summary = "nothing to restore";
   return c;
@@ -351,75 +394,85 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
 
 Result<nlohmann::json> DisplayRamProvider::Apply(const PlanChange& change,
                                                  const StepContext& ctx) const {
-  const nlohmann::json stop = change.detail.value("stop_containers", nlohmann::json::array());
-  Result<nlohmann::json> result = ApplyModule(change, ctx, stop);
-  StartServing(ctx, stop);
+  const DisplayRamStep step = change.detail.get<DisplayRamStep>();
+  Result<nlohmann::json> result = ApplyModule(step, ctx);
+  StartServing(ctx, step.stop_containers);
   return result;
 }
 
-Result<nlohmann::json> DisplayRamProvider::ApplyModule(const PlanChange& change,
-                                                       const StepContext& ctx,
-                                                       const nlohmann::json& stop) const {
-  const std::string op = change.detail.value("op", "");
-  const nlohmann::json rec = ctx.record ? ctx.record->attributes : nlohmann::json::object();
-  if (op == "restore") {
-    Status s = Restore(ctx, change.detail["original"], stop);
+namespace {
+
+// The reload that unlocks, recorded first (a checkpoint: if fleet dies
+// between the reload and the end of the step, the state still knows what
+// to restore), verified after; on failure the module is put back.
+Status ReloadUnlocked(const StepContext& ctx, const ModuleState& now,
+                      const std::vector<std::string>& stop, DisplayRamRecord* record) {
+  record->reloaded = true;
+  record->gpu_free_before_bytes = GpuFreeBytes(ctx);
+  Status s = ctx.checkpoint ? ctx.checkpoint(nlohmann::json(*record)) : Status::OK();
+  if (!s.ok()) return s;
+  s = Reload(ctx, now.loaded, {"modeset=1", "fbdev=0"}, true, stop);
+  Result<ModuleState> after = ReadModule(ctx);
+  if (s.ok() && after.ok() && !after->unlocked())
+    s = Status::Error("on " + ctx.node->name + ": unlock did not take: now " +
+                      Describe(after->modeset, after->fbdev) + ", expected modeset=Y fbdev=N");
+  if (s.ok() && !after.ok()) s = after.status();
+  if (!s.ok()) {
+    // Leave nothing half done: put the module back as it was.
+    Status r = Restore(ctx, *record->original);
+    if (!r.ok()) return Status::Error(s.message() + "; restoring failed too: " + r.message());
+    return Status::Error(s.message() + " (module restored to " + Describe(*record->original) + ")");
+  }
+  record->read_back = true;
+  record->modeset = after->modeset;
+  record->fbdev = after->fbdev;
+  record->card0 = after->card0;
+  record->gpu_free_after_bytes = GpuFreeBytes(ctx);
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& step,
+                                                       const StepContext& ctx) const {
+  if (step.op == kOpRestore) {
+    Status s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
     if (!s.ok()) return s;
     return nlohmann::json();  // nothing left to undo: drop the record
   }
-  if (op != "unlock") return Result<nlohmann::json>::Error("unknown display_ram op '" + op + "'");
-
+  if (step.op != kOpUnlock)
+    return Result<nlohmann::json>::Error("unknown display_ram op '" + step.op + "'");
+  const DisplayRamRecord prior =
+      ctx.record ? ctx.record->attributes.get<DisplayRamRecord>() : DisplayRamRecord();
   Result<ModuleState> now = ReadModule(ctx);
   if (!now.ok()) return now.status();
   // The values to restore later: those found before the first unlock. A
   // re-run after a crash keeps the original recorded by the first attempt.
-  nlohmann::json original =
-      rec.contains("original") && rec.value("boot_id", "") == now->boot_id
-          ? rec["original"]
-          : nlohmann::json{
-                {"loaded", now->loaded}, {"modeset", now->modeset}, {"fbdev", now->fbdev}};
-  nlohmann::json record = {
-      {"mode", "unlocking"}, {"original", original}, {"boot_id", now->boot_id}};
+  DisplayRamRecord record;
+  record.mode = "unlocking";
+  record.original =
+      prior.original && prior.boot_id == now->boot_id ? *prior.original : now->values();
+  record.boot_id = now->boot_id;
   if (!now->unlocked()) {
-    record["gpu_free_before_bytes"] = GpuFreeBytes(ctx);
-    // Record first: if we die between the reload and the end of the step,
-    // the state still knows what to restore.
-    Status s = ctx.checkpoint ? ctx.checkpoint(record) : Status::OK();
+    Status s = ReloadUnlocked(ctx, *now, step.stop_containers, &record);
     if (!s.ok()) return s;
-    s = Reload(ctx, now->loaded, {"modeset=1", "fbdev=0"}, true, stop);
-    Result<ModuleState> after = ReadModule(ctx);
-    if (s.ok() && after.ok() && !after->unlocked())
-      s = Status::Error("on " + ctx.node->name + ": unlock did not take: now " +
-                        Describe(after->ToJson()) + ", expected modeset=Y fbdev=N");
-    if (s.ok() && !after.ok()) s = after.status();
-    if (!s.ok()) {
-      // Leave nothing half done: put the module back as it was.
-      Status r = Restore(ctx, original);
-      if (!r.ok()) return Status::Error(s.message() + "; restoring failed too: " + r.message());
-      return Status::Error(s.message() + " (module restored to " + Describe(original) + ")");
-    }
-    record["modeset"] = after->modeset;
-    record["fbdev"] = after->fbdev;
-    record["card0"] = after->card0;
-    record["gpu_free_after_bytes"] = GpuFreeBytes(ctx);
   }
-  record["mode"] = "unlocked";
-  return record;
+  record.mode = kModeUnlocked;
+  return nlohmann::json(record);
 }
 
 Status DisplayRamProvider::Undo(const PlanChange& change, const nlohmann::json& applied,
                                 const StepContext& ctx, bool* undone) const {
   *undone = false;
-  if (change.detail.value("op", "") != "unlock" || !applied.contains("original"))
-    return Status::OK();
+  const DisplayRamRecord record = applied.get<DisplayRamRecord>();
+  if (change.detail.get<DisplayRamStep>().op != kOpUnlock || !record.original) return Status::OK();
   // A rollback cannot have announced which serves it stops: those running
   // now (e.g. the one a failed replace put back) are stopped for the reload
   // and started again after it.
-  nlohmann::json serving = nlohmann::json::array();
+  std::vector<std::string> serving;
   Result<CommandResult> r = ctx.transport->Run(ServingScript(ctx.node->container_cli));
-  if (r.ok())
-    for (const std::string& name : ParseServingContainers(r->out)) serving.push_back(name);
-  Status s = Restore(ctx, applied["original"], serving);
+  if (r.ok()) serving = ParseServingContainers(r->out);
+  Status s = Restore(ctx, *record.original, serving);
   StartServing(ctx, serving);
   if (s.ok()) *undone = true;
   return s;

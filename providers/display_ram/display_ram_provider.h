@@ -11,9 +11,14 @@
 #ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 #define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 
+#include "providers/display_ram/display_ram_json.h"
 #include "src/provider.h"
 
 namespace fleet {
+
+// The serving containers a planned display_ram change stops before its
+// module reload (their deployments start them again after it).
+std::vector<std::string> ContainersStoppedBy(const PlanChange& display_ram_change);
 
 class DisplayRamProvider : public Provider {
  public:
@@ -31,10 +36,9 @@ class DisplayRamProvider : public Provider {
               bool* undone) const override;
 
  private:
-  // Apply without stopping or starting serving containers around it;
-  // `stop` goes to the reload, which stops them right before it.
-  Result<nlohmann::json> ApplyModule(const PlanChange& change, const StepContext& ctx,
-                                     const nlohmann::json& stop) const;
+  // Apply without starting serving containers after it; the step's
+  // stop_containers go to the reload, which stops them right before it.
+  Result<nlohmann::json> ApplyModule(const DisplayRamStep& step, const StepContext& ctx) const;
   // The module's change alone, before serving containers are considered.
   PlanChange DiffModule(const DesiredResource& desired, const ActualResource& actual,
                         const ResourceRecord* record, const DiffContext& ctx) const;

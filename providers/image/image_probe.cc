@@ -39,29 +39,6 @@ bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
   return true;
 }
 
-ImageLookup LookupFromJson(const nlohmann::json& j) {
-  ImageLookup l;
-  if (!j.is_object()) return l;
-  l.tried = j.value("tried", false);
-  l.found = j.value("found", false);
-  l.id = j.value("id", "");
-  l.error = j.value("error", "");
-  if (j.contains("repo_digests") && j["repo_digests"].is_array())
-    for (const auto& d : j["repo_digests"])
-      if (d.is_string()) l.repo_digests.push_back(d.get<std::string>());
-  return l;
-}
-
-nlohmann::json LookupToJson(const ImageLookup& l) {
-  nlohmann::json j = {{"tried", l.tried}, {"found", l.found}};
-  if (l.found) {
-    j["id"] = l.id;
-    j["repo_digests"] = l.repo_digests;
-  }
-  if (!l.error.empty()) j["error"] = l.error;
-  return j;
-}
-
 // Docker finds `repo@sha256:D` only under that repository name, podman
 // under any name that holds D (`other/x@D` pulled, or `x:tag` then D). For
 // the same answer on both, a docker miss looks D up among every image's
@@ -85,21 +62,6 @@ std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
 }
 
 }  // namespace
-
-nlohmann::json ImageProbe::ToJson() const {
-  return {{"cli_found", cli_found},
-          {"by_ref", LookupToJson(by_ref)},
-          {"by_name", LookupToJson(by_name)}};
-}
-
-ImageProbe ImageProbe::FromJson(const nlohmann::json& j) {
-  ImageProbe p;
-  if (!j.is_object()) return p;
-  p.cli_found = j.value("cli_found", true);
-  if (j.contains("by_ref")) p.by_ref = LookupFromJson(j["by_ref"]);
-  if (j.contains("by_name")) p.by_name = LookupFromJson(j["by_name"]);
-  return p;
-}
 
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
   // One line per lookup: "<what> <exit status> <inspect's output, newlines

@@ -1,10 +1,12 @@
 #include "providers/image/image_provider.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "providers/image/engine_check.h"
+#include "providers/image/image_json.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -13,21 +15,14 @@
 
 namespace fleet {
 
+using image_internal::Judged;
+
 namespace {
 
 std::string NodeOfAddress(const std::string& address) {
   size_t at = address.rfind('@');
   return at == std::string::npos ? "" : address.substr(at + 1);
 }
-
-// What the probe of one node says about the image, judged against the
-// config digest the registry digest points to (empty: unknown).
-struct Judged {
-  bool present = false;
-  std::string id;
-  std::string how;
-  std::string other_id;  // fleet's tag names another image
-};
 
 Judged Judge(const ImageRef& ref, const ImageProbe& p, const std::string& config) {
   Judged j;
@@ -54,7 +49,7 @@ std::map<std::string, ImageProbe> ProbesOf(const std::string& name, const DiffCo
   const std::string prefix = "image." + name + "@";
   for (const auto& [address, a] : *ctx.all_actual) {
     if (address.rfind(prefix, 0) != 0 || !a.probed || !a.error.empty()) continue;
-    out[NodeOfAddress(address)] = ImageProbe::FromJson(a.attributes);
+    out.insert_or_assign(NodeOfAddress(address), a.attributes.get<ImageProbe>());
   }
   return out;
 }
@@ -92,12 +87,8 @@ std::vector<DesiredResource> ImageProvider::Expand(const Manifest& m) const {
       r.type = "image";
       r.name = name;
       r.node = node;
-      r.attributes = {{"ref", spec.ref},
-                      {"digest", ref.digest},
-                      {"source", spec.source},
-                      {"allow_floating", spec.allow_floating},
-                      {"cli", it->second.container_cli},
-                      {"wanted_by", by}};
+      r.attributes = ImageWant{
+          spec.ref, ref.digest, spec.source, spec.allow_floating, it->second.container_cli, by};
       r.depends_on = {NodeAddress(node)};
       r.loc = spec.loc;
       out.push_back(std::move(r));
@@ -107,7 +98,7 @@ std::vector<DesiredResource> ImageProvider::Expand(const Manifest& m) const {
 }
 
 std::string ImageProvider::ProbeScript(const DesiredResource& r, const NodeSpec& node) const {
-  return ImageProbeScript(node.container_cli, ParseImageRef(r.attributes.value("ref", "")));
+  return ImageProbeScript(node.container_cli, ParseImageRef(r.attributes.get<ImageWant>().ref));
 }
 
 ActualResource ImageProvider::ParseProbe(const DesiredResource& r, const std::string& output,
@@ -115,9 +106,9 @@ ActualResource ImageProvider::ParseProbe(const DesiredResource& r, const std::st
   ActualResource a;
   a.probed = true;
   ImageProbe p = ParseImageProbe(output);
-  a.attributes = p.ToJson();
+  a.attributes = p;
   a.exists = p.by_ref.found || p.by_name.found;
-  const std::string cli = r.attributes.value("cli", "");
+  const std::string cli = r.attributes.get<ImageWant>().cli;
   if (!p.cli_found)
     a.error = "container_cli '" + cli + "' not found on the node's PATH";
   else if (!p.by_ref.tried)
@@ -129,167 +120,204 @@ ActualResource ImageProvider::ParseProbe(const DesiredResource& r, const std::st
   return a;
 }
 
+namespace image_internal {
+
+ConfigDigest FindConfigDigest(const ImageRef& ref, const std::map<std::string, ImageProbe>& probes,
+                              const ResourceRecord* record) {
+  ConfigDigest c;
+  if (!ref.pinned()) return c;
+  for (const auto& [n, p] : probes)
+    if (p.by_ref.found && HasRepoDigest(p.by_ref.repo_digests, ref.digest)) return {p.by_ref.id, n};
+  if (record == nullptr) return c;
+  const ImageRecord rec = record->attributes.get<ImageRecord>();
+  if (rec.digest != ref.digest) return c;
+  c.id = NormalizeImageId(rec.image_id);
+  if (!c.id.empty()) c.from = "the state record";
+  return c;
+}
+
+Decision NotPinned(const ImageDiffInput& in, const PlanChange& base) {
+  if (in.ref.pinned() || in.want.allow_floating) return std::nullopt;
+  PlanChange c = base;
+  c.error = in.what + ": not pinned by digest (set allow_floating: true to accept a tag)";
+  return c;
+}
+
+Decision ProbeFailed(const ImageDiffInput& in, const PlanChange& base) {
+  if (!in.actual.probed || in.actual.error.empty()) return std::nullopt;
+  PlanChange c = base;
+  c.error = in.what + " on " + in.desired.node + ": " +
+            WithEngineFix(in.actual.error, in.want.cli, in.desired.node,
+                          NodeSshUser(in.ctx.manifest, in.desired.node));
+  return c;
+}
+
+// Floating: say loudly what the tag is on each node.
+void FloatingTagNotes(const ImageDiffInput& in, PlanChange* c) {
+  if (in.ref.pinned()) return;
+  std::map<std::string, std::vector<std::string>> by_id;
+  for (const auto& [n, p] : in.probes)
+    if (p.by_ref.found) by_id[p.by_ref.id].push_back(n);
+  std::string here_is = "not on this node";
+  if (in.judged.present) {
+    std::string digests;
+    for (const std::string& d : in.here.by_ref.repo_digests)
+      digests += (digests.empty() ? "" : ", ") + d.substr(d.rfind('@') + 1);
+    here_is = "here it is image " + ShortId(in.judged.id) +
+              (digests.empty() ? " (no registry digest)" : ", registry digest " + digests);
+  }
+  c->reasons.push_back("FLOATING TAG " + in.ref.text + " (allow_floating): " + here_is +
+                       "; every pull may bring another image");
+  if (by_id.size() > 1) {
+    std::string split;
+    for (const auto& [id, nodes] : by_id)
+      split += (split.empty() ? "" : "; ") + ShortId(id) + " on " + JoinNames(nodes);
+    c->reasons.push_back("nodes disagree on what " + in.ref.text + " is: " + split);
+  }
+}
+
+Decision Present(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base) {
+  if (!in.judged.present) return std::nullopt;
+  PlanChange c = base;
+  c.before = ImageVersionJson(in.ref, in.judged.id);
+  c.after = c.before;
+  if (in.ref.pinned() && in.judged.how == "by fleet's tag" && config.id.empty())
+    c.reasons.push_back("found by fleet's tag " + in.ref.FleetTag() +
+                        " only: no node holds registry digest " + in.ref.digest +
+                        " to cross-check its config digest");
+  return c;
+}
+
+// Missing (or unknown: the node is off and will be checked at apply): the
+// change to stage it, before its source is chosen.
+PlanChange Missing(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base) {
+  PlanChange c = base;
+  const std::string& other = in.judged.other_id;
+  c.action = other.empty() ? Action::kCreate : Action::kUpdate;
+  c.before = other.empty() ? nlohmann::json() : OtherImageJson(other);
+  if (!in.actual.probed)
+    c.reasons.push_back("node is not reachable now: presence is checked again at apply");
+  else if (in.ref.pinned())
+    c.reasons.push_back("digest " + in.ref.digest + " not on node");
+  else
+    c.reasons.push_back(in.ref.text + " not on node");
+  if (!other.empty())
+    c.reasons.push_back("fleet's tag " + in.ref.FleetTag() + " names image " + ShortId(other) +
+                        ", but " + in.ref.digest + " is image " + ShortId(config.id) +
+                        " (read on " + config.from + ")");
+  for (const std::string& w : in.want.wanted_by) c.reasons.push_back("wanted by " + w);
+  c.detail = ImageStep{"", in.ref.text, config.id, "", ""};
+  c.after = ImageVersionJson(in.ref, config.id.empty() ? "(known after apply)" : config.id);
+  return c;
+}
+
+PlanChange PullFromRegistry(const ImageDiffInput& in, const ConfigDigest& config, PlanChange c) {
+  c.summary = "pull " + in.ref.Lookup() + " from its registry";
+  c.detail = ImageStep{kOpPull, in.ref.text, config.id, "", ""};
+  return c;
+}
+
+// `source: node:<name>`: that node, which must be up and have it.
+CopySource FromNamedNode(const ImageDiffInput& in, const std::string& config) {
+  const std::string& source = in.want.source;
+  const std::string& node = in.desired.node;
+  CopySource s{source.substr(5), config, "", ""};
+  if (s.from == node) {
+    s.error = in.what + ": needed on " + node + ", which is its own source (source: " + source +
+              ") and does not have it";
+    return s;
+  }
+  if (in.ctx.all_facts != nullptr) {
+    auto f = in.ctx.all_facts->find(s.from);
+    if (f != in.ctx.all_facts->end() && !f->second.reachable) {
+      s.error = in.what + ": needed on " + node + ", but source node " + s.from +
+                " is not reachable (" + f->second.unreachable_reason + ")";
+      return s;
+    }
+  }
+  auto p = in.probes.find(s.from);
+  if (p == in.probes.end()) {
+    s.reason = "copy from " + s.from + " (not probed for this image: checked at apply)";
+    return s;
+  }
+  const Judged j = Judge(in.ref, p->second, config);
+  if (!j.present) {
+    s.error = in.what + ": needed on " + node + ", but source node " + s.from +
+              " does not have it (source: " + source + ")";
+    return s;
+  }
+  if (s.config.empty()) s.config = j.id;
+  s.reason = "copy from " + s.from + " (has it " + j.how + ")";
+  return s;
+}
+
+// `source: peers`: any node that has it, spread by a hash of the target.
+CopySource FromPeers(const ImageDiffInput& in, const std::string& config) {
+  const std::string& node = in.desired.node;
+  std::vector<std::string> holders, lacking;
+  for (const auto& [n, p] : in.probes) {
+    Judged j = Judge(in.ref, p, config);
+    if (j.present && n != node) holders.push_back(n);
+    if (!j.present) lacking.push_back(n);
+  }
+  if (!in.actual.probed) lacking.push_back(node);
+  CopySource s{"", config, "", ""};
+  if (holders.empty()) {
+    std::set<std::string> uniq(lacking.begin(), lacking.end());
+    s.error = in.what + ": no node has it to copy from (source: peers); needed on " +
+              JoinNames(std::vector<std::string>(uniq.begin(), uniq.end())) +
+              ". Pull it on one node (source: registry) or load it there";
+    return s;
+  }
+  s.from = holders[Fnv(node) % holders.size()];
+  Judged j = Judge(in.ref, in.probes.at(s.from), config);
+  if (s.config.empty()) s.config = j.id;
+  s.reason =
+      "copy from peer " + s.from + " (has it " + j.how + "; holders: " + JoinNames(holders) + ")";
+  return s;
+}
+
+PlanChange CopyFromNode(const ImageDiffInput& in, const ConfigDigest& config, PlanChange c) {
+  const CopySource s = in.want.source.rfind("node:", 0) == 0 ? FromNamedNode(in, config.id)
+                                                             : FromPeers(in, config.id);
+  if (!s.error.empty()) {
+    c.error = s.error;
+    return c;
+  }
+  c.reasons.push_back(s.reason);
+  c.detail = ImageStep{kOpCopy, in.ref.text, s.config, s.from, ""};
+  if (!s.config.empty()) c.after = ImageVersionJson(in.ref, s.config);
+  c.summary = "copy from " + s.from + " (save | load through the controller, config digest " +
+              (s.config.empty() ? std::string("read at apply") : ShortId(s.config)) + ")";
+  return c;
+}
+
+}  // namespace image_internal
+
 PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                const ResourceRecord* record, const DiffContext& ctx) const {
-  PlanChange c;
-  c.address = desired.address;
-  c.type = desired.type;
-  c.node = desired.node;
-  const std::string& node = desired.node;
-  const std::string& name = desired.name;
-  const ImageRef ref = ParseImageRef(desired.attributes.value("ref", ""));
-  const std::string source = desired.attributes.value("source", "registry");
-  const std::string what = "image " + name + " (" + ref.text + ")";
-
-  if (!ref.pinned() && !desired.attributes.value("allow_floating", false)) {
-    c.error = what + ": not pinned by digest (set allow_floating: true to accept a tag)";
-    return c;
-  }
-  if (actual.probed && !actual.error.empty()) {
-    c.error = what + " on " + node + ": " +
-              WithEngineFix(actual.error, desired.attributes.value("cli", ""), node,
-                            NodeSshUser(ctx.manifest, node));
-    return c;
-  }
-
-  const std::map<std::string, ImageProbe> probes = ProbesOf(name, ctx);
-  // The config digest D points to: read where D itself is known.
-  std::string config, config_from;
-  if (ref.pinned()) {
-    for (const auto& [n, p] : probes)
-      if (p.by_ref.found && HasRepoDigest(p.by_ref.repo_digests, ref.digest)) {
-        config = p.by_ref.id;
-        config_from = n;
-        break;
-      }
-    if (config.empty() && record != nullptr &&
-        record->attributes.value("digest", "") == ref.digest) {
-      config = NormalizeImageId(record->attributes.value("image_id", ""));
-      if (!config.empty()) config_from = "the state record";
-    }
-  }
-
+  using namespace image_internal;  // NOLINT: the decisions read as a list
+  PlanChange base;
+  base.address = desired.address;
+  base.type = desired.type;
+  base.node = desired.node;
+  const ImageWant want = desired.attributes.get<ImageWant>();
+  const ImageRef ref = ParseImageRef(want.ref);
+  const std::map<std::string, ImageProbe> probes = ProbesOf(desired.name, ctx);
+  const ConfigDigest config = FindConfigDigest(ref, probes, record);
   ImageProbe here;
-  if (auto it = probes.find(node); it != probes.end()) here = it->second;
-  const Judged j = actual.probed ? Judge(ref, here, config) : Judged{};
-
-  if (!ref.pinned()) {
-    // Floating: say loudly what the tag is on each node.
-    std::map<std::string, std::vector<std::string>> by_id;
-    for (const auto& [n, p] : probes)
-      if (p.by_ref.found) by_id[p.by_ref.id].push_back(n);
-    std::string here_is = "not on this node";
-    if (j.present) {
-      std::string digests;
-      for (const std::string& d : here.by_ref.repo_digests)
-        digests += (digests.empty() ? "" : ", ") + d.substr(d.rfind('@') + 1);
-      here_is = "here it is image " + ShortId(j.id) +
-                (digests.empty() ? " (no registry digest)" : ", registry digest " + digests);
-    }
-    c.reasons.push_back("FLOATING TAG " + ref.text + " (allow_floating): " + here_is +
-                        "; every pull may bring another image");
-    if (by_id.size() > 1) {
-      std::string split;
-      for (const auto& [id, nodes] : by_id)
-        split += (split.empty() ? "" : "; ") + ShortId(id) + " on " + JoinNames(nodes);
-      c.reasons.push_back("nodes disagree on what " + ref.text + " is: " + split);
-    }
-  }
-
-  if (j.present) {
-    c.before = {{"digest", ref.pinned() ? nlohmann::json(ref.digest) : nlohmann::json()},
-                {"image_id", j.id}};
-    c.after = c.before;
-    if (ref.pinned() && j.how == "by fleet's tag" && config.empty())
-      c.reasons.push_back("found by fleet's tag " + ref.FleetTag() +
-                          " only: no node holds registry digest " + ref.digest +
-                          " to cross-check its config digest");
-    return c;
-  }
-
-  // Missing (or unknown: the node is off and will be checked at apply).
-  c.action = j.other_id.empty() ? Action::kCreate : Action::kUpdate;
-  c.before = j.other_id.empty() ? nlohmann::json() : nlohmann::json{{"image_id", j.other_id}};
-  if (!actual.probed)
-    c.reasons.push_back("node is not reachable now: presence is checked again at apply");
-  else if (ref.pinned())
-    c.reasons.push_back("digest " + ref.digest + " not on node");
-  else
-    c.reasons.push_back(ref.text + " not on node");
-  if (!j.other_id.empty())
-    c.reasons.push_back("fleet's tag " + ref.FleetTag() + " names image " + ShortId(j.other_id) +
-                        ", but " + ref.digest + " is image " + ShortId(config) + " (read on " +
-                        config_from + ")");
-  for (const auto& w : desired.attributes.value("wanted_by", nlohmann::json::array()))
-    c.reasons.push_back("wanted by " + w.get<std::string>());
-  c.detail = {{"ref", ref.text}, {"config", config}};
-  c.after = {{"digest", ref.pinned() ? nlohmann::json(ref.digest) : nlohmann::json()},
-             {"image_id",
-              config.empty() ? nlohmann::json("(known after apply)") : nlohmann::json(config)}};
-
-  if (source == "registry") {
-    c.summary = "pull " + ref.Lookup() + " from its registry";
-    c.detail["op"] = "pull";
-    return c;
-  }
-
-  // Copy from a node: the one named, or any peer that has it.
-  std::string from;
-  if (source.rfind("node:", 0) == 0) {
-    from = source.substr(5);
-    if (from == node) {
-      c.error = what + ": needed on " + node + ", which is its own source (source: " + source +
-                ") and does not have it";
-      return c;
-    }
-    if (ctx.all_facts != nullptr) {
-      auto f = ctx.all_facts->find(from);
-      if (f != ctx.all_facts->end() && !f->second.reachable) {
-        c.error = what + ": needed on " + node + ", but source node " + from +
-                  " is not reachable (" + f->second.unreachable_reason + ")";
-        return c;
-      }
-    }
-    if (auto p = probes.find(from); p != probes.end()) {
-      Judged s = Judge(ref, p->second, config);
-      if (!s.present) {
-        c.error = what + ": needed on " + node + ", but source node " + from +
-                  " does not have it (source: " + source + ")";
-        return c;
-      }
-      if (config.empty()) config = s.id;
-      c.reasons.push_back("copy from " + from + " (has it " + s.how + ")");
-    } else {
-      c.reasons.push_back("copy from " + from + " (not probed for this image: checked at apply)");
-    }
-  } else {  // peers
-    std::vector<std::string> holders, lacking;
-    for (const auto& [n, p] : probes) {
-      Judged s = Judge(ref, p, config);
-      if (s.present && n != node) holders.push_back(n);
-      if (!s.present) lacking.push_back(n);
-    }
-    if (!actual.probed) lacking.push_back(node);
-    if (holders.empty()) {
-      std::set<std::string> uniq(lacking.begin(), lacking.end());
-      c.error = what + ": no node has it to copy from (source: peers); needed on " +
-                JoinNames(std::vector<std::string>(uniq.begin(), uniq.end())) +
-                ". Pull it on one node (source: registry) or load it there";
-      return c;
-    }
-    from = holders[Fnv(node) % holders.size()];
-    Judged s = Judge(ref, probes.at(from), config);
-    if (config.empty()) config = s.id;
-    c.reasons.push_back("copy from peer " + from + " (has it " + s.how +
-                        "; holders: " + JoinNames(holders) + ")");
-  }
-  c.detail["op"] = "copy";
-  c.detail["from"] = from;
-  c.detail["config"] = config;
-  if (!config.empty()) c.after["image_id"] = config;
-  c.summary = "copy from " + from + " (save | load through the controller, config digest " +
-              (config.empty() ? std::string("read at apply") : ShortId(config)) + ")";
-  return c;
+  if (auto it = probes.find(desired.node); it != probes.end()) here = it->second;
+  const Judged judged = actual.probed ? Judge(ref, here, config.id) : Judged{};
+  const ImageDiffInput in{desired, want,   ref,
+                          actual,  ctx,    probes,
+                          here,    judged, "image " + desired.name + " (" + ref.text + ")"};
+  if (auto c = NotPinned(in, base)) return *c;
+  if (auto c = ProbeFailed(in, base)) return *c;
+  FloatingTagNotes(in, &base);
+  if (auto c = Present(in, config, base)) return *c;
+  PlanChange c = Missing(in, config, base);
+  if (want.source == "registry") return PullFromRegistry(in, config, c);
+  return CopyFromNode(in, config, c);
 }
 
 namespace {
@@ -305,7 +333,7 @@ PlanChange RemoveChange(const std::string& address, const std::string& node,
   c.summary = "remove image " + image_id + " from " + node;
   c.reasons.push_back(why);
   c.before = before;
-  c.detail = {{"op", "remove"}, {"image_id", image_id}};
+  c.detail = ImageStep{kOpRemove, "", "", "", image_id};
   return c;
 }
 
@@ -347,121 +375,152 @@ Status RemoveImage(const StepContext& ctx, const std::string& id) {
 
 // Only what fleet itself pulled or copied is ever removed; an image the
 // node already had when fleet first looked is the operator's.
-bool StagedByFleet(const nlohmann::json& attributes) {
-  const std::string via = attributes.value("via", "");
-  return via == "pull" || via == "copy";
+bool StagedByFleet(const ImageRecord& record) {
+  return record.via == kViaPull || record.via == kViaCopy;
 }
 
 PlanChange ImageProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                                       const ResourceRecord* record, const DiffContext& ctx) const {
-  std::string id = record ? record->attributes.value("image_id", "") : "";
-  if (!ctx.purge || !actual.exists || id.empty() || !StagedByFleet(record->attributes))
+  const ImageRecord rec = record ? record->attributes.get<ImageRecord>() : ImageRecord();
+  const std::string& id = rec.image_id;
+  if (!ctx.purge || !actual.exists || id.empty() || !StagedByFleet(rec))
     return Provider::DiffDestroy(desired, actual, record, ctx);
   return RemoveChange(desired.address, desired.node, record->attributes, id,
                       "destroy --purge removes staged images");
 }
 
 PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {
-  std::string id = record.attributes.value("image_id", "");
-  if (!ctx.purge || id.empty() || !StagedByFleet(record.attributes) || !ctx.facts.reachable ||
+  const ImageRecord rec = record.attributes.get<ImageRecord>();
+  const std::string& id = rec.image_id;
+  if (!ctx.purge || id.empty() || !StagedByFleet(rec) || !ctx.facts.reachable ||
       ctx.manifest == nullptr || !ctx.manifest->nodes.count(record.node))
     return Provider::DiffOrphan(record, ctx);
   return RemoveChange(record.address, record.node, record.attributes, id,
                       "no longer declared for " + record.node + ", and --purge was given");
 }
 
+namespace {
+
+// A copy's source node, re-read at apply: the plan may be old.
+struct CopyFrom {
+  Transport* transport = nullptr;
+  std::string node;
+  std::string cli;
+  std::string config;  // the image's config digest there
+};
+
+Result<CopyFrom> RecheckSource(const ImageStep& step, const ImageRef& ref, const StepContext& ctx) {
+  using R = Result<CopyFrom>;
+  CopyFrom src;
+  src.node = step.from;
+  if (ctx.manifest == nullptr || src.node.empty() || src.node == ctx.node->name ||
+      !ctx.manifest->nodes.count(src.node))
+    return R::Error("no usable source node ('" + src.node + "') to copy from");
+  src.cli = ctx.manifest->nodes.at(src.node).container_cli;
+  src.transport = ctx.node_transport ? ctx.node_transport(src.node) : nullptr;
+  if (src.transport == nullptr) return R::Error("no transport to source node " + src.node);
+  Status s = src.transport->Connect();
+  if (!s.ok()) return s.Prefixed("source node " + src.node);
+  Result<FoundImage> at_source = FindImage(src.transport, src.cli, ref, step.config);
+  if (!at_source.ok()) return at_source.status().Prefixed("on source node " + src.node);
+  if (!at_source->present)
+    return R::Error("source node " + src.node + " does not have " + ref.Lookup() +
+                    " (any more): re-plan");
+  if (!step.config.empty() && at_source->id != step.config)
+    return R::Error("source node " + src.node + " holds image " + at_source->id + " for " +
+                    ref.Lookup() + ", the plan expected " + step.config + ": re-plan");
+  src.config = at_source->id;
+  return src;
+}
+
+// Already there (staged since the plan, or under another name): name it so
+// the next probe finds it without a copy.
+Result<ImageRecord> KeepPresent(const StepContext& ctx, const ImageRef& ref, const FoundImage& here,
+                                ImageRecord record) {
+  if (here.how == "by config digest") {
+    Status s = EnsureNames(ctx.transport, ctx.node->container_cli, here.id, NamesForCopy(ref),
+                           ctx.progress);
+    if (!s.ok()) return s;
+  }
+  record.image_id = here.id;
+  record.via = kViaPresent;
+  record.found = here.how;
+  return record;
+}
+
+Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std::string& config,
+                         ImageRecord record) {
+  const std::string& cli = ctx.node->container_cli;
+  const std::string& node = ctx.node->name;
+  Result<std::string> id = PullImage(ctx.transport, cli, ref, node, ctx.progress);
+  if (!id.ok()) return id.status();
+  if (!config.empty() && *id != config)
+    return Result<ImageRecord>::Error("pulled " + ref.Lookup() + " on " + node + " is image " +
+                                      *id + ", other nodes have " + config);
+  if (ref.pinned()) {
+    Status s = EnsureNames(ctx.transport, cli, *id, {ref.TaggedName()}, ctx.progress);
+    if (!s.ok()) return s;
+  }
+  record.image_id = *id;
+  record.via = kViaPull;
+  return record;
+}
+
+Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const CopyFrom& src,
+                         ImageRecord record) {
+  CopySpec spec;
+  spec.source = src.transport;
+  spec.source_node = src.node;
+  spec.source_cli = src.cli;
+  spec.target = ctx.transport;
+  spec.target_node = ctx.node->name;
+  spec.target_cli = ctx.node->container_cli;
+  spec.config = src.config;
+  Status s = CopyImage(spec, ctx.progress);
+  if (!s.ok()) return s;
+  const std::vector<std::string> names = NamesForCopy(ref);
+  s = EnsureNames(ctx.transport, spec.target_cli, src.config, names, ctx.progress);
+  if (!s.ok()) return s.Prefixed("copied, but naming it failed");
+  record.image_id = src.config;
+  record.via = kViaCopy;
+  record.from = src.node;
+  record.names = names;
+  return record;
+}
+
+Result<nlohmann::json> AsAttributes(const Result<ImageRecord>& r) {
+  if (!r.ok()) return r.status();
+  return nlohmann::json(*r);
+}
+
+}  // namespace
+
 Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
                                             const StepContext& ctx) const {
-  if (change.detail.value("op", "") == "remove") {
-    Status s = RemoveImage(ctx, change.detail.value("image_id", ""));
+  const ImageStep step = change.detail.get<ImageStep>();
+  if (step.op == kOpRemove) {
+    Status s = RemoveImage(ctx, step.image_id);
     if (!s.ok()) return s;
     return nlohmann::json();  // removed: drop the record
   }
-  const nlohmann::json& d = change.detail;
-  const ImageRef ref = ParseImageRef(d.value("ref", ""));
-  const std::string op = d.value("op", "");
-  const std::string node = ctx.node->name;
-  const std::string cli = ctx.node->container_cli;
-  std::string config = d.value("config", "");
-  const ProgressFn progress = ctx.progress;
-  nlohmann::json record = {{"ref", ref.text}, {"digest", ref.digest}};
-  if (op != "pull" && op != "copy")
-    return Result<nlohmann::json>::Error("unknown image op '" + op + "'");
-
-  // A copy first re-reads the source: the plan may be old.
-  Transport* source = nullptr;
-  std::string from, source_cli;
-  if (op == "copy") {
-    from = d.value("from", "");
-    if (ctx.manifest == nullptr || from.empty() || from == node || !ctx.manifest->nodes.count(from))
-      return Result<nlohmann::json>::Error("no usable source node ('" + from + "') to copy from");
-    auto spec = ctx.manifest->nodes.find(from);
-    source_cli = spec->second.container_cli;
-    source = ctx.node_transport ? ctx.node_transport(from) : nullptr;
-    if (source == nullptr)
-      return Result<nlohmann::json>::Error("no transport to source node " + from);
-    Status s = source->Connect();
-    if (!s.ok()) return s.Prefixed("source node " + from);
-    Result<FoundImage> at_source = FindImage(source, source_cli, ref, config);
-    if (!at_source.ok()) return at_source.status().Prefixed("on source node " + from);
-    if (!at_source->present)
-      return Result<nlohmann::json>::Error("source node " + from + " does not have " +
-                                           ref.Lookup() + " (any more): re-plan");
-    if (!config.empty() && at_source->id != config)
-      return Result<nlohmann::json>::Error("source node " + from + " holds image " + at_source->id +
-                                           " for " + ref.Lookup() + ", the plan expected " +
-                                           config + ": re-plan");
-    config = at_source->id;
+  if (step.op != kOpPull && step.op != kOpCopy)
+    return Result<nlohmann::json>::Error("unknown image op '" + step.op + "'");
+  const ImageRef ref = ParseImageRef(step.ref);
+  ImageRecord record;
+  record.ref = ref.text;
+  record.digest = ref.digest;
+  CopyFrom src;
+  src.config = step.config;
+  if (step.op == kOpCopy) {
+    Result<CopyFrom> rechecked = RecheckSource(step, ref, ctx);
+    if (!rechecked.ok()) return rechecked.status();
+    src = *rechecked;
   }
-
-  Result<FoundImage> here = FindImage(ctx.transport, cli, ref, config);
+  Result<FoundImage> here = FindImage(ctx.transport, ctx.node->container_cli, ref, src.config);
   if (!here.ok()) return here.status();
-  if (here->present) {
-    // Already there (staged since the plan, or under another name): name it
-    // so the next probe finds it without a copy.
-    if (here->how == "by config digest") {
-      Status s = EnsureNames(ctx.transport, cli, here->id, NamesForCopy(ref), progress);
-      if (!s.ok()) return s;
-    }
-    record["image_id"] = here->id;
-    record["via"] = "present";
-    record["found"] = here->how;
-    return record;
-  }
-
-  if (op == "pull") {
-    Result<std::string> id = PullImage(ctx.transport, cli, ref, node, progress);
-    if (!id.ok()) return id.status();
-    if (!config.empty() && *id != config)
-      return Result<nlohmann::json>::Error("pulled " + ref.Lookup() + " on " + node + " is image " +
-                                           *id + ", other nodes have " + config);
-    if (ref.pinned()) {
-      Status s = EnsureNames(ctx.transport, cli, *id, {ref.TaggedName()}, progress);
-      if (!s.ok()) return s;
-    }
-    record["image_id"] = *id;
-    record["via"] = "pull";
-    return record;
-  }
-
-  CopySpec spec;
-  spec.source = source;
-  spec.source_node = from;
-  spec.source_cli = source_cli;
-  spec.target = ctx.transport;
-  spec.target_node = node;
-  spec.target_cli = cli;
-  spec.config = config;
-  Status s = CopyImage(spec, progress);
-  if (!s.ok()) return s;
-  const std::vector<std::string> names = NamesForCopy(ref);
-  s = EnsureNames(ctx.transport, cli, config, names, progress);
-  if (!s.ok()) return s.Prefixed("copied, but naming it failed");
-  record["image_id"] = config;
-  record["via"] = "copy";
-  record["from"] = from;
-  record["names"] = names;
-  return record;
+  if (here->present) return AsAttributes(KeepPresent(ctx, ref, *here, record));
+  if (step.op == kOpPull) return AsAttributes(Pull(ctx, ref, src.config, record));
+  return AsAttributes(Copy(ctx, ref, src, record));
 }
 
 }  // namespace fleet

@@ -26,6 +26,13 @@
 #ifndef FLEET_PROVIDERS_IMAGE_IMAGE_PROVIDER_H_
 #define FLEET_PROVIDERS_IMAGE_IMAGE_PROVIDER_H_
 
+#include <map>
+#include <optional>
+#include <string>
+
+#include "providers/image/image_json.h"
+#include "providers/image/image_probe.h"
+#include "providers/image/image_ref.h"
 #include "src/provider.h"
 
 namespace fleet {
@@ -48,6 +55,65 @@ class ImageProvider : public Provider {
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 };
+
+// The diff's named decisions and what they read, exposed for tests. Diff
+// asks NotPinned, ProbeFailed, adds FloatingTagNotes, asks Present, else
+// plans Missing and then PullFromRegistry or CopyFromNode.
+namespace image_internal {
+
+// What the probe of one node says about the image, judged against the
+// config digest the registry digest points to (empty: unknown).
+struct Judged {
+  bool present = false;
+  std::string id;
+  std::string how;
+  std::string other_id;  // fleet's tag names another image
+};
+
+// The config digest D points to, and where it was read: on a node that has
+// D itself, else in the state record of this resource.
+struct ConfigDigest {
+  std::string id;
+  std::string from;
+};
+ConfigDigest FindConfigDigest(const ImageRef& ref, const std::map<std::string, ImageProbe>& probes,
+                              const ResourceRecord* record);
+
+// What every decision reads.
+struct ImageDiffInput {
+  const DesiredResource& desired;
+  const ImageWant& want;
+  const ImageRef& ref;
+  const ActualResource& actual;
+  const DiffContext& ctx;
+  const std::map<std::string, ImageProbe>& probes;  // by node
+  const ImageProbe& here;
+  const Judged& judged;  // of this node
+  std::string what;      // "image <name> (<ref>)"
+};
+
+using Decision = std::optional<PlanChange>;
+
+Decision NotPinned(const ImageDiffInput& in, const PlanChange& base);
+Decision ProbeFailed(const ImageDiffInput& in, const PlanChange& base);
+void FloatingTagNotes(const ImageDiffInput& in, PlanChange* c);
+Decision Present(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base);
+PlanChange Missing(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base);
+PlanChange PullFromRegistry(const ImageDiffInput& in, const ConfigDigest& config, PlanChange c);
+
+// The node a copy reads from, and what the plan says about it; or a plan
+// error in `error`.
+struct CopySource {
+  std::string from;
+  std::string config;  // the config digest, read on the source when unknown
+  std::string reason;
+  std::string error;
+};
+CopySource FromNamedNode(const ImageDiffInput& in, const std::string& config);
+CopySource FromPeers(const ImageDiffInput& in, const std::string& config);
+PlanChange CopyFromNode(const ImageDiffInput& in, const ConfigDigest& config, PlanChange c);
+
+}  // namespace image_internal
 
 }  // namespace fleet
 

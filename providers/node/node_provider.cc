@@ -16,14 +16,19 @@ namespace {
 // Where `fleet` installs its node-side probe (see the probe@<node> step).
 constexpr const char* kProbeInstallPath = "$HOME/.fleet/bin/fleet-probe";
 
-std::string Field(const nlohmann::json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return "";
-  return j[key].get<std::string>();
+NodeRecord IdentityRecord(const NodeFacts& f) {
+  NodeRecord r;
+  r.hostname = f.hostname;
+  r.machine_id = f.machine_id;
+  r.arch = f.arch;
+  r.power = kPowerOn;
+  return r;
 }
 
-nlohmann::json IdentityRecord(const NodeFacts& f) {
-  return {
-      {"hostname", f.hostname}, {"machine_id", f.machine_id}, {"arch", f.arch}, {"power", "on"}};
+NodeRecord PowerRecord(const std::string& power) {
+  NodeRecord r;
+  r.power = power;
+  return r;
 }
 
 // Polls `ok` every 500 ms until it returns true or `timeout_s` passes.
@@ -105,13 +110,13 @@ NodeFacts ParseNodeFacts(const std::string& output) {
 
 std::string CheckNodeIdentity(const std::string& node, const std::string& where,
                               const std::string& expected_hostname, const NodeFacts& facts,
-                              const nlohmann::json& recorded) {
+                              const NodeRecord& recorded) {
   if (!expected_hostname.empty() && facts.hostname != expected_hostname) {
     return "node " + node + ": the machine at " + where + " says its hostname is '" +
            facts.hostname + "', the manifest expects '" + expected_hostname +
            "'; refusing to touch it (is the address pointing at another box?)";
   }
-  std::string rec_id = Field(recorded, "machine_id");
+  std::string rec_id = recorded.machine_id.value_or("");
   if (!rec_id.empty() && !facts.machine_id.empty() && rec_id != facts.machine_id) {
     return "node " + node + ": machine id changed (state recorded " + rec_id + ", the machine at " +
            where + " has " + facts.machine_id +
@@ -126,6 +131,70 @@ static std::string Endpoint(const NodeSpec& spec) {
   return spec.address + ":" + std::to_string(spec.ssh.port);
 }
 
+namespace {
+
+// The plan's decisions, one each. Every one fills `c` (its before already
+// set) and returns it.
+
+// Sets `c` to run step `op`, leaving the node recorded as `after`.
+PlanChange Planned(PlanChange c, Action action, const std::string& summary,
+                   const std::string& reason, const NodeRecord& after, const char* op) {
+  c.action = action;
+  c.summary = summary;
+  c.reasons.push_back(reason);
+  c.after = after;
+  c.detail = NodeStep{op};
+  return c;
+}
+
+PlanChange Unchanged(PlanChange c, const std::string& summary = "") {
+  c.summary = summary;
+  c.after = c.before;
+  return c;
+}
+
+// Unreachable and declared on: power it on if a switch is declared.
+PlanChange DecidePowerOnUnreachable(PlanChange c, const std::string& node, const NodeWant& want,
+                                    const NodeFacts& facts, bool recorded) {
+  if (!want.power_switch) {
+    c.error = "node " + node + " is unreachable: " + facts.unreachable_reason +
+              " (no power switch is declared for it, so fleet cannot power it on)";
+    return c;
+  }
+  return Planned(std::move(c), recorded ? Action::kUpdate : Action::kCreate,
+                 "power on (switch " + *want.power_switch + ")",
+                 "node does not answer SSH: " + facts.unreachable_reason, PowerRecord(kPowerOn),
+                 kOpPowerOn);
+}
+
+// Reachable but declared off.
+PlanChange DecidePowerOff(PlanChange c) {
+  return Planned(std::move(c), Action::kUpdate, "power off",
+                 "node is on; the manifest declares power: off", PowerRecord(kPowerOff),
+                 kOpPowerOff);
+}
+
+// Reachable and declared on: its identity must match, then it is recorded.
+PlanChange DecideAdoption(PlanChange c, const std::string& node, const NodeWant& want,
+                          const NodeFacts& facts, const std::optional<NodeRecord>& recorded) {
+  std::string err =
+      CheckNodeIdentity(node, want.endpoint, want.hostname, facts, recorded.value_or(NodeRecord{}));
+  if (!err.empty()) {
+    c.error = err;
+    return c;
+  }
+  if (!recorded)
+    return Planned(std::move(c), Action::kCreate, "adopt node (record its identity)",
+                   "not in state yet", IdentityRecord(facts), kOpAdopt);
+  if (recorded->power.value_or("") == kPowerOff ||
+      recorded->hostname.value_or("") != facts.hostname)
+    return Planned(std::move(c), Action::kUpdate, "record node identity",
+                   "state is out of date with the node", IdentityRecord(facts), kOpAdopt);
+  return Unchanged(std::move(c));
+}
+
+}  // namespace
+
 std::vector<DesiredResource> NodeProvider::Expand(const Manifest& m) const {
   std::vector<DesiredResource> out;
   for (const auto& [name, spec] : m.nodes) {
@@ -134,9 +203,12 @@ std::vector<DesiredResource> NodeProvider::Expand(const Manifest& m) const {
     r.type = "node";
     r.name = name;
     r.node = name;
-    r.attributes = {{"hostname", spec.hostname}, {"endpoint", Endpoint(spec)}};
-    r.attributes["power"] = spec.power.present ? spec.power.state : "on";
-    if (spec.power.present) r.attributes["switch"] = spec.power.switch_entity;
+    NodeWant want;
+    want.hostname = spec.hostname;
+    want.endpoint = Endpoint(spec);
+    want.power = spec.power.present ? spec.power.state : kPowerOn;
+    if (spec.power.present) want.power_switch = spec.power.switch_entity;
+    r.attributes = want;
     r.loc = spec.loc;
     out.push_back(std::move(r));
   }
@@ -152,159 +224,125 @@ ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::strin
   ActualResource a;
   a.probed = true;
   a.exists = facts.reachable;
-  if (facts.reachable) {
-    a.attributes = IdentityRecord(facts);
-  } else {
-    a.attributes = {{"power", "off"}, {"unreachable", facts.unreachable_reason}};
+  NodeRecord found = IdentityRecord(facts);
+  if (!facts.reachable) {
+    found = PowerRecord(kPowerOff);
+    found.unreachable = facts.unreachable_reason;
   }
+  a.attributes = found;
   return a;
 }
 
-PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource&,
                               const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
+  const NodeWant want = desired.attributes.get<NodeWant>();
+  std::optional<NodeRecord> recorded;
+  if (record) recorded = record->attributes.get<NodeRecord>();
   PlanChange c = ChangeFor(desired);
-  const std::string want_power = desired.attributes.value("power", "on");
-  const bool has_switch = desired.attributes.contains("switch");
-  nlohmann::json recorded = record ? record->attributes : nlohmann::json::object();
   c.before = record ? record->attributes : nlohmann::json();
 
-  if (!facts.reachable) {
-    if (want_power == "off") {
-      c.summary = "powered off, as declared";
-      c.after = c.before;
-      return c;
-    }
-    if (!has_switch) {
-      c.error = "node " + desired.name + " is unreachable: " + facts.unreachable_reason +
-                " (no power switch is declared for it, so fleet cannot power it on)";
-      return c;
-    }
-    c.action = record ? Action::kUpdate : Action::kCreate;
-    c.summary = "power on (switch " + desired.attributes["switch"].get<std::string>() + ")";
-    c.reasons.push_back("node does not answer SSH: " + facts.unreachable_reason);
-    c.after = {{"power", "on"}};
-    c.detail = {{"op", "power_on"}};
-    return c;
-  }
-
-  if (want_power == "off") {
-    c.action = Action::kUpdate;
-    c.summary = "power off";
-    c.reasons.push_back("node is on; the manifest declares power: off");
-    c.after = {{"power", "off"}};
-    c.detail = {{"op", "power_off"}};
-    return c;
-  }
-
-  // Reachable and should be on: identity decides.
-  (void)actual;
-  std::string err = CheckNodeIdentity(desired.name, desired.attributes.value("endpoint", ""),
-                                      desired.attributes.value("hostname", ""), facts, recorded);
-  if (!err.empty()) {
-    c.error = err;
-    return c;
-  }
-  if (!record) {
-    c.action = Action::kCreate;
-    c.summary = "adopt node (record its identity)";
-    c.reasons.push_back("not in state yet");
-    c.after = IdentityRecord(facts);
-    c.detail = {{"op", "adopt"}};
-    return c;
-  }
-  if (Field(recorded, "power") == "off" || Field(recorded, "hostname") != facts.hostname) {
-    c.action = Action::kUpdate;
-    c.summary = "record node identity";
-    c.reasons.push_back("state is out of date with the node");
-    c.after = IdentityRecord(facts);
-    c.detail = {{"op", "adopt"}};
-    return c;
-  }
-  c.after = c.before;
-  return c;
+  if (!facts.reachable && want.power == kPowerOff)
+    return Unchanged(std::move(c), "powered off, as declared");
+  if (!facts.reachable)
+    return DecidePowerOnUnreachable(std::move(c), desired.name, want, facts, record != nullptr);
+  if (want.power == kPowerOff) return DecidePowerOff(std::move(c));
+  return DecideAdoption(std::move(c), desired.name, want, facts, recorded);
 }
 
 PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
                                      const ResourceRecord* record, const DiffContext& ctx) const {
-  const NodeFacts& facts = ctx.facts;
+  const NodeWant want = desired.attributes.get<NodeWant>();
   PlanChange c = ChangeFor(desired);
   c.before = record ? record->attributes : nlohmann::json();
-  c.after = c.before;
-  if (!desired.attributes.contains("switch")) {
-    c.summary = "left on (no power switch declared)";
-    return c;
-  }
-  if (!facts.reachable) {
-    c.summary = "already off";
-    return c;
-  }
-  c.action = Action::kUpdate;
-  c.summary = "power off (shut down, then switch " +
-              desired.attributes["switch"].get<std::string>() + " off)";
-  c.reasons.push_back("destroy powers off nodes that have a switch");
-  c.after = {{"power", "off"}};
-  c.detail = {{"op", "power_off"}};
-  return c;
+  if (!want.power_switch) return Unchanged(std::move(c), "left on (no power switch declared)");
+  if (!ctx.facts.reachable) return Unchanged(std::move(c), "already off");
+  return Planned(std::move(c), Action::kUpdate,
+                 "power off (shut down, then switch " + *want.power_switch + " off)",
+                 "destroy powers off nodes that have a switch", PowerRecord(kPowerOff),
+                 kOpPowerOff);
 }
 
-Result<nlohmann::json> NodeProvider::Apply(const PlanChange& change, const StepContext& ctx) const {
-  const std::string op = change.detail.value("op", "adopt");
+namespace {
+
+// The apply's steps, one each.
+
+// Switches the node on and waits for SSH to answer.
+Status PowerOnStep(const StepContext& ctx) {
   const NodeSpec& spec = *ctx.node;
-  nlohmann::json recorded = ctx.record ? ctx.record->attributes : nlohmann::json::object();
-
-  if (op == "power_on") {
-    if (ctx.power == nullptr)
-      return Result<nlohmann::json>::Error("no power controller configured");
-    if (ctx.progress) ctx.progress("switching " + spec.power.switch_entity + " on");
-    Status s = ctx.power->TurnOn(spec.power.switch_entity);
-    if (!s.ok()) return s;
-    if (ctx.progress) ctx.progress("waiting for SSH to answer");
-    Status last;
-    if (!WaitFor(spec.power.boot_timeout_s, [&] {
-          last = ctx.transport->Connect();
-          return last.ok();
-        })) {
-      return Result<nlohmann::json>::Error("node " + spec.name + " did not answer SSH within " +
-                                           std::to_string(spec.power.boot_timeout_s) +
-                                           "s after power on: " + last.message());
-    }
+  if (ctx.power == nullptr) return Status::Error("no power controller configured");
+  if (ctx.progress) ctx.progress("switching " + spec.power.switch_entity + " on");
+  Status s = ctx.power->TurnOn(spec.power.switch_entity);
+  if (!s.ok()) return s;
+  if (ctx.progress) ctx.progress("waiting for SSH to answer");
+  Status last;
+  if (!WaitFor(spec.power.boot_timeout_s, [&] {
+        last = ctx.transport->Connect();
+        return last.ok();
+      })) {
+    return Status::Error("node " + spec.name + " did not answer SSH within " +
+                         std::to_string(spec.power.boot_timeout_s) +
+                         "s after power on: " + last.message());
   }
+  return Status();
+}
 
-  if (op == "power_off") {
-    if (ctx.power == nullptr)
-      return Result<nlohmann::json>::Error("no power controller configured");
-    if (ctx.transport->Connect().ok()) {
-      if (ctx.progress) ctx.progress("shutting down: " + spec.poweroff_command);
-      Result<CommandResult> r = ctx.transport->Run(spec.poweroff_command);
-      // The connection may drop as the node goes down: that is success.
-      if (r.ok() && r->exit_code != 0)
-        return Result<nlohmann::json>::Error("`" + spec.poweroff_command + "` exited " +
-                                             std::to_string(r->exit_code) + ": " + r->err);
-      if (!WaitFor(spec.power.shutdown_timeout_s, [&] {
-            Result<CommandResult> ping = ctx.transport->Run("true");
-            return !ping.ok();
-          })) {
-        return Result<nlohmann::json>::Error(
-            "node " + spec.name + " still answers SSH " +
-            std::to_string(spec.power.shutdown_timeout_s) +
-            "s after shutdown; not switching power off under a running OS");
-      }
-    }
-    if (ctx.progress) ctx.progress("switching " + spec.power.switch_entity + " off");
-    Status s = ctx.power->TurnOff(spec.power.switch_entity);
-    if (!s.ok()) return s;
-    nlohmann::json rec = recorded.is_object() ? recorded : nlohmann::json::object();
-    rec["power"] = "off";
-    return rec;
+// Shuts the OS down (when it answers) and waits until it stops answering.
+Status ShutdownStep(const StepContext& ctx) {
+  const NodeSpec& spec = *ctx.node;
+  if (!ctx.transport->Connect().ok()) return Status();
+  if (ctx.progress) ctx.progress("shutting down: " + spec.poweroff_command);
+  Result<CommandResult> r = ctx.transport->Run(spec.poweroff_command);
+  // The connection may drop as the node goes down: that is success.
+  if (r.ok() && r->exit_code != 0)
+    return Status::Error("`" + spec.poweroff_command + "` exited " + std::to_string(r->exit_code) +
+                         ": " + r->err);
+  if (!WaitFor(spec.power.shutdown_timeout_s, [&] {
+        Result<CommandResult> ping = ctx.transport->Run("true");
+        return !ping.ok();
+      })) {
+    return Status::Error("node " + spec.name + " still answers SSH " +
+                         std::to_string(spec.power.shutdown_timeout_s) +
+                         "s after shutdown; not switching power off under a running OS");
   }
+  return Status();
+}
 
-  // adopt (and the end of power_on): read identity again, check it, record.
+// Shuts the node down, then switches it off; the record keeps its identity.
+Result<nlohmann::json> PowerOffStep(const StepContext& ctx, NodeRecord recorded) {
+  if (ctx.power == nullptr) return Result<nlohmann::json>::Error("no power controller configured");
+  Status s = ShutdownStep(ctx);
+  if (!s.ok()) return s;
+  if (ctx.progress) ctx.progress("switching " + ctx.node->power.switch_entity + " off");
+  s = ctx.power->TurnOff(ctx.node->power.switch_entity);
+  if (!s.ok()) return s;
+  recorded.power = kPowerOff;
+  return nlohmann::json(recorded);
+}
+
+// Reads the identity again, checks it, and records it.
+Result<nlohmann::json> AdoptStep(const StepContext& ctx, const NodeRecord& recorded) {
+  const NodeSpec& spec = *ctx.node;
   Result<NodeFacts> facts = ReadFacts(ctx.transport);
   if (!facts.ok()) return facts.status();
   std::string err = CheckNodeIdentity(spec.name, Endpoint(spec), spec.hostname, *facts, recorded);
   if (!err.empty()) return Result<nlohmann::json>::Error(err);
-  return IdentityRecord(*facts);
+  return nlohmann::json(IdentityRecord(*facts));
+}
+
+}  // namespace
+
+Result<nlohmann::json> NodeProvider::Apply(const PlanChange& change, const StepContext& ctx) const {
+  const NodeStep step = change.detail.get<NodeStep>();
+  NodeRecord recorded;
+  if (ctx.record) recorded = ctx.record->attributes.get<NodeRecord>();
+
+  if (step.op == kOpPowerOff) return PowerOffStep(ctx, recorded);
+  if (step.op == kOpPowerOn) {
+    Status s = PowerOnStep(ctx);
+    if (!s.ok()) return s;
+  }
+  return AdoptStep(ctx, recorded);  // adopt, and the end of power_on
 }
 
 }  // namespace fleet

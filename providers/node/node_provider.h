@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "providers/node/node_json.h"
 #include "src/provider.h"
 
 namespace fleet {
@@ -25,7 +26,7 @@ NodeFacts ParseNodeFacts(const std::string& output);
 // `where` is the endpoint ("127.0.0.1:22001") for the message.
 std::string CheckNodeIdentity(const std::string& node, const std::string& where,
                               const std::string& expected_hostname, const NodeFacts& facts,
-                              const nlohmann::json& recorded);
+                              const NodeRecord& recorded);
 
 class NodeProvider : public Provider {
  public:

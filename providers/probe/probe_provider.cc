@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "providers/probe/probe_json.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/shell_quote.h"
 
@@ -53,7 +55,7 @@ std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
     r.type = "probe";
     r.name = name;
     r.node = name;
-    r.attributes = {{"source_sha256", kFleetProbeSourceSha256}};
+    r.attributes = ProbeWant{kFleetProbeSourceSha256};
     r.depends_on = {NodeAddress(name)};
     r.loc = spec.loc;
     out.push_back(std::move(r));
@@ -75,10 +77,59 @@ ActualResource ProbeProvider::ParseProbe(const DesiredResource&, const std::stri
   a.probed = true;
   std::map<std::string, std::string> kv = ParseKeyValues(output);
   a.exists = kv.count("installed") > 0;
-  a.attributes = {
-      {"source_sha256", kv["installed"]}, {"arch", facts.arch}, {"compiler", kv["compiler"]}};
+  auto field = [&](const char* key) {
+    auto it = kv.find(key);
+    return it == kv.end() ? std::string() : it->second;
+  };
+  a.attributes = ProbeFound{field("installed"), facts.arch, field("compiler")};
   return a;
 }
+
+namespace {
+
+using Decision = std::optional<PlanChange>;
+
+// Node off, to be powered on: install once it is up.
+Decision NodeIsOff(const ActualResource& actual, const DiffContext& ctx, const PlanChange& base) {
+  if (actual.probed) return std::nullopt;
+  PlanChange c = base;
+  if (ctx.facts.reachable) return c;
+  c.action = Action::kCreate;
+  c.summary = "install fleet-probe after power on";
+  c.detail = ProbeStep{kMethodAuto};
+  return c;
+}
+
+Decision Installed(const ActualResource& actual, const ProbeFound& found, const ProbeWant& want,
+                   const PlanChange& base) {
+  if (!actual.exists || found.source_sha256 != want.source_sha256) return std::nullopt;
+  PlanChange c = base;
+  c.after = c.before;
+  return c;
+}
+
+// Upload the controller's build to a node of its architecture, else
+// compile on the node; "" when neither can be done.
+std::string InstallMethod(const ProbeFound& found) {
+  if (found.arch == ControllerArch() && !LocalProbeBinary().empty()) return kMethodUpload;
+  if (!found.compiler.empty()) return kMethodCompile;
+  return "";
+}
+
+// Not an error: node facts fall back to nvidia-smi, with GPU memory
+// reported as unknown rather than zero.
+Decision CannotInstall(const DesiredResource& desired, const ProbeFound& found,
+                       const std::string& method, const PlanChange& base) {
+  if (!method.empty()) return std::nullopt;
+  PlanChange c = base;
+  c.reasons.push_back("cannot install fleet-probe on " + desired.node + " (" + found.arch +
+                      ", controller " + ControllerArch() +
+                      ", no c++ on the node): GPU memory stays unknown");
+  c.after = c.before;
+  return c;
+}
+
+}  // namespace
 
 PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                const ResourceRecord*, const DiffContext& ctx) const {
@@ -86,60 +137,38 @@ PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResou
   c.address = desired.address;
   c.type = desired.type;
   c.node = desired.node;
-  const std::string want = desired.attributes.value("source_sha256", "");
-  c.before = actual.exists ? nlohmann::json{{"source_sha256", actual.attributes["source_sha256"]}}
-                           : nlohmann::json();
-  c.after = {{"source_sha256", want}};
-  if (!actual.probed) {
-    if (ctx.facts.reachable) return c;
-    // Node off, to be powered on: install once it is up.
-    c.action = Action::kCreate;
-    c.summary = "install fleet-probe after power on";
-    c.detail = {{"method", "auto"}};
-    return c;
-  }
-  if (actual.exists && actual.attributes.value("source_sha256", "") == want) {
-    c.after = c.before;
-    return c;
-  }
-  const std::string node_arch = actual.attributes.value("arch", "");
-  std::string method;
-  if (node_arch == ControllerArch() && !LocalProbeBinary().empty())
-    method = "upload";
-  else if (!actual.attributes.value("compiler", "").empty())
-    method = "compile";
-  if (method.empty()) {
-    // Not an error: node facts fall back to nvidia-smi, with GPU memory
-    // reported as unknown rather than zero.
-    c.reasons.push_back("cannot install fleet-probe on " + desired.node + " (" + node_arch +
-                        ", controller " + ControllerArch() +
-                        ", no c++ on the node): GPU memory stays unknown");
-    c.after = c.before;
-    return c;
-  }
+  const ProbeWant want = desired.attributes.get<ProbeWant>();
+  const ProbeFound found = actual.attributes.get<ProbeFound>();
+  c.before = actual.exists ? nlohmann::json(ProbeWant{found.source_sha256}) : nlohmann::json();
+  c.after = want;
+  if (auto d = NodeIsOff(actual, ctx, c)) return *d;
+  if (auto d = Installed(actual, found, want, c)) return *d;
+  const std::string method = InstallMethod(found);
+  if (auto d = CannotInstall(desired, found, method, c)) return *d;
   c.action = actual.exists ? Action::kUpdate : Action::kCreate;
-  c.summary = method == "upload"
+  c.summary = method == kMethodUpload
                   ? "install fleet-probe (upload the controller's " + ControllerArch() + " build)"
-                  : "install fleet-probe (compile on the node, " + node_arch + ")";
+                  : "install fleet-probe (compile on the node, " + found.arch + ")";
   c.reasons.push_back(actual.exists ? "installed probe is another version"
                                     : "fleet-probe is not installed: GPU memory comes from "
                                       "the CUDA driver only through it");
-  c.detail = {{"method", method}};
+  c.detail = ProbeStep{method};
   return c;
 }
 
 Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
                                             const StepContext& ctx) const {
-  std::string method = change.detail.value("method", "auto");
+  std::string method = change.detail.get<ProbeStep>().method;
   Result<CommandResult> arch = ctx.transport->Run("uname -m");
   if (!arch.ok()) return arch.status();
   std::string node_arch = arch->out.substr(0, arch->out.find('\n'));
-  if (method == "auto")
-    method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? "upload" : "compile";
+  if (method == kMethodAuto)
+    method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? kMethodUpload
+                                                                          : kMethodCompile;
 
   Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", kDir, ".fleet/src"})).status();
   if (!s.ok()) return s;
-  if (method == "upload") {
+  if (method == kMethodUpload) {
     std::string binary = ReadFile(LocalProbeBinary());
     if (binary.empty()) return Result<nlohmann::json>::Error("cannot read the local fleet-probe");
     s = ctx.transport->WriteFile(kBinary, binary, 0755);
@@ -164,8 +193,7 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
   if (run->exit_code != 0 || run->out.find("\"probe_version\"") == std::string::npos)
     return Result<nlohmann::json>::Error("on " + ctx.node->name +
                                          ": the installed fleet-probe does not run: " + run->err);
-  return nlohmann::json{
-      {"source_sha256", kFleetProbeSourceSha256}, {"method", method}, {"arch", node_arch}};
+  return nlohmann::json(ProbeRecord{kFleetProbeSourceSha256, method, node_arch});
 }
 
 }  // namespace fleet

@@ -11,8 +11,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "manifests/duration.h"
 #include "manifests/manifest.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/model/bind_list.h"
@@ -21,6 +23,7 @@
 #include "providers/node/node_provider.h"
 #include "src/engine/executor.h"
 #include "src/engine/node_connections.h"
+#include "src/engine/plan_sources.h"
 #include "src/engine/planner.h"
 #include "src/engine/render.h"
 #include "src/power_switch.h"
@@ -56,6 +59,33 @@ void SetUpLogging(const GlobalOptions& g) {
   spdlog::set_level(g.verbosity > 0 ? spdlog::level::debug : spdlog::level::warn);
 }
 
+// The store of `backend` ("local" or "postgres") as the manifests set it up.
+std::unique_ptr<StateStore> MakeStore(const StateSettings& st, const std::string& backend) {
+  if (backend == "postgres") return MakePostgresStateStore(st.conn_env, st.schema);
+  return MakeLocalStateStore(st.path);
+}
+
+// The lock, waiting up to `timeout` ("5m"; "": not at all); on error prints it.
+std::unique_ptr<StateLock> TakeLock(Session& s, const std::string& operation,
+                                    const std::string& timeout) {
+  int64_t ms = 0;
+  if (!timeout.empty()) {
+    std::optional<int> secs = ParseDurationSeconds(timeout);
+    if (!secs && timeout != "0") {
+      std::cerr << "fleet: --lock-timeout " << timeout << " is not a duration (e.g. 90s, 5m)\n";
+      return nullptr;
+    }
+    ms = int64_t{secs.value_or(0)} * 1000;
+  }
+  Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(s.store.get(), operation, ms);
+  if (!lock.ok()) {
+    std::cerr << "fleet: " << lock.status().message() << (ms > 0 ? " (waited " + timeout + ")" : "")
+              << "\n";
+    return nullptr;
+  }
+  return std::move(lock.value());
+}
+
 // Loads the manifests; on errors prints them and returns false.
 bool Open(const GlobalOptions& g, Session* s) {
   SetUpLogging(g);
@@ -67,7 +97,7 @@ bool Open(const GlobalOptions& g, Session* s) {
   }
   s->providers = MakeProviders();
   s->connections = std::make_unique<NodeConnections>(&s->manifest);
-  s->store = MakeLocalStateStore(s->manifest.state.path);
+  s->store = MakeStore(s->manifest.state, s->manifest.state.backend);
   if (s->manifest.power.present) {
     // The token lives in the environment only; it is handed to the switch
     // and never printed, logged or saved.
@@ -175,6 +205,11 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
   ApplyVerifyFlag(o.verify, &s.manifest);
+  // Plan does not lock by default (a plan made during an apply is refused as
+  // stale when applied); --lock-timeout waits for a running apply and holds
+  // the lock while probing, so a CI plan is made against a settled state.
+  std::unique_ptr<StateLock> lock;
+  if (!o.lock_timeout.empty() && !(lock = TakeLock(s, "plan", o.lock_timeout))) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   Planner planner(&s.manifest, &s.providers, s.connections.get());
@@ -184,6 +219,14 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   po.purge = o.purge;
   Plan plan = planner.MakePlan(*state, po);
   AddWarnings(s.diags, &plan);
+  plan.sources = ManifestSources(s.manifest);
+  if (!o.markdown_file.empty()) {
+    Status w = WriteFileAtomic(o.markdown_file, RenderPlanMarkdown(plan));
+    if (!w.ok()) {
+      std::cerr << "fleet: " << w.message() << "\n";
+      return 1;
+    }
+  }
   if (o.json)
     std::cout << plan.ToJson().dump(2) << "\n";
   else
@@ -206,11 +249,8 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
   Session s;
   if (!Open(g, &s)) return 1;
   ApplyVerifyFlag(o.verify, &s.manifest);
-  Result<std::unique_ptr<StateLock>> lock = s.store->Lock(o.destroy ? "destroy" : "apply");
-  if (!lock.ok()) {
-    std::cerr << "fleet: " << lock.status().message() << "\n";
-    return 1;
-  }
+  std::unique_ptr<StateLock> lock = TakeLock(s, o.destroy ? "destroy" : "apply", o.lock_timeout);
+  if (!lock) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   Plan plan;
@@ -228,6 +268,14 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
                 << "state serial " << plan.serial << " (lineage " << plan.lineage
                 << "), the state is now at serial " << state->serial << " (lineage "
                 << state->lineage << "); run `fleet plan` again\n";
+      return 1;
+    }
+    // GitOps: the reviewed plan applies only to the manifests it was made from.
+    const std::string changed = SourcesChanged(plan.sources, ManifestSources(s.manifest));
+    if (!changed.empty()) {
+      std::cerr << "fleet: the saved plan " << o.plan_file
+                << " no longer matches the manifests: " << changed
+                << "; run `fleet plan` again and review it\n";
       return 1;
     }
     if (fresh) state->lineage = plan.lineage;
@@ -290,6 +338,17 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
     std::cout << state->ToJson().dump(2) << "\n";
   else
     std::cout << RenderState(*state);
+  return 0;
+}
+
+int CmdShowMarkdown(const GlobalOptions& g, const std::string& plan_file) {
+  (void)g;
+  Result<Plan> plan = ReadPlanFile(plan_file);
+  if (!plan.ok()) {
+    std::cerr << "fleet: " << plan.status().message() << "\n";
+    return 1;
+  }
+  std::cout << RenderPlanMarkdown(*plan);
   return 0;
 }
 
@@ -415,6 +474,94 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address) {
     return 1;
   }
   std::cout << "Removed " << address << " from the state (nothing on the node changed).\n";
+  return 0;
+}
+
+int CmdStateHistory(const GlobalOptions& g) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<std::vector<StateVersion>> h = s.store->History();
+  if (!h.ok()) {
+    std::cerr << "fleet: " << h.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "State history of " << s.store->Describe() << ":\n";
+  std::printf("%-8s %-22s %-7s %-34s %s\n", "SERIAL", "SAVED", "WRITES", "LINEAGE", "BY");
+  for (const StateVersion& v : *h)
+    std::printf("%-8llu %-22s %-7d %-34s %s\n", static_cast<unsigned long long>(v.serial),
+                v.saved_at.c_str(), v.writes, v.lineage.c_str(), v.saved_by.c_str());
+  return 0;
+}
+
+int CmdStateShowSerial(const GlobalOptions& g, uint64_t serial, const std::string& address) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  Result<State> st = s.store->LoadSerial(serial);
+  if (!st.ok()) {
+    std::cerr << "fleet: " << st.status().message() << "\n";
+    return 1;
+  }
+  if (address.empty()) {
+    std::cout << st->ToJson().dump(2) << "\n";
+    return 0;
+  }
+  const ResourceRecord* r = st->Find(address);
+  if (!r) {
+    std::cerr << "fleet: no resource " << address << " in the state at serial " << serial << "\n";
+    return 1;
+  }
+  std::cout << nlohmann::json{{"address", r->address},
+                              {"type", r->type},
+                              {"node", r->node},
+                              {"attributes", r->attributes},
+                              {"updated_at", r->updated_at}}
+                   .dump(2)
+            << "\n";
+  return 0;
+}
+
+int CmdStateMigrate(const GlobalOptions& g, const std::string& to) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  const std::string from = to == "postgres" ? "local" : "postgres";
+  std::unique_ptr<StateStore> src = MakeStore(s.manifest.state, from);
+  std::unique_ptr<StateStore> dst = MakeStore(s.manifest.state, to);
+  auto fail = [](const Status& st) {
+    std::cerr << "fleet: " << st.message() << "\n";
+    return 1;
+  };
+  Result<std::unique_ptr<StateLock>> l1 = src->Lock("state migrate");
+  if (!l1.ok()) return fail(l1.status());
+  Result<std::unique_ptr<StateLock>> l2 = dst->Lock("state migrate");
+  if (!l2.ok()) return fail(l2.status());
+  Result<State> state = src->Load();
+  if (!state.ok()) return fail(state.status());
+  Result<State> there = dst->Load();
+  if (!there.ok()) return fail(there.status());
+  if (state->serial == 0) return fail(Status::Error("no state in " + src->Describe() + " to move"));
+  if (there->serial != 0 && there->lineage != state->lineage) {
+    return fail(Status::Error(dst->Describe() + " already holds another state (lineage " +
+                              there->lineage + " serial " + std::to_string(there->serial) +
+                              ", this one is lineage " + state->lineage +
+                              "): refusing to mix them; move it aside first"));
+  }
+  if (there->serial > state->serial) {
+    return fail(Status::Error(dst->Describe() + " is ahead (serial " +
+                              std::to_string(there->serial) + " > " +
+                              std::to_string(state->serial) + "): nothing moved"));
+  }
+  if (there->serial < state->serial) {
+    Status saved = dst->Save(*state);
+    if (!saved.ok()) return fail(saved);
+  }
+  std::cout << "The state (lineage " << state->lineage << ", serial " << state->serial << ") is in "
+            << dst->Describe() << "; " << src->Describe() << " was left as it was.\n";
+  if (s.manifest.state.backend != to)
+    std::cout << "Now set `state: {backend: " << to
+              << (to == "postgres" ? ", conn_env: " + s.manifest.state.conn_env +
+                                         ", schema: " + s.manifest.state.schema
+                                   : "")
+              << "}` in fleet.yaml and commit it.\n";
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #ifndef FLEET_SRC_ENGINE_COMMANDS_H_
 #define FLEET_SRC_ENGINE_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@ struct PlanCommandOptions {
   bool destroy = false;
   bool purge = false;
   std::vector<std::string> targets;
-  std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
+  std::string verify;         // --verify: "" (the manifests decide), "sizes" or "deep"
+  std::string markdown_file;  // --markdown FILE: a pull-request summary
+  std::string lock_timeout;   // --lock-timeout 5m: hold the lock, waiting for it
 };
 
 struct ApplyCommandOptions {
@@ -33,17 +36,27 @@ struct ApplyCommandOptions {
   bool destroy = false;
   bool purge = false;
   std::vector<std::string> targets;
-  std::string verify;  // --verify: "" (the manifests decide), "sizes" or "deep"
+  std::string verify;        // --verify: "" (the manifests decide), "sizes" or "deep"
+  std::string lock_timeout;  // --lock-timeout 5m: wait for the lock ("": fail at once)
 };
 
 int CmdValidate(const GlobalOptions& g);
 int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o);
 int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o);
 int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json);
+// `fleet show FILE --markdown`: the saved plan's pull-request summary.
+int CmdShowMarkdown(const GlobalOptions& g, const std::string& plan_file);
 int CmdStatus(const GlobalOptions& g);
 int CmdStateList(const GlobalOptions& g);
 int CmdStateShow(const GlobalOptions& g, const std::string& address);
 int CmdStateRm(const GlobalOptions& g, const std::string& address);
+// `fleet state history`: every kept serial; `fleet state show --serial N
+// [ADDR]`: the state (or one record) as it was at serial N.
+int CmdStateHistory(const GlobalOptions& g);
+int CmdStateShowSerial(const GlobalOptions& g, uint64_t serial, const std::string& address);
+// `fleet state migrate --to postgres|local`: copies the state with its
+// lineage and serial; refuses when the target holds another lineage.
+int CmdStateMigrate(const GlobalOptions& g, const std::string& to);
 int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id);
 int CmdProbe(const GlobalOptions& g, const std::string& node, bool json);
 // `fleet model files NAME --node N`: the model's per-file bind list on N,

@@ -42,57 +42,92 @@ Executor::Executor(const Manifest* manifest,
                    const std::vector<std::unique_ptr<Provider>>* providers,
                    NodeConnections* connections, StateStore* store, PowerSwitch* power,
                    std::function<void(const std::string&)> log)
-    : manifest_(manifest),
-      providers_(providers),
-      connections_(connections),
-      store_(store),
-      power_(power),
-      log_(std::move(log)) {}
+    : deps_{manifest, providers, connections, store, power, std::move(log)} {}
 
-ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& options) {
-  std::vector<const PlanChange*> steps;
-  std::map<std::string, size_t> index;
-  for (const PlanChange& c : plan.changes) {
-    if (c.action == Action::kNoop) continue;
-    index[c.address] = steps.size();
-    steps.push_back(&c);
+// One Apply call: the plan's steps as a graph, their states, and what the
+// walk has done so far. Every member is guarded by mu_ once workers start.
+class ApplyRun {
+ public:
+  ApplyRun(const Executor::Deps& deps, const Plan& plan, State* state)
+      : deps_(deps), state_(state) {
+    BuildGraph(plan);
   }
-  const size_t n = steps.size();
-  std::vector<std::vector<size_t>> deps(n), dependents(n);
-  for (size_t i = 0; i < n; ++i)
-    for (const std::string& d : steps[i]->depends_on)
-      if (auto it = index.find(d); it != index.end()) {
-        deps[i].push_back(it->second);
-        dependents[it->second].push_back(i);
-      }
 
-  std::vector<StepState> st(n, StepState::kPending);
-  std::vector<nlohmann::json> applied(n);
-  std::vector<std::optional<ResourceRecord>> prior(n);
-  for (size_t i = 0; i < n; ++i)
-    if (const ResourceRecord* r = state->Find(steps[i]->address)) prior[i] = *r;
-  std::vector<size_t> completion_order;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::set<std::string> busy_nodes;
-  size_t pending = n;
-  bool serial_bumped = false;
-  ApplyReport report;
+  // Runs every step, up to `parallelism` at once, one per node at a time.
+  void Walk(int parallelism) {
+    std::vector<std::thread> threads;
+    int workers = std::max(1, std::min<int>(parallelism, static_cast<int>(steps_.size())));
+    for (int w = 0; w < workers; ++w) threads.emplace_back([this] { Worker(); });
+    for (auto& t : threads) t.join();
+  }
 
-  auto provider_for = [&](const std::string& type) -> const Provider* {
-    for (const auto& p : *providers_)
+  // Undoes, newest first, the done steps a failed step needed that nothing
+  // done still needs. REQUIRES: Walk returned.
+  void Rollback() {
+    std::set<size_t> unit = FailedUnit();
+    for (auto it = completion_order_.rbegin(); it != completion_order_.rend(); ++it)
+      if (unit.count(*it) && !StillNeeded(*it)) UndoStep(*it);
+  }
+
+  ApplyReport& report() { return report_; }
+
+ private:
+  void BuildGraph(const Plan& plan) {
+    std::map<std::string, size_t> index;
+    for (const PlanChange& c : plan.changes) {
+      if (c.action == Action::kNoop) continue;
+      index[c.address] = steps_.size();
+      steps_.push_back(&c);
+    }
+    const size_t n = steps_.size();
+    deps_of_.resize(n);
+    dependents_.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      for (const std::string& d : steps_[i]->depends_on)
+        if (auto it = index.find(d); it != index.end()) {
+          deps_of_[i].push_back(it->second);
+          dependents_[it->second].push_back(i);
+        }
+    st_.assign(n, StepState::kPending);
+    applied_.resize(n);
+    prior_.resize(n);
+    for (size_t i = 0; i < n; ++i)
+      if (const ResourceRecord* r = state_->Find(steps_[i]->address)) prior_[i] = *r;
+    pending_ = n;
+  }
+
+  const Provider* ProviderFor(const std::string& type) const {
+    for (const auto& p : *deps_.providers)
       if (p->type() == type) return p.get();
     return nullptr;
-  };
-  // REQUIRES: mu held.
-  auto save = [&]() -> Status {
-    if (!serial_bumped) {
-      ++state->serial;
-      serial_bumped = true;
+  }
+
+  // REQUIRES: mu_ held.
+  Status Save() {
+    if (!serial_bumped_) {
+      ++state_->serial;
+      serial_bumped_ = true;
     }
-    return store_->Save(*state);
-  };
-  auto record_of = [&](const PlanChange& c, const nlohmann::json& attrs) {
+    Status saved = deps_.store->Save(*state_);
+    if (!saved.ok()) state_unwritable_ = true;
+    return saved;
+  }
+
+  // A save failed: nothing more starts, since what it did could not be
+  // recorded (the next plan re-probes what the finished steps did).
+  // REQUIRES: mu_ held.
+  void StopPending() {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (st_[i] != StepState::kPending) continue;
+      st_[i] = StepState::kSkipped;
+      --pending_;
+      report_.skipped.push_back(steps_[i]->address);
+      deps_.log(steps_[i]->address + ": not started (the state cannot be written; apply stops)");
+    }
+    cv_.notify_all();
+  }
+
+  static ResourceRecord RecordOf(const PlanChange& c, const nlohmann::json& attrs) {
     ResourceRecord r;
     r.address = c.address;
     r.type = c.type;
@@ -100,37 +135,44 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
     r.attributes = attrs;
     r.updated_at = NowRfc3339();
     return r;
-  };
-  // REQUIRES: mu held.
-  std::function<void(size_t)> skip_dependents = [&](size_t i) {
-    for (size_t d : dependents[i]) {
-      if (st[d] != StepState::kPending) continue;
-      st[d] = StepState::kSkipped;
-      --pending;
-      report.skipped.push_back(steps[d]->address);
-      log_(steps[d]->address + ": skipped (depends on " + steps[i]->address + ", which failed)");
-      skip_dependents(d);
-    }
-  };
+  }
 
-  auto make_context = [&](size_t i, StepContext* ctx) -> Status {
-    const PlanChange& c = *steps[i];
+  static bool IsForget(const PlanChange& c) { return c.detail.value("forget", false); }
+
+  // REQUIRES: mu_ held.
+  void SkipDependents(size_t i) {
+    for (size_t d : dependents_[i]) {
+      if (st_[d] != StepState::kPending) continue;
+      st_[d] = StepState::kSkipped;
+      --pending_;
+      report_.skipped.push_back(steps_[d]->address);
+      deps_.log(steps_[d]->address + ": skipped (depends on " + steps_[i]->address +
+                ", which failed)");
+      SkipDependents(d);
+    }
+  }
+
+  Status MakeContext(size_t i, StepContext* ctx) {
+    const PlanChange& c = *steps_[i];
     ctx->node = nullptr;
     if (!c.node.empty()) {
-      auto n = manifest_->nodes.find(c.node);
-      if (n == manifest_->nodes.end())
+      auto n = deps_.manifest->nodes.find(c.node);
+      if (n == deps_.manifest->nodes.end())
         return Status::Error("node " + c.node + " is not in the manifests any more");
       ctx->node = &n->second;
     }
-    ctx->manifest = manifest_;
-    ctx->power = power_;
-    ctx->transport = c.node.empty() ? nullptr : connections_->Get(c.node);
-    ctx->node_transport = [this](const std::string& node) { return connections_->Get(node); };
-    ctx->progress = [this, addr = c.address](const std::string& line) { log_(addr + ": " + line); };
-    ctx->checkpoint = [&, i](const nlohmann::json& attrs) {
-      std::lock_guard<std::mutex> lock(mu);
-      state->Upsert(record_of(*steps[i], attrs));
-      return save();
+    NodeConnections* connections = deps_.connections;
+    ctx->manifest = deps_.manifest;
+    ctx->power = deps_.power;
+    ctx->transport = c.node.empty() ? nullptr : connections->Get(c.node);
+    ctx->node_transport = [connections](const std::string& node) { return connections->Get(node); };
+    ctx->progress = [this, addr = c.address](const std::string& line) {
+      deps_.log(addr + ": " + line);
+    };
+    ctx->checkpoint = [this, i](const nlohmann::json& attrs) {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_->Upsert(RecordOf(*steps_[i], attrs));
+      return Save();
     };
     // Power steps reach the node themselves; everything else needs it up.
     if (ctx->transport && c.type != "node") {
@@ -138,138 +180,170 @@ ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& 
       if (!s.ok()) return s;
     }
     return Status::OK();
-  };
+  }
 
-  auto run_step = [&](size_t i) {
-    const PlanChange& c = *steps[i];
-    auto start = std::chrono::steady_clock::now();
-    log_(c.address + ": " + Verb(c.action) + "... [" + c.summary + "]");
-    Result<nlohmann::json> result = nlohmann::json();
-    if (c.detail.value("forget", false)) {
-      result = nlohmann::json();
-    } else {
-      StepContext ctx;
-      std::optional<ResourceRecord> rec;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (const ResourceRecord* r = state->Find(c.address)) rec = *r;
-      }
-      ctx.record = rec ? &*rec : nullptr;
-      Status s = make_context(i, &ctx);
-      const Provider* p = provider_for(c.type);
-      if (!s.ok())
-        result = s;
-      else if (p == nullptr)
-        result = Result<nlohmann::json>::Error("no provider for type " + c.type);
-      else
-        result = p->Apply(c, ctx);
+  // The provider's Apply for step i, with its context (outside mu_).
+  Result<nlohmann::json> ApplyStep(size_t i) {
+    const PlanChange& c = *steps_[i];
+    if (IsForget(c)) return nlohmann::json();
+    StepContext ctx;
+    std::optional<ResourceRecord> rec;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (const ResourceRecord* r = state_->Find(c.address)) rec = *r;
     }
-    std::lock_guard<std::mutex> lock(mu);
+    ctx.record = rec ? &*rec : nullptr;
+    Status s = MakeContext(i, &ctx);
+    if (!s.ok()) return s;
+    const Provider* p = ProviderFor(c.type);
+    if (p == nullptr) return Result<nlohmann::json>::Error("no provider for type " + c.type);
+    return p->Apply(c, ctx);
+  }
+
+  // Records step i's outcome in the state and the report. REQUIRES: mu_ held.
+  void FinishStep(size_t i, const Result<nlohmann::json>& result,
+                  std::chrono::steady_clock::time_point start) {
+    const PlanChange& c = *steps_[i];
     Status s = result.status();
     if (s.ok()) {
-      applied[i] = result.value();
+      applied_[i] = result.value();
       if (result.value().is_null())
-        state->Remove(c.address);
+        state_->Remove(c.address);
       else
-        state->Upsert(record_of(c, result.value()));
-      s = save();
+        state_->Upsert(RecordOf(c, result.value()));
+      s = Save();
       if (!s.ok()) s = s.Prefixed("writing state after " + c.address);
     }
     if (s.ok()) {
-      st[i] = StepState::kDone;
-      completion_order.push_back(i);
-      report.done.push_back(c.address);
-      log_(c.address + ": complete after " + Seconds(start));
+      st_[i] = StepState::kDone;
+      completion_order_.push_back(i);
+      report_.done.push_back(c.address);
+      deps_.log(c.address + ": complete after " + Seconds(start));
     } else {
-      st[i] = StepState::kFailed;
-      report.failed.push_back(c.address + ": " + s.message());
-      log_("Error: " + c.address + (c.node.empty() ? "" : " on " + c.node) + ": " + s.message());
-      skip_dependents(i);
+      st_[i] = StepState::kFailed;
+      report_.failed.push_back(c.address + ": " + s.message());
+      deps_.log("Error: " + c.address + (c.node.empty() ? "" : " on " + c.node) + ": " +
+                s.message());
+      SkipDependents(i);
     }
-  };
+  }
 
-  auto worker = [&] {
-    std::unique_lock<std::mutex> lock(mu);
+  void RunStep(size_t i) {
+    const PlanChange& c = *steps_[i];
+    auto start = std::chrono::steady_clock::now();
+    deps_.log(c.address + ": " + Verb(c.action) + "... [" + c.summary + "]");
+    Result<nlohmann::json> result = ApplyStep(i);
+    std::lock_guard<std::mutex> lock(mu_);
+    FinishStep(i, result, start);
+  }
+
+  // A pending step whose dependencies are done and whose node is free.
+  // REQUIRES: mu_ held.
+  std::optional<size_t> PickReady() const {
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (st_[i] != StepState::kPending || busy_nodes_.count(steps_[i]->node)) continue;
+      bool ready = true;
+      for (size_t d : deps_of_[i]) ready = ready && st_[d] == StepState::kDone;
+      if (ready) return i;
+    }
+    return std::nullopt;
+  }
+
+  void Worker() {
+    std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      if (pending == 0) return;
-      std::optional<size_t> pick;
-      for (size_t i = 0; i < n && !pick; ++i) {
-        if (st[i] != StepState::kPending || busy_nodes.count(steps[i]->node)) continue;
-        bool ready = true;
-        for (size_t d : deps[i]) ready = ready && st[d] == StepState::kDone;
-        if (ready) pick = i;
-      }
+      if (state_unwritable_) StopPending();
+      if (pending_ == 0) return;
+      std::optional<size_t> pick = PickReady();
       if (!pick) {
-        cv.wait(lock);
+        cv_.wait(lock);
         continue;
       }
       size_t i = *pick;
-      st[i] = StepState::kRunning;
-      --pending;
-      busy_nodes.insert(steps[i]->node);
+      st_[i] = StepState::kRunning;
+      --pending_;
+      busy_nodes_.insert(steps_[i]->node);
       lock.unlock();
-      run_step(i);
+      RunStep(i);
       lock.lock();
-      busy_nodes.erase(steps[i]->node);
-      cv.notify_all();
+      busy_nodes_.erase(steps_[i]->node);
+      cv_.notify_all();
     }
-  };
-
-  {
-    std::vector<std::thread> threads;
-    int workers = std::max(1, std::min<int>(options.parallelism, static_cast<int>(n)));
-    for (int w = 0; w < workers; ++w) threads.emplace_back(worker);
-    for (auto& t : threads) t.join();
   }
 
-  if (!report.failed.empty() && options.rollback) {
-    // The failed unit: done steps that a failed step needed, transitively.
+  // The failed unit: done steps that a failed step needed, transitively.
+  std::set<size_t> FailedUnit() const {
     std::set<size_t> unit;
     std::vector<size_t> stack;
-    for (size_t i = 0; i < n; ++i)
-      if (st[i] == StepState::kFailed) stack.push_back(i);
+    for (size_t i = 0; i < steps_.size(); ++i)
+      if (st_[i] == StepState::kFailed) stack.push_back(i);
     while (!stack.empty()) {
       size_t i = stack.back();
       stack.pop_back();
-      for (size_t d : deps[i])
-        if (st[d] == StepState::kDone && unit.insert(d).second) stack.push_back(d);
+      for (size_t d : deps_of_[i])
+        if (st_[d] == StepState::kDone && unit.insert(d).second) stack.push_back(d);
     }
-    for (auto it = completion_order.rbegin(); it != completion_order.rend(); ++it) {
-      size_t i = *it;
-      if (!unit.count(i)) continue;
-      bool still_needed = false;
-      for (size_t d : dependents[i]) still_needed = still_needed || st[d] == StepState::kDone;
-      if (still_needed) continue;
-      const PlanChange& c = *steps[i];
-      const Provider* p = provider_for(c.type);
-      if (p == nullptr || c.detail.value("forget", false)) continue;
-      StepContext ctx;
-      Status s = make_context(i, &ctx);
-      ctx.record = state->Find(c.address);
-      bool undone = false;
-      if (s.ok()) s = p->Undo(c, applied[i], ctx, &undone);
-      if (!s.ok()) {
-        report.rollback_failed.push_back(c.address + ": " + s.message());
-        log_("Error: rolling back " + c.address + ": " + s.message());
-        continue;
-      }
-      if (!undone) {
-        report.kept.push_back(c.address);
-        log_(c.address + ": kept (not undone: " + c.type + " changes are kept on failure)");
-        continue;
-      }
-      st[i] = StepState::kUndone;
-      if (prior[i])
-        state->Upsert(*prior[i]);
-      else
-        state->Remove(c.address);
-      Status saved = save();
-      if (!saved.ok()) report.rollback_failed.push_back(c.address + ": " + saved.message());
-      report.undone.push_back(c.address);
-      log_(c.address + ": rolled back");
-    }
+    return unit;
   }
-  return report;
+
+  bool StillNeeded(size_t i) const {
+    for (size_t d : dependents_[i])
+      if (st_[d] == StepState::kDone) return true;
+    return false;
+  }
+
+  void UndoStep(size_t i) {
+    const PlanChange& c = *steps_[i];
+    const Provider* p = ProviderFor(c.type);
+    if (p == nullptr || IsForget(c)) return;
+    StepContext ctx;
+    Status s = MakeContext(i, &ctx);
+    ctx.record = state_->Find(c.address);
+    bool undone = false;
+    if (s.ok()) s = p->Undo(c, applied_[i], ctx, &undone);
+    if (!s.ok()) {
+      report_.rollback_failed.push_back(c.address + ": " + s.message());
+      deps_.log("Error: rolling back " + c.address + ": " + s.message());
+      return;
+    }
+    if (!undone) {
+      report_.kept.push_back(c.address);
+      deps_.log(c.address + ": kept (not undone: " + c.type + " changes are kept on failure)");
+      return;
+    }
+    st_[i] = StepState::kUndone;
+    if (prior_[i])
+      state_->Upsert(*prior_[i]);
+    else
+      state_->Remove(c.address);
+    Status saved = Save();
+    if (!saved.ok()) report_.rollback_failed.push_back(c.address + ": " + saved.message());
+    report_.undone.push_back(c.address);
+    deps_.log(c.address + ": rolled back");
+  }
+
+  const Executor::Deps& deps_;
+  State* state_;
+  std::vector<const PlanChange*> steps_;
+  std::vector<std::vector<size_t>> deps_of_, dependents_;
+  std::vector<StepState> st_;
+  std::vector<nlohmann::json> applied_;
+  std::vector<std::optional<ResourceRecord>> prior_;
+  std::vector<size_t> completion_order_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> busy_nodes_;
+  size_t pending_ = 0;
+  bool serial_bumped_ = false;
+  bool state_unwritable_ = false;  // a save failed: apply stops
+  ApplyReport report_;
+};
+
+ApplyReport Executor::Apply(const Plan& plan, State* state, const ApplyOptions& options) {
+  ApplyRun run(deps_, plan, state);
+  run.Walk(options.parallelism);
+  if (!run.report().failed.empty() && options.rollback) run.Rollback();
+  return run.report();
 }
 
 }  // namespace fleet

@@ -35,7 +35,8 @@ struct ApplyReport {
   std::vector<std::string> failed;   // "address: error"
   std::vector<std::string> undone;   // rolled back
   std::vector<std::string> kept;     // done, failure downstream, kept by design
-  std::vector<std::string> skipped;  // not started: a dependency failed
+  std::vector<std::string> skipped;  // not started: a dependency failed, or the state
+                                     // could not be written (apply stops)
   std::vector<std::string> rollback_failed;
   bool ok() const { return failed.empty() && rollback_failed.empty(); }
 };
@@ -54,12 +55,17 @@ class Executor {
   ApplyReport Apply(const Plan& plan, State* state, const ApplyOptions& options);
 
  private:
-  const Manifest* manifest_;
-  const std::vector<std::unique_ptr<Provider>>* providers_;
-  NodeConnections* connections_;
-  StateStore* store_;
-  PowerSwitch* power_;
-  std::function<void(const std::string&)> log_;
+  friend class ApplyRun;
+  // What every step of every Apply shares.
+  struct Deps {
+    const Manifest* manifest;
+    const std::vector<std::unique_ptr<Provider>>* providers;
+    NodeConnections* connections;
+    StateStore* store;
+    PowerSwitch* power;
+    std::function<void(const std::string&)> log;
+  };
+  Deps deps_;
 };
 
 }  // namespace fleet

@@ -159,5 +159,54 @@ TEST_F(ExecutorTest, NoopPlanWritesNothing) {
   EXPECT_EQ(access((dir_ + "/state.json").c_str(), F_OK), -1);
 }
 
+// The local store, but every save from the `fail_from`th on fails (the state
+// database went away mid-apply).
+class FailingStore : public StateStore {
+ public:
+  FailingStore(StateStore* inner, int fail_from) : inner_(inner), fail_from_(fail_from) {}
+  Result<State> Load() override { return inner_->Load(); }
+  Status Save(const State& s) override {
+    if (++saves_ >= fail_from_) return Status::Error("connection lost");
+    return inner_->Save(s);
+  }
+  Result<std::unique_ptr<StateLock>> Lock(const std::string& op) override {
+    return inner_->Lock(op);
+  }
+  Status ForceUnlock(const std::string& id) override { return inner_->ForceUnlock(id); }
+  std::string Describe() const override { return inner_->Describe(); }
+  Result<std::vector<StateVersion>> History() override { return inner_->History(); }
+  Result<State> LoadSerial(uint64_t serial) override { return inner_->LoadSerial(serial); }
+
+ private:
+  StateStore* inner_;
+  int fail_from_;
+  int saves_ = 0;
+};
+
+TEST_F(ExecutorTest, AnUnwritableStateStopsTheApply) {
+  FailingStore failing(store_.get(), 1);
+  Plan p;
+  p.changes = {Change("fake.a@n1", "n1", {}), Change("fake.b@n2", "n2", {}),
+               Change("fake.c@n1", "n1", {"fake.a@n1"})};
+  std::vector<std::string> lines;
+  Executor ex(&manifest_, &providers_, connections_.get(), &failing, nullptr,
+              [&](const std::string& l) { lines.push_back(l); });
+  ApplyOptions o;
+  o.parallelism = 1;
+  auto lock = failing.Lock("test");
+  ASSERT_TRUE(lock.ok());
+  ApplyReport r = ex.Apply(p, &state_, o);
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.failed.size(), 1u);
+  EXPECT_NE(r.failed[0].find("writing state after fake.a@n1: connection lost"), std::string::npos)
+      << r.failed[0];
+  EXPECT_EQ(r.skipped.size(), 2u);  // the dependent and the independent step
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "apply fake.b@n2"), 0);
+  bool said = false;
+  for (const std::string& l : lines)
+    said = said || l == "fake.b@n2: not started (the state cannot be written; apply stops)";
+  EXPECT_TRUE(said);
+}
+
 }  // namespace
 }  // namespace fleet

@@ -141,6 +141,72 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
   return merged;
 }
 
+namespace {
+
+// A node declared off is a normal state: only the node itself is probed
+// (is it really off?), nothing on it is read or changed.
+std::set<std::string> DeclaredOffNodes(const std::vector<DesiredResource>& desired) {
+  std::set<std::string> off;
+  for (const DesiredResource& r : desired)
+    if (r.type == "node" && r.attributes.value("power", "on") == "off") off.insert(r.node);
+  return off;
+}
+
+// The noop of a resource on a node declared off.
+PlanChange NotChecked(const DesiredResource& r) {
+  PlanChange c;
+  c.address = r.address;
+  c.type = r.type;
+  c.node = r.node;
+  c.summary = "not checked: node " + r.node + " is declared off";
+  c.depends_on = r.depends_on;
+  return c;
+}
+
+// What the resource depends on, plus what its change found it must wait
+// for (e.g. a deployment whose port an orphan removed in this plan holds).
+void MergeDependsOn(const DesiredResource& r, PlanChange* c) {
+  std::vector<std::string> extra = std::move(c->depends_on);
+  c->depends_on = r.depends_on;
+  for (std::string& d : extra)
+    if (std::find(c->depends_on.begin(), c->depends_on.end(), d) == c->depends_on.end())
+      c->depends_on.push_back(std::move(d));
+}
+
+// A dependency a diff added (beyond the declared ones) must be a change of
+// this plan: a serve waiting for an orphan's removal that --target left out
+// would wait for nothing.
+void CheckAddedDependencies(const std::vector<PlanChange>& changes,
+                            std::map<std::string, std::vector<std::string>>& deps,
+                            const PlanOptions& options, std::vector<std::string>* errors) {
+  std::set<std::string> planned;
+  for (const PlanChange& c : changes)
+    if (c.action != Action::kNoop) planned.insert(c.address);
+  for (const PlanChange& c : changes)
+    for (const std::string& d : c.depends_on) {
+      const std::vector<std::string>& declared = deps[c.address];
+      if (std::find(declared.begin(), declared.end(), d) == declared.end() && !planned.count(d))
+        errors->push_back(c.address + " must wait for " + d + ", which this plan does not change" +
+                          (options.targets.empty() ? "" : " (add it with --target)"));
+    }
+}
+
+// Destroy walks the graph backwards: a change waits for the changes of
+// everything that depended on it.
+void ReverseForDestroy(std::map<std::string, std::vector<std::string>>& dependents,
+                       std::vector<PlanChange>* changes) {
+  std::set<std::string> active;
+  for (const PlanChange& c : *changes)
+    if (c.action != Action::kNoop) active.insert(c.address);
+  for (PlanChange& c : *changes) {
+    c.depends_on.clear();
+    for (const std::string& d : dependents[c.address])
+      if (active.count(d)) c.depends_on.push_back(d);
+  }
+}
+
+}  // namespace
+
 Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   Plan plan;
   plan.lineage = state.lineage;
@@ -168,11 +234,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     selected = Closure(options.targets, options.destroy ? dependents : deps);
   auto in_scope = [&](const std::string& a) { return selected.empty() || selected.count(a); };
 
-  // A node declared off is a normal state: only the node itself is probed
-  // (is it really off?), nothing on it is read or changed.
-  std::set<std::string> declared_off;
-  for (const DesiredResource& r : desired)
-    if (r.type == "node" && r.attributes.value("power", "on") == "off") declared_off.insert(r.node);
+  const std::set<std::string> declared_off = DeclaredOffNodes(desired);
 
   std::vector<DesiredResource> in_plan, to_probe;
   for (const DesiredResource& r : desired) {
@@ -192,13 +254,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   for (const DesiredResource& r : in_plan) {
     if (bad_nodes.count(r.node)) continue;
     if (r.type != "node" && declared_off.count(r.node)) {
-      PlanChange c;
-      c.address = r.address;
-      c.type = r.type;
-      c.node = r.node;
-      c.summary = "not checked: node " + r.node + " is declared off";
-      c.depends_on = r.depends_on;
-      changes.push_back(std::move(c));
+      changes.push_back(NotChecked(r));
       continue;
     }
     const Provider* p = ProviderFor(r.type);
@@ -209,13 +265,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
-    // What the resource depends on, plus what this change found it must wait
-    // for (e.g. a deployment whose port an orphan removed in this plan holds).
-    std::vector<std::string> extra = std::move(c.depends_on);
-    c.depends_on = r.depends_on;
-    for (std::string& d : extra)
-      if (std::find(c.depends_on.begin(), c.depends_on.end(), d) == c.depends_on.end())
-        c.depends_on.push_back(std::move(d));
+    MergeDependsOn(r, &c);
     if (!c.error.empty()) {
       plan.errors.push_back(c.error);
       // Refuse to touch anything else on a node whose identity is wrong.
@@ -238,35 +288,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     changes.push_back(std::move(c));
   }
 
-  // A dependency a diff added (beyond the declared ones) must be a change
-  // of this plan: a serve waiting for an orphan's removal that --target
-  // left out would wait for nothing.
-  if (!options.destroy) {
-    std::set<std::string> planned;
-    for (const PlanChange& c : changes)
-      if (c.action != Action::kNoop) planned.insert(c.address);
-    for (const PlanChange& c : changes)
-      for (const std::string& d : c.depends_on) {
-        const std::vector<std::string>& declared = deps[c.address];
-        if (std::find(declared.begin(), declared.end(), d) == declared.end() && !planned.count(d))
-          plan.errors.push_back(c.address + " must wait for " + d +
-                                ", which this plan does not change" +
-                                (options.targets.empty() ? "" : " (add it with --target)"));
-      }
-  }
-
-  if (options.destroy) {
-    // Destroy walks the graph backwards: a change waits for the changes of
-    // everything that depended on it.
-    std::set<std::string> active;
-    for (const PlanChange& c : changes)
-      if (c.action != Action::kNoop) active.insert(c.address);
-    for (PlanChange& c : changes) {
-      c.depends_on.clear();
-      for (const std::string& d : dependents[c.address])
-        if (active.count(d)) c.depends_on.push_back(d);
-    }
-  }
+  if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
+  if (options.destroy) ReverseForDestroy(dependents, &changes);
 
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());

@@ -152,7 +152,7 @@ std::string RenderApplyReport(const ApplyReport& r, bool destroy, const RenderOp
   list("failed", r.failed);
   list("undone (rolled back)", r.undone);
   list("kept (done, not rolled back)", r.kept);
-  list("skipped (a dependency failed)", r.skipped);
+  list("not started (a dependency failed, or the state could not be written)", r.skipped);
   list("rollback failed", r.rollback_failed);
   return out;
 }

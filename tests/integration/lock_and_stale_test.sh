@@ -42,8 +42,25 @@ expect_out "apply"
 expect_out "pid $bg"
 expect_out "force-unlock"
 ((elapsed_ms < 3000)) || fail "lock refusal took ${elapsed_ms} ms"
+# A CI job queued behind an operator waits for the lock instead of failing.
+expect_rc 0 plan --lock-timeout 60s --detailed-exitcode
+kill -0 $bg 2>/dev/null && fail "plan --lock-timeout did not wait for the apply"
 wait $bg || fail "the first apply failed: $(cat "$WORK/bg.out")"
 [[ $(param dgx2 modeset) == Y ]] || fail "first apply did not finish"
+
+step "a saved plan is refused when the manifests changed, with the reason"
+mkrepo --unlock dgx1
+expect_rc 0 plan -out "$WORK/p3" --markdown "$WORK/summary.md"
+grep -Eq "^### fleet plan: [0-9]+ to create, [0-9]+ to update" "$WORK/summary.md" ||
+  fail "markdown summary: $(cat "$WORK/summary.md")"
+grep -q "display_ram.dgx1" "$WORK/summary.md" || fail "summary lacks the change"
+expect_rc 0 show --markdown "$WORK/p3"
+diff -u "$WORK/summary.md" "$WORK/out" || fail "show --markdown differs from plan --markdown"
+echo "# reviewed, then edited" >>"$REPO/fleet.yaml"
+expect_rc 1 apply "$WORK/p3"
+expect_out "no longer matches the manifests: fleet.yaml changed"
+[[ $(param dgx1 modeset) == N ]] || fail "the refused plan was applied"
+[[ $(grep -v '^#' "$REPO/.fleet/.gitignore") == '*' ]] || fail ".fleet has no .gitignore of *"
 
 step "force-unlock breaks a lock held by a stuck process, only with its id"
 mkrepo

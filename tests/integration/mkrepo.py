@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--deployment", action="append", default=[],
                     help='NAME=JSON: a deployments: entry, e.g. serve={"recipe": "recipes/s.toml", '
                          '"nodes": ["dgx2"], "image": "bb", "port": 30000}')
+    ap.add_argument("--state", default="",
+                    help='a state: block as JSON, e.g. {"backend": "postgres", "schema": "fleet"}')
     args = ap.parse_args()
 
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
@@ -42,9 +44,12 @@ def main():
     hostnames = dict(h.split("=", 1) for h in args.hostname)
     clis = dict(c.split("=", 1) for c in args.container_cli)
 
-    lines = ["version: 1", "fleet: sim",
-             "ssh: {identity: %s, known_hosts: %s}" % (json.dumps(sim["identity"]),
-                                                      json.dumps(sim["known_hosts"]))]
+    lines = ["version: 1", "fleet: sim"]
+    if args.state:
+        json.loads(args.state)  # JSON is YAML flow syntax: written as given
+        lines.append("state: " + args.state)
+    lines.append("ssh: {identity: %s, known_hosts: %s}" % (json.dumps(sim["identity"]),
+                                                            json.dumps(sim["known_hosts"])))
     if args.power:
         ha = sim["ha"]
         lines.append("power: {kind: home-assistant, url: %s, token_env: %s}" %

@@ -1,0 +1,39 @@
+// The `smoke:` list of a deployment in fleet.yaml:
+//
+//   smoke:
+//     - {name: math,  chat: "What is 127*89? Reply with the number only.", expect: "11303",
+//     timeout: 2m}
+//     - {name: paris, chat: "What is the capital of France? One word.",   expect: "(?i)paris"}
+//     - {name: tools, tools: true, timeout: 2m}
+//     - {name: needle, needle_tokens: 45000, timeout: 10m}
+//
+// Keys: name (required, unique in the deployment), chat, expect, tools,
+// needle_tokens, timeout (a duration, default 2m), max_tokens. A check is
+// one kind: chat (expect required), tools (chat optional: the question that
+// should call the tool), or needle_tokens (1000..1000000). Errors name
+// file:line:column.
+#ifndef FLEET_MANIFESTS_SMOKE_SCHEMA_H_
+#define FLEET_MANIFESTS_SMOKE_SCHEMA_H_
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "manifests/yaml_schema.h"
+
+namespace fleet {
+
+// Reads the list under `entry` (the deployment's `smoke` key); `what` names
+// the deployment in messages. Problems go to `reporter`; bad checks are left out.
+std::vector<SmokeCheck> ReadSmokeChecks(yaml_schema::Reporter* reporter,
+                                        const yaml_schema::Entry& entry, const std::string& what);
+
+// Compiles an `expect` pattern: ECMAScript syntax, with a leading "(?i)"
+// (as Python and PCRE write it) meaning case insensitive. False with
+// `error` set when it does not compile.
+bool CompileExpect(const std::string& pattern, std::regex* out, std::string* error);
+
+}  // namespace fleet
+
+#endif  // FLEET_MANIFESTS_SMOKE_SCHEMA_H_

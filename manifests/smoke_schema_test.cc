@@ -1,0 +1,114 @@
+#include "manifests/smoke_schema.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fleet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDigest[] = "8d13908715809a2c974703ebdef73a03f3e854ceee241693788453a614abadc3";
+constexpr char kRevision[] = "f751b8828ef23efd613b30602303a90e4e09e42d";
+
+struct Loaded {
+  bool ok = false;
+  Manifest manifest;
+  std::string diags;
+};
+
+// fleet.yaml with one deployment whose smoke list is `smoke` (from line 17).
+Loaded Load(const std::string& smoke) {
+  char pattern[] = "/tmp/fleet-smoke-schema-XXXXXX";
+  const std::string dir = mkdtemp(pattern);
+  fs::copy(fs::path(FLEET_MANIFESTS_TESTDATA) / "valid" / "recipes", fs::path(dir) / "recipes",
+           fs::copy_options::recursive);
+  std::ofstream(dir + "/fleet.yaml") << "version: 1\n"                   // 1
+                                        "fleet: lab\n"                   // 2
+                                        "nodes:\n"                       // 3
+                                        "  dgx1: {address: dgx1.lan}\n"  // 4
+                                        "images:\n"                      // 5
+                                        "  b12x: {ref: \"eugr/b12x@sha256:" +
+                                            std::string(kDigest) +
+                                            "\"}\n"  // 6
+                                            "models:\n"
+                                            "  qwen38: {repo: a/q, revision: " +
+                                            kRevision +
+                                            "}\n"
+                                            "deployments:\n"  // 9
+                                            "  q:\n"
+                                            "    recipe: recipes/qwen38-flash-next-int4.toml\n"
+                                            "    nodes: [dgx1]\n"
+                                            "    image: b12x\n"
+                                            "    model: qwen38\n"
+                                            "    port: 30000\n"
+                                            "    smoke:\n" +  // 19
+                                            smoke;
+  Loaded l;
+  Diagnostics diags;
+  l.ok = LoadManifest(dir, &l.manifest, &diags);
+  for (const Diagnostic& d : diags) l.diags += d.ToString() + "\n";
+  fs::remove_all(dir);
+  return l;
+}
+
+TEST(SmokeSchema, TheIssueExampleLoads) {
+  const Loaded l = Load(
+      "      - {name: math,  chat: \"What is 127*89? Reply with the number only.\", expect: "
+      "\"11303\", timeout: 2m}\n"
+      "      - {name: paris, chat: \"What is the capital of France? One word.\", expect: "
+      "\"(?i)paris\"}\n"
+      "      - {name: tools, tools: true, timeout: 2m}\n"
+      "      - {name: needle, needle_tokens: 45000, timeout: 10m, max_tokens: 64}\n");
+  ASSERT_TRUE(l.ok) << l.diags;
+  const std::vector<SmokeCheck>& s = l.manifest.deployments.at("q").smoke;
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].name, "math");
+  EXPECT_EQ(s[0].expect, "11303");
+  EXPECT_EQ(s[0].timeout_s, 120);
+  EXPECT_EQ(s[1].timeout_s, 120);  // the default
+  EXPECT_TRUE(s[2].tools);
+  EXPECT_EQ(s[3].needle_tokens, 45000);
+  EXPECT_EQ(s[3].timeout_s, 600);
+  EXPECT_EQ(s[3].max_tokens, 64);
+}
+
+TEST(SmokeSchema, ErrorsNameFileLineColumn) {
+  const Loaded l = Load(
+      "      - {name: math, chat: \"2+2\"}\n"                      // 17
+      "      - {name: bad, chat: \"x\", expect: \"(unclosed\"}\n"  // 18
+      "      - {name: t, tools: true, timout: 2m}\n"               // 19
+      "      - {name: n, needle_tokens: 10}\n"                     // 20
+      "      - {name: t, tools: true}\n"                           // 21
+      "      - {chat: \"x\", expect: \"y\", timeout: soon}\n"      // 22
+      "      - {name: e}\n");                                      // 23
+  EXPECT_FALSE(l.ok);
+  for (const char* want :
+       {"fleet.yaml:17:22: error: smoke check 1 of deployment 'q' has 'chat' but no 'expect'",
+        "fleet.yaml:18:40: error: 'expect' in smoke check 2 of deployment 'q' is not a "
+        "regular expression",
+        "fleet.yaml:19:32: error: unknown key 'timout' in smoke check 3 of deployment 'q'; "
+        "did you mean 'timeout'?",
+        "fleet.yaml:20:34: error: 'needle_tokens' in smoke check 4 of deployment 'q'",
+        "fleet.yaml:21:9: error: smoke check 5 of deployment 'q': another check is already "
+        "named 't'",
+        "fleet.yaml:22:9: error: smoke check 6 of deployment 'q' has no 'name'",
+        "fleet.yaml:22:43: error: 'timeout' in smoke check 6 of deployment 'q' must be a "
+        "duration",
+        "fleet.yaml:23:9: error: smoke check 7 of deployment 'q' asks nothing"})
+    EXPECT_NE(l.diags.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << l.diags;
+}
+
+TEST(SmokeSchema, NotAList) {
+  const Loaded l = Load("      {name: math}\n");
+  EXPECT_FALSE(l.ok);
+  EXPECT_NE(l.diags.find("fleet.yaml:17:7: error: 'smoke' in deployment 'q' must be a list"),
+            std::string::npos)
+      << l.diags;
+}
+
+}  // namespace
+}  // namespace fleet

@@ -1,0 +1,126 @@
+#include "providers/deployment/deployment_json.h"
+
+namespace fleet {
+namespace {
+
+nlohmann::json OrNull(const std::optional<std::string>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+std::optional<std::string> StringOrNone(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const ContainerShown& v) {
+  j = {{"container", v.container}, {"image", v.image},     {"model", OrNull(v.model)},
+       {"port", v.port},           {"health", v.health},   {"rank", OrNull(v.rank)},
+       {"options", v.options},     {"command", v.command}, {"env", v.env},
+       {"env_from", v.env_from},   {"spec", v.spec}};
+  if (!v.gpus.empty()) j["gpus"] = v.gpus;
+}
+
+void from_json(const nlohmann::json& j, ContainerShown& v) {
+  v.container = j.value("container", "");
+  v.image = j.value("image", "");
+  v.model = StringOrNone(j, "model");
+  v.port = j.value("port", 0);
+  v.health = j.value("health", "");
+  v.rank = StringOrNone(j, "rank");
+  v.options = j.value("options", std::vector<std::string>());
+  v.command = j.value("command", std::vector<std::string>());
+  v.env = j.value("env", std::map<std::string, std::string>());
+  v.env_from = j.value("env_from", std::map<std::string, std::string>());
+  v.spec = j.value("spec", "");
+  v.gpus = j.value("gpus", "");
+}
+
+void to_json(nlohmann::json& j, const DeploymentWant& v) {
+  j = v.shown;
+  j["cli"] = v.cli;
+  j["health_timeout_s"] = v.health_timeout_s;
+  if (v.gpu_memory_bytes > 0) j["gpu_memory_bytes"] = v.gpu_memory_bytes;
+}
+
+void from_json(const nlohmann::json& j, DeploymentWant& v) {
+  v.shown = j.get<ContainerShown>();
+  v.cli = j.value("cli", "");
+  v.health_timeout_s = j.value("health_timeout_s", 1800);
+  v.gpu_memory_bytes = j.value("gpu_memory_bytes", uint64_t{0});
+}
+
+void to_json(nlohmann::json& j, const DeploymentRecord& v) {
+  j = v.want;
+  j["container_id"] = v.container_id;
+  j["image_id"] = v.image_id;
+}
+
+void from_json(const nlohmann::json& j, DeploymentRecord& v) {
+  v.want = j.get<DeploymentWant>();
+  v.container_id = j.value("container_id", "");
+  v.image_id = j.value("image_id", "");
+}
+
+void to_json(nlohmann::json& j, const DeploymentDetail& v) {
+  j = nlohmann::json::object();
+  if (!v.name.empty()) j["name"] = v.name;
+  if (!v.container.empty()) {
+    j["container"] = v.container;
+    j["cli"] = v.cli;
+  }
+}
+
+void from_json(const nlohmann::json& j, DeploymentDetail& v) {
+  v.name = j.value("name", "");
+  v.container = j.value("container", "");
+  v.cli = j.value("cli", "");
+}
+
+void to_json(nlohmann::json& j, const ContainerProbe& v) {
+  j = {{"cli_found", v.cli_found}, {"exists", v.exists},
+       {"state", v.state},         {"exit_code", v.exit_code},
+       {"spec", v.spec},           {"id", v.id},
+       {"image", v.image},         {"age_s", v.age_s},
+       {"health", v.health},       {"health_tool", v.health_tool},
+       {"port_busy", v.port_busy}, {"serving", v.serving},
+       {"error", v.error}};
+  if (!v.gpu_support.empty()) j["gpu_support"] = v.gpu_support;
+}
+
+void from_json(const nlohmann::json& j, ContainerProbe& v) {
+  v.cli_found = j.value("cli_found", true);
+  v.exists = j.value("exists", false);
+  v.state = j.value("state", "");
+  v.exit_code = j.value("exit_code", 0);
+  v.spec = j.value("spec", "");
+  v.id = j.value("id", "");
+  v.image = j.value("image", "");
+  v.age_s = j.value("age_s", -1L);
+  v.health = j.value("health", -1);
+  v.health_tool = j.value("health_tool", "");
+  v.port_busy = j.value("port_busy", false);
+  v.serving = j.value("serving", std::vector<std::string>());
+  v.error = j.value("error", "");
+  v.gpu_support = j.value("gpu_support", std::map<std::string, std::string>());
+}
+
+std::optional<DeploymentRecord> DeploymentRecordFrom(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  return j.get<DeploymentRecord>();
+}
+
+nlohmann::json ContainerProbe::ToJson() const { return *this; }
+
+ContainerProbe ContainerProbe::FromJson(const nlohmann::json& j) { return j.get<ContainerProbe>(); }
+
+nlohmann::json ContainerSpec::ToPlanJson() const { return Shown(); }
+
+std::vector<std::string> SpecDifferences(const nlohmann::json& before,
+                                         const nlohmann::json& after) {
+  return SpecDifferences(before.get<ContainerShown>(), after.get<ContainerShown>());
+}
+
+}  // namespace fleet

@@ -1,0 +1,244 @@
+#include "providers/deployment/openai_client.h"
+
+#include <curl/curl.h>
+
+#include <chrono>
+#include <mutex>
+
+namespace fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void InitCurl() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+size_t Append(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// What one call to the API read, whatever its shape.
+struct Transfer {
+  CURLcode rc = CURLE_OK;
+  long status = 0;
+  std::string body;
+};
+
+// One request; `sink` gets the body as it arrives (stream) when set.
+Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
+                 size_t (*sink)(char*, size_t, size_t, void*), void* sink_data) {
+  InitCurl();
+  Transfer t;
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) {
+    t.rc = CURLE_FAILED_INIT;
+    return t;
+  }
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(timeout_s));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");  // a serve is reached directly
+  if (stall_s > 0) {
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(stall_s));
+  }
+  if (post != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, post->c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(post->size()));
+  }
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink ? sink : Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink ? sink_data : &t.body);
+  t.rc = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t.status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return t;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Merges a streamed tool_calls delta into `calls` (by index: the name comes
+// once, the arguments in pieces).
+void MergeToolCalls(const nlohmann::json& delta, nlohmann::json* calls) {
+  for (const auto& d : delta) {
+    const size_t i = d.value("index", static_cast<int>(calls->size()));
+    while (calls->size() <= i)
+      calls->push_back({{"type", "function"}, {"function", {{"name", ""}, {"arguments", ""}}}});
+    nlohmann::json& c = (*calls)[i];
+    if (d.contains("id")) c["id"] = d["id"];
+    if (d.contains("function")) {
+      const nlohmann::json& f = d["function"];
+      c["function"]["name"] = c["function"]["name"].get<std::string>() + Str(f, "name");
+      c["function"]["arguments"] =
+          c["function"]["arguments"].get<std::string>() + Str(f, "arguments");
+    }
+  }
+}
+
+// The SSE reader: "data: {json}" events, one delta each.
+struct Stream {
+  Clock::time_point start;
+  Clock::time_point first, last;
+  int chunks = 0;
+  std::string pending;
+  ChatReply* reply = nullptr;
+
+  void Event(const std::string& data) {
+    if (data == "[DONE]") return;
+    nlohmann::json j = nlohmann::json::parse(data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      if (reply->error.empty()) reply->error = "a stream event is not JSON: " + data.substr(0, 200);
+      return;
+    }
+    if (reply->model.empty()) reply->model = Str(j, "model");
+    if (j.contains("usage") && j["usage"].is_object())
+      reply->completion_tokens = j["usage"].value("completion_tokens", reply->completion_tokens);
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+    const nlohmann::json& c = j["choices"][0];
+    if (c.contains("finish_reason") && c["finish_reason"].is_string())
+      reply->finish_reason = c["finish_reason"];
+    if (!c.contains("delta") || !c["delta"].is_object()) return;
+    const nlohmann::json& d = c["delta"];
+    bool token = false;
+    if (d.contains("content") && d["content"].is_string()) {
+      reply->content += d["content"].get<std::string>();
+      reply->content_null = false;
+      token = true;
+    }
+    for (const char* k : {"reasoning_content", "reasoning"})
+      if (d.contains(k) && d[k].is_string()) {
+        reply->reasoning += d[k].get<std::string>();
+        token = true;
+      }
+    if (d.contains("tool_calls") && d["tool_calls"].is_array()) {
+      MergeToolCalls(d["tool_calls"], &reply->tool_calls);
+      token = true;
+    }
+    if (!token) return;
+    const auto now = Clock::now();
+    if (chunks++ == 0) first = now;
+    last = now;
+  }
+
+  static size_t Write(char* data, size_t size, size_t n, void* self_ptr) {
+    Stream* self = static_cast<Stream*>(self_ptr);
+    if (self->reply->raw.size() < 2000)
+      self->reply->raw.append(data, std::min(size * n, 2000 - self->reply->raw.size()));
+    self->pending.append(data, size * n);
+    size_t eol;
+    while ((eol = self->pending.find('\n')) != std::string::npos) {
+      std::string line = self->pending.substr(0, eol);
+      self->pending.erase(0, eol + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.rfind("data:", 0) != 0) continue;
+      line.erase(0, 5);
+      if (!line.empty() && line[0] == ' ') line.erase(0, 1);
+      self->Event(line);
+    }
+    return size * n;
+  }
+};
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// A whole (non-streamed) chat.completion body into `reply`.
+void ParseCompletion(const std::string& body, ChatReply* reply) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("choices") || !j["choices"].is_array() ||
+      j["choices"].empty() || !j["choices"][0].is_object()) {
+    reply->error = "the reply is not a chat.completion";
+    return;
+  }
+  reply->model = Str(j, "model");
+  const nlohmann::json& c = j["choices"][0];
+  reply->finish_reason = Str(c, "finish_reason");
+  const nlohmann::json m = c.value("message", nlohmann::json::object());
+  if (m.contains("content") && m["content"].is_string()) {
+    reply->content = m["content"];
+    reply->content_null = false;
+  }
+  reply->reasoning = Str(m, "reasoning_content") + Str(m, "reasoning");
+  if (m.contains("tool_calls") && m["tool_calls"].is_array()) reply->tool_calls = m["tool_calls"];
+  if (j.contains("usage") && j["usage"].is_object())
+    reply->completion_tokens = j["usage"].value("completion_tokens", 0);
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ListServedModels(const std::string& base_url, int timeout_s) {
+  using R = Result<std::vector<std::string>>;
+  Transfer t = Perform(base_url + "/v1/models", nullptr, timeout_s, 0, nullptr, nullptr);
+  if (t.rc != CURLE_OK)
+    return R(Status::Unreachable(base_url + "/v1/models: " + curl_easy_strerror(t.rc)));
+  if (t.status != 200)
+    return R::Error(base_url + "/v1/models answered HTTP " + std::to_string(t.status));
+  nlohmann::json j = nlohmann::json::parse(t.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("data") || !j["data"].is_array())
+    return R::Error(base_url + "/v1/models is not a model list: " + t.body.substr(0, 200));
+  std::vector<std::string> names;
+  for (const auto& m : j["data"])
+    if (m.is_object()) names.push_back(Str(m, "id"));
+  return names;
+}
+
+ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
+  ChatReply reply;
+  nlohmann::json body = {{"model", request.model},
+                         {"messages", {{{"role", "user"}, {"content", request.prompt}}}},
+                         {"max_tokens", request.max_tokens},
+                         {"temperature", 0},
+                         {"stream", request.stream}};
+  if (request.stream) body["stream_options"] = {{"include_usage", true}};
+  if (request.tools.is_array()) body["tools"] = request.tools;
+  const std::string post = body.dump();
+  const std::string url = base_url + "/v1/chat/completions";
+  Stream stream;
+  stream.reply = &reply;
+  stream.start = Clock::now();
+  Transfer t = request.stream
+                   ? Perform(url, &post, request.timeout_s, request.stall_s, Stream::Write, &stream)
+                   : Perform(url, &post, request.timeout_s, request.stall_s, nullptr, nullptr);
+  reply.wall_s = Seconds(Clock::now() - stream.start);
+  reply.http_status = static_cast<int>(t.status);
+  if (!request.stream) reply.raw = t.body.substr(0, 2000);
+  if (t.rc != CURLE_OK) {
+    reply.stalled = request.stream && stream.chunks > 0 && t.rc == CURLE_OPERATION_TIMEDOUT;
+    reply.error = reply.stalled
+                      ? "the stream stalled after " + std::to_string(stream.chunks) +
+                            " tokens (no byte for " + std::to_string(request.stall_s) + " s)"
+                      : std::string(curl_easy_strerror(t.rc)) + " after " +
+                            std::to_string(static_cast<int>(reply.wall_s)) + " s";
+    return reply;
+  }
+  if (t.status != 200) {
+    reply.error = "HTTP " + std::to_string(t.status) + ": " +
+                  (request.stream ? reply.raw : t.body).substr(0, 300);
+    return reply;
+  }
+  if (!request.stream) {
+    ParseCompletion(t.body, &reply);
+    return reply;
+  }
+  if (stream.chunks > 0) {
+    reply.ttft_s = Seconds(stream.first - stream.start);
+    const int tokens = reply.completion_tokens > 0 ? reply.completion_tokens : stream.chunks;
+    if (reply.completion_tokens == 0) reply.completion_tokens = stream.chunks;
+    const double decode = Seconds(stream.last - stream.first);
+    if (tokens >= 2 && decode > 0) reply.decode_tps = (tokens - 1) / decode;
+  }
+  if (reply.finish_reason.empty() && reply.error.empty())
+    reply.error = "the stream ended without a finish_reason";
+  return reply;
+}
+
+}  // namespace fleet

@@ -1,0 +1,52 @@
+// A small client of the OpenAI-compatible API a serve exposes (vLLM, sglang,
+// llama.cpp): GET /v1/models and POST /v1/chat/completions, through libcurl,
+// streamed (SSE) or not. Measures what an operator watches for: wall time,
+// time to the first token, decode tokens/s. Never throws; a transport error,
+// an HTTP error and a body that is not the API's JSON are all in the reply.
+#ifndef FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_
+#define FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/status.h"
+
+namespace fleet {
+
+// The model names /v1/models lists, in order. `base_url` is
+// "http://host:port" (no trailing slash).
+Result<std::vector<std::string>> ListServedModels(const std::string& base_url, int timeout_s);
+
+struct ChatRequest {
+  std::string model;
+  std::string prompt;    // one user message
+  nlohmann::json tools;  // an array of tool definitions, or null
+  int max_tokens = 256;
+  bool stream = true;
+  int timeout_s = 120;  // the whole request
+  int stall_s = 30;     // no byte for this long mid-reply: a stall
+};
+
+struct ChatReply {
+  std::string error;  // transport error, HTTP error or unparsable body; "" when answered
+  int http_status = 0;
+  std::string model;         // the "model" the reply names
+  std::string content;       // the answer, reasoning aside
+  bool content_null = true;  // the API gave no content at all (the log's content=null)
+  std::string reasoning;     // reasoning_content / reasoning, when the engine has a channel
+  std::string finish_reason;
+  nlohmann::json tool_calls = nlohmann::json::array();  // merged across stream chunks
+  int completion_tokens = 0;                            // usage, else the number of content chunks
+  double wall_s = 0;
+  double ttft_s = -1;      // streaming only: to the first content/reasoning/tool chunk
+  double decode_tps = -1;  // streaming only, with 2 or more tokens
+  bool stalled = false;    // the stream stopped sending before it finished
+  std::string raw;         // the body's first 2000 bytes (a sample for a failure)
+};
+
+ChatReply Chat(const std::string& base_url, const ChatRequest& request);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_

@@ -1,0 +1,427 @@
+#include "providers/deployment/smoke_check.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <regex>
+
+#include "manifests/smoke_schema.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+std::string NowIso() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+// A sample for a report: long prompts keep their start and end.
+std::string Shorten(const std::string& s, size_t max = 600) {
+  if (s.size() <= max) return s;
+  return s.substr(0, max / 2) + " […" + std::to_string(s.size() - max) + " chars…] " +
+         s.substr(s.size() - max / 2);
+}
+
+SmokeResult Begin(const SmokeTarget& t, const std::string& check) {
+  SmokeResult r;
+  r.time = NowIso();
+  r.deployment = t.deployment;
+  r.node = t.node;
+  r.check = check;
+  return r;
+}
+
+// A TCP connection to the client address, held open while the node is
+// asked who accepted it. -1 with `error` set when it cannot connect.
+int ConnectTo(const std::string& host, int port, int* local_port, std::string* error) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    *error = "cannot resolve " + host + ": " + gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      *error = "cannot connect to " + host + ":" + std::to_string(port) + ": " + strerror(errno);
+      close(fd);
+      fd = -1;
+    }
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return -1;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  *local_port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return fd;
+}
+
+std::map<std::string, std::string> KeyValues(const std::string& out) {
+  std::map<std::string, std::string> kv;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t eol = out.find('\n', pos);
+    if (eol == std::string::npos) eol = out.size();
+    const std::string line = out.substr(pos, eol - pos);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+    pos = eol + 1;
+  }
+  return kv;
+}
+
+SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const ConnectionLocator& locate) {
+  SmokeResult r = Begin(t, "identity");
+  const auto start = std::chrono::steady_clock::now();
+  int client_port = 0;
+  std::string error;
+  const int fd = ConnectTo(t.host, t.port, &client_port, &error);
+  if (fd < 0) {
+    r.result = "error";
+    r.detail = "client address " + t.BaseUrl() + ": " + error;
+    return r;
+  }
+  Result<CommandResult> out =
+      node->Run(ConnectionOwnerScript(t.cli, t.container, t.port, client_port));
+  std::string elsewhere;
+  std::map<std::string, std::string> kv;
+  if (out.ok()) kv = KeyValues(out->out);
+  const std::string owner = kv["owner"];
+  const bool seen = !kv["inode"].empty() && kv["inode"] != "0";
+  if (out.ok() && owner != "container" && locate) elsewhere = locate(client_port);
+  close(fd);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string who = "deployment." + t.deployment + "@" + t.node;
+  if (!out.ok()) {
+    r.result = "error";
+    r.detail = "cannot ask " + t.node + " who holds the connection: " + out.status().message();
+  } else if (owner == "container" && kv["label"] == t.deployment) {
+    r.result = "pass";
+  } else if (owner == "stopped") {
+    r.result = "fail";
+    r.detail = t.container + " is not running on " + t.node + ", yet a process there answers " +
+               "the client address " + t.BaseUrl() + " of " + who;
+  } else if (owner == "unknown" && seen) {
+    // The node sees the connection but cannot tell its process (a root
+    // daemon's container): as far as it can be checked, it is this node.
+    r.result = "pass";
+    r.detail = t.node + " holds the connection; its process is not visible to the node user";
+  } else {
+    r.result = "fail";
+    r.detail = "the client address " + t.BaseUrl() + " of " + who + " does not reach " +
+               t.container + " on " + t.node + ": " +
+               (seen ? "on " + t.node + " another process holds the connection"
+                     : t.node + " holds no connection from it") +
+               (elsewhere.empty() ? std::string(" (another box answers there)")
+                                  : "; it reaches " + elsewhere + " instead");
+  }
+  return r;
+}
+
+SmokeResult CheckModel(const SmokeTarget& t) {
+  SmokeResult r = Begin(t, "model");
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::vector<std::string>> names = ListServedModels(t.BaseUrl(), 30);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!names.ok()) {
+    r.result = "error";
+    r.detail = names.status().message();
+    return r;
+  }
+  std::string listed;
+  for (const std::string& n : *names) listed += (listed.empty() ? "" : ", ") + n;
+  r.reply = listed;
+  const bool found = t.served_model.empty()
+                         ? !names->empty()
+                         : std::find(names->begin(), names->end(), t.served_model) != names->end();
+  r.result = found ? "pass" : "fail";
+  if (!found)
+    r.detail = t.BaseUrl() + "/v1/models lists " +
+               (listed.empty() ? "no model" : "'" + listed + "'") + ", not '" + t.served_model +
+               "' (deployment." + t.deployment + ")";
+  return r;
+}
+
+nlohmann::json WeatherTool() {
+  return nlohmann::json::array({{{"type", "function"},
+                                 {"function",
+                                  {{"name", "get_weather"},
+                                   {"description", "The current weather in a city"},
+                                   {"parameters",
+                                    {{"type", "object"},
+                                     {"properties", {{"city", {{"type", "string"}}}}},
+                                     {"required", {"city"}}}}}}}});
+}
+
+// "pass", "cut" or "fail" for a reply that came back (no transport error).
+void Judge(const SmokeCheck& check, const std::string& expect, const ChatReply& reply,
+           SmokeResult* r) {
+  const bool cut = reply.finish_reason == "length";
+  if (check.tools) {
+    const nlohmann::json& calls = reply.tool_calls;
+    if (calls.empty() || !calls[0].is_object()) {
+      r->result = cut ? "cut" : "fail";
+      r->detail = cut ? "cut by max_tokens before a tool call" : "no tool call came back";
+      return;
+    }
+    const nlohmann::json f = calls[0].value("function", nlohmann::json::object());
+    const std::string name = f.value("name", "");
+    nlohmann::json args = nlohmann::json::parse(f.value("arguments", ""), nullptr, false);
+    if (name != "get_weather")
+      r->detail = "the tool call names '" + name + "', not get_weather";
+    else if (args.is_discarded() || !args.is_object())
+      r->detail = "the tool call's arguments are not a JSON object: " + f.value("arguments", "");
+    r->result = r->detail.empty() ? "pass" : "fail";
+    return;
+  }
+  std::regex re;
+  std::string why;
+  CompileExpect(expect, &re, &why);
+  if (!reply.content_null && std::regex_search(reply.content, re)) {
+    r->result = "pass";
+    return;
+  }
+  if (cut) {
+    r->result = "cut";
+    r->detail =
+        "the reply was cut by max_tokens (finish_reason length" +
+        std::string(reply.content_null ? ", content null: the reasoning used the budget" : "") +
+        ") before it matched /" + expect + "/: raise max_tokens";
+    return;
+  }
+  r->result = "fail";
+  r->detail = reply.content_null ? "no content in the reply (content=null, finish_reason " +
+                                       reply.finish_reason + ")"
+                                 : "the reply does not match /" + expect + "/";
+}
+
+}  // namespace
+
+nlohmann::json SmokeResult::ToJson() const {
+  nlohmann::json j = {{"time", time},
+                      {"deployment", deployment},
+                      {"node", node},
+                      {"check", check},
+                      {"result", result}};
+  if (!detail.empty()) j["detail"] = detail;
+  if (wall_s >= 0) j["wall_s"] = wall_s;
+  if (ttft_s >= 0) j["ttft_s"] = ttft_s;
+  if (tps >= 0) j["tps"] = tps;
+  if (!passed()) {
+    j["prompt"] = prompt;
+    j["reply"] = reply;
+  }
+  return j;
+}
+
+SmokeResult SmokeResult::FromJson(const nlohmann::json& j) {
+  SmokeResult r;
+  r.time = j.value("time", "");
+  r.deployment = j.value("deployment", "");
+  r.node = j.value("node", "");
+  r.check = j.value("check", "");
+  r.result = j.value("result", "");
+  r.detail = j.value("detail", "");
+  r.wall_s = j.value("wall_s", -1.0);
+  r.ttft_s = j.value("ttft_s", -1.0);
+  r.tps = j.value("tps", -1.0);
+  r.prompt = j.value("prompt", "");
+  r.reply = j.value("reply", "");
+  return r;
+}
+
+std::string ExpectedServedModel(const Manifest& m, const ContainerSpec& spec) {
+  const std::vector<std::string>& c = spec.command;
+  for (const char* flag : {"--served-model-name", "--model"})
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i] == flag && i + 1 < c.size()) return c[i + 1];
+      if (c[i].rfind(std::string(flag) + "=", 0) == 0)
+        return c[i].substr(std::string(flag).size() + 1);
+    }
+  auto d = m.deployments.find(spec.deployment);
+  if (d != m.deployments.end() && !d->second.recipe.model.empty() && !c.empty()) return c[0];
+  return "";
+}
+
+SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec) {
+  SmokeTarget t;
+  t.deployment = spec.deployment;
+  t.node = spec.node;
+  auto n = m.nodes.find(spec.node);
+  t.host = n != m.nodes.end() ? n->second.address : spec.health_host;
+  t.port = spec.port;
+  t.cli = spec.cli;
+  t.container = spec.container;
+  t.served_model = ExpectedServedModel(m, spec);
+  return t;
+}
+
+std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
+                                  int client_port) {
+  char local[16], remote[16];
+  std::snprintf(local, sizeof local, ":%04X", port);
+  std::snprintf(remote, sizeof remote, ":%04X", client_port);
+  const std::string inspect = ShellCommand({cli, "container", "inspect", "--format"});
+  return "inode=\nfor i in 1 2 3 4 5 6 7 8 9 10; do\n"
+         "  inode=$(awk -v l=" +
+         ShellQuote(local) + " -v r=" + ShellQuote(remote) +
+         " 'FNR>1 && substr($2,length($2)-4)==l && substr($3,length($3)-4)==r {print $10; exit}'"
+         " /proc/net/tcp /proc/net/tcp6 2>/dev/null | head -n 1)\n"
+         "  [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && break\n  sleep 0.1\ndone\n"
+         "echo \"inode=$inode\"\n"
+         "pid=$(" +
+         inspect + " '{{.State.Pid}}' " + ShellQuote(container) +
+         " 2>/dev/null)\n"
+         "echo \"pid=$pid\"\n"
+         "echo \"label=$(" +
+         inspect + " " +
+         ShellQuote(std::string("{{index .Config.Labels \"") + kDeploymentLabel + "\"}}") + " " +
+         ShellQuote(container) +
+         " 2>/dev/null)\"\n"
+         "ns=$(readlink /proc/\"$pid\"/ns/pid 2>/dev/null)\nowner=unknown\n"
+         "if [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && [ -n \"$ns\" ]; then\n  owner=other\n"
+         "  for p in /proc/[0-9]*; do\n"
+         "    [ \"$(readlink \"$p\"/ns/pid 2>/dev/null)\" = \"$ns\" ] || continue\n"
+         "    if ls -l \"$p\"/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
+         "owner=container; break; fi\n"
+         "  done\nfi\n"
+         "if [ -z \"$inode\" ]; then owner=absent\n"
+         "elif [ -z \"$pid\" ] || [ \"$pid\" = 0 ]; then owner=stopped; fi\n"
+         "echo \"owner=$owner\"\n";
+}
+
+std::string NeedlePrompt(int tokens, std::string* answer, std::string* where) {
+  static const char* kFiller[] = {
+      "The grass is green. ",      "The sky is blue. ",
+      "The sun is yellow. ",       "Here we go, there and back again. ",
+      "A river runs to the sea. ", "Stones keep their shape for a long time. "};
+  static const char* kWords[] = {"zebra", "harbor", "lantern", "quartz", "meadow", "falcon"};
+  std::random_device rd;
+  std::mt19937 rng(rd());
+  const std::string word = kWords[rng() % 6];
+  *answer = std::to_string(100000 + rng() % 900000);
+  const size_t chars = static_cast<size_t>(tokens) * 4;  // ~4 characters a token
+  const double depth = 0.05 + (rng() % 900) / 1000.0;
+  std::string text;
+  text.reserve(chars + 200);
+  size_t i = 0;
+  bool placed = false;
+  while (text.size() < chars) {
+    if (!placed && text.size() >= depth * chars) {
+      text += "The magic number of " + word + " is " + *answer + ". ";
+      placed = true;
+    }
+    text += kFiller[i++ % 6];
+  }
+  if (!placed) text += "The magic number of " + word + " is " + *answer + ". ";
+  char d[32];
+  std::snprintf(d, sizeof d, "%.0f%%", depth * 100);
+  *where = d;
+  return text + "\n\nWhat is the magic number of " + word + "? Reply with the number only.";
+}
+
+SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
+                        const SmokeCheck& check) {
+  SmokeResult r;
+  r.time = NowIso();
+  r.check = check.name;
+  ChatRequest req;
+  req.model = model;
+  req.timeout_s = check.timeout_s;
+  req.stall_s = std::min(check.timeout_s, 30);
+  req.max_tokens = check.max_tokens > 0 ? check.max_tokens : 1024;
+  std::string expect = check.expect, where;
+  if (check.needle_tokens > 0) {
+    std::string answer;
+    req.prompt = NeedlePrompt(check.needle_tokens, &answer, &where);
+    expect = "\\b" + answer + "\\b";
+  } else if (check.tools) {
+    req.prompt =
+        check.chat.empty() ? "What is the weather in Paris? Use the get_weather tool." : check.chat;
+    req.tools = WeatherTool();
+  } else {
+    req.prompt = check.chat;
+  }
+  ChatReply reply = Chat(base_url, req);
+  r.wall_s = reply.wall_s;
+  r.ttft_s = reply.ttft_s;
+  r.tps = reply.decode_tps;
+  r.prompt = Shorten(req.prompt);
+  r.reply = Shorten(!reply.tool_calls.empty()                   ? reply.tool_calls.dump()
+                    : reply.content_null && reply.error.empty() ? reply.raw
+                                                                : reply.content,
+                    1000);
+  if (!reply.error.empty()) {
+    r.result = "error";
+    r.detail = reply.error;
+    if (r.reply.empty()) r.reply = Shorten(reply.raw, 1000);
+    return r;
+  }
+  Judge(check, expect, reply, &r);
+  if (check.needle_tokens > 0 && !r.passed())
+    r.detail +=
+        " (the needle was at " + where + " of ~" + std::to_string(check.needle_tokens) + " tokens)";
+  return r;
+}
+
+std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
+                                  Transport* node, const ConnectionLocator& locate) {
+  std::vector<SmokeResult> out;
+  out.push_back(CheckIdentity(target, node, locate));
+  if (!out.back().passed()) return out;
+  out.push_back(CheckModel(target));
+  if (!out.back().passed()) return out;
+  const std::string model = target.served_model.empty()
+                                ? out.back().reply.substr(0, out.back().reply.find(','))
+                                : target.served_model;
+  for (const SmokeCheck& c : checks) {
+    SmokeResult r = RunOneCheck(target.BaseUrl(), model, c);
+    r.deployment = target.deployment;
+    r.node = target.node;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec) {
+  auto d = ctx.manifest->deployments.find(spec.deployment);
+  if (d == ctx.manifest->deployments.end() || d->second.smoke.empty()) return Status::OK();
+  const SmokeTarget target = TargetFor(*ctx.manifest, spec);
+  for (const SmokeResult& r : RunSmoke(target, d->second.smoke, ctx.transport, nullptr)) {
+    char line[256];
+    std::snprintf(line, sizeof line, "smoke %s: %s (%.2f s)", r.check.c_str(), r.result.c_str(),
+                  r.wall_s);
+    if (ctx.progress) ctx.progress(line);
+    if (r.passed()) continue;
+    std::string message =
+        "smoke check '" + r.check + "' on " + target.BaseUrl() + ": " + r.result + ": " + r.detail;
+    if (!r.prompt.empty()) message += "\n  prompt: " + r.prompt;
+    if (!r.reply.empty()) message += "\n  reply:  " + r.reply;
+    return Status::Error(message);
+  }
+  return Status::OK();
+}
+
+}  // namespace fleet

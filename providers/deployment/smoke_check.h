@@ -1,0 +1,99 @@
+// Smoke checks of a serve, from the client's side (the log's "smoke: math
+// OK, tools OK, 45K-token needle OK"): what a serve answers can be wrong while
+// its health URL says 200 (a garbling engine, a client address that reaches
+// another box).
+//
+// A run against one serve goes in this order, each step a SmokeResult:
+//   identity  the client address reaches the container fleet started on the
+//             node: a TCP connection is opened to it from here, and over SSH
+//             the node is asked which process holds the other end (the
+//             container's, by its PID namespace) and what labels it carries;
+//   model     /v1/models lists the deployment's served model name;
+//   <checks>  the deployment's `smoke:` list, each through /v1/chat/completions
+//             (streamed: time to first token and decode tokens/s).
+// A check whose reply was cut by max_tokens is "cut" (finish_reason length,
+// content null), not "fail": the engine may be right and the budget short.
+#ifndef FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+#define FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/openai_client.h"
+#include "src/provider.h"
+#include "src/transport.h"
+
+namespace fleet {
+
+struct SmokeTarget {
+  std::string deployment;
+  std::string node;
+  std::string host;  // the client address's host: the node's manifest address
+  int port = 0;
+  std::string cli;           // the node's container CLI
+  std::string container;     // fleet-<deployment>
+  std::string served_model;  // expected name; "" when the recipe does not say
+  std::string BaseUrl() const { return "http://" + host + ":" + std::to_string(port); }
+};
+
+struct SmokeResult {
+  std::string time;  // UTC, ISO 8601, when the check started
+  std::string deployment, node, check;
+  std::string result;  // "pass", "fail", "cut", "error"
+  std::string detail;  // why, for anything but a pass
+  double wall_s = -1, ttft_s = -1, tps = -1;
+  std::string prompt;  // samples, for a failure (shortened)
+  std::string reply;
+  bool passed() const { return result == "pass"; }
+  nlohmann::json ToJson() const;
+  static SmokeResult FromJson(const nlohmann::json& j);
+};
+
+// Says which serve of the fleet holds the far end of a connection from local
+// port `client_port` ("deployment.b@dgx2"), "" when none does: lets a failed
+// identity check name both ends. May be empty.
+using ConnectionLocator = std::function<std::string(int client_port)>;
+
+// The name /v1/models should list for `spec`: --served-model-name, else
+// --model, else the recipe's model; "" when none is given.
+std::string ExpectedServedModel(const Manifest& m, const ContainerSpec& spec);
+
+// The target of `spec` as clients reach it (the manifest's node address).
+SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec);
+
+// sh that, on the node, prints inode=, pid=, label= and owner= for the
+// accepted socket of a connection from `client_port` to the serve's `port`:
+// owner is "container" (a process in the container's PID namespace holds
+// it), "other" (another process of the node), "unknown" (the node sees the
+// socket but cannot read the container's processes: a root daemon's),
+// "stopped" (the container does not run, yet something answers) or
+// "absent" (the node holds no such connection: another box answered).
+// Built with ShellCommand; read-only.
+std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
+                                  int client_port);
+
+// Runs identity, model and `checks` against `target`; `node` is its node's
+// transport (connected). Stops after a failed identity or model step (the
+// answers would be someone else's).
+std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
+                                  Transport* node, const ConnectionLocator& locate);
+
+// One check against a base URL (no identity): for tests and RunSmoke.
+SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
+                        const SmokeCheck& check);
+
+// A needle prompt: ~`tokens` tokens of filler with "The magic number of
+// <word> is <n>." at a random depth, and the question; `answer` gets <n>.
+std::string NeedlePrompt(int tokens, std::string* answer, std::string* where);
+
+// After a serve is healthy in apply: its smoke checks (none declared: OK
+// without a request). An error when any does not pass, with the samples.
+Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_

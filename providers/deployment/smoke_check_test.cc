@@ -1,0 +1,174 @@
+#include "providers/deployment/smoke_check.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "manifests/smoke_schema.h"
+
+namespace fleet {
+namespace {
+
+// A one-shot HTTP server on loopback answering every request with `body`
+// (as JSON, or as an SSE stream when `sse`), for Chat and the judge.
+class CannedServer {
+ public:
+  CannedServer(std::string body, bool sse) : body_(std::move(body)), sse_(sse) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    listen(fd_, 4);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~CannedServer() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void Serve() {
+    int c = accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    char buf[65536];
+    std::string req;
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = read(c, buf, sizeof buf);
+      if (n <= 0) break;
+      req.append(buf, n);
+    }
+    std::string head = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: " +
+                       std::string(sse_ ? "text/event-stream" : "application/json") + "\r\n";
+    if (!sse_) head += "Content-Length: " + std::to_string(body_.size()) + "\r\n";
+    const std::string out = head + "\r\n" + body_;
+    (void)!write(c, out.data(), out.size());
+    close(c);
+  }
+  std::string body_;
+  bool sse_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+SmokeCheck Math() {
+  SmokeCheck c;
+  c.name = "math";
+  c.chat = "What is 127*89? Reply with the number only.";
+  c.expect = "11303";
+  c.timeout_s = 10;
+  return c;
+}
+
+TEST(SmokeCheck, StreamedAnswerPassesWithTiming) {
+  std::string sse;
+  for (const char* t : {"113", "03"})
+    sse += std::string(R"(data: {"model":"m","choices":[{"index":0,"delta":{"content":")") + t +
+           "\"},\"finish_reason\":null}]}\n\n";
+  sse +=
+      "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}"
+      "\n\ndata: [DONE]\n\n";
+  CannedServer server(sse, true);
+  SmokeResult r = RunOneCheck(server.url(), "m", Math());
+  EXPECT_EQ(r.result, "pass") << r.detail;
+  EXPECT_GE(r.ttft_s, 0);
+  EXPECT_GE(r.wall_s, r.ttft_s);
+}
+
+TEST(SmokeCheck, GarbleFailsWithTheSample) {
+  CannedServer server(
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{"content":"!!!! the the"},"finish_reason":"stop"}]})"
+      "\n\ndata: [DONE]\n\n",
+      true);
+  SmokeResult r = RunOneCheck(server.url(), "m", Math());
+  EXPECT_EQ(r.result, "fail");
+  EXPECT_EQ(r.reply, "!!!! the the");
+  EXPECT_NE(r.prompt.find("127*89"), std::string::npos);
+  EXPECT_NE(r.ToJson().dump().find("!!!! the the"), std::string::npos);
+}
+
+TEST(SmokeCheck, ContentNullCutByMaxTokensIsCutNotWrong) {
+  SmokeCheck c = Math();
+  c.max_tokens = 8;
+  c.timeout_s = 10;
+  // The log's content=null: the reasoning channel spent the whole budget.
+  std::string sse =
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{"reasoning_content":"Let me think"},"finish_reason":null}]})"
+      "\n\n"
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"
+      "\n\ndata: [DONE]\n\n";
+  CannedServer server(sse, true);
+  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  EXPECT_EQ(r.result, "cut");
+  EXPECT_NE(r.detail.find("max_tokens"), std::string::npos);
+  EXPECT_NE(r.detail.find("content null"), std::string::npos);
+}
+
+TEST(SmokeCheck, StreamedToolCallPiecesMerge) {
+  std::string sse =
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"get_weather","arguments":"{\"city\":"}}]},"finish_reason":null}]})"
+      "\n\n"
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":" \"Paris\"}"}}]},"finish_reason":"tool_calls"}]})"
+      "\n\ndata: [DONE]\n\n";
+  CannedServer server(sse, true);
+  SmokeCheck c;
+  c.name = "tools";
+  c.tools = true;
+  c.timeout_s = 10;
+  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  EXPECT_EQ(r.result, "pass") << r.detail;
+}
+
+TEST(SmokeCheck, NothingListeningIsAnError) {
+  int port;
+  {
+    CannedServer s("", false);  // a port that was free a moment ago
+    port = std::stoi(s.url().substr(s.url().rfind(':') + 1));
+    ListServedModels(s.url(), 2);  // consume the one accept
+  }
+  SmokeResult r = RunOneCheck("http://127.0.0.1:" + std::to_string(port), "m", Math());
+  EXPECT_EQ(r.result, "error");
+}
+
+TEST(SmokeCheck, NeedleHidesOneFactAndAsksForIt) {
+  std::string answer, where;
+  const std::string p = NeedlePrompt(2000, &answer, &where);
+  EXPECT_GE(p.size(), 8000u);
+  const std::string fact = " is " + answer + ".";
+  ASSERT_NE(p.find(fact), std::string::npos);
+  EXPECT_EQ(p.find(fact), p.rfind(fact));
+  EXPECT_NE(p.find("What is the magic number of"), std::string::npos);
+}
+
+TEST(SmokeCheck, ExpectedServedModel) {
+  Manifest m;
+  ContainerSpec s;
+  s.deployment = "d";
+  s.command = {"fake-engine", "--port", "1", "--served-model-name", "qwen38"};
+  EXPECT_EQ(ExpectedServedModel(m, s), "qwen38");
+  s.command = {"vllm", "--model=/model"};
+  EXPECT_EQ(ExpectedServedModel(m, s), "/model");
+  s.command = {"sh", "-c", "x"};
+  EXPECT_EQ(ExpectedServedModel(m, s), "");
+}
+
+TEST(SmokeCheck, ExpectCaseInsensitivePrefix) {
+  std::regex re;
+  std::string why;
+  ASSERT_TRUE(CompileExpect("(?i)paris", &re, &why));
+  EXPECT_TRUE(std::regex_search("It is PARIS.", re));
+  EXPECT_FALSE(CompileExpect("(unclosed", &re, &why));
+}
+
+}  // namespace
+}  // namespace fleet

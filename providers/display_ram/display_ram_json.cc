@@ -1,0 +1,102 @@
+#include "providers/display_ram/display_ram_json.h"
+
+namespace fleet {
+namespace {
+
+nlohmann::json OrNull(const std::optional<uint64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+std::optional<uint64_t> NumberOrNone(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<uint64_t>();
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const DisplayRamWant& v) {
+  j = {{"mode", v.mode}, {"wanted_by", v.wanted_by}};
+}
+
+void from_json(const nlohmann::json& j, DisplayRamWant& v) {
+  v.mode = j.value("mode", kModeDefault);
+  v.wanted_by = j.value("wanted_by", std::vector<std::string>());
+}
+
+void to_json(nlohmann::json& j, const ModuleValues& v) {
+  j = {{"loaded", v.loaded}, {"modeset", v.modeset}, {"fbdev", v.fbdev}};
+}
+
+void from_json(const nlohmann::json& j, ModuleValues& v) {
+  v.loaded = j.value("loaded", true);
+  v.modeset = j.value("modeset", "N");
+  v.fbdev = j.value("fbdev", "Y");
+}
+
+void to_json(nlohmann::json& j, const DisplayRamFound& v) {
+  j = {{"loaded", v.loaded}, {"modeset", v.modeset}, {"fbdev", v.fbdev},
+       {"card0", v.card0},   {"mode", v.mode},       {"serving", v.serving}};
+  if (!v.engine_error.empty()) j["engine_error"] = v.engine_error;
+}
+
+void from_json(const nlohmann::json& j, DisplayRamFound& v) {
+  v.loaded = j.value("loaded", false);
+  v.modeset = j.value("modeset", "");
+  v.fbdev = j.value("fbdev", "");
+  v.card0 = j.value("card0", false);
+  v.mode = j.value("mode", kModeDefault);
+  v.serving = j.value("serving", std::vector<std::string>());
+  v.engine_error = j.value("engine_error", "");
+}
+
+void to_json(nlohmann::json& j, const DisplayRamRecord& v) {
+  j = {{"mode", v.mode}, {"boot_id", v.boot_id}};
+  if (v.original) j["original"] = *v.original;
+  if (v.reloaded) j["gpu_free_before_bytes"] = OrNull(v.gpu_free_before_bytes);
+  if (v.read_back) {
+    j["modeset"] = v.modeset;
+    j["fbdev"] = v.fbdev;
+    j["card0"] = v.card0;
+    j["gpu_free_after_bytes"] = OrNull(v.gpu_free_after_bytes);
+  }
+}
+
+void from_json(const nlohmann::json& j, DisplayRamRecord& v) {
+  v = DisplayRamRecord();
+  if (!j.is_object()) return;
+  v.mode = j.value("mode", "");
+  if (auto it = j.find("original"); it != j.end()) v.original = it->get<ModuleValues>();
+  v.boot_id = j.value("boot_id", "");
+  v.reloaded = j.contains("gpu_free_before_bytes");
+  v.gpu_free_before_bytes = NumberOrNone(j, "gpu_free_before_bytes");
+  v.read_back = j.contains("modeset");
+  v.modeset = j.value("modeset", "");
+  v.fbdev = j.value("fbdev", "");
+  v.card0 = j.value("card0", false);
+  v.gpu_free_after_bytes = NumberOrNone(j, "gpu_free_after_bytes");
+}
+
+void to_json(nlohmann::json& j, const DisplayRamStep& v) {
+  j = {{"op", v.op}};
+  if (v.original) j["original"] = *v.original;
+  if (!v.stop_containers.empty()) j["stop_containers"] = v.stop_containers;
+}
+
+void from_json(const nlohmann::json& j, DisplayRamStep& v) {
+  v.op = j.value("op", "");
+  if (auto it = j.find("original"); it != j.end()) v.original = it->get<ModuleValues>();
+  v.stop_containers = j.value("stop_containers", std::vector<std::string>());
+}
+
+nlohmann::json ModuleAfterJson(const std::string& mode, const ModuleValues& values) {
+  nlohmann::json j = values;
+  j["mode"] = mode;
+  return j;
+}
+
+nlohmann::json UnlockedAfterJson() {
+  return {{"mode", kModeUnlocked}, {"modeset", "Y"}, {"fbdev", "N"}};
+}
+
+}  // namespace fleet

@@ -1,0 +1,94 @@
+// The display_ram provider's typed attributes and their one pair of JSON
+// conversions each: the boundary where the generic DesiredResource,
+// ActualResource, PlanChange and ResourceRecord JSON is read and written.
+// Nothing else in the provider reads an attribute by its key.
+//
+// Readers are lenient (a missing key is its default) so that state written
+// by an older fleet still reads; writers produce exactly the keys the plan
+// and state have always had.
+#ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
+#define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fleet {
+
+inline constexpr const char* kModeDefault = "default";
+inline constexpr const char* kModeUnlocked = "unlocked";
+
+// What a node's display RAM should be (DesiredResource::attributes).
+struct DisplayRamWant {
+  std::string mode = kModeDefault;     // kModeDefault or kModeUnlocked
+  std::vector<std::string> wanted_by;  // "node dgx1", "deployment qwen38"
+};
+
+// The nvidia_drm values an unlock found, to be restored later.
+struct ModuleValues {
+  bool loaded = true;
+  std::string modeset = "N";  // "Y" / "N" as the kernel prints them
+  std::string fbdev = "Y";
+};
+
+// What the probe read: the module's values and the serving containers
+// running (listed only when the module is not in the desired mode).
+struct DisplayRamFound {
+  bool loaded = false;
+  std::string modeset;
+  std::string fbdev;
+  bool card0 = false;
+  std::string mode = kModeDefault;  // kModeUnlocked when modeset=Y fbdev=N
+  std::vector<std::string> serving;
+  // The container CLI's output when it could not list the serves (the Docker
+  // daemon down, the socket not the user's); "" when it could.
+  std::string engine_error;
+};
+
+// What an unlock records: the original values (written before the reload,
+// by a checkpoint), then what the reload gave and the GPU memory it freed.
+struct DisplayRamRecord {
+  std::string mode;  // "unlocking" (the checkpoint), kModeUnlocked
+  std::optional<ModuleValues> original;
+  std::string boot_id;
+  // Set when this step reloaded the module: the free GPU memory before it
+  // (none: unknown), and, once read back, the values after it.
+  bool reloaded = false;
+  std::optional<uint64_t> gpu_free_before_bytes;
+  bool read_back = false;
+  std::string modeset;
+  std::string fbdev;
+  bool card0 = false;
+  std::optional<uint64_t> gpu_free_after_bytes;
+};
+
+// PlanChange::detail of a display_ram step.
+inline constexpr const char* kOpUnlock = "unlock";
+inline constexpr const char* kOpRestore = "restore";
+struct DisplayRamStep {
+  std::string op;                            // kOpUnlock, kOpRestore
+  std::optional<ModuleValues> original;      // restore: the values to put back
+  std::vector<std::string> stop_containers;  // stopped before, started after
+};
+
+void to_json(nlohmann::json& j, const DisplayRamWant& v);
+void from_json(const nlohmann::json& j, DisplayRamWant& v);
+void to_json(nlohmann::json& j, const ModuleValues& v);
+void from_json(const nlohmann::json& j, ModuleValues& v);
+void to_json(nlohmann::json& j, const DisplayRamFound& v);
+void from_json(const nlohmann::json& j, DisplayRamFound& v);
+void to_json(nlohmann::json& j, const DisplayRamRecord& v);
+void from_json(const nlohmann::json& j, DisplayRamRecord& v);
+void to_json(nlohmann::json& j, const DisplayRamStep& v);
+void from_json(const nlohmann::json& j, DisplayRamStep& v);
+
+// A change's after: the module in `mode` with `values` (a restore).
+nlohmann::json ModuleAfterJson(const std::string& mode, const ModuleValues& values);
+// A change's after: unlocked, modeset=Y fbdev=N.
+nlohmann::json UnlockedAfterJson();
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_

@@ -1,0 +1,39 @@
+// fleet check [ADDR...] [--json]
+#include <iostream>
+
+#include "src/engine/node_connections.h"
+#include "src/engine/serve_checks.h"
+#include "src/engine/serve_commands.h"
+
+namespace fleet {
+
+int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, bool json) {
+  Manifest m;
+  Diagnostics diags;
+  const bool loaded = LoadManifest(g.dir, &m, &diags);
+  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
+  if (!loaded) {
+    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was checked\n";
+    return 1;
+  }
+  if (Status s = ValidateCheckAddresses(m, addresses); !s.ok()) {
+    std::cerr << "fleet: " << s.message() << "\n";
+    return 1;
+  }
+  NodeConnections connections(&m);
+  const std::vector<SmokeResult> results = RunServeChecks(m, &connections, addresses);
+  bool all = true;
+  for (const SmokeResult& r : results) all = all && r.passed();
+  if (json) {
+    nlohmann::json j = {{"passed", all}, {"results", nlohmann::json::array()}};
+    for (const SmokeResult& r : results) j["results"].push_back(r.ToJson());
+    std::cout << j.dump(2) << "\n";
+  } else if (results.empty()) {
+    std::cout << "No deployment serves an API: nothing to check.\n";
+  } else {
+    std::cout << RenderCheckTable(results);
+  }
+  return all ? 0 : 1;
+}
+
+}  // namespace fleet

@@ -1,0 +1,34 @@
+// The commands that look at serves from the client's side: `fleet check`
+// (the smoke checks now), `fleet watch` (plan + checks on a schedule, one
+// JSON line per round) and `fleet report` (a watch log as one HTML page).
+#ifndef FLEET_SRC_ENGINE_SERVE_COMMANDS_H_
+#define FLEET_SRC_ENGINE_SERVE_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "src/engine/commands.h"
+
+namespace fleet {
+
+// Exit 0 when every check passed, 1 otherwise (or on an error).
+int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, bool json);
+
+struct WatchOptions {
+  int every_s = 120;
+  std::string log_file;     // appends one JSON line per round
+  std::string on_change;    // sh command; the change event (JSON) on its stdin
+  std::string report_file;  // rewritten after each round
+  int rounds = 0;           // 0: until SIGINT/SIGTERM
+  std::vector<std::string> addresses;
+};
+
+// Exit 0 when stopped by SIGINT/SIGTERM or after `rounds`.
+int CmdWatch(const GlobalOptions& g, const WatchOptions& o);
+
+// Writes the HTML report of the watch log `log_file` to `out_file`.
+int CmdReport(const std::string& log_file, const std::string& out_file);
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_SERVE_COMMANDS_H_

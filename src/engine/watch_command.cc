@@ -1,0 +1,177 @@
+// fleet watch: plan (drift) and the smoke checks on a schedule, one JSON
+// line per round; a state change is printed loudly and handed to
+// --on-change. Holds no state lock (the state is only read), reads the
+// manifests and opens fresh sessions every round (a node that went away
+// and came back is simply seen again), stops cleanly on SIGINT/SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "src/engine/node_connections.h"
+#include "src/engine/planner.h"
+#include "src/engine/serve_checks.h"
+#include "src/engine/serve_commands.h"
+#include "src/engine/watch_changes.h"
+#include "src/engine/watch_report.h"
+#include "state/state_store.h"
+
+namespace fleet {
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+void CatchSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a sleep ends at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::string UtcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The plan's drift: how many changes, which addresses, plan errors.
+nlohmann::json Drift(const Manifest& m, NodeConnections* connections) {
+  std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
+  std::unique_ptr<StateStore> store = MakeLocalStateStore(m.state.path);
+  Result<State> state = store->Load();  // read only: no lock
+  if (!state.ok()) return {{"error", state.status().message()}};
+  Planner planner(&m, &providers, connections);
+  Plan plan = planner.MakePlan(*state, PlanOptions{});
+  nlohmann::json j = plan.ToJson();
+  nlohmann::json d = {{"changes", 0},
+                      {"addresses", nlohmann::json::array()},
+                      {"errors", j.value("errors", nlohmann::json::array())}};
+  for (const auto& c : j.value("changes", nlohmann::json::array()))
+    if (c.value("action", "noop") != "noop") {
+      d["addresses"].push_back(c.value("address", "") + " (" + c.value("action", "") + ")");
+      d["changes"] = d["changes"].get<int>() + 1;
+    }
+  return d;
+}
+
+// One round: the JSON line (without its change list).
+nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n) {
+  nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
+  Manifest m;
+  Diagnostics diags;
+  if (!LoadManifest(g.dir, &m, &diags)) {
+    std::string errors;
+    for (const Diagnostic& d : diags) errors += d.ToString() + "\n";
+    line["error"] = "the manifests have errors:\n" + errors;
+    line["checks"] = nlohmann::json::array();
+    return line;
+  }
+  NodeConnections connections(&m);
+  line["drift"] = Drift(m, &connections);
+  line["checks"] = nlohmann::json::array();
+  for (const SmokeResult& r : RunServeChecks(m, &connections, o.addresses))
+    line["checks"].push_back(r.ToJson());
+  return line;
+}
+
+void RunOnChange(const std::string& cmd, const nlohmann::json& event) {
+  FILE* p = popen(cmd.c_str(), "w");
+  if (p == nullptr) {
+    std::cerr << "fleet watch: cannot run --on-change command\n";
+    return;
+  }
+  const std::string text = event.dump() + "\n";
+  fwrite(text.data(), 1, text.size(), p);
+  const int rc = pclose(p);
+  if (rc != 0) std::cerr << "fleet watch: --on-change command exited " << rc << "\n";
+}
+
+void Announce(const nlohmann::json& line, const nlohmann::json& changes) {
+  for (const auto& c : changes) {
+    std::cout << "!!! fleet watch " << line.value("time", "") << " round " << line.value("round", 0)
+              << ": " << c.value("key", "") << " " << c.value("from", "") << " -> "
+              << c.value("to", "");
+    if (c.contains("detail")) std::cout << ": " << c["detail"].get<std::string>();
+    if (c.contains("reply")) std::cout << "\n    reply: " << c["reply"].get<std::string>();
+    std::cout << "\n";
+  }
+  std::cout << std::flush;
+}
+
+// SIGINT/SIGTERM are held while a round runs (an SSH read or a request cut
+// by EINTR would log a false failure) and taken while it waits.
+void HoldSignals(bool hold) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
+}
+
+// Sleeps until `until`, waking for a signal.
+void SleepUntil(std::chrono::steady_clock::time_point until) {
+  HoldSignals(false);
+  while (!g_stop && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  HoldSignals(true);
+}
+
+}  // namespace
+
+int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
+  CatchSignals();
+  std::ofstream log;
+  if (!o.log_file.empty()) {
+    log.open(o.log_file, std::ios::app);
+    if (!log) {
+      std::cerr << "fleet watch: cannot open " << o.log_file << "\n";
+      return 1;
+    }
+  }
+  WatchStates last;
+  std::vector<nlohmann::json> lines;
+  HoldSignals(true);
+  for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
+    const auto start = std::chrono::steady_clock::now();
+    nlohmann::json line = Round(g, o, n);
+    WatchStates now = WatchStatesOf(line);
+    const nlohmann::json changes = WatchChanges(last, now);
+    last = now;
+    line["changes"] = changes;
+    int passed = 0;
+    for (const auto& c : line["checks"]) passed += c.value("result", "") == "pass";
+    std::cout << line.value("time", "") << " round " << n << ": " << passed << " of "
+              << line["checks"].size() << " checks passed, drift "
+              << (line.contains("drift") ? line["drift"].value("changes", 0) : -1) << "\n"
+              << std::flush;
+    if (log) log << line.dump() << "\n" << std::flush;
+    if (!changes.empty()) {
+      Announce(line, changes);
+      if (!o.on_change.empty()) RunOnChange(o.on_change, {{"event", "change"}, {"round", line}});
+    }
+    lines.push_back(line);
+    if (!o.report_file.empty()) {
+      Status s = WriteWatchReport(lines, o.report_file);
+      if (!s.ok()) std::cerr << "fleet watch: " << s.message() << "\n";
+    }
+    if (o.rounds != 0 && n == o.rounds) break;
+    SleepUntil(start + std::chrono::seconds(o.every_s));
+  }
+  HoldSignals(false);
+  std::cout << "fleet watch: stopped" << (g_stop ? " (signal)" : "") << "\n";
+  return 0;
+}
+
+}  // namespace fleet

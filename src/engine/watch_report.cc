@@ -1,0 +1,179 @@
+#include "src/engine/watch_report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "src/engine/serve_commands.h"
+
+namespace fleet {
+namespace {
+
+// JSON safe inside <script>: no "</script>" can close it early.
+std::string ScriptSafe(const std::string& json) {
+  std::string out;
+  for (char c : json) {
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
+    else
+      out += c;
+  }
+  return out;
+}
+
+const char* kPage = R"HTML(<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>fleet watch report</title>
+<style>
+body{font:14px sans-serif;margin:20px;color:#222}
+h2{margin:24px 0 4px;font-size:16px}
+svg{border:1px solid #ccc;background:#fafafa;margin:4px 8px 4px 0}
+circle.fail{fill:#d00;stroke:#600;cursor:pointer}
+circle.ok{stroke:none}
+line.drift{stroke:#f80;stroke-dasharray:3,3}
+#sample{white-space:pre-wrap;background:#fff4f4;border:1px solid #d99;padding:8px;max-width:1100px}
+.legend span{margin-right:12px}
+</style></head><body>
+<h1>fleet watch</h1>
+<p id="summary"></p>
+<div id="charts"></div>
+<h2>Selected failure</h2>
+<pre id="sample">Click a red point to see its prompt and reply.</pre>
+<script id="rounds" type="application/json">@ROUNDS@</script>
+<script>
+(function(){
+var rounds = JSON.parse(document.getElementById('rounds').textContent);
+var NS = 'http://www.w3.org/2000/svg';
+var colors = ['#1f77b4','#2ca02c','#9467bd','#8c564b','#17becf','#7f7f7f','#bcbd22','#e377c2'];
+var serves = {}, failures = 0, drifts = [];
+rounds.forEach(function(r){
+  var t = Date.parse(r.time);
+  if (r.drift && r.drift.changes > 0) drifts.push(t);
+  (r.checks || []).forEach(function(c){
+    var key = 'deployment.' + c.deployment + '@' + c.node;
+    var s = serves[key] = serves[key] || {};
+    (s[c.check] = s[c.check] || []).push({t: t, c: c});
+    if (c.result !== 'pass') failures++;
+  });
+});
+var t0 = Infinity, t1 = -Infinity;
+rounds.forEach(function(r){ var t = Date.parse(r.time); t0 = Math.min(t0, t); t1 = Math.max(t1, t); });
+if (t1 <= t0) t1 = t0 + 1000;
+document.getElementById('summary').textContent = rounds.length + ' rounds from ' +
+  (rounds.length ? rounds[0].time + ' to ' + rounds[rounds.length-1].time : '-') + ', ' +
+  failures + ' check results not passing, ' + drifts.length + ' rounds with drift';
+function el(name, attrs, parent){
+  var e = document.createElementNS(NS, name);
+  for (var k in attrs) e.setAttribute(k, attrs[k]);
+  if (parent) parent.appendChild(e);
+  return e;
+}
+function chart(title, series, field, parent){
+  var W = 560, H = 220, L = 50, R = 10, T = 20, B = 30;
+  var max = 0;
+  series.forEach(function(s){ s.points.forEach(function(p){ var v = p.c[field]; if (v > max) max = v; }); });
+  if (max <= 0) max = 1;
+  var svg = el('svg', {width: W, height: H, 'class': 'chart', 'data-field': field}, parent);
+  el('text', {x: L, y: 14, 'font-size': 12}, svg).textContent = title;
+  el('line', {x1: L, y1: H-B, x2: W-R, y2: H-B, stroke: '#999'}, svg);
+  el('line', {x1: L, y1: T, x2: L, y2: H-B, stroke: '#999'}, svg);
+  el('text', {x: 4, y: T+10, 'font-size': 10}, svg).textContent = max.toPrecision(3);
+  el('text', {x: 4, y: H-B, 'font-size': 10}, svg).textContent = '0';
+  var x = function(t){ return L + (W-L-R) * (t - t0) / (t1 - t0); };
+  var hms = function(t){ return new Date(t).toISOString().substr(11, 8) + 'Z'; };
+  el('text', {x: L, y: H-B+14, 'font-size': 10}, svg).textContent = hms(t0);
+  el('text', {x: W-R, y: H-B+14, 'font-size': 10, 'text-anchor': 'end'}, svg).textContent = hms(t1);
+  var y = function(v){ return H - B - (H-T-B) * v / max; };
+  drifts.forEach(function(t){ el('line', {'class': 'drift', x1: x(t), y1: T, x2: x(t), y2: H-B}, svg); });
+  series.forEach(function(s, i){
+    var color = colors[i % colors.length], d = '';
+    s.points.forEach(function(p){
+      var v = p.c[field];
+      if (typeof v === 'number' && v >= 0) d += (d ? ' L ' : 'M ') + x(p.t).toFixed(1) + ' ' + y(v).toFixed(1);
+    });
+    if (d) el('path', {d: d, fill: 'none', stroke: color, 'stroke-width': 1.5, 'class': 'series'}, svg);
+    s.points.forEach(function(p){
+      var v = p.c[field], bad = p.c.result !== 'pass';
+      if (!bad && !(typeof v === 'number' && v >= 0)) return;
+      var cy = bad ? H - B - 6 : y(v);
+      if (bad && typeof v === 'number' && v >= 0) cy = y(v);
+      var dot = el('circle', {cx: x(p.t), cy: cy, r: bad ? 5 : 2.5, fill: color, 'class': bad ? 'fail' : 'ok'}, svg);
+      el('title', {}, dot).textContent = p.c.time + ' ' + s.name + ': ' + p.c.result + (p.c.detail ? ' - ' + p.c.detail : '');
+      if (bad) dot.addEventListener('click', function(){
+        document.getElementById('sample').textContent = p.c.time + '  deployment.' + p.c.deployment + '@' + p.c.node +
+          '  check ' + p.c.check + ': ' + p.c.result + '\n' + (p.c.detail || '') +
+          '\n\nprompt:\n' + (p.c.prompt || '') + '\n\nreply:\n' + (p.c.reply || '');
+      });
+    });
+  });
+  return svg;
+}
+var charts = document.getElementById('charts');
+Object.keys(serves).sort().forEach(function(key){
+  var h = document.createElement('h2'); h.textContent = key; charts.appendChild(h);
+  var legend = document.createElement('div'); legend.className = 'legend'; charts.appendChild(legend);
+  var series = Object.keys(serves[key]).sort().map(function(name, i){
+    var sp = document.createElement('span'); sp.style.color = colors[i % colors.length];
+    sp.textContent = '\u25cf ' + name; legend.appendChild(sp);
+    return {name: name, points: serves[key][name]};
+  });
+  chart('latency (s) per check', series, 'wall_s', charts);
+  chart('decode tokens/s (streamed checks)', series, 'tps', charts);
+});
+document.body.setAttribute('data-rendered', String(document.querySelectorAll('svg.chart').length));
+})();
+</script>
+</body></html>
+)HTML";
+
+}  // namespace
+
+std::string WatchReportHtml(const std::vector<nlohmann::json>& rounds) {
+  nlohmann::json data = nlohmann::json::array();
+  for (const nlohmann::json& r : rounds) data.push_back(r);
+  std::string page = kPage;
+  const std::string marker = "@ROUNDS@";
+  page.replace(page.find(marker), marker.size(), ScriptSafe(data.dump()));
+  return page;
+}
+
+Status WriteWatchReport(const std::vector<nlohmann::json>& rounds, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return Status::Error("cannot write " + tmp);
+    out << WatchReportHtml(rounds);
+    if (!out.flush()) return Status::Error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Error("cannot write " + path);
+  return Status::OK();
+}
+
+Result<std::vector<nlohmann::json>> ReadWatchLog(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Result<std::vector<nlohmann::json>>::Error("cannot read " + path);
+  std::vector<nlohmann::json> rounds;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) rounds.push_back(std::move(j));
+  }
+  return rounds;
+}
+
+int CmdReport(const std::string& log_file, const std::string& out_file) {
+  Result<std::vector<nlohmann::json>> rounds = ReadWatchLog(log_file);
+  Status s = rounds.ok() ? WriteWatchReport(*rounds, out_file) : rounds.status();
+  if (!s.ok()) {
+    std::cerr << "fleet: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << "Wrote " << out_file << " (" << rounds->size() << " rounds from " << log_file
+            << ")\n";
+  return 0;
+}
+
+}  // namespace fleet

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Smoke checks of serves, from the client side: two real serving containers
+# (the OpenAI-compatible stand-in engine, tests/sim/fake_engine, in an image
+# pulled by digest from a real registry) under rootless podman on simulated
+# nodes, both serving the model name "qwen38".
+# - apply runs identity, model and the smoke list after health, and says so;
+# - `fleet check` on a healthy fleet exits 0 with the table (latency, t/s);
+# - a serve that garbles (200 on /v1/models all along) fails `fleet check`
+#   naming deployment, node and check, with the prompt and the reply;
+# - apply of a replacement that garbles fails the step; the previous serve
+#   is back and answers right; converged after;
+# - a serve answering as another model fails the model check;
+# - a reply cut by max_tokens (content null: the reasoning spent the budget)
+#   is reported "cut", not wrong;
+# - a stream that stalls is reported as a stall;
+# - the container stopped and another process answering on its port fails
+#   the identity check;
+# - two client addresses exchanged (iptables on loopback) fail the identity
+#   check naming both serves.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/registry.sh"
+source "$(dirname "$0")/engine_image.sh"
+
+P1=$(free_port)
+P2=$(free_port)
+U1=http://127.0.0.1:$P1
+U2=http://127.0.0.1:$P2
+fault() { curl -sf --max-time 5 -X POST "$1/fault" -d "$2" >/dev/null || fail "POST $1/fault $2"; }
+ask() {  # ask URL QUESTION: the content of the reply
+  curl -s --max-time 10 "$1/v1/chat/completions" \
+    -d "{\"model\":\"qwen38\",\"messages\":[{\"role\":\"user\",\"content\":\"$2\"}]}" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["message"]["content"])'
+}
+NAT_RULES=()
+nat_cleanup() {
+  local r
+  for r in "${NAT_RULES[@]}"; do iptables -t nat -D OUTPUT $r 2>/dev/null || true; done
+  NAT_RULES=()
+}
+trap 'nat_cleanup; registry_cleanup; cleanup' EXIT
+
+# recipe NAME [ENV-TOML-LINES]: the stand-in engine on {port} as qwen38.
+recipe() {
+  mkdir -p "$REPO/recipes"
+  cat >"$REPO/recipes/$1.toml" <<TOML
+model = ""
+args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
+memory_limit = "256m"
+
+[env]
+FAKE_ENGINE_TOKEN_MS = "2"
+${2:-}
+TOML
+}
+# Short timeouts: a stalled stream is declared after min(timeout, 30 s) without a byte.
+SMOKE_A='[{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"},
+  {"name": "paris", "chat": "What is the capital of France? One word.", "expect": "(?i)paris", "timeout": "5s"},
+  {"name": "tools", "tools": true, "timeout": "5s"},
+  {"name": "needle", "needle_tokens": 4000, "timeout": "10s"}]'
+SMOKE_B='[{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303"},
+  {"name": "budget", "chat": "What is 6*7?", "expect": "42", "max_tokens": 5}]'
+repo() {
+  mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"registry\"}" \
+    --deployment "a={\"recipe\": \"recipes/a.toml\", \"nodes\": [\"dgx1\"], \"image\": \"eng\", \"port\": $P1, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"smoke\": $SMOKE_A}" \
+    --deployment "b={\"recipe\": \"recipes/b.toml\", \"nodes\": [\"dgx2\"], \"image\": \"eng\", \"port\": $P2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"smoke\": $SMOKE_B}"
+}
+
+step "registry, engine image, 2 nodes"
+registry_start
+D=$(engine_image_push fleet/engine v1)
+start_fleet 2 --insecure-registry "$REGISTRY"
+repo
+recipe a
+recipe b
+
+step "apply: health, then identity, model and the smoke list"
+expect_rc 0 apply --auto-approve
+expect_out "smoke identity: pass"
+expect_out "smoke model: pass"
+expect_out "smoke math: pass"
+expect_out "smoke needle: pass"
+expect_out "smoke budget: pass"
+assert_converged
+
+step "fleet check on a healthy fleet: exit 0, the table"
+expect_rc 0 check
+expect_out "DEPLOYMENT"
+expect_out "LATENCY"
+grep -E '^a +dgx1 +needle +pass ' "$WORK/out" >/dev/null || fail "no needle pass row for a@dgx1"
+grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "no math pass row for b@dgx2"
+expect_out "10 of 10 passed"
+grep -E '^a +dgx1 +math +pass +[0-9]+ ms +[0-9.]+$' "$WORK/out" >/dev/null || fail "no latency or t/s for math"
+expect_rc 0 check deployment.b@dgx2 --json
+python3 - "$WORK/out" <<'PY' || fail "check --json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["passed"] is True, j
+assert {r["check"] for r in j["results"]} == {"identity", "model", "math", "budget"}, j
+assert all(r["node"] == "dgx2" for r in j["results"]), j
+ident = [r for r in j["results"] if r["check"] == "identity"][0]
+assert "detail" not in ident, ident  # the container's own process holds the connection
+m = [r for r in j["results"] if r["check"] == "math"][0]
+assert m["wall_s"] > 0 and m["ttft_s"] >= 0, m
+PY
+expect_rc 1 check deployment.c
+expect_out "no deployment 'c'"
+
+step "a serve that garbles while /v1/models answers 200: check exits 1 naming it, with the sample"
+fault "$U1" garble
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$U1/v1/models") == 200 ]] || fail "health should stay 200"
+expect_rc 1 check
+expect_out "FAIL deployment.a@dgx1 check math"
+expect_out "prompt: What is 127*89?"
+expect_out "reply:  !!!!!!!!"
+expect_out "FAIL deployment.a@dgx1 check paris"
+expect_out "no tool call came back"
+grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "b is not garbling"
+fault "$U1" none
+expect_rc 0 check
+
+step "apply of a replacement that garbles: the step fails, the previous serve is back"
+recipe a 'FAKE_ENGINE_GARBLE_AFTER = "0"'
+expect_rc 1 apply --auto-approve
+expect_out "smoke check 'math'"
+expect_out "reply:  !!!!"
+expect_out "the container it replaced is back and started"
+for _ in $(seq 50); do [[ $(ask "$U1" "What is 127*89?" 2>/dev/null) == 11303 ]] && break; sleep 0.2; done
+[[ $(ask "$U1" "What is 127*89?") == 11303 ]] || fail "the previous serve does not answer right"
+recipe a
+assert_converged
+
+step "a serve answering as another model fails the model check"
+fault "$U2" "served_as llama-3-8b"
+expect_rc 1 check b
+expect_out "lists 'llama-3-8b', not 'qwen38'"
+fault "$U2" none
+
+step "a reply cut by max_tokens (content null) is 'cut', not wrong"
+fault "$U2" reasoning
+expect_rc 1 check b
+expect_out "CUT deployment.b@dgx2 check budget"
+expect_out "content null"
+grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "math with a big budget should pass"
+fault "$U2" none
+
+step "a stream that stalls is reported as a stall"
+fault "$U1" stall
+expect_rc 1 check a
+expect_out "stalled after 1 tokens"
+fault "$U1" none
+
+step "the container stopped, another process of the node on its port: identity fails"
+on_node dgx1 "podman stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
+for _ in $(seq 50); do curl -s -o /dev/null "$U1/" && break; sleep 0.1; done
+expect_rc 1 check a
+expect_out "fleet-a is not running on dgx1, yet a process there answers"
+on_node dgx1 'kill $(cat impostor.pid)'
+for _ in $(seq 50); do curl -s -o /dev/null "$U1/" || break; sleep 0.1; done
+expect_rc 0 apply --auto-approve
+expect_out "smoke math: pass"
+expect_rc 0 check a
+
+step "two client addresses exchanged: the identity check names both serves"
+for r in "-p tcp -d 127.0.0.1 --dport $P1 -j REDIRECT --to-ports $P2" \
+  "-p tcp -d 127.0.0.1 --dport $P2 -j REDIRECT --to-ports $P1"; do
+  iptables -t nat -A OUTPUT $r || fail "iptables"
+  NAT_RULES+=("$r")
+done
+[[ $(curl -s "$U1/v1/models") == *qwen38* ]] || fail "the swapped address does not answer"
+expect_rc 1 check
+expect_out "does not reach fleet-a on dgx1"
+expect_out "it reaches deployment.b@dgx2"
+expect_out "does not reach fleet-b on dgx2"
+expect_out "it reaches deployment.a@dgx1"
+nat_cleanup
+expect_rc 0 check
+no_crash
+echo "PASS smoke_test"
