@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace fleet {
@@ -19,7 +20,9 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
     ++i;
   }
   if (!digits) return std::nullopt;
-  const double number = std::stod(std::string(text.substr(0, i)));
+  // strtod, not stod: a number too large for a double (a typo of 400
+  // digits) is HUGE_VAL, refused below, where stod threw out of the loader.
+  const double number = std::strtod(std::string(text.substr(0, i)).c_str(), nullptr);
   if (i + 1 < text.size() && text[i] == ' ') ++i;  // "2 GB", not "12 "
   int shift = 0;
   if (i < text.size()) {

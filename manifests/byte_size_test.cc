@@ -22,5 +22,15 @@ TEST(ByteSizeTest, RefusesWhatIsNotASize) {
     EXPECT_EQ(ParseByteSize(bad), std::nullopt) << bad;
 }
 
+// Found auditing the parsers for exceptions (fuzz/): a number too large for a
+// double made std::stod throw out of LoadManifest.
+TEST(ByteSizeTest, HugeNumbersAreRefusedNotThrown) {
+  std::optional<uint64_t> v;
+  ASSERT_NO_THROW(v = ParseByteSize(std::string(400, '9') + " GB"));
+  EXPECT_FALSE(v.has_value());
+  ASSERT_NO_THROW(v = ParseByteSize("0." + std::string(400, '0') + "1"));
+  EXPECT_FALSE(v.has_value());
+}
+
 }  // namespace
 }  // namespace fleet

@@ -26,9 +26,7 @@ class HomeAssistantSwitch : public PowerSwitch {
   Result<std::string> GetState(const std::string& entity) override {
     Result<nlohmann::json> r = Request("GET", "/api/states/" + entity, "");
     if (!r.ok()) return r.status();
-    if (!r->is_object() || !r->contains("state") || !(*r)["state"].is_string())
-      return Result<std::string>::Error(Where(entity) + ": unexpected answer (no state)");
-    return (*r)["state"].get<std::string>();
+    return HomeAssistantState(*r, Where(entity));
   }
   Status TurnOn(const std::string& entity) override { return Service("turn_on", entity); }
   Status TurnOff(const std::string& entity) override { return Service("turn_off", entity); }
@@ -76,18 +74,7 @@ class HomeAssistantSwitch : public PowerSwitch {
     if (rc != CURLE_OK)
       return Result<nlohmann::json>::Error(Where(entity) + ": " + method + " " + path +
                                            " failed: " + curl_easy_strerror(rc));
-    if (code == 401 || code == 403)
-      return Result<nlohmann::json>::Error(Where(entity) + ": HTTP " + std::to_string(code) +
-                                           ": the token was refused (check the token in the "
-                                           "environment variable the manifest's token_env names)");
-    if (code < 200 || code >= 300)
-      return Result<nlohmann::json>::Error(Where(entity) + ": " + method + " " + path +
-                                           " answered HTTP " + std::to_string(code));
-    try {
-      return response.empty() ? nlohmann::json() : nlohmann::json::parse(response);
-    } catch (const nlohmann::json::exception&) {
-      return Result<nlohmann::json>::Error(Where(entity) + ": answer is not JSON");
-    }
+    return ReadHomeAssistantAnswer(code, response, method + " " + path, Where(entity));
   }
 
   std::string url_;
@@ -96,6 +83,28 @@ class HomeAssistantSwitch : public PowerSwitch {
 };
 
 }  // namespace
+
+Result<nlohmann::json> ReadHomeAssistantAnswer(long code, const std::string& body,
+                                               const std::string& request,
+                                               const std::string& where) {
+  if (code == 401 || code == 403)
+    return Result<nlohmann::json>::Error(where + ": HTTP " + std::to_string(code) +
+                                         ": the token was refused (check the token in the "
+                                         "environment variable the manifest's token_env names)");
+  if (code < 200 || code >= 300)
+    return Result<nlohmann::json>::Error(where + ": " + request + " answered HTTP " +
+                                         std::to_string(code));
+  nlohmann::json answer =
+      body.empty() ? nlohmann::json() : nlohmann::json::parse(body, nullptr, false);
+  if (answer.is_discarded()) return Result<nlohmann::json>::Error(where + ": answer is not JSON");
+  return answer;
+}
+
+Result<std::string> HomeAssistantState(const nlohmann::json& answer, const std::string& where) {
+  if (!answer.is_object() || !answer.contains("state") || !answer["state"].is_string())
+    return Result<std::string>::Error(where + ": unexpected answer (no state)");
+  return answer["state"].get<std::string>();
+}
 
 std::unique_ptr<PowerSwitch> MakeHomeAssistantSwitch(const std::string& url,
                                                      const std::string& token, int timeout_s) {

@@ -4,6 +4,7 @@
 #define FLEET_SRC_POWER_SWITCH_H_
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "src/status.h"
@@ -24,6 +25,16 @@ class PowerSwitch {
 // `token` is held in memory only; no message, log or file ever contains it.
 std::unique_ptr<PowerSwitch> MakeHomeAssistantSwitch(const std::string& url,
                                                      const std::string& token, int timeout_s = 10);
+
+// How the switch reads a Home Assistant answer (pure; exposed for tests and
+// fuzzing): HTTP status `code` and `body` of `request` ("GET /api/states/x"),
+// errors prefixed with `where` ("power controller URL (entity)"). Never throws.
+Result<nlohmann::json> ReadHomeAssistantAnswer(long code, const std::string& body,
+                                               const std::string& request,
+                                               const std::string& where);
+
+// The "state" string of a GET /api/states/<entity> answer.
+Result<std::string> HomeAssistantState(const nlohmann::json& answer, const std::string& where);
 
 }  // namespace fleet
 

@@ -24,6 +24,16 @@ PlanChange Provider::DiffOrphan(const ResourceRecord& record, const DiffContext&
   return ForgetRecord(record);
 }
 
+std::vector<PlanChange> Provider::DiffUnrecorded(const std::string&, const DiffContext&) const {
+  return {};
+}
+
+Result<nlohmann::json> Provider::Adopt(const DesiredResource& desired, const ActualResource&,
+                                       const DiffContext&) const {
+  return Result<nlohmann::json>::Error("fleet state adopt does not take over a " + desired.type +
+                                       " (apply records it when it finds it in place)");
+}
+
 PlanChange ForgetRecord(const ResourceRecord& record) {
   PlanChange c;
   c.address = record.address;

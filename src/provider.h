@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ struct DiffContext {
   // one (the registry's dependency order), e.g. a display RAM reload a
   // deployment on the same node must restart after. May be null.
   const std::vector<PlanChange>* planned = nullptr;
+  // The addresses this state has a record of, so that a diff can name what
+  // runs on a node unknown to the state (`fleet state adopt`). Null when
+  // not known (a diff tested alone): nothing is said about it then.
+  const std::set<std::string>* recorded = nullptr;
 };
 
 class Provider {
@@ -90,6 +95,20 @@ class Provider {
   // The change for a state record the manifests no longer declare. The
   // default forgets the record and touches nothing on the node.
   virtual PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const;
+
+  // What the probe found on `node` that carries fleet's labels but that
+  // neither the manifests (there) nor the state know, e.g. a serve left by a
+  // lost state file: a noop that names it and what to do, or (ctx.purge) its
+  // removal. `ctx.facts` are `node`'s. The default finds nothing.
+  virtual std::vector<PlanChange> DiffUnrecorded(const std::string& node,
+                                                 const DiffContext& ctx) const;
+
+  // `fleet state adopt`: the record apply would write for `desired`, which
+  // the probe found on its node as `actual`, when that matches the
+  // manifests (nothing to change); else an error that says why not. The
+  // default refuses: this type cannot be adopted.
+  virtual Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
+                                       const DiffContext& ctx) const;
 
   // Performs `change` idempotently: re-check, act, verify. Returns the
   // attributes to record in state (null: remove the record).

@@ -404,7 +404,9 @@ Status LocalStateStore::Save(const State& state) {
     if (!check.ok()) {
       return check.status().Prefixed("refusing to save an invalid state to " + path_);
     }
-    text = j.dump(2) + "\n";
+    // What a node printed may hold bytes that are not UTF-8: saved as
+    // U+FFFD rather than failing to record a step that was done.
+    text = j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   } catch (const std::exception& e) {
     return Status::Error("cannot serialize the state for " + path_ + ": " + e.what());
   }

@@ -119,6 +119,19 @@ TEST_F(StateStoreTest, SaveThenLoadEquals) {
   EXPECT_EQ(names, (std::vector<std::string>{".gitignore", "state.json"}));
 }
 
+// What a node printed can hold bytes that are not UTF-8 (a file name, a
+// GPU name); fuzz/ found them crashing every JSON dump. The state still
+// saves (U+FFFD in their place) rather than losing the record of a step.
+TEST_F(StateStoreTest, BytesThatAreNotUtf8SaveAsReplacementCharacters) {
+  auto store = MakeLocalStateStore(path_);
+  State s = MakeState(2);
+  s.resources[0].attributes["name"] = "model\xff.safetensors";
+  ASSERT_TRUE(store->Save(s).ok());
+  auto back = store->Load();
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->resources[0].attributes["name"], "model\xEF\xBF\xBD.safetensors");
+}
+
 TEST_F(StateStoreTest, ModesIgnoreTheUmask) {
   for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
     SCOPED_TRACE("umask " + std::to_string(mask));

@@ -1,5 +1,6 @@
 #include "providers/deployment/deployment_probe.h"
 
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
@@ -22,9 +23,20 @@ std::string InspectFormat(const std::string& cli) {
 }
 
 // Seconds since the epoch from "1764448201" or RFC 3339 ("2026-11-29T20:30:01.1Z").
+// A decimal number of seconds; false for anything else (a node may print
+// anything: std::stol threw on it and ended the plan).
+bool ParseSeconds(const std::string& s, long* out) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, *out);
+  return ec == std::errc() && ptr == end && !s.empty();
+}
+
 long ParseStarted(const std::string& s) {
   if (s.empty()) return -1;
-  if (s.find_first_not_of("0123456789") == std::string::npos) return std::stol(s);
+  if (s.find_first_not_of("0123456789") == std::string::npos) {
+    long seconds = -1;
+    return ParseSeconds(s, &seconds) ? seconds : -1;
+  }
   std::tm tm{};
   if (strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return -1;
   return static_cast<long>(timegm(&tm));
@@ -117,8 +129,9 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     p.spec = get("spec") == "<no value>" ? "" : get("spec");
     p.image = get("image");
     const long started = ParseStarted(get("started"));
-    const std::string now = get("now");
-    if (started > 0 && !now.empty()) p.age_s = std::stol(now) - started;
+    long now = 0, age = 0;
+    if (started > 0 && ParseSeconds(get("now"), &now) && !__builtin_sub_overflow(now, started, &age))
+      p.age_s = age;
   }
   const std::string health = get("health");
   if (health == "none") {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "providers/deployment/deployment_json.h"
@@ -75,37 +76,72 @@ void CheckBudget(const DesiredResource& desired, const DeploymentWant& want, con
                          b.explanation);
 }
 
+bool DeclaredOn(const Manifest& m, const std::string& name, const std::string& node) {
+  auto d = m.deployments.find(name);
+  return d != m.deployments.end() &&
+         std::find(d->second.nodes.begin(), d->second.nodes.end(), node) != d->second.nodes.end();
+}
+
+// The deployment a fleet serving container is named for ("" when the name
+// is not fleet's).
+std::string DeploymentOf(const std::string& container) {
+  const std::string prefix = ContainerName("");
+  return container.rfind(prefix, 0) == 0 ? container.substr(prefix.size()) : "";
+}
+
 // A fleet serving container on `node` that the manifests no longer declare
 // there, among `serving` (what runs with the fleet.deployment label): the
-// plan removes it (DiffOrphan), and it may hold the port a new deployment
-// wants (a renamed deployment). "" when none.
+// plan removes it (DiffOrphan, or DiffUnrecorded with --purge), and it may
+// hold the port a new deployment wants (a renamed deployment). "" when none.
 std::string UndeclaredServe(const DiffContext& ctx, const std::string& node,
                             const std::vector<std::string>& serving) {
   if (ctx.manifest == nullptr) return "";
   for (const std::string& name : serving) {
-    const std::string prefix = ContainerName("");
-    if (name.rfind(prefix, 0) != 0) continue;
-    auto d = ctx.manifest->deployments.find(name.substr(prefix.size()));
-    if (d == ctx.manifest->deployments.end() ||
-        std::find(d->second.nodes.begin(), d->second.nodes.end(), node) == d->second.nodes.end())
-      return name;
+    const std::string deployment = DeploymentOf(name);
+    if (!deployment.empty() && !DeclaredOn(*ctx.manifest, deployment, node)) return name;
   }
   return "";
 }
 
+bool Unrecorded(const DiffContext& ctx, const std::string& address) {
+  return ctx.recorded != nullptr && !ctx.recorded->count(address);
+}
+
+}  // namespace
+
+std::string UnrecordedServeNote(const std::string& address, const std::string& node,
+                                const std::string& container, bool declared) {
+  const std::string head = "running on " + node + " (container " + container +
+                           ") but not in this state: `fleet state adopt " + address +
+                           "` takes it over";
+  if (declared) return head + " (it matches the manifests)";
+  return head + " if it matches the manifests (they do not declare it on " + node +
+         "), or `fleet apply --purge` removes it";
+}
+
+namespace {
+
 // A port something else listens on: an error, unless an undeclared fleet
-// serve that this plan removes first holds it.
+// serve that this plan removes first holds it. A serve the state does not
+// know is removed only with --purge: else the error says what it is and
+// what to do.
 void CheckPort(const DesiredResource& desired, const DeploymentWant& want, const DiffContext& ctx,
                const std::vector<std::string>& serving, PlanChange* c) {
   const std::string port = std::to_string(want.shown.port);
   const std::string holder = UndeclaredServe(ctx, desired.node, serving);
   if (!holder.empty()) {
-    const std::string address =
-        ResourceAddress("deployment", holder.substr(ContainerName("").size()), desired.node);
+    const std::string address = ResourceAddress("deployment", DeploymentOf(holder), desired.node);
+    const bool unrecorded = Unrecorded(ctx, address);
+    if (unrecorded && !ctx.purge) {
+      c->error = desired.address + ": port " + port + " on " + desired.node + " is held by " +
+                 address + ", " + UnrecordedServeNote(address, desired.node, holder, false);
+      return;
+    }
     c->depends_on.push_back(address);
-    c->reasons.push_back("port " + port + " is in use, by " + holder +
-                         " as it seems: the manifests no longer declare it, and " + address +
-                         " is removed first");
+    c->reasons.push_back(
+        "port " + port + " is in use, by " + holder + " as it seems: " +
+        (unrecorded ? "this state does not know it, and --purge removes " + address + " first"
+                    : "the manifests no longer declare it, and " + address + " is removed first"));
     return;
   }
   c->error = desired.address + ": port " + port + " on " + desired.node +
@@ -469,10 +505,25 @@ PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& a
   return UnhealthyOrStarting(in);
 }
 
+// A container of the declared name that the state has no record of: the
+// plan says so, and, when it matches (a noop), that adopt takes it over.
+void NoteUnrecorded(const DesiredResource& desired, const ActualResource& actual,
+                    const ResourceRecord* record, const DiffContext& ctx, PlanChange* c) {
+  if (record != nullptr || !actual.exists || !c->error.empty() || !Unrecorded(ctx, desired.address))
+    return;
+  const std::string& container = desired.attributes.get<DeploymentWant>().shown.container;
+  if (c->action == Action::kNoop)
+    c->reasons.push_back(UnrecordedServeNote(desired.address, desired.node, container, true));
+  else
+    c->reasons.push_back("container " + container + " is not in this state (a lost state file, " +
+                         "or another operator's): the plan changes it as the manifests declare");
+}
+
 }  // namespace deployment_internal
 
 using deployment_internal::CheckEnvFrom;
 using deployment_internal::DiffContainer;
+using deployment_internal::NoteUnrecorded;
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
@@ -481,6 +532,7 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const Actual
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
     c.error = GpuPlanError(desired, actual);
   CheckEnvFrom(desired, desired.attributes.get<DeploymentWant>(), &c);
+  NoteUnrecorded(desired, actual, record, ctx, &c);
   return c;
 }
 
@@ -525,6 +577,75 @@ PlanChange DeploymentProvider::DiffOrphan(const ResourceRecord& record,
   c.before = record.attributes;
   c.detail = DeploymentDetail{"", container, rec.want.cli};
   return c;
+}
+
+namespace {
+
+// The change for a running fleet serve `container` on `node` that neither
+// the manifests (there) nor the state know: a note, or with --purge its
+// removal.
+PlanChange UnrecordedServe(const std::string& node, const std::string& container,
+                           const DiffContext& ctx) {
+  PlanChange c;
+  c.address = ResourceAddress("deployment", DeploymentOf(container), node);
+  c.type = "deployment";
+  c.node = node;
+  if (!ctx.purge) {
+    c.reasons.push_back(UnrecordedServeNote(c.address, node, container, false));
+    return c;
+  }
+  c.action = Action::kDelete;
+  c.summary = "stop and remove " + container;
+  c.reasons = {"running on " + node + " but not in this state, and the manifests do not declare " +
+               "it there: --purge removes it"};
+  c.detail = DeploymentDetail{"", container, ctx.manifest->nodes.at(node).container_cli};
+  return c;
+}
+
+}  // namespace
+
+std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& node,
+                                                           const DiffContext& ctx) const {
+  std::vector<PlanChange> out;
+  if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
+  // The probe lists the serving containers of a node where a deployment's
+  // port is busy (deployment_probe.h).
+  std::set<std::string> seen;
+  for (const auto& [name, d] : ctx.manifest->deployments) {
+    if (!DeclaredOn(*ctx.manifest, name, node)) continue;
+    auto it = ctx.all_actual->find(ResourceAddress("deployment", name, node));
+    if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) continue;
+    for (const std::string& container : it->second.attributes.get<ContainerProbe>().serving) {
+      const std::string deployment = DeploymentOf(container);
+      if (deployment.empty() || DeclaredOn(*ctx.manifest, deployment, node)) continue;
+      if (!Unrecorded(ctx, ResourceAddress("deployment", deployment, node))) continue;
+      if (seen.insert(container).second) out.push_back(UnrecordedServe(node, container, ctx));
+    }
+  }
+  return out;
+}
+
+Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& desired,
+                                                 const ActualResource& actual,
+                                                 const DiffContext& ctx) const {
+  using R = Result<nlohmann::json>;
+  const DeploymentWant want = desired.attributes.get<DeploymentWant>();
+  const std::string& container = want.shown.container;
+  if (!actual.probed) return R::Error(desired.node + " could not be probed");
+  if (!actual.error.empty()) return R::Error(actual.error);
+  const ContainerProbe found = actual.attributes.get<ContainerProbe>();
+  if (!found.exists) return R::Error("no container " + container + " on " + desired.node);
+  DiffContext alone = ctx;
+  alone.recorded = nullptr;  // the diff of a record that would exist
+  const PlanChange c = deployment_internal::DiffContainer(desired, actual, nullptr, alone);
+  if (!c.error.empty()) return R::Error(c.error);
+  if (c.action != Action::kNoop) {
+    std::string why = container + " on " + desired.node +
+                      " does not match the manifests (the plan would " + c.summary + ")";
+    for (const std::string& r : c.reasons) why += ": " + r;
+    return R::Error(why);
+  }
+  return nlohmann::json(DeploymentRecord{want, found.id, found.image});
 }
 
 namespace {

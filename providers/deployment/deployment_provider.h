@@ -43,6 +43,10 @@ class DeploymentProvider : public Provider {
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
+  std::vector<PlanChange> DiffUnrecorded(const std::string& node,
+                                         const DiffContext& ctx) const override;
+  Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
+                               const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;
@@ -51,6 +55,11 @@ class DeploymentProvider : public Provider {
 // The diff's named decisions, in the order Diff asks them; each returns the
 // change it decides, or nothing to let the next one decide. Exposed for
 // tests.
+// What the plan says of a running fleet serve `container` that the state
+// has no record of (`declared`: the manifests declare it there).
+std::string UnrecordedServeNote(const std::string& address, const std::string& node,
+                                const std::string& container, bool declared);
+
 namespace deployment_internal {
 
 // What every decision reads.

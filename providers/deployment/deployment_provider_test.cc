@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/image/image_probe.h"
@@ -351,6 +352,22 @@ TEST(ProbeParseTest, DockerTimesAndWget) {
   EXPECT_EQ(ContainerProbe::FromJson(p.ToJson()).ToJson(), p.ToJson());
 }
 
+// Found auditing the parsers for exceptions (fuzz/): a `now=` or `started=` that is not
+// a number (or does not fit a long) made std::stol throw out of the parser,
+// which ended `fleet plan`. The age is unknown instead.
+TEST(ProbeParseTest, TimesThatAreNotNumbersLeaveTheAgeUnknown) {
+  for (const char* text :
+       {"state=running\nstarted=1795982400\nnow=later\n",
+        "state=running\nstarted=1795982400\nnow=99999999999999999999999\n",
+        "state=running\nstarted=99999999999999999999999\nnow=1795982460\n",
+        "state=running\nstarted=1\nnow=-9223372036854775808\n"}) {
+    ContainerProbe p;
+    ASSERT_NO_THROW(p = ParseContainerProbe(text)) << text;
+    EXPECT_EQ(p.state, "running");
+    EXPECT_EQ(p.age_s, -1) << text;
+  }
+}
+
 // The diff, from probe facts to a decision.
 class DiffTest : public ::testing::Test {
  protected:
@@ -550,6 +567,101 @@ TEST_F(DiffTest, APortHeldByADroppedServeWaitsForItsRemoval) {
   absent.serving = {"fleet-qwen"};
   c = Diff(absent);
   EXPECT_NE(c.error.find("port 30000 on dgx5 is already in use"), std::string::npos);
+}
+
+// The planner's view: the state records `recorded`, the probe found `probe`.
+class UnrecordedTest : public DiffTest {
+ protected:
+  DiffContext Ctx(const ContainerProbe& probe, bool purge = false) {
+    ActualResource a;
+    a.probed = true;
+    a.exists = probe.exists;
+    a.attributes = probe.ToJson();
+    actual_[desired_.address] = a;
+    return DiffContext{facts_["dgx5"], &facts_, &actual_, &m_, purge, nullptr, &recorded_};
+  }
+  PlanChange DiffWith(const ContainerProbe& probe, bool purge = false) {
+    return p_.Diff(desired_, actual_[desired_.address], nullptr, Ctx(probe, purge));
+  }
+  std::map<std::string, ActualResource> actual_;
+  std::set<std::string> recorded_;
+};
+
+TEST_F(UnrecordedTest, AMatchingServeWithoutARecordIsNamedWithTheAdvice) {
+  PlanChange c = DiffWith(Running(200));
+  EXPECT_EQ(c.action, Action::kNoop);
+  ASSERT_EQ(c.reasons.size(), 1u);
+  EXPECT_EQ(c.reasons[0],
+            "running on dgx5 (container fleet-qwen) but not in this state: `fleet state adopt "
+            "deployment.qwen@dgx5` takes it over (it matches the manifests)");
+  recorded_.insert(desired_.address);  // in the state: nothing to say
+  EXPECT_TRUE(DiffWith(Running(200)).reasons.empty());
+}
+
+TEST_F(UnrecordedTest, AnUnknownServeOnThePortIsAnErrorThatSaysWhatToDo) {
+  ContainerProbe absent;
+  absent.port_busy = true;
+  absent.serving = {"fleet-b"};
+  PlanChange c = DiffWith(absent);
+  EXPECT_EQ(c.error,
+            "deployment.qwen@dgx5: port 30000 on dgx5 is held by deployment.b@dgx5, running on "
+            "dgx5 (container fleet-b) but not in this state: `fleet state adopt deployment.b@dgx5` "
+            "takes it over if it matches the manifests (they do not declare it on dgx5), or "
+            "`fleet apply --purge` removes it");
+  EXPECT_TRUE(c.depends_on.empty());
+  // --purge: the plan removes it first.
+  c = DiffWith(absent, true);
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.depends_on, std::vector<std::string>{"deployment.b@dgx5"});
+  // A recorded one (an orphan of this state) is removed first, as before.
+  recorded_.insert("deployment.b@dgx5");
+  c = DiffWith(absent);
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.depends_on, std::vector<std::string>{"deployment.b@dgx5"});
+}
+
+TEST_F(UnrecordedTest, DiffUnrecordedNamesOrRemovesUnknownUndeclaredServes) {
+  ContainerProbe absent;
+  absent.port_busy = true;
+  absent.serving = {"fleet-b", "fleet-qwen", "fleet-b", "someone-else"};
+  std::vector<PlanChange> found = p_.DiffUnrecorded("dgx5", Ctx(absent));
+  ASSERT_EQ(found.size(), 1u);  // not the declared one, not twice, not another's
+  EXPECT_EQ(found[0].address, "deployment.b@dgx5");
+  EXPECT_EQ(found[0].action, Action::kNoop);
+  EXPECT_NE(found[0].reasons.at(0).find("`fleet apply --purge` removes it"), std::string::npos);
+  found = p_.DiffUnrecorded("dgx5", Ctx(absent, true));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].action, Action::kDelete);
+  EXPECT_EQ(found[0].summary, "stop and remove fleet-b");
+  recorded_.insert("deployment.b@dgx5");  // DiffOrphan's, not this
+  EXPECT_TRUE(p_.DiffUnrecorded("dgx5", Ctx(absent)).empty());
+}
+
+TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {
+  ContainerProbe running = Running(200);
+  running.id = "cid";
+  running.image = "iid";
+  Result<nlohmann::json> r = p_.Adopt(desired_, actual_[desired_.address], Ctx(running));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const DeploymentRecord rec = r->get<DeploymentRecord>();
+  EXPECT_EQ(rec.container_id, "cid");
+  EXPECT_EQ(rec.image_id, "iid");
+  EXPECT_EQ(rec.want.shown.spec, desired_.attributes["spec"]);
+  ContainerProbe other = running;
+  other.spec = std::string(64, 'e');
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(other));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not match the manifests (the plan would replace "
+                                      "fleet-qwen): container fleet-qwen runs spec eeeeeeeeeeee"),
+            std::string::npos)
+      << r.status().message();
+  ContainerProbe stopped = running;
+  stopped.state = "exited";
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(stopped));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("container is exited"), std::string::npos);
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(ContainerProbe{}));
+  EXPECT_EQ(r.status().message(), "no container fleet-qwen on dgx5");
 }
 
 TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {

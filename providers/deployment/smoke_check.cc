@@ -180,19 +180,17 @@ void Judge(const SmokeCheck& check, const std::string& expect, const ChatReply& 
            SmokeResult* r) {
   const bool cut = reply.finish_reason == "length";
   if (check.tools) {
-    const nlohmann::json& calls = reply.tool_calls;
-    if (calls.empty() || !calls[0].is_object()) {
+    const ToolCall call = FirstToolCall(reply);
+    if (!call.present) {
       r->result = cut ? "cut" : "fail";
       r->detail = cut ? "cut by max_tokens before a tool call" : "no tool call came back";
       return;
     }
-    const nlohmann::json f = calls[0].value("function", nlohmann::json::object());
-    const std::string name = f.value("name", "");
-    nlohmann::json args = nlohmann::json::parse(f.value("arguments", ""), nullptr, false);
-    if (name != "get_weather")
-      r->detail = "the tool call names '" + name + "', not get_weather";
+    nlohmann::json args = nlohmann::json::parse(call.arguments, nullptr, false);
+    if (call.name != "get_weather")
+      r->detail = "the tool call names '" + call.name + "', not get_weather";
     else if (args.is_discarded() || !args.is_object())
-      r->detail = "the tool call's arguments are not a JSON object: " + f.value("arguments", "");
+      r->detail = "the tool call's arguments are not a JSON object: " + call.arguments;
     r->result = r->detail.empty() ? "pass" : "fail";
     return;
   }

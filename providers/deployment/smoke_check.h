@@ -23,7 +23,7 @@
 
 #include "manifests/manifest.h"
 #include "providers/deployment/deployment_spec.h"
-#include "providers/deployment/openai_client.h"
+#include "src/openai_client.h"
 #include "src/provider.h"
 #include "src/transport.h"
 

@@ -41,6 +41,19 @@ TEST(ImageRefTest, SplitsRepositoryTagDigest) {
   EXPECT_EQ(port.tag, "");
 }
 
+// Found by fuzz/image_ref_fuzzer: FleetTag of a digest shorter than
+// "sha256:" threw std::out_of_range (substr). Such a ref has no fleet tag.
+TEST(ImageRefTest, ADigestThatIsNotSha256HasNoFleetTag) {
+  ImageRef r = ParseImageRef(std::string("c417a16ae2\0@62", 14));
+  EXPECT_TRUE(r.pinned());
+  std::string tag = "unset";
+  ASSERT_NO_THROW(tag = r.FleetTag());
+  EXPECT_EQ(tag, "");
+  EXPECT_EQ(ParseImageRef("x@md5:abc").FleetTag(), "");
+  EXPECT_EQ(ParseImageRef("x@sha256:" + std::string(64, 'a')).FleetTag(),
+            "x:sha256-" + std::string(64, 'a'));
+}
+
 TEST(ImageRefTest, NormalisesIdsAndMatchesDigestsUnderAnyName) {
   EXPECT_EQ(NormalizeImageId(std::string(64, 'c')), kC);  // podman prints bare hex
   EXPECT_EQ(NormalizeImageId(kC), kC);                    // docker prints sha256:

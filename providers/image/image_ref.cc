@@ -24,7 +24,8 @@ std::string ImageRef::Lookup() const {
 }
 
 std::string ImageRef::FleetTag() const {
-  if (!pinned()) return "";
+  // Not "sha256:...": no tag (substr threw on a digest under 7 characters).
+  if (!pinned() || digest.compare(0, kSha256.size(), kSha256) != 0) return "";
   return repository + ":sha256-" + digest.substr(kSha256.size());
 }
 

@@ -10,6 +10,15 @@ namespace fleet {
 
 namespace {
 
+// 0-15, or -1 for a character that is not a hex digit (std::stoull threw
+// on those, out of the parser).
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 uint64_t ToU64(const std::string& s) {
   uint64_t v = 0;
   for (char c : s) {
@@ -86,8 +95,9 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
       s.size = ToU64(f[1]);
       const std::string& hex = f[2];
       for (size_t i = 0; i + 1 < hex.size() && i < 16; i += 2) {
-        uint64_t byte = std::stoull(hex.substr(i, 2), nullptr, 16);
-        s.header_length |= byte << (4 * i);
+        const int hi = HexDigit(hex[i]), lo = HexDigit(hex[i + 1]);
+        if (hi < 0 || lo < 0) return R::Error("header stream: malformed line '" + line + "'");
+        s.header_length |= static_cast<uint64_t>(hi * 16 + lo) << (4 * i);
       }
       uint64_t follow = ToU64(f[3]);
       s.path = f[4];

@@ -205,6 +205,37 @@ std::string_view Trim(std::string_view s) {
 
 // nvidia-smi's way of saying "no value": [N/A], [Not Supported], [Unknown
 // Error], ...
+// `s` with every byte that is not part of UTF-8 (RFC 3629) replaced by
+// U+FFFD: what nvidia-smi prints ends up in plans and state, JSON that holds
+// only UTF-8 (nlohmann's dump throws on anything else).
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = s[i];
+    const size_t n = c < 0x80                 ? 1
+                     : c >= 0xC2 && c <= 0xDF ? 2
+                     : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && n >= 3) {
+      const unsigned char c1 = s[i + 1];
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 > 0x9F) &&  // overlong, surrogates
+           !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 > 0x8F);    // overlong, > U+10FFFF
+    }
+    if (ok) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
 bool IsBracketed(std::string_view s) {
   return s.size() >= 2 && s.front() == '[' && s.back() == ']';
 }
@@ -360,7 +391,8 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
   facts.source = "nvidia-smi";
   std::string unknown_value;  // the first [N/A]-like memory figure
   int line_number = 0;
-  std::string_view rest = csv_noheader_output;
+  const std::string text = ValidUtf8(csv_noheader_output);
+  std::string_view rest = text;
   while (!rest.empty()) {
     const size_t eol = rest.find('\n');
     const std::string_view line = Trim(rest.substr(0, eol));

@@ -151,6 +151,33 @@ TEST(ParseNvidiaSmiCsv, H200InMiB) {
   EXPECT_EQ(facts.note, "");
 }
 
+// Found by fuzz/nvidia_smi_fuzzer: a byte that is not UTF-8 in a field made
+// the facts unprintable (nlohmann's dump threw type_error 316, so `fleet
+// plan` crashed). Such bytes now read as U+FFFD.
+TEST(ParseNvidiaSmiCsv, BytesThatAreNotUtf8AreReplaced) {
+  GpuFacts facts;
+  std::string error;
+  ASSERT_TRUE(
+      ParseNvidiaSmiCsv("0, NVIDIA H200\xff, GPU-0c7d41e9-6a2b-\xca\x66"
+                        "83, 143771, "
+                        "143156, 570.86.15\n",
+                        &facts, &error))
+      << error;
+  ASSERT_EQ(facts.gpus.size(), 1u);
+  EXPECT_EQ(facts.gpus[0].name, "NVIDIA H200\xEF\xBF\xBD");
+  EXPECT_EQ(facts.gpus[0].uuid,
+            "GPU-0c7d41e9-6a2b-\xEF\xBF\xBD"
+            "f83");
+  const std::string printed = GpuFactsToJson(facts).dump();
+  GpuFacts back;
+  ASSERT_TRUE(GpuFactsFromJson(nlohmann::json::parse(printed), &back, &error)) << error;
+  EXPECT_EQ(back, facts);
+  // Valid multi-byte text is kept as it is.
+  ASSERT_TRUE(
+      ParseNvidiaSmiCsv("0, caf\xc3\xa9 \xf0\x9f\x9a\x80, GPU-1, 10, 5, 1\n", &facts, &error));
+  EXPECT_EQ(facts.gpus[0].name, "caf\xc3\xa9 \xf0\x9f\x9a\x80");
+}
+
 TEST(ParseNvidiaSmiCsv, NotSupportedAndNoDevices) {
   GpuFacts facts;
   std::string error;

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,181 @@ CLI::App* AddDestroyCommand(CLI::App* app, fleet::ApplyCommandOptions* o) {
   return destroy;
 }
 
+// A subcommand and what runs it once the arguments are parsed. The options
+// it fills live in the closure (shared_ptr: CLI11 keeps pointers to them).
+struct Command {
+  CLI::App* app;
+  std::function<int(const fleet::GlobalOptions&)> run;
+};
+using Commands = std::vector<Command>;
+
+void AddCoreCommands(CLI::App* app, Commands* out) {
+  out->push_back({app->add_subcommand("validate", "check manifests and recipes (no network)"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdValidate(g); }});
+  auto plan = std::make_shared<fleet::PlanCommandOptions>();
+  out->push_back({AddPlanCommand(app, plan.get()),
+                  [plan](const fleet::GlobalOptions& g) { return fleet::CmdPlan(g, *plan); }});
+  auto apply = std::make_shared<fleet::ApplyCommandOptions>();
+  auto no_rollback = std::make_shared<bool>(false);
+  out->push_back({AddApplyCommand(app, apply.get(), no_rollback.get()),
+                  [apply, no_rollback](const fleet::GlobalOptions& g) {
+                    apply->rollback = !*no_rollback;
+                    return fleet::CmdApply(g, *apply);
+                  }});
+  auto destroy = std::make_shared<fleet::ApplyCommandOptions>();
+  out->push_back({AddDestroyCommand(app, destroy.get()), [destroy](const fleet::GlobalOptions& g) {
+                    return fleet::CmdApply(g, *destroy);
+                  }});
+}
+
+void AddShowCommands(CLI::App* app, Commands* out) {
+  struct ShowArgs {
+    std::string file;
+    bool json = false, markdown = false;
+  };
+  auto a = std::make_shared<ShowArgs>();
+  auto* show = app->add_subcommand("show", "show the state, or a saved plan");
+  show->add_option("file", a->file, "a plan saved by plan -out");
+  show->add_flag("--json", a->json, "JSON output");
+  show->add_flag("--markdown", a->markdown, "a saved plan as a pull-request summary");
+  out->push_back({show, [a](const fleet::GlobalOptions& g) {
+                    if (!a->markdown) return fleet::CmdShow(g, a->file, a->json);
+                    if (a->file.empty()) {
+                      std::fprintf(stderr, "fleet: show --markdown needs a saved plan FILE\n");
+                      return 1;
+                    }
+                    return fleet::CmdShowMarkdown(g, a->file);
+                  }});
+  out->push_back({app->add_subcommand("status", "nodes, power, display RAM, GPU memory"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStatus(g); }});
+  auto probe_node = std::make_shared<std::string>();
+  auto probe_json = std::make_shared<bool>(false);
+  auto* probe = app->add_subcommand("probe", "print the facts plan reads from a node");
+  probe->add_option("node", *probe_node)->required();
+  probe->add_flag("--json", *probe_json, "JSON output");
+  out->push_back({probe, [probe_node, probe_json](const fleet::GlobalOptions& g) {
+                    return fleet::CmdProbe(g, *probe_node, *probe_json);
+                  }});
+}
+
+void AddStateCommands(CLI::App* app, Commands* out) {
+  struct StateArgs {
+    std::string addr, migrate_to, lock_id;
+    uint64_t serial = 0;
+    CLI::Option* serial_opt = nullptr;
+  };
+  auto a = std::make_shared<StateArgs>();
+  auto* state = app->add_subcommand("state", "inspect or edit the state");
+  state->require_subcommand(1);
+  out->push_back({state->add_subcommand("list", "list recorded resources"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStateList(g); }});
+  auto* show = state->add_subcommand("show", "show one recorded resource");
+  show->add_option("address", a->addr);
+  a->serial_opt =
+      show->add_option("--serial", a->serial, "the state (or ADDR) as it was at serial N");
+  out->push_back({show, [a](const fleet::GlobalOptions& g) {
+                    if (a->serial_opt->count())
+                      return fleet::CmdStateShowSerial(g, a->serial, a->addr);
+                    if (a->addr.empty()) {
+                      std::fprintf(stderr, "fleet: state show needs an ADDR, or --serial N\n");
+                      return 1;
+                    }
+                    return fleet::CmdStateShow(g, a->addr);
+                  }});
+  out->push_back({state->add_subcommand("history", "every kept serial of the state"),
+                  [](const fleet::GlobalOptions& g) { return fleet::CmdStateHistory(g); }});
+  auto* migrate = state->add_subcommand(
+      "migrate", "move the state to another backend, keeping its lineage and serial");
+  migrate->add_option("--to", a->migrate_to, "postgres or local")
+      ->required()
+      ->check(CLI::IsMember({"postgres", "local"}));
+  out->push_back({migrate, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdStateMigrate(g, a->migrate_to);
+                  }});
+  auto* rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
+  rm->add_option("address", a->addr)->required();
+  out->push_back(
+      {rm, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateRm(g, a->addr); }});
+  auto* adopt = state->add_subcommand(
+      "adopt", "take over what runs on a node unknown to this state, if it matches the manifests");
+  adopt->add_option("address", a->addr)->required();
+  out->push_back(
+      {adopt, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateAdopt(g, a->addr); }});
+  auto* unlock = app->add_subcommand("force-unlock", "break a stale state lock");
+  unlock->add_option("lock_id", a->lock_id)->required();
+  out->push_back({unlock, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdForceUnlock(g, a->lock_id);
+                  }});
+}
+
+void AddServeCommands(CLI::App* app, Commands* out) {
+  struct ServeArgs {
+    std::string model_name, model_node, model_root, logs_addr;
+    int logs_tail = 100;
+    std::vector<std::string> check_addrs;
+    bool check_json = false;
+  };
+  auto a = std::make_shared<ServeArgs>();
+  auto* model = app->add_subcommand("model", "models in hub caches");
+  model->require_subcommand(1);
+  auto* files =
+      model->add_subcommand("files", "per-file read-only bind list: host_path<TAB>container_path");
+  files->add_option("name", a->model_name, "the model's name in the manifests")->required();
+  files->add_option("--node", a->model_node, "the node whose cache to resolve")->required();
+  files->add_option("--container-root", a->model_root,
+                    "where the snapshot appears in the container (default: its own path)");
+  out->push_back({files, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdModelFiles(g, a->model_name, a->model_node, a->model_root);
+                  }});
+  auto* logs = app->add_subcommand("logs", "the last lines a serve printed");
+  logs->add_option("address", a->logs_addr, "deployment.NAME@NODE")->required();
+  logs->add_option("--tail", a->logs_tail, "how many lines (default 100)")
+      ->check(CLI::PositiveNumber);
+  out->push_back({logs, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdLogs(g, a->logs_addr, a->logs_tail);
+                  }});
+  auto* check = app->add_subcommand("check", "run the serves' smoke checks now (from here)");
+  check->add_option("address", a->check_addrs, "deployment.NAME[@NODE] (default: all)");
+  check->add_flag("--json", a->check_json, "one JSON object");
+  out->push_back({check, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdCheck(g, a->check_addrs, a->check_json);
+                  }});
+}
+
+void AddWatchCommands(CLI::App* app, Commands* out) {
+  struct WatchArgs {
+    fleet::WatchOptions opts;
+    std::string every = "2m", report_log, report_out = "report.html";
+  };
+  auto a = std::make_shared<WatchArgs>();
+  auto* watch =
+      app->add_subcommand("watch", "plan + smoke checks on a schedule, one JSON line a round");
+  watch->add_option("--every", a->every, "time between rounds (default 2m)");
+  watch->add_option("--log", a->opts.log_file, "append each round to FILE");
+  watch->add_option("--on-change", a->opts.on_change,
+                    "sh command run on a change (event on stdin)");
+  watch->add_option("--report", a->opts.report_file, "rewrite this HTML report each round");
+  watch->add_option("--rounds", a->opts.rounds, "stop after N rounds")->check(CLI::PositiveNumber);
+  watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
+  out->push_back({watch, [a](const fleet::GlobalOptions& g) {
+                    const std::optional<int> every = fleet::ParseDurationSeconds(a->every);
+                    if (!every) {
+                      std::fprintf(stderr,
+                                   "fleet: --every wants a duration such as 2m or 30s, got '%s'\n",
+                                   a->every.c_str());
+                      return 1;
+                    }
+                    a->opts.every_s = *every;
+                    return fleet::CmdWatch(g, a->opts);
+                  }});
+  auto* report = app->add_subcommand("report", "a watch log as one self-contained HTML page");
+  report->add_option("log", a->report_log, "the watch log (--log FILE)")->required();
+  report->add_option("-o,--out", a->report_out, "the HTML file (default report.html)");
+  out->push_back({report, [a](const fleet::GlobalOptions&) {
+                    return fleet::CmdReport(a->report_log, a->report_out);
+                  }});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,98 +267,12 @@ int main(int argc, char** argv) {
     fleet::GlobalOptions g;
     GlobalFlags flags;
     AddGlobalOptions(&app, &g, &flags);
-
-    auto* validate = app.add_subcommand("validate", "check manifests and recipes (no network)");
-
-    fleet::PlanCommandOptions plan_opts;
-    CLI::App* plan = AddPlanCommand(&app, &plan_opts);
-
-    fleet::ApplyCommandOptions apply_opts;
-    bool no_rollback = false;
-    CLI::App* apply = AddApplyCommand(&app, &apply_opts, &no_rollback);
-
-    fleet::ApplyCommandOptions destroy_opts;
-    CLI::App* destroy = AddDestroyCommand(&app, &destroy_opts);
-
-    std::string show_file;
-    bool show_json = false;
-    auto* show = app.add_subcommand("show", "show the state, or a saved plan");
-    show->add_option("file", show_file, "a plan saved by plan -out");
-    show->add_flag("--json", show_json, "JSON output");
-    bool show_markdown = false;
-    show->add_flag("--markdown", show_markdown, "a saved plan as a pull-request summary");
-
-    auto* status = app.add_subcommand("status", "nodes, power, display RAM, GPU memory");
-
-    auto* state = app.add_subcommand("state", "inspect or edit the state");
-    state->require_subcommand(1);
-    auto* state_list = state->add_subcommand("list", "list recorded resources");
-    std::string state_addr;
-    auto* state_show = state->add_subcommand("show", "show one recorded resource");
-    state_show->add_option("address", state_addr);
-    uint64_t state_serial = 0;
-    auto* serial_opt = state_show->add_option("--serial", state_serial,
-                                              "the state (or ADDR) as it was at serial N");
-    auto* state_history = state->add_subcommand("history", "every kept serial of the state");
-    std::string migrate_to;
-    auto* state_migrate = state->add_subcommand(
-        "migrate", "move the state to another backend, keeping its lineage and serial");
-    state_migrate->add_option("--to", migrate_to, "postgres or local")
-        ->required()
-        ->check(CLI::IsMember({"postgres", "local"}));
-    auto* state_rm = state->add_subcommand("rm", "forget a resource (nothing on the node changes)");
-    state_rm->add_option("address", state_addr)->required();
-
-    std::string lock_id;
-    auto* unlock = app.add_subcommand("force-unlock", "break a stale state lock");
-    unlock->add_option("lock_id", lock_id)->required();
-
-    std::string probe_node;
-    bool probe_json = false;
-    auto* probe = app.add_subcommand("probe", "print the facts plan reads from a node");
-    probe->add_option("node", probe_node)->required();
-    probe->add_flag("--json", probe_json, "JSON output");
-
-    auto* model = app.add_subcommand("model", "models in hub caches");
-    model->require_subcommand(1);
-    std::string model_name, model_node, model_root;
-    auto* model_files = model->add_subcommand(
-        "files", "per-file read-only bind list: host_path<TAB>container_path");
-    model_files->add_option("name", model_name, "the model's name in the manifests")->required();
-    model_files->add_option("--node", model_node, "the node whose cache to resolve")->required();
-    model_files->add_option("--container-root", model_root,
-                            "where the snapshot appears in the container (default: its own path)");
-
-    std::string logs_addr;
-    int logs_tail = 100;
-    auto* logs = app.add_subcommand("logs", "the last lines a serve printed");
-    logs->add_option("address", logs_addr, "deployment.NAME@NODE")->required();
-    logs->add_option("--tail", logs_tail, "how many lines (default 100)")
-        ->check(CLI::PositiveNumber);
-
-    std::vector<std::string> check_addrs;
-    bool check_json = false;
-    auto* check = app.add_subcommand("check", "run the serves' smoke checks now (from here)");
-    check->add_option("address", check_addrs, "deployment.NAME[@NODE] (default: all)");
-    check->add_flag("--json", check_json, "one JSON object");
-
-    fleet::WatchOptions watch_opts;
-    std::string watch_every = "2m";
-    auto* watch =
-        app.add_subcommand("watch", "plan + smoke checks on a schedule, one JSON line a round");
-    watch->add_option("--every", watch_every, "time between rounds (default 2m)");
-    watch->add_option("--log", watch_opts.log_file, "append each round to FILE");
-    watch->add_option("--on-change", watch_opts.on_change,
-                      "sh command run on a change (event on stdin)");
-    watch->add_option("--report", watch_opts.report_file, "rewrite this HTML report each round");
-    watch->add_option("--rounds", watch_opts.rounds, "stop after N rounds")
-        ->check(CLI::PositiveNumber);
-    watch->add_option("address", watch_opts.addresses, "deployment.NAME[@NODE] (default: all)");
-
-    std::string report_log, report_out = "report.html";
-    auto* report = app.add_subcommand("report", "a watch log as one self-contained HTML page");
-    report->add_option("log", report_log, "the watch log (--log FILE)")->required();
-    report->add_option("-o,--out", report_out, "the HTML file (default report.html)");
+    Commands commands;
+    AddCoreCommands(&app, &commands);
+    AddShowCommands(&app, &commands);
+    AddStateCommands(&app, &commands);
+    AddServeCommands(&app, &commands);
+    AddWatchCommands(&app, &commands);
 
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;
@@ -196,48 +288,8 @@ int main(int argc, char** argv) {
     }
 
     flags.ApplyTo(&g);
-    apply_opts.rollback = !no_rollback;
-
-    if (*validate) return fleet::CmdValidate(g);
-    if (*plan) return fleet::CmdPlan(g, plan_opts);
-    if (*apply) return fleet::CmdApply(g, apply_opts);
-    if (*destroy) return fleet::CmdApply(g, destroy_opts);
-    if (*show && show_markdown) {
-      if (show_file.empty()) {
-        std::fprintf(stderr, "fleet: show --markdown needs a saved plan FILE\n");
-        return 1;
-      }
-      return fleet::CmdShowMarkdown(g, show_file);
-    }
-    if (*show) return fleet::CmdShow(g, show_file, show_json);
-    if (*status) return fleet::CmdStatus(g);
-    if (*state_list) return fleet::CmdStateList(g);
-    if (*state_show && serial_opt->count())
-      return fleet::CmdStateShowSerial(g, state_serial, state_addr);
-    if (*state_show && state_addr.empty()) {
-      std::fprintf(stderr, "fleet: state show needs an ADDR, or --serial N\n");
-      return 1;
-    }
-    if (*state_show) return fleet::CmdStateShow(g, state_addr);
-    if (*state_history) return fleet::CmdStateHistory(g);
-    if (*state_migrate) return fleet::CmdStateMigrate(g, migrate_to);
-    if (*state_rm) return fleet::CmdStateRm(g, state_addr);
-    if (*unlock) return fleet::CmdForceUnlock(g, lock_id);
-    if (*probe) return fleet::CmdProbe(g, probe_node, probe_json);
-    if (*model_files) return fleet::CmdModelFiles(g, model_name, model_node, model_root);
-    if (*check) return fleet::CmdCheck(g, check_addrs, check_json);
-    if (*watch) {
-      const std::optional<int> every = fleet::ParseDurationSeconds(watch_every);
-      if (!every) {
-        std::fprintf(stderr, "fleet: --every wants a duration such as 2m or 30s, got '%s'\n",
-                     watch_every.c_str());
-        return 1;
-      }
-      watch_opts.every_s = *every;
-      return fleet::CmdWatch(g, watch_opts);
-    }
-    if (*report) return fleet::CmdReport(report_log, report_out);
-    if (*logs) return fleet::CmdLogs(g, logs_addr, logs_tail);
+    for (const Command& c : commands)
+      if (*c.app) return c.run(g);
     return 1;
   } catch (const std::exception& e) {
     // Never a stack trace: one line, exit 1.

@@ -228,12 +228,12 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
     }
   }
   if (o.json)
-    std::cout << plan.ToJson().dump(2) << "\n";
+    std::cout << plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << RenderPlan(plan, {g.color});
   if (!plan.errors.empty()) return 1;
   if (!o.out_file.empty()) {
-    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2) + "\n");
+    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!w.ok()) {
       std::cerr << "fleet: " << w.message() << "\n";
       return 1;
@@ -325,7 +325,7 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
       return 1;
     }
     if (json)
-      std::cout << plan->ToJson().dump(2) << "\n";
+      std::cout << plan->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
       std::cout << RenderPlan(*plan, {g.color});
     return 0;
@@ -335,7 +335,7 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   if (json)
-    std::cout << state->ToJson().dump(2) << "\n";
+    std::cout << state->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   else
     std::cout << RenderState(*state);
   return 0;
@@ -448,7 +448,7 @@ int CmdStateShow(const GlobalOptions& g, const std::string& address) {
                               {"node", r->node},
                               {"attributes", r->attributes},
                               {"updated_at", r->updated_at}}
-                   .dump(2)
+                   .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
             << "\n";
   return 0;
 }
@@ -474,6 +474,62 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address) {
     return 1;
   }
   std::cout << "Removed " << address << " from the state (nothing on the node changed).\n";
+  return 0;
+}
+
+namespace {
+
+// `fleet state adopt`'s probe: every declared resource on the node of
+// `desired` (one round trip; the deployment's diff reads its image too).
+Result<nlohmann::json> ProbeAndAdopt(Session& s, Planner& planner, const DesiredResource& desired) {
+  std::vector<DesiredResource> on_node;
+  for (const DesiredResource& r : planner.Desired())
+    if (r.node == desired.node) on_node.push_back(r);
+  ProbeResult probed = planner.Probe(on_node, 1);
+  if (auto e = probed.node_errors.find(desired.node); e != probed.node_errors.end())
+    return Result<nlohmann::json>::Error(e->second);
+  const NodeFacts& facts = probed.facts[desired.node];
+  if (!facts.reachable)
+    return Result<nlohmann::json>::Error(desired.node +
+                                         " is not reachable: " + facts.unreachable_reason);
+  ActualResource actual;
+  if (auto it = probed.actual.find(desired.address); it != probed.actual.end()) actual = it->second;
+  DiffContext ctx{facts, &probed.facts, &probed.actual, &s.manifest, false, nullptr};
+  return planner.ProviderFor(desired.type)->Adopt(desired, actual, ctx);
+}
+
+}  // namespace
+
+int CmdStateAdopt(const GlobalOptions& g, const std::string& address) {
+  Session s;
+  if (!Open(g, &s)) return 1;
+  std::unique_ptr<StateLock> lock = TakeLock(s, "state adopt", "");
+  if (!lock) return 1;
+  Result<State> state = LoadState(s);
+  if (!state.ok()) return 1;
+  auto refuse = [&](const std::string& why) {
+    std::cerr << "fleet: cannot adopt " << address << ": " << why << "; the state is unchanged\n";
+    return 1;
+  };
+  if (state->Find(address)) return refuse("it is in the state already");
+  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  std::optional<DesiredResource> desired;
+  for (DesiredResource& r : planner.Desired())
+    if (r.address == address) desired = std::move(r);
+  if (!desired)
+    return refuse("the manifests do not declare it (fleet adopts only what they declare; " +
+                  std::string("`fleet apply --purge` removes an undeclared serve)"));
+  Result<nlohmann::json> record = ProbeAndAdopt(s, planner, *desired);
+  if (!record.ok()) return refuse(record.status().message());
+  state->Upsert(ResourceRecord{address, desired->type, desired->node, *record, NowRfc3339()});
+  ++state->serial;
+  Status saved = s.store->Save(*state);
+  if (!saved.ok()) {
+    std::cerr << "fleet: " << saved.message() << "\n";
+    return 1;
+  }
+  std::cout << "Adopted " << address << ": it matches the manifests and is in the state now "
+            << "(serial " << state->serial << "); nothing on the node changed.\n";
   return 0;
 }
 
@@ -597,7 +653,7 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
   }
   NodeFacts f = ParseNodeFacts(r->out);
   if (json) {
-    std::cout << f.ToJson().dump(2) << "\n";
+    std::cout << f.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << "node:       " << node << "\n"

@@ -50,6 +50,11 @@ int CmdStatus(const GlobalOptions& g);
 int CmdStateList(const GlobalOptions& g);
 int CmdStateShow(const GlobalOptions& g, const std::string& address);
 int CmdStateRm(const GlobalOptions& g, const std::string& address);
+// Takes over what runs on a node without a record in this state when it
+// matches the manifests (Terraform's import): probes it, writes the record
+// apply would write (under the lock, serial bumped once). Refuses with the
+// reason otherwise (exit 1, state untouched).
+int CmdStateAdopt(const GlobalOptions& g, const std::string& address);
 // `fleet state history`: every kept serial; `fleet state show --serial N
 // [ADDR]`: the state (or one record) as it was at serial N.
 int CmdStateHistory(const GlobalOptions& g);

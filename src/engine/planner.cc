@@ -205,6 +205,26 @@ void ReverseForDestroy(std::map<std::string, std::vector<std::string>>& dependen
   }
 }
 
+// What the nodes hold that neither the manifests nor the state know: each
+// provider names it (or, with --purge, removes it). Only in a whole plan:
+// --target and destroy leave it alone.
+void AddUnrecorded(const std::vector<std::unique_ptr<Provider>>& providers,
+                   const ProbeResult& probed, const std::set<std::string>& skip_nodes,
+                   const std::set<std::string>& recorded, const Manifest* manifest,
+                   const PlanOptions& options, std::vector<PlanChange>* changes) {
+  if (options.destroy || !options.targets.empty()) return;
+  for (const auto& [node, facts] : probed.facts) {
+    if (!facts.reachable || skip_nodes.count(node)) continue;
+    DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest,
+                    options.purge, changes,       &recorded};
+    for (const auto& p : providers) {
+      std::vector<PlanChange> found = p->DiffUnrecorded(node, ctx);
+      changes->insert(changes->end(), std::make_move_iterator(found.begin()),
+                      std::make_move_iterator(found.end()));
+    }
+  }
+}
+
 }  // namespace
 
 Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
@@ -216,13 +236,14 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
 
   std::vector<DesiredResource> desired = Desired();
   std::map<std::string, std::vector<std::string>> deps, dependents;
-  std::set<std::string> known;
+  std::set<std::string> known, recorded;
   for (const DesiredResource& r : desired) {
     known.insert(r.address);
     deps[r.address] = r.depends_on;
     for (const std::string& d : r.depends_on) dependents[d].push_back(r.address);
   }
   for (const ResourceRecord& rec : state.resources) known.insert(rec.address);
+  for (const ResourceRecord& rec : state.resources) recorded.insert(rec.address);
   for (const std::string& t : options.targets)
     if (!known.count(t)) plan.errors.push_back("--target " + t + ": no such resource");
   if (!plan.errors.empty()) return plan;
@@ -262,7 +283,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     ActualResource actual;
     if (auto it = probed.actual.find(r.address); it != probed.actual.end()) actual = it->second;
     const ResourceRecord* rec = state.Find(r.address);
-    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
+    DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest_,
+                    options.purge, &changes,      &recorded};
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
     MergeDependsOn(r, &c);
@@ -283,11 +305,15 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     if (bad_nodes.count(rec.node)) continue;
     const Provider* p = ProviderFor(rec.type);
     const NodeFacts& facts = probed.facts[rec.node];
-    DiffContext ctx{facts, &probed.facts, &probed.actual, manifest_, options.purge, &changes};
+    DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest_,
+                    options.purge, &changes,      &recorded};
     PlanChange c = p ? p->DiffOrphan(rec, ctx) : ForgetRecord(rec);
     changes.push_back(std::move(c));
   }
 
+  std::set<std::string> skip_nodes = bad_nodes;
+  skip_nodes.insert(declared_off.begin(), declared_off.end());
+  AddUnrecorded(*providers_, probed, skip_nodes, recorded, manifest_, options, &changes);
   if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
   if (options.destroy) ReverseForDestroy(dependents, &changes);
 

@@ -58,9 +58,11 @@ const char* Phrase(Action a) {
   }
 }
 
+// Bytes a node printed that are not UTF-8 show as U+FFFD (a plain dump()
+// throws on them, which ended `fleet plan`).
 std::string Value(const nlohmann::json& v) {
   if (v.is_null()) return "(none)";
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Attribute-level diff of before/after, one line per changed key.
@@ -165,7 +167,8 @@ std::string RenderState(const State& state) {
            ", updated " + r.updated_at + ")\n";
     if (r.attributes.is_object())
       for (auto it = r.attributes.begin(); it != r.attributes.end(); ++it)
-        out += "    " + it.key() + " = " + it.value().dump() + "\n";
+        out += "    " + it.key() + " = " +
+               it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   return out;
 }

@@ -20,7 +20,8 @@ Two kinds of replacement, in this order:
    UUIDs (the state's lineage, boot ids: <uuidN>), the 64-hex ids podman
    gives containers (<containerN>: only as the value of a container_id key,
    in JSON or in plan text), host key fingerprints (<hostkeyN>), byte rates
-   (<rateN>). RFC 3339 timestamps all become <time>, unnumbered: whether two
+   (<rateN>), the sha256 of fleet.yaml in a plan's sources (<fleet-yamlN>:
+   fleet.yaml holds the sim's users and paths). RFC 3339 timestamps all become <time>, unnumbered: whether two
    steps finish within the same second is chance, not behaviour.
 
 Fixed figures stay: timeouts ("timeout 10 s") are configuration, not timing.
@@ -87,6 +88,9 @@ PATTERNS = [
     ("container", r'"container_id": "(%s)"' % HEX64, 1),
     ("container", r'container_id = "(%s)"' % HEX64, 1),
     ("hostkey", r"SHA256:[A-Za-z0-9+/]{43}", 0),
+    # fleet.yaml names the sim's ports, users and temp dirs, so its sha256 in
+    # a plan's "sources" differs run to run (the recipes' hashes do not).
+    ("fleet-yaml", r'"fleet.yaml": "sha256:(%s)"' % HEX64, 1),
     ("rate", r"(?<![\w.])\d+(?:\.\d+)? ?[KMGT]?i?B/s", 0),
 ]
 UNNUMBERED = [("<time>", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?")]

@@ -3,8 +3,8 @@
 // streamed (SSE) or not. Measures what an operator watches for: wall time,
 // time to the first token, decode tokens/s. Never throws; a transport error,
 // an HTTP error and a body that is not the API's JSON are all in the reply.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_
+#ifndef FLEET_SRC_OPENAI_CLIENT_H_
+#define FLEET_SRC_OPENAI_CLIENT_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -47,6 +47,14 @@ struct ChatReply {
 
 ChatReply Chat(const std::string& base_url, const ChatRequest& request);
 
+// The first tool call of a reply, as the API's JSON gave it.
+struct ToolCall {
+  bool present = false;   // tool_calls[0] exists and is an object
+  std::string name;       // function.name
+  std::string arguments;  // function.arguments: JSON text, not checked here
+};
+ToolCall FirstToolCall(const ChatReply& reply);
+
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_OPENAI_CLIENT_H_
+#endif  // FLEET_SRC_OPENAI_CLIENT_H_

@@ -1,4 +1,4 @@
-#include "providers/deployment/openai_client.h"
+#include "src/openai_client.h"
 
 #include <curl/curl.h>
 
@@ -239,6 +239,18 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   if (reply.finish_reason.empty() && reply.error.empty())
     reply.error = "the stream ended without a finish_reason";
   return reply;
+}
+
+ToolCall FirstToolCall(const ChatReply& reply) {
+  ToolCall call;
+  const nlohmann::json& calls = reply.tool_calls;
+  if (!calls.is_array() || calls.empty() || !calls[0].is_object()) return call;
+  call.present = true;
+  const nlohmann::json f = calls[0].value("function", nlohmann::json::object());
+  if (!f.is_object()) return call;
+  call.name = f.value("name", "");
+  call.arguments = f.value("arguments", "");
+  return call;
 }
 
 }  // namespace fleet

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# fuzz_replay_test: when clang-16 is installed, builds the fuzz build
+# (-Dfuzz=true, ASan + UBSan + libFuzzer) aside, replays every target's seed
+# corpus (fuzz/corpus/<target>/), then fuzzes each target briefly
+# (FUZZ_SECONDS, default 4) from those seeds. Any crash, sanitizer report,
+# leak or hang (> FUZZ_TIMEOUT s, default 10: CI shares its cores) fails it.
+# Without clang-16 it is skipped (exit 77). The repository is never written:
+# new inputs and artifacts go to a temporary folder.
+set -euo pipefail
+src="$(cd "$(dirname "$0")/.." && pwd)"
+build="${FUZZ_BUILD_DIR:-$src/build-fuzz}"
+seconds="${FUZZ_SECONDS:-4}"
+timeout="${FUZZ_TIMEOUT:-10}"
+if ! command -v clang++-16 >/dev/null || ! command -v clang-16 >/dev/null; then
+  echo "SKIP: clang-16 is not installed (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+if [[ ! -f "$build/build.ninja" ]]; then
+  # -O0, no debug info: the quickest build to compile, enough for a short run.
+  CC=clang-16 CXX=clang++-16 meson setup "$build" "$src" -Dfuzz=true -Doptimization=0 \
+    -Ddebug=false >/dev/null
+fi
+ninja -C "$build" fuzzers >/dev/null
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failed=0
+for bin in "$build"/fuzz/*_fuzzer; do
+  name="$(basename "$bin" _fuzzer)"
+  seeds="$src/fuzz/corpus/$name"
+  if [[ ! -d "$seeds" ]] || [[ -z "$(ls -A "$seeds")" ]]; then
+    echo "FAIL $name: no seed corpus in fuzz/corpus/$name"
+    failed=1
+    continue
+  fi
+  mkdir -p "$work/$name/new" "$work/$name/artifacts"
+  log="$work/$name/log"
+  if ! "$bin" -runs=0 -timeout="$timeout" -artifact_prefix="$work/$name/artifacts/" \
+      "$seeds" >"$log" 2>&1; then
+    echo "FAIL $name: replaying fuzz/corpus/$name"; tail -40 "$log"; failed=1; continue
+  fi
+  if ! "$bin" -seed=1 -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+      -artifact_prefix="$work/$name/artifacts/" "$work/$name/new" "$seeds" >"$log" 2>&1; then
+    echo "FAIL $name: fuzzing ${seconds}s found:"; tail -40 "$log"; failed=1
+    for a in "$work/$name/artifacts"/*; do
+      [[ -f "$a" ]] && { echo "--- $(basename "$a") (base64):"; base64 -w0 "$a" | head -c 2000; echo; }
+    done
+    continue
+  fi
+  execs="$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#' || true)"
+  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)"
+  echo "ok   $name: $(ls "$seeds" | wc -l) seeds replayed, ${execs:-0} execs in ${seconds}s, ${cov:-?} edges"
+done
+exit "$failed"
