@@ -119,6 +119,12 @@ struct Recipe {
   std::string cpus;
   std::string shm_size;
   std::vector<RecipeMount> extra_mounts;
+  // The GPUs the serve gets: gpus = "all" or a count ("2"), or gpu_ids
+  // (gpus = ["0", "1"]); both empty: none (beyond `devices`).
+  std::string gpus;
+  std::vector<std::string> gpu_ids;
+  std::string ipc;                             // "" (the engine's default) or "host", ...
+  std::map<std::string, std::string> ulimits;  // memlock -> "-1", stack -> "67108864"
 };
 
 struct HealthCheck {
@@ -155,6 +161,9 @@ struct DeploymentSpec {
   // What the serve needs of GPU memory (gpu_memory: 24GiB), checked against
   // the node's free memory at plan time; 0: not declared, not checked.
   uint64_t gpu_memory_bytes = 0;
+  // A node runs one deployment at a time (a GB10 holds one large model);
+  // shared: true on every deployment of a node lets them run together.
+  bool shared = false;
   // Run after health in apply, and by `fleet check` / `fleet watch`.
   std::vector<SmokeCheck> smoke;
   SourceLoc loc;

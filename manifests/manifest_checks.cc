@@ -109,6 +109,28 @@ void CheckPorts(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   }
 }
 
+void CheckOneServePerNode(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
+  struct First {
+    std::string deployment;
+    SourceLoc loc;
+  };
+  std::map<std::string, First> on_node;  // node -> the first deployment declared on it
+  for (const std::string& name : notes.deployment_order) {
+    const DeploymentSpec& d = m.deployments.at(name);
+    for (const auto& node : notes.deployment_locs.at(name).nodes) {
+      auto [it, inserted] = on_node.emplace(node.value, First{name, node.loc});
+      if (inserted || it->second.deployment == name) continue;
+      const DeploymentSpec& other = m.deployments.at(it->second.deployment);
+      if (d.shared && other.shared) continue;
+      reporter->Error(node.loc, "deployments '" + it->second.deployment + "' (" +
+                                    it->second.loc.ToString() + ") and '" + name +
+                                    "' both run on node '" + node.value +
+                                    "'; a node serves one deployment at a time: move one, "
+                                    "or set shared: true on both to run them together");
+    }
+  }
+}
+
 void CheckModelPlacement(const Manifest& m, const ReadNotes& notes,
                          Reporter* reporter) {
   // A model in a shared store is visible only on the nodes that mount it.
@@ -157,6 +179,7 @@ void CheckAcrossSections(const Manifest& m, const ReadNotes& notes,
   CheckSwitches(m, notes, reporter);
   CheckAddresses(m, notes, reporter);
   CheckPorts(m, notes, reporter);
+  CheckOneServePerNode(m, notes, reporter);
   CheckModelPlacement(m, notes, reporter);
   CheckPoweredOff(m, notes, reporter);
 }

@@ -53,6 +53,9 @@ void CheckAddresses(const Manifest& m, const ReadNotes& notes,
                     Reporter* reporter);
 // No two deployments on one node and port; no node twice in a deployment.
 void CheckPorts(const Manifest& m, const ReadNotes& notes, Reporter* reporter);
+// A node runs one deployment at a time: two deployments on one node are an
+// error naming both, unless both say shared: true.
+void CheckOneServePerNode(const Manifest& m, const ReadNotes& notes, Reporter* reporter);
 // A deployment's model in a shared store is mounted on all its nodes.
 void CheckModelPlacement(const Manifest& m, const ReadNotes& notes,
                          Reporter* reporter);

@@ -646,7 +646,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
-                          "gpu_memory", "smoke"});
+                          "gpu_memory", "smoke", "shared"});
+    if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);

@@ -21,8 +21,9 @@ namespace fleet {
 namespace {
 
 const std::vector<std::string>& TopLevelKeys() {
-  static const std::vector<std::string> keys = {"model",        "args", "env",      "devices",
-                                                "memory_limit", "cpus", "shm_size", "extra_mounts"};
+  static const std::vector<std::string> keys = {"model",        "args",    "env",         "devices",
+                                                "memory_limit", "cpus",    "shm_size",    "gpus",
+                                                "ipc",          "ulimits", "extra_mounts"};
   return keys;
 }
 
@@ -188,6 +189,8 @@ class RecipeReader {
   void ReadCpus(const TomlEntry& e);
   void ReadSize(const TomlEntry& e, std::string* out);
   void ReadMounts(const TomlEntry& e);
+  void ReadGpus(const TomlEntry& e);
+  void ReadUlimits(const TomlEntry& e);
   void ReadMount(const toml::table& table, size_t index);
   // A top-level key found in `table`: the ordering trap.
   void OrderingTrap(const TomlEntry& e, const std::string& header, const toml::table& table);
@@ -240,6 +243,20 @@ void RecipeReader::ReadKey(const TomlEntry& e) {
     ReadCpus(e);
   } else if (k == "extra_mounts") {
     ReadMounts(e);
+  } else if (k == "gpus") {
+    ReadGpus(e);
+  } else if (k == "ipc") {
+    if (auto v = ReadString(e, "ipc")) {
+      if (*v != "host" && *v != "private" && *v != "shareable" && *v != "none")
+        Error(Loc(e.value->source()),
+              "'ipc' must be \"host\" (what NCCL and TensorRT-LLM serves use), \"private\", "
+              "\"shareable\" or \"none\", got '" +
+                  *v + "'");
+      else
+        recipe_->ipc = *v;
+    }
+  } else if (k == "ulimits") {
+    ReadUlimits(e);
   } else {
     std::string message = "unknown key '" + k + "' in recipe";
     const std::string near = NearestName(k, TopLevelKeys());
@@ -248,7 +265,7 @@ void RecipeReader::ReadKey(const TomlEntry& e) {
     } else {
       message +=
           "; expected one of: model, args, env, devices, memory_limit, cpus, "
-          "shm_size, "
+          "shm_size, gpus, ipc, ulimits, "
           "[[extra_mounts]]";
     }
     Error(Loc(e.key_ref->source()), message + MisplacedKeyHint(k));
@@ -370,6 +387,92 @@ void RecipeReader::ReadCpus(const TomlEntry& e) {
     return;
   }
   recipe_->cpus = text;
+}
+
+// gpus = "all" | N | ["0", "1"]: every GPU, a count, or device ids.
+void RecipeReader::ReadGpus(const TomlEntry& e) {
+  const SourceLoc loc = Loc(e.value->source());
+  const std::string expected =
+      "'gpus' must be \"all\", a count such as 2, or device ids such as [\"0\", \"1\"]";
+  if (const auto* s = e.value->as_string()) {
+    const std::string v = s->get();
+    if (v == "all" ||
+        (IsDecimal(v) && v.find('.') == std::string::npos && std::atoi(v.c_str()) > 0))
+      recipe_->gpus = v;
+    else
+      Error(loc, expected + ", got '" + v + "'");
+  } else if (const auto* n = e.value->as_integer()) {
+    if (n->get() > 0)
+      recipe_->gpus = std::to_string(n->get());
+    else
+      Error(loc, expected + ", got " + std::to_string(n->get()));
+  } else if (const auto* a = e.value->as_array()) {
+    for (size_t i = 0; i < a->size(); ++i) {
+      const toml::node* id = a->get(i);
+      std::string v = id->is_string()    ? id->as_string()->get()
+                      : id->is_integer() ? std::to_string(id->as_integer()->get())
+                                         : "";
+      const bool ok = !v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '-' || c == '_';
+      });
+      if (!ok)
+        Error(Loc(id->source()), "gpus[" + std::to_string(i) +
+                                     "] must be a device index or UUID such as \"0\" or "
+                                     "\"GPU-5f1c...\"");
+      else
+        recipe_->gpu_ids.push_back(v);
+    }
+    if (a->empty()) Error(loc, expected + "; leave it out for no GPU");
+  } else {
+    Error(loc, expected + ", got " + TypeName(*e.value));
+  }
+}
+
+// ulimits = {memlock = -1, stack = 67108864} (or an [ulimits] section):
+// NAME = N (soft and hard; -1: unlimited) or "SOFT:HARD".
+void RecipeReader::ReadUlimits(const TomlEntry& e) {
+  static const std::vector<std::string> names = {
+      "core",   "cpu",   "data", "fsize",  "locks",  "memlock",    "msgqueue", "nice",
+      "nofile", "nproc", "rss",  "rtprio", "rttime", "sigpending", "stack"};
+  const auto* table = e.value->as_table();
+  if (table == nullptr) {
+    Error(Loc(e.value->source()),
+          "'ulimits' must be a table such as ulimits = {memlock = -1, stack = 67108864}, got " +
+              TypeName(*e.value));
+    return;
+  }
+  for (const TomlEntry& u : InFileOrder(*table)) {
+    if (!table->is_inline() && IsTopLevelOnly(u.key)) {
+      OrderingTrap(u, "[ulimits]", *table);
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), u.key) == names.end()) {
+      std::string message = "unknown ulimit '" + u.key + "'";
+      const std::string near = NearestName(u.key, names);
+      if (!near.empty()) message += "; did you mean '" + near + "'?";
+      Error(Loc(u.key_ref->source()), message);
+      continue;
+    }
+    std::string v;
+    if (const auto* n = u.value->as_integer()) v = std::to_string(n->get());
+    if (const auto* s = u.value->as_string()) v = s->get();
+    const size_t colon = v.find(':');
+    auto number = [](const std::string& t) {
+      return !t.empty() && (t == "-1" || std::all_of(t.begin(), t.end(), [](unsigned char c) {
+                              return std::isdigit(c);
+                            }));
+    };
+    const bool ok = colon == std::string::npos
+                        ? number(v)
+                        : number(v.substr(0, colon)) && number(v.substr(colon + 1));
+    if (!ok) {
+      Error(Loc(u.value->source()), "ulimit '" + u.key +
+                                        "' must be a number (-1: unlimited) or \"SOFT:HARD\", "
+                                        "e.g. memlock = -1, stack = 67108864");
+      continue;
+    }
+    recipe_->ulimits[u.key] = v;
+  }
 }
 
 void RecipeReader::ReadSize(const TomlEntry& e, std::string* out) {

@@ -172,7 +172,7 @@ TEST(RecipeTest, UnknownKeysSayWhatWasMeant) {
   EXPECT_DIAG(Parse("docker_image = \"eugr/x:latest\"\n"),
               "recipes/r.toml:1:1: error: unknown key 'docker_image' in recipe; "
               "expected one of: "
-              "model, args, env, devices, memory_limit, cpus, shm_size, "
+              "model, args, env, devices, memory_limit, cpus, shm_size, gpus, ipc, ulimits, "
               "[[extra_mounts]]; the "
               "image is declared in fleet.yaml (images:) and chosen by the deployment");
   EXPECT_DIAG(Parse("[[extra_mounts]]\nhost = \"/a\"\ncontainer = "
@@ -294,6 +294,50 @@ TEST(RecipeTest, MissingFileIsAnError) {
   EXPECT_FALSE(LoadRecipe("/nonexistent/x.toml", "recipes/x.toml", &recipe, &diags));
   ASSERT_EQ(diags.size(), 1u);
   EXPECT_EQ(diags[0].loc.file, "recipes/x.toml");
+}
+
+}  // namespace
+}  // namespace fleet
+
+namespace fleet {
+namespace {
+
+TEST(RecipeGpuTest, GpusIpcUlimits) {
+  Recipe a;
+  EXPECT_TRUE(
+      Parse("gpus = \"all\"\nipc = \"host\"\nulimits = {memlock = -1, stack = 67108864}\n", &a)
+          .empty());
+  EXPECT_EQ(a.gpus, "all");
+  EXPECT_EQ(a.ipc, "host");
+  EXPECT_EQ(a.ulimits["memlock"], "-1");
+  EXPECT_EQ(a.ulimits["stack"], "67108864");
+  Recipe b;
+  EXPECT_TRUE(Parse("gpus = 2\n", &b).empty());
+  EXPECT_EQ(b.gpus, "2");
+  Recipe c;
+  EXPECT_TRUE(Parse("gpus = [\"0\", 1]\n[ulimits]\nnofile = \"1024:4096\"\n", &c).empty());
+  EXPECT_EQ(c.gpu_ids, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(c.ulimits["nofile"], "1024:4096");
+}
+
+TEST(RecipeGpuTest, BadValuesAreLocatedErrors) {
+  EXPECT_DIAG(Parse("gpus = 0\n"),
+              "recipes/r.toml:1:8: error: 'gpus' must be \"all\", a count such as 2, or device "
+              "ids such as [\"0\", \"1\"], got 0");
+  EXPECT_DIAG(Parse("ipc = \"hots\"\n"),
+              "recipes/r.toml:1:7: error: 'ipc' must be \"host\" (what NCCL and TensorRT-LLM "
+              "serves use), \"private\", \"shareable\" or \"none\", got 'hots'");
+  EXPECT_DIAG(Parse("ulimits = {memlok = -1}\n"),
+              "recipes/r.toml:1:12: error: unknown ulimit 'memlok'; did you mean 'memlock'?");
+  EXPECT_DIAG(Parse("ulimits = {stack = \"big\"}\n"),
+              "recipes/r.toml:1:20: error: ulimit 'stack' must be a number (-1: unlimited) or "
+              "\"SOFT:HARD\", e.g. memlock = -1, stack = 67108864");
+}
+
+TEST(RecipeGpuTest, KeyBelowUlimitsHeaderIsTheOrderingTrap) {
+  const Diagnostics d = Parse("model = \"\"\n[ulimits]\nmemlock = -1\ngpus = \"all\"\n");
+  ASSERT_EQ(d.size(), 1u) << Dump(d);
+  EXPECT_NE(d[0].ToString().find("[ulimits]"), std::string::npos) << Dump(d);
 }
 
 }  // namespace

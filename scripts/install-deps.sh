@@ -8,6 +8,8 @@ packages=(
   openssh-server openssh-client python3 iproute2 util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
+  # docker on the simulated nodes (fleet-sim start --engine docker): dockerd 20.10
+  docker.io
   # smoke/watch tests: a swapped client address (iptables), the report in a real browser
   iptables chromium
   # the postgres state backend: tests start their own server (tests/pg/pg-sim)

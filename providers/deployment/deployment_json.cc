@@ -20,6 +20,7 @@ void to_json(nlohmann::json& j, const ContainerShown& v) {
        {"port", v.port},           {"health", v.health},   {"rank", OrNull(v.rank)},
        {"options", v.options},     {"command", v.command}, {"env", v.env},
        {"env_from", v.env_from},   {"spec", v.spec}};
+  if (!v.gpus.empty()) j["gpus"] = v.gpus;
 }
 
 void from_json(const nlohmann::json& j, ContainerShown& v) {
@@ -34,6 +35,7 @@ void from_json(const nlohmann::json& j, ContainerShown& v) {
   v.env = j.value("env", std::map<std::string, std::string>());
   v.env_from = j.value("env_from", std::map<std::string, std::string>());
   v.spec = j.value("spec", "");
+  v.gpus = j.value("gpus", "");
 }
 
 void to_json(nlohmann::json& j, const DeploymentWant& v) {
@@ -85,6 +87,7 @@ void to_json(nlohmann::json& j, const ContainerProbe& v) {
        {"health", v.health},       {"health_tool", v.health_tool},
        {"port_busy", v.port_busy}, {"serving", v.serving},
        {"error", v.error}};
+  if (!v.gpu_support.empty()) j["gpu_support"] = v.gpu_support;
 }
 
 void from_json(const nlohmann::json& j, ContainerProbe& v) {
@@ -101,6 +104,7 @@ void from_json(const nlohmann::json& j, ContainerProbe& v) {
   v.port_busy = j.value("port_busy", false);
   v.serving = j.value("serving", std::vector<std::string>());
   v.error = j.value("error", "");
+  v.gpu_support = j.value("gpu_support", std::map<std::string, std::string>());
 }
 
 std::optional<DeploymentRecord> DeploymentRecordFrom(const nlohmann::json& j) {

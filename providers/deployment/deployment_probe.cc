@@ -5,6 +5,7 @@
 #include <ctime>
 #include <sstream>
 
+#include "providers/deployment/gpu_request.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
@@ -94,10 +95,13 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   // A worker (no health URL) neither answers HTTP nor owns the port.
   if (!spec.HealthUrl().empty())
     s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) +
-         "  ;;\n*) fd_busy=$(" + PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" +
-         "  case $fd_busy in *=1) " + ServingContainersCommand(spec.cli) +
-         " 2>/dev/null ;; esac ;;\nesac\n";
+         "  ;;\n*) fd_busy=$(" + PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" + "  " +
+         ServingContainersCommand(spec.cli) + " 2>/dev/null ;;\nesac\n";
+  else  // a worker that does not run: which serves hold its node
+    s += "case $fd_out in *state=running*) ;;\n*) " + ServingContainersCommand(spec.cli) +
+         " 2>/dev/null ;;\nesac\n";
   s += "fi\n";
+  if (!spec.gpus.empty()) s += GpuSupportProbeScript(spec.cli);
   return s;
 }
 

@@ -5,6 +5,7 @@
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct ContainerProbe {
   // (which of them may hold it).
   std::vector<std::string> serving;
   std::string error;  // an inspect failure other than "no such container"
+  // The node's gpu_*=0|1 facts (GpuSupportProbeScript), recorded only for a
+  // serve that asks for GPUs (RecordGpuSupport).
+  std::map<std::string, std::string> gpu_support;
 
   bool Healthy() const { return health >= 200 && health < 300; }
   nlohmann::json ToJson() const;

@@ -8,8 +8,12 @@
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/gpu_request.h"
+#include "providers/deployment/group_restart.h"
+#include "providers/deployment/serve_per_node.h"
 #include "providers/deployment/smoke_check.h"
 #include "providers/display_ram/display_ram_provider.h"
+#include "providers/image/engine_check.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -316,6 +320,7 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   spec.cli = node.container_cli;
   spec.container = want.shown.container;
   spec.port = want.shown.port;
+  spec.gpus = want.shown.gpus;
   // The plan's "http://<host>:<port><path>", split again ("": a worker).
   const std::string& health = want.shown.health;
   if (health.empty()) {
@@ -337,6 +342,7 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
   const DeploymentWant want = r.attributes.get<DeploymentWant>();
   ContainerProbe p = ParseContainerProbe(output);
   a.exists = p.exists;
+  RecordGpuSupport(want, output, &p);
   a.attributes = p;
   if (!p.cli_found)
     a.error = "container_cli '" + want.cli + "' not found on the node's PATH";
@@ -365,10 +371,12 @@ Decision NotProbed(const DesiredResource& desired, const ActualResource& actual,
 }
 
 Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actual,
-                     const PlanChange& base) {
+                     const DiffContext& ctx, const PlanChange& base) {
   if (actual.error.empty()) return std::nullopt;
   PlanChange c = base;
-  c.error = desired.address + ": " + actual.error;
+  c.error = desired.address + ": " +
+            WithEngineFix(actual.error, desired.attributes.get<DeploymentWant>().cli, desired.node,
+                          NodeSshUser(ctx.manifest, desired.node));
   return c;
 }
 
@@ -379,6 +387,7 @@ Decision NoContainer(const DeploymentDiffInput& in) {
       Changed(in, Action::kCreate, "start " + container + " from " + in.want.shown.image);
   c.reasons.push_back("no container " + container + " on " + in.desired.node);
   if (in.found.port_busy) CheckPort(in.desired, in.want, in.ctx, in.found.serving, &c);
+  WaitForDisplacedServes(in.desired, in.ctx, in.found.serving, &c);
   CheckBudget(in.desired, in.want, in.ctx, &c);
   return c;
 }
@@ -425,6 +434,7 @@ Decision NotRunning(const DeploymentDiffInput& in) {
   c.reasons.push_back("container is " + in.found.state + " (exit code " +
                       std::to_string(in.found.exit_code) + ")");
   if (in.found.port_busy) CheckPort(in.desired, in.want, in.ctx, in.found.serving, &c);
+  WaitForDisplacedServes(in.desired, in.ctx, in.found.serving, &c);
   CheckBudget(in.desired, in.want, in.ctx, &c);
   return c;
 }
@@ -477,7 +487,7 @@ PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& a
   base.after = desired.attributes;
   base.detail = DeploymentDetail{desired.name, "", ""};
   if (auto c = NotProbed(desired, actual, base)) return *c;
-  if (auto c = ProbeFailed(desired, actual, base)) return *c;
+  if (auto c = ProbeFailed(desired, actual, ctx, base)) return *c;
   const DeploymentWant want = desired.attributes.get<DeploymentWant>();
   const ContainerProbe found = actual.attributes.get<ContainerProbe>();
   const std::optional<DeploymentRecord> rec =
@@ -518,6 +528,9 @@ using deployment_internal::NoteUnrecorded;
 PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = DiffContainer(desired, actual, record, ctx);
+  if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
+  if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
+    c.error = GpuPlanError(desired, actual);
   CheckEnvFrom(desired, desired.attributes.get<DeploymentWant>(), &c);
   NoteUnrecorded(desired, actual, record, ctx, &c);
   return c;

@@ -77,7 +77,7 @@ using Decision = std::optional<PlanChange>;
 Decision NotProbed(const DesiredResource& desired, const ActualResource& actual,
                    const PlanChange& base);
 Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actual,
-                     const PlanChange& base);
+                     const DiffContext& ctx, const PlanChange& base);
 Decision NoContainer(const DeploymentDiffInput& in);
 Decision OtherSpec(const DeploymentDiffInput& in);
 Decision OtherImage(const DeploymentDiffInput& in);

@@ -6,6 +6,7 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "providers/deployment/gpu_request.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
 
@@ -164,6 +165,8 @@ void AddRunOptions(const Recipe& r, const Placeholders& in_container, ContainerS
   }
   if (!r.cpus.empty()) s->options.push_back("--cpus=" + r.cpus);
   if (!r.shm_size.empty()) s->options.push_back("--shm-size=" + r.shm_size);
+  for (std::string& o : GpuRunOptions(s->cli, r)) s->options.push_back(std::move(o));
+  s->gpus = GpuRequestText(r);
   for (const RecipeMount& mount : r.extra_mounts) {
     if (mount.host == "{model_path}" || mount.host == "{model_path}/") continue;  // model_root
     s->options.push_back("--volume");
@@ -266,6 +269,7 @@ ContainerShown ContainerSpec::Shown() const {
   shown.options = options;
   shown.env_from = env_from;
   shown.spec = hash;
+  shown.gpus = gpus;
   return shown;
 }
 

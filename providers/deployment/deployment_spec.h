@@ -46,6 +46,7 @@ struct ContainerShown {
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> env_from;
   std::string spec;  // ContainerSpec::hash
+  std::string gpus;  // ContainerSpec::gpus; the plan shows it only when set
 };
 
 struct ContainerSpec {
@@ -76,6 +77,7 @@ struct ContainerSpec {
   // network, env, devices, limits, extra mounts. A host path may still hold
   // "{model_path}" (known on the node only) and "~/" (the node user's home).
   std::vector<std::string> options;
+  std::string gpus;                  // GpuRequestText: "all", "2", "0,1", "" (none)
   std::vector<std::string> command;  // the recipe's model (when set) and args
   std::map<std::string, std::string> env;
   // NAME -> the controller's variable its value comes from at apply; only

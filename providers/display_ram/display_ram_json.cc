@@ -37,6 +37,7 @@ void from_json(const nlohmann::json& j, ModuleValues& v) {
 void to_json(nlohmann::json& j, const DisplayRamFound& v) {
   j = {{"loaded", v.loaded}, {"modeset", v.modeset}, {"fbdev", v.fbdev},
        {"card0", v.card0},   {"mode", v.mode},       {"serving", v.serving}};
+  if (!v.engine_error.empty()) j["engine_error"] = v.engine_error;
 }
 
 void from_json(const nlohmann::json& j, DisplayRamFound& v) {
@@ -46,6 +47,7 @@ void from_json(const nlohmann::json& j, DisplayRamFound& v) {
   v.card0 = j.value("card0", false);
   v.mode = j.value("mode", kModeDefault);
   v.serving = j.value("serving", std::vector<std::string>());
+  v.engine_error = j.value("engine_error", "");
 }
 
 void to_json(nlohmann::json& j, const DisplayRamRecord& v) {

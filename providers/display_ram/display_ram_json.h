@@ -42,6 +42,9 @@ struct DisplayRamFound {
   bool card0 = false;
   std::string mode = kModeDefault;  // kModeUnlocked when modeset=Y fbdev=N
   std::vector<std::string> serving;
+  // The container CLI's output when it could not list the serves (the Docker
+  // daemon down, the socket not the user's); "" when it could.
+  std::string engine_error;
 };
 
 // What an unlock records: the original values (written before the reload,

@@ -6,6 +6,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/display_ram/display_ram_json.h"
+#include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
@@ -70,6 +71,17 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 std::string ServingScript(const std::string& cli) {
   return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " + ServingContainersCommand(cli) +
          " 2>/dev/null || true\n";
+}
+
+// The probe's ServingScript: an installed CLI that cannot list containers
+// (the Docker daemon down, the socket not the user's) prints
+// "engine_error=<its output>", which the plan turns into an error naming the
+// fix: the reload's step would fail on it.
+std::string ServingProbeScript(const std::string& cli) {
+  return "if command -v " + ShellQuote(cli) + " >/dev/null 2>&1; then\n  dr_out=$(" +
+         ServingContainersCommand(cli) +
+         " 2>&1) && printf '%s\\n' \"$dr_out\" ||\n"
+         "  printf 'engine_error=%s\\n' \"$(printf '%s' \"$dr_out\" | tr '\\n' ' ')\"\nfi\n";
 }
 
 // Stops the serving containers the plan listed for this reload, right
@@ -225,7 +237,7 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "then dr_m=unlocked; fi\n"
          "if [ \"$dr_m\" != " +
          ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
-         ServingScript(node.container_cli) + "fi\n";
+         ServingProbeScript(node.container_cli) + "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -234,12 +246,14 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   a.probed = true;
   ModuleState m = ParseModuleState(output);
   a.exists = true;
+  std::map<std::string, std::string> kv = ParseKeyValues(output);
   a.attributes = DisplayRamFound{m.loaded,
                                  m.modeset,
                                  m.fbdev,
                                  m.card0,
                                  m.unlocked() ? kModeUnlocked : kModeDefault,
-                                 ParseServingContainers(output)};
+                                 ParseServingContainers(output),
+                                 kv["engine_error"]};
   return a;
 }
 
@@ -252,7 +266,18 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
   PlanChange c = DiffModule(desired, actual, record, ctx);
   // A reload under a running serve would take its GPU away: the step stops
   // the serving containers first, and their deployments start them again.
-  const std::vector<std::string> serving = actual.attributes.get<DisplayRamFound>().serving;
+  const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
+  const std::vector<std::string>& serving = found.serving;
+  if (c.action != Action::kNoop && !found.engine_error.empty()) {
+    // The reload must list (and stop) the serves first: it cannot.
+    const std::string cli = ctx.manifest && ctx.manifest->nodes.count(desired.node)
+                                ? ctx.manifest->nodes.at(desired.node).container_cli
+                                : "";
+    c.error = desired.address + ": cannot list the serving containers before the reload: " +
+              WithEngineFix(found.engine_error, cli, desired.node,
+                            NodeSshUser(ctx.manifest, desired.node));
+    return c;
+  }
   if (c.action != Action::kNoop && !serving.empty()) {
     DisplayRamStep step = c.detail.get<DisplayRamStep>();
     step.stop_containers = serving;

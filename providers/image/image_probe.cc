@@ -39,6 +39,28 @@ bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
   return true;
 }
 
+// Docker finds `repo@sha256:D` only under that repository name, podman
+// under any name that holds D (`other/x@D` pulled, or `x:tag` then D). For
+// the same answer on both, a docker miss looks D up among every image's
+// registry digests (`image ls --digests`, listing everything: never
+// `image ls REF`, which says nothing for a digest ref) and inspects that
+// image by ID: its RepoDigests then name D.
+std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
+                                 const std::string& inspect) {
+  const size_t slash = cli.rfind('/');
+  if (!ref.pinned() || cli.substr(slash == std::string::npos ? 0 : slash + 1) != "docker")
+    return "";
+  return "if [ \"$rc\" != 0 ]; then\n"
+         "  id=$(\"$cli\" image ls --digests --no-trunc --format '{{.Digest}} {{.ID}}' "
+         "2>/dev/null | awk -v d=" +
+         ShellQuote(ref.digest) +
+         " '$1 == d { print $2; exit }')\n"
+         "  if [ -n \"$id\" ]; then out=$(" +
+         inspect +
+         "\"$id\" 2>&1); rc=$?; fi\n"
+         "fi\n";
+}
+
 }  // namespace
 
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
@@ -50,8 +72,8 @@ std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
                   "\n"
                   "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
                   "out=$(" +
-                  inspect + ShellQuote(ref.Lookup()) +
-                  " 2>&1); rc=$?\n"
+                  inspect + ShellQuote(ref.Lookup()) + " 2>&1); rc=$?\n" +
+                  DockerDigestFallback(cli, ref, inspect) +
                   "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
   const std::string name = ref.FleetTag();
   if (!name.empty())

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "providers/image/fabric_copy.h"
+#include "providers/image/engine_check.h"
 #include "providers/image/image_json.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
@@ -146,7 +147,9 @@ Decision NotPinned(const ImageDiffInput& in, const PlanChange& base) {
 Decision ProbeFailed(const ImageDiffInput& in, const PlanChange& base) {
   if (!in.actual.probed || in.actual.error.empty()) return std::nullopt;
   PlanChange c = base;
-  c.error = in.what + " on " + in.desired.node + ": " + in.actual.error;
+  c.error = in.what + " on " + in.desired.node + ": " +
+            WithEngineFix(in.actual.error, in.want.cli, in.desired.node,
+                          NodeSshUser(in.ctx.manifest, in.desired.node));
   return c;
 }
 
@@ -355,8 +358,10 @@ Status RemoveImage(const StepContext& ctx, const std::string& id) {
   while (std::getline(in, line)) {
     size_t sp = line.find(' ');
     if (sp == std::string::npos) continue;
+    // docker names a container "/name", podman "name"
+    const size_t name_at = line.compare(sp + 1, 1, "/") == 0 ? sp + 2 : sp + 1;
     if (bare(line.substr(0, sp)) == bare(id))
-      names += (names.empty() ? "" : " ") + line.substr(sp + 1);
+      names += (names.empty() ? "" : " ") + line.substr(name_at);
   }
   if (!names.empty())
     return Status::Error("on " + ctx.node->name + ": image " + id + " is used by container(s) " +

@@ -80,6 +80,19 @@ TEST(ImageProbeTest, ScriptUsesInspectOnlyAndQuotes) {
   // Floating: only the tag is looked up.
   std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
   EXPECT_EQ(f.find("name "), std::string::npos);
+  EXPECT_EQ(f.find("image ls"), std::string::npos);
+}
+
+TEST(ImageProbeTest, DockerLooksTheDigestUpUnderAnyName) {
+  // docker inspects repo@D only under that name; podman under any name that
+  // holds D. On a miss, docker lists every image's digests (never `image ls
+  // REF`, which prints nothing for a digest ref) and inspects the match by ID.
+  std::string s = ImageProbeScript("docker", ParseImageRef(kRepo + "@" + kD));
+  EXPECT_NE(s.find("image ls --digests --no-trunc --format '{{.Digest}} {{.ID}}' 2>/dev/null"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("image ls " + kRepo), std::string::npos);
+  EXPECT_NE(s.find("awk -v d=" + kD + " '$1 == d"), std::string::npos) << s;
 }
 
 TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {

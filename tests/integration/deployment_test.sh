@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Deployments: real serving containers (busybox httpd in a real image pulled
-# by digest from a real registry) under rootless podman on simulated nodes,
+# by digest from a real registry) under the nodes' real engine (rootless
+# podman, or a dockerd per node with FLEET_TEST_ENGINE=docker) on simulated nodes,
 # with a real model bound file by file.
 # - apply pulls the image, stages the model, starts fleet-serve and waits for
 #   its health URL; the container sees regular files only; then converged;
@@ -16,7 +17,8 @@
 # - a gpu_memory need above the node's free GPU memory (fake GB10 driver on
 #   dgx2, read by fleet-probe) is a plan error with the arithmetic;
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
-#   the worker runs with its rank and the head's address;
+#   the worker runs with its rank and the head's address; a worker that died
+#   restarts the group (two deployments on a node need shared: true);
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -27,13 +29,13 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 get() { curl -s --max-time 5 "$URL$1"; }
 code() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/v1/models" || true; }
-gone() {  # gone NODE CONTAINER: podman says it does not exist (not: ssh failed)
+gone() {  # gone NODE CONTAINER: the engine says it does not exist (not: ssh failed)
   local rc=0
-  on_node "$1" "podman container exists $2" || rc=$?
-  [[ $rc == 1 ]] || fail "$2 on $1: 'podman container exists' exited $rc, expected 1 (gone)"
+  ce_exists "$1" container "$2" || rc=$?
+  [[ $rc == 1 ]] || fail "$2 on $1: '$CE container exists/inspect' exited $rc, expected 1 (gone)"
 }
-container() {  # container FORMAT: podman inspect of fleet-serve on dgx2
-  on_node dgx2 "podman container inspect --format '$1' fleet-serve" 2>/dev/null || true
+container() {  # container FORMAT: the engine's inspect of fleet-serve on dgx2
+  on_node dgx2 "$CE container inspect --format '$1' fleet-serve" 2>/dev/null || true
 }
 TOKEN=hf_FleetDeployTestSecret0123456789abcd
 export FLEET_TEST_HF_TOKEN=$TOKEN  # the recipe takes HF_TOKEN from here (from_env)
@@ -41,10 +43,11 @@ REV=$(printf 'fleet-deploy-test' | sha1sum | cut -c1-40)
 
 # recipe VERSION [COMMAND]: the serving recipe. The default command lists
 # what the container sees at /model (and its symlinks) under /v1/, then
-# serves it with busybox httpd on {port}.
+# serves it with busybox httpd on {port}. The serves stop on SIGTERM as real
+# engines do (a PID 1 without a handler ignores it: docker would wait 30 s).
 recipe() {
   local version=$1 cmd=${2:-}
-  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING, token $HF_TOKEN" && exec busybox httpd -f -p {port} -h /www'
+  [[ -n $cmd ]] || cmd='busybox mkdir -p /www/v1 && busybox ls /model > /www/v1/models && busybox find /model -type l > /www/v1/links && echo "$GREETING" > /www/v1/greeting && echo "$HF_TOKEN" | busybox sha256sum > /www/v1/token && echo "serve starting: $GREETING, token $HF_TOKEN" && { busybox httpd -f -p {port} -h /www & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid; }'
   mkdir -p "$REPO/recipes"
   cat >"$REPO/recipes/serve.toml" <<TOML
 model = ""
@@ -123,7 +126,7 @@ sleep 1
 [[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve: $(get /v1/greeting)"
 
 step "a replacement that never answers fails after health.timeout"
-recipe v4 'exec busybox sleep 600'
+recipe v4 'busybox sleep 600 & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid'
 expect_rc 1 apply --auto-approve
 expect_out "did not answer 2xx within 20 s"
 [[ $(get /v1/greeting) == "hello v2" ]] || fail "the previous container does not serve after a timeout"
@@ -131,7 +134,7 @@ recipe v2
 assert_converged
 
 step "a serve stopped by hand is started again"
-on_node dgx2 'podman stop --time 1 fleet-serve' >/dev/null
+on_node dgx2 "$CE stop --time 1 fleet-serve" >/dev/null
 expect_rc 2 plan --detailed-exitcode
 expect_out "container is exited"
 expect_rc 0 apply --auto-approve
@@ -179,7 +182,7 @@ sed -i 's/^  serve: /  served: /' "$REPO/fleet.yaml"
 expect_rc 2 plan --detailed-exitcode
 expect_out "port $PORT is in use, by fleet-serve as it seems"
 expect_rc 0 apply --auto-approve
-[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-served") == running ]] ||
   fail "fleet-served does not run"
 gone dgx2 fleet-serve
 [[ $(code) == 200 ]] || fail "the renamed serve does not answer"
@@ -191,14 +194,15 @@ expect_rc 0 apply --auto-approve
 step "a port taken by another process is a plan error"
 python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
 HTTP_PID=$!
-sleep 0.5
-repo ', "display_ram": "unlocked"'
+# Listening before the plan (python's start-up takes seconds on a loaded machine).
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$((PORT + 1))/" && break; sleep 0.1; done
+repo ', "display_ram": "unlocked", "shared": true'
 python3 - "$REPO/fleet.yaml" "$PORT" <<'PY'
 import sys
 p, port = sys.argv[1], int(sys.argv[2])
 s = open(p).read()
 s += ('  other: {"recipe": "recipes/serve.toml", "nodes": ["dgx2"], "image": "bb", "model": "m", '
-      '"port": %d}\n' % (port + 1))
+      '"port": %d, "shared": true}\n' % (port + 1))
 open(p, "w").write(s)
 PY
 expect_rc 1 plan
@@ -219,10 +223,10 @@ repo ', "display_ram": "unlocked", "gpu_memory": "24GiB"'
 expect_rc 2 plan --detailed-exitcode
 expect_out "gpu_memory fits: needs 24.0 GiB"
 expect_rc 0 plan -out "$WORK/saved.plan"
-on_node dgx2 "podman rmi -f $R/fleet/serve@$D" >/dev/null
+on_node dgx2 "$CE rmi -f $R/fleet/serve@$D" >/dev/null
 expect_rc 1 apply "$WORK/saved.plan"
 expect_out "is not on the node; refusing to start fleet-serve"
-on_node dgx2 "podman image exists $R/fleet/serve@$D" && fail "the image was pulled"
+ce_exists dgx2 image "$R/fleet/serve@$D" && fail "the image was pulled"
 expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not serving after the image was pulled again"
 assert_converged
@@ -231,19 +235,37 @@ step "a deployment on two nodes: the head serves, the worker runs"
 PORT2=$(free_port)
 cat >"$REPO/recipes/pair.toml" <<'TOML'
 model = ""
-args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models && exec busybox httpd -f -p {port} -h /www; else echo 'worker {rank} of {nnodes} joins {head}'; exec busybox sleep 100000; fi"]
+args = ["sh", "-c", "if [ {rank} = 0 ]; then busybox mkdir -p /www/v1 && echo 'head of {nnodes}' > /www/v1/models; busybox httpd -f -p {port} -h /www & pid=$!; else echo 'worker {rank} of {nnodes} joins {head}'; busybox sleep 100000 & pid=$!; fi; trap 'kill $pid; exit 0' TERM; wait $pid"]
 TOML
+# two deployments on dgx2: one serve per node unless both say shared
 repo ', "display_ram": "unlocked"' \
   --deployment "pair={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx1\", \"dgx2\"], \"image\": \"bb\", \"port\": $PORT2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}}"
+expect_rc 1 validate
+expect_out "deployments 'serve'"
+expect_out "and 'pair' both run on node 'dgx2'; a node serves one deployment at a time"
+repo ', "display_ram": "unlocked", "shared": true' \
+  --deployment "pair={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx1\", \"dgx2\"], \"image\": \"bb\", \"port\": $PORT2, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"shared\": true}"
 expect_rc 2 plan --detailed-exitcode
 expect_out "deployment.pair@dgx1"
 expect_out "deployment.pair@dgx2"
 expect_out 'rank = "1 of 2"'
 expect_rc 0 apply --auto-approve
 [[ $(curl -s --max-time 5 "http://127.0.0.1:$PORT2/v1/models") == "head of 2" ]] || fail "the head does not serve"
-[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
 expect_rc 0 logs deployment.pair@dgx2
 expect_out "worker 1 of 2 joins 127.0.0.1"
+assert_converged
+step "a worker that died restarts its group: the worker first, the head last"
+HEAD_ID=$(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair")
+on_node dgx2 "$CE stop --time 1 fleet-pair" >/dev/null
+expect_rc 2 plan --detailed-exitcode
+expect_out "restart fleet-pair with its group"
+expect_out "the rank on dgx2 is exited"
+expect_rc 0 apply --auto-approve
+[[ $(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair") != "$HEAD_ID" ]] ||
+  fail "the head was not restarted with its group"
+[[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
+[[ $(curl -s --max-time 5 "http://127.0.0.1:$PORT2/v1/models") == "head of 2" ]] || fail "the head does not serve after the group restart"
 assert_converged
 repo ', "display_ram": "unlocked"'
 expect_rc 0 apply --auto-approve

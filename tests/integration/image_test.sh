@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Container images by digest against real rootless podman on simulated nodes
+# Container images by digest against the nodes' real engine (rootless podman,
+# or docker with FLEET_TEST_ENGINE=docker: a dockerd per node) on simulated nodes
 # and a real registry (tests/integration/registry.sh):
 # - an image on one node and missing on two is copied to both (save | load
 #   through the controller), then the plan shows no change;
@@ -16,8 +17,12 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 
-has_image() { on_node "$1" "podman image exists $2"; }  # has_image NODE REF-OR-ID
-image_id() { on_node "$1" "podman image inspect --format '{{.Id}}' $2"; }
+has_image() { ce_exists "$1" image "$2"; }  # has_image NODE REF-OR-ID
+image_id() {  # image_id NODE REF: the config digest's hex (docker prefixes sha256:)
+  local id
+  id=$(ce "$1" image inspect --format "'{{.Id}}'" "$2") || return 1
+  echo "${id#sha256:}"
+}
 img() {  # img NAME REF SOURCE NODES: a --image flag for mkrepo
   printf '%s={"ref": "%s", "source": "%s", "nodes": [%s]}' "$1" "$2" "$3" "$4"
 }
@@ -35,14 +40,14 @@ R=$REGISTRY
 
 step "start 3 simulated nodes (pulls from $R allowed over HTTP)"
 start_fleet 3 --insecure-registry "$R"
-on_node dgx1 "podman pull -q $R/fleet/bb@$D1 && podman pull -q $R/fleet/bb2@$D2 && podman pull -q $R/fleet/bb4@$D4 && podman pull -q $R/fleet/bb5@$D5" >/dev/null
+on_node dgx1 "$CE pull -q $R/fleet/bb@$D1 && $CE pull -q $R/fleet/bb2@$D2 && $CE pull -q $R/fleet/bb4@$D4 && $CE pull -q $R/fleet/bb5@$D5" >/dev/null
 C1=$(image_id dgx1 "$R/fleet/bb@$D1")
 C4=$(image_id dgx1 "$R/fleet/bb4@$D4")
 C5=$(image_id dgx1 "$R/fleet/bb5@$D5")
-on_node dgx2 "podman pull -q $R/fleet/bb2:v1" >/dev/null          # same digest, by tag
-on_node dgx3 "podman pull -q $R/other/bb2@$D2" >/dev/null         # same digest, other name
+on_node dgx2 "$CE pull -q $R/fleet/bb2:v1" >/dev/null          # same digest, by tag
+on_node dgx3 "$CE pull -q $R/other/bb2@$D2" >/dev/null         # same digest, other name
 # dgx3 has bb4 under an unrelated name, copied by hand: no registry digest left
-on_node dgx1 "podman save $C4" | on_node dgx3 "podman load -q && podman tag $C4 localhost/renamed:x" >/dev/null
+on_node dgx1 "$CE save $C4" | on_node dgx3 "$CE load -q && $CE tag $C4 localhost/renamed:x" >/dev/null
 
 step "copy to two nodes; the digest under another tag or name is not copied"
 mkrepo --image "$(img bb "$R/fleet/bb@$D1" peers "$ALL")" \
@@ -105,22 +110,23 @@ has_image dgx2 "$R/fleet/bb3@$D3" || fail "bb3 not pulled after the registry cam
 assert_converged
 
 step "truncated transfer: the step fails and leaves no image"
-# A node-side stand-in on dgx1's PATH: `podman save` stops after N bytes
+# A node-side stand-in on dgx1's PATH: `$CE save` stops after N bytes
 # (exit status 0, the worst case), N from /srv/sim/truncate-save.
 root1=$(node_root dgx1)
-cat >"$root1/bin/podman" <<'SH'
+real_ce=$(PATH=/usr/local/bin:/usr/bin:/bin command -v "$CE")
+cat >"$root1/bin/$CE" <<SH
 #!/bin/sh
-if [ "$1" = save ] && [ -s /srv/sim/truncate-save ]; then
-  /usr/bin/podman "$@" | head -c "$(cat /srv/sim/truncate-save)"
+if [ "\$1" = save ] && [ -s /srv/sim/truncate-save ]; then
+  $real_ce "\$@" | head -c "\$(cat /srv/sim/truncate-save)"
   exit 0
 fi
-if [ "$1" = save ] && [ -s /srv/sim/save-instead ]; then  # a whole archive of another image
-  exec /usr/bin/podman save "$(cat /srv/sim/save-instead)"
+if [ "\$1" = save ] && [ -s /srv/sim/save-instead ]; then  # a whole archive of another image
+  exec $real_ce save "\$(cat /srv/sim/save-instead)"
 fi
-exec /usr/bin/podman "$@"
+exec $real_ce "\$@"
 SH
-chmod 0755 "$root1/bin/podman"
-size=$(on_node dgx1 "podman save $C5 | wc -c")
+chmod 0755 "$root1/bin/$CE"
+size=$(on_node dgx1 "$CE save $C5 | wc -c")
 mkrepo --image "$(img bb5 "$R/fleet/bb5@$D5" node:dgx1 '"dgx1", "dgx3"')"
 for cut in $((size / 2)) $((size - 1024)); do
   echo "$cut" >"$root1/sim/truncate-save"
@@ -153,7 +159,7 @@ expect_rc 0 validate
 expect_rc 0 plan --json
 grep -q "FLOATING TAG $R/fleet/bb:v1" "$WORK/out" || fail "plan does not flag the floating tag"
 step "pruning is opt-in, removes only what fleet staged, never under a container"
-on_node dgx2 "podman rmi -f $C1" >/dev/null
+on_node dgx2 "$CE rmi -f $C1" >/dev/null
 mkrepo --image "$(img bb "$R/fleet/bb@$D1" peers "$ALL")" \
   --image "$(img bb5 "$R/fleet/bb5@$D5" node:dgx1 '"dgx1", "dgx3"')"
 expect_rc 0 apply --auto-approve  # copies bb to dgx2 again: staged by fleet there
@@ -173,11 +179,11 @@ assert by["image.bb@dgx2"]["detail"].get("op") == "remove", by["image.bb@dgx2"] 
 removes = {a for a, c in by.items() if c["detail"].get("op") == "remove"}
 assert removes == {"image.bb@dgx2"}, removes  # dgx1 and dgx3 had it before fleet staged it
 PY
-on_node dgx2 "podman create --name user-of-bb $C1 true" >/dev/null
+on_node dgx2 "$CE create --name user-of-bb $C1 true" >/dev/null
 expect_rc 1 apply --auto-approve --purge
 expect_out "is used by container(s) user-of-bb; not removed"
 has_image dgx2 "$C1" || fail "an image a container uses was removed"
-on_node dgx2 "podman rm user-of-bb" >/dev/null
+on_node dgx2 "$CE rm user-of-bb" >/dev/null
 expect_rc 0 apply --auto-approve --purge
 ! has_image dgx2 "$C1" || fail "bb (copied by fleet) still on dgx2"
 has_image dgx1 "$C1" || fail "bb on dgx1 (there before fleet) was removed"

@@ -21,7 +21,7 @@ fail() {
   [[ -f $WORK/err ]] && { echo "--- stderr:" >&2; cat "$WORK/err" >&2; }
   exit 1
 }
-step() { echo "== $*"; }
+step() { echo "== $(date +%T) $*"; }
 
 # fleet with the test repo; output in $WORK/out and $WORK/err.
 fl() {
@@ -44,10 +44,38 @@ no_crash() {
     fail "crash in output"
 }
 
+# The container engine the nodes run (fleet-sim start --engine): tests of
+# images, deployments and display RAM are registered once per engine
+# (tests/meson.build). CE is the node-side CLI tests call directly.
+ENGINE=${FLEET_TEST_ENGINE:-podman}
+case $ENGINE in podman | docker | mixed) ;; *) echo "FLEET_TEST_ENGINE: podman, docker or mixed" >&2; exit 1 ;; esac
+CE=$ENGINE
+[[ $CE == mixed ]] && CE=podman
+if [[ $ENGINE != podman ]] && ! command -v dockerd >/dev/null; then
+  echo "SKIP: dockerd not installed (apt-get install docker.io)"
+  exit 77
+fi
+# ce_exists NODE image|container REF: the engine says it exists (0) or not (1);
+# anything else (ssh failed) is another status. The CLI is the node's (sim.json).
+ce_exists() {
+  local cli
+  cli=$(node_field "$1" engine)
+  case $cli in
+    podman) on_node "$1" "podman $2 exists $3" ;;
+    *) on_node "$1" "docker $2 inspect $3 >/dev/null 2>&1" ;;
+  esac
+}
+# ce NODE ARGS...: the node's own engine CLI (as a string for on_node).
+ce() {
+  local n=$1
+  shift
+  on_node "$n" "$(node_field "$n" engine) $*"
+}
+
 start_fleet() {  # start_fleet N [fleet-sim start options]
   local n=$1
   shift
-  "$SIM" start "$SIMDIR" --nodes "$n" "$@" >"$WORK/sim.log" 2>&1 || {
+  "$SIM" start "$SIMDIR" --nodes "$n" --engine "$ENGINE" "$@" >"$WORK/sim.log" 2>&1 || {
     cat "$WORK/sim.log" >&2
     fail "fleet-sim start"
   }

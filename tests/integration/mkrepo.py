@@ -22,6 +22,8 @@ def main():
     ap.add_argument("--only", default="", help="only these nodes")
     ap.add_argument("--fabric", action="append", default=[],
                     help="NODE=YAML: a node's fabric: block, e.g. dgx1={address: 10.77.0.11}")
+    ap.add_argument("--container-cli", action="append", default=[],
+                    help="NODE=CLI: declare another container_cli than the node's engine")
     ap.add_argument("--image", action="append", default=[],
                     help='NAME=JSON: an images: entry, e.g. b12x={"ref": "r@sha256:...", '
                          '"source": "peers", "nodes": ["dgx1"]}')
@@ -43,6 +45,7 @@ def main():
     only = set(filter(None, args.only.split(",")))
     fabric = dict(f.split("=", 1) for f in args.fabric)
     hostnames = dict(h.split("=", 1) for h in args.hostname)
+    clis = dict(c.split("=", 1) for c in args.container_cli)
 
     lines = ["version: 1", "fleet: sim"]
     if args.state:
@@ -64,7 +67,7 @@ def main():
             "    address: %s" % n.get("address", "127.0.0.1"),
             "    ssh: {user: %s, port: %d}" % (n["user"], n["port"]),
             "    hostname: %s" % hostnames.get(name, name),
-            "    container_cli: podman",
+            "    container_cli: %s" % clis.get(name, n.get("engine", "podman")),
             "    display_ram: %s" % ("unlocked" if name in unlock else "default"),
             "    paths: {hf_cache: /srv/hf/hub, sysfs: /srv/sys, dev: /srv/dev}",
         ]

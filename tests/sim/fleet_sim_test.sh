@@ -58,11 +58,13 @@ globs() { [[ $1 == $2 ]]; }
 
 DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
 GPU_DIR=$DIR.gpu
+DOCKER_DIR=$DIR.docker
 cleanup() {
 	local rc=$?
 	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$GPU_DIR" --purge >/dev/null 2>&1 || true
-	rm -rf -- "$DIR" "$GPU_DIR"
+	"$SIM" stop "$DOCKER_DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -318,6 +320,71 @@ check_eq "spark: the display RAM unlock frees unlock_gain_bytes (2 GiB)" "105548
 out=$(ssh_node 2 "$cuda_free 2>&1 | tail -n 1" 2>&1) || true
 check_if "plain: no CUDA driver" "$out" globs "$out" '*libcuda.so.1*'
 check "fleet-sim stop --purge (GPU sim)" "$SIM" stop "$GPU_DIR" --purge
+
+# ---------------------------------------------------------------- docker engine
+# --engine mixed: dgx1 docker (its own dockerd, GPU toolkit stand-in), dgx2 podman.
+if ! command -v dockerd >/dev/null; then
+	echo "SKIP docker checks: dockerd not installed (apt-get install docker.io)"
+	echo "$PASS passed, $FAIL failed"
+	((FAIL == 0))
+	exit
+fi
+if ! "$SIM" start "$DOCKER_DIR" --nodes 2 --engine mixed --gpu dgx1=gb10,dgx2=gb10 2>/dev/null; then
+	not_ok "fleet-sim start --engine mixed"
+	echo "$PASS passed, $FAIL failed"
+	exit 1
+fi
+ok "fleet-sim start --engine mixed"
+DIR=$DOCKER_DIR
+declare -a ENGINES=() DPIDS=()
+while read -r n p u r e; do
+	NAMES[${#ENGINES[@]}]=$n PORTS[${#ENGINES[@]}]=$p USERS[${#ENGINES[@]}]=$u ROOTS[${#ENGINES[@]}]=$r
+	ENGINES+=("$e")
+done < <(python3 -c '
+import json, sys
+for n in json.load(open(sys.argv[1]))["nodes"]:
+    print(n["name"], n["port"], n["user"], n["root"], n["engine"])
+' "$DIR/sim.json")
+check_eq "sim.json: each node's engine" "docker podman" "${ENGINES[*]}"
+check_eq "fleet.yaml: container_cli follows the engine" "docker podman" \
+	"$(words "$(sed -n 's/^ *container_cli: //p' "$DIR/fleet.yaml")")"
+# shellcheck disable=SC2016 # expanded on the node
+out=$(ssh_node 0 'echo "$DOCKER_HOST"; stat -c "%U:%G %a" /run/docker.sock; docker version --format "{{.Server.Version}}"' 2>&1) || true
+check_if "dgx1: DOCKER_HOST set by sshd, socket root:<node group> 660, daemon answers" "$out" \
+	globs "$(words "$out")" "unix:///run/docker.sock root:${USERS[0]} 660 *"
+out=$(ssh_node 1 'docker version --format "{{.Server.Version}}" 2>&1; echo "rc=$?"' 2>&1) || true
+check_if "dgx2 (podman): the docker CLI is there, no daemon answers" "$out" globs "$out" "*Cannot connect*rc=1"
+dpid=$(<"$DIR/nodes/dgx1/dockerd.pid")
+check "dgx1's dockerd runs in the node's mount namespace" \
+	test "$(readlink "/proc/$dpid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)"
+# a container on dgx1's daemon is not dgx2's user's: the socket's group
+img=$(mktemp -d)
+mkdir -p "$img/bin"
+cp /bin/busybox "$img/bin/busybox"
+ln -s busybox "$img/bin/sh"
+tar -C "$img" -cf "$img.tar" .
+out=$(ssh_node 0 'docker import - fleet-sim/bb:1 >/dev/null && docker run --rm --network=host --gpus all fleet-sim/bb:1 /bin/sh -c "echo in-container"' <"$img.tar" 2>&1) || true
+check_eq "dgx1: docker run --gpus all runs (GPU toolkit stand-in)" "in-container" "$out"
+check_if "dgx1: the hook recorded NVIDIA_VISIBLE_DEVICES=all" "$(cat "${ROOTS[0]}/sim/gpu-hook.log" 2>&1)" \
+	grep -q 'prestart id=.* NVIDIA_VISIBLE_DEVICES=all$' "${ROOTS[0]}/sim/gpu-hook.log"
+out=$(ssh_node 1 'podman import -q - fleet-sim/bb:1 >/dev/null && podman run --rm --device nvidia.com/gpu=all fleet-sim/bb:1 /bin/sh -c "echo \$FLEET_SIM_CDI_DEVICE"' <"$img.tar" 2>&1) || true
+check_eq "dgx2: podman's CDI device nvidia.com/gpu=all (spec in /run/cdi)" "nvidia.com/gpu=all" "$out"
+rm -rf "$img" "$img.tar"
+out=$(ssh_node 0 'docker run -d --network=host fleet-sim/bb:1 /bin/sh -c "sleep 6017"' 2>&1) || true
+check "node-stop dgx1" "$SIM" node-stop "$DIR" dgx1
+check "node-stop stops dgx1's dockerd" test ! -e "/proc/$dpid"
+check "and its container" bash -c "! pgrep -f 'sleep 601[7]' >/dev/null"
+check "node-start dgx1" "$SIM" node-start "$DIR" dgx1
+out=$(ssh_node 0 'docker ps -aq --filter status=exited | wc -l' 2>&1) || true
+check_eq "dgx1 after node-start: the container is there, exited (as after a power cycle)" 1 "$out"
+dpid=$(<"$DIR/nodes/dgx1/dockerd.pid")
+ssh_node 0 'systemctl poweroff' >/dev/null 2>&1 || true
+for ((i = 0; i < 200; i++)); do [[ -e /proc/$dpid ]] || break; sleep 0.05; done
+check "poweroff on dgx1 stops its dockerd" test ! -e "/proc/$dpid"
+"$SIM" node-start "$DIR" dgx1 >/dev/null 2>&1
+dpid=$(<"$DIR/nodes/dgx1/dockerd.pid")
+check "fleet-sim stop --purge (docker sim)" "$SIM" stop "$DIR" --purge
+check "stop stops dgx1's dockerd" test ! -e "/proc/$dpid"
 
 echo "$PASS passed, $FAIL failed"
 ((FAIL == 0))

@@ -1,0 +1,49 @@
+#include "providers/deployment/group_restart.h"
+
+#include "providers/deployment/deployment_json.h"
+#include "providers/deployment/deployment_probe.h"
+#include "providers/deployment/deployment_spec.h"
+
+namespace fleet {
+
+namespace {
+
+// Why the rank on `node` will not be running its declared spec after this
+// plan without a restart ("" when it runs it, or when it cannot be told).
+std::string RankProblem(const Manifest& m, const std::string& name, const std::string& node,
+                        const DiffContext& ctx) {
+  auto it = ctx.all_actual->find(ResourceAddress("deployment", name, node));
+  if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) return "";
+  Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
+  if (!spec.ok()) return "";
+  const ContainerProbe p = it->second.attributes.get<ContainerProbe>();
+  if (!p.exists) return "has no container " + spec->container;
+  if (p.spec != spec->hash) return "is replaced (its spec changed)";
+  if (p.state != "running")
+    return "is " + p.state + " (exit code " + std::to_string(p.exit_code) + ")";
+  return "";
+}
+
+}  // namespace
+
+void RestartWithGroup(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c) {
+  if (c->action == Action::kCreate || c->action == Action::kReplace) return;
+  if (ctx.manifest == nullptr || ctx.all_actual == nullptr) return;
+  auto d = ctx.manifest->deployments.find(desired.name);
+  if (d == ctx.manifest->deployments.end() || d->second.nodes.size() < 2 ||
+      !IsGroupRecipe(d->second.recipe))
+    return;
+  for (const std::string& node : d->second.nodes) {
+    if (node == desired.node) continue;
+    const std::string why = RankProblem(*ctx.manifest, desired.name, node, ctx);
+    if (why.empty()) continue;
+    c->action = Action::kReplace;
+    c->summary =
+        "restart " + desired.attributes.get<DeploymentWant>().shown.container + " with its group";
+    c->reasons.push_back("the rank on " + node + " " + why + ": the ranks of " + desired.name +
+                         " restart together (workers first, the head last)");
+    return;
+  }
+}
+
+}  // namespace fleet

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# GPUs in serves (recipe gpus / ipc / ulimits) on a mixed fleet:
+# - dgx1 (docker, GPU toolkit stand-in): gpus = "all" reaches the NVIDIA
+#   hook (NVIDIA_VISIBLE_DEVICES=all in the OCI bundle), ipc = "host" and
+#   the stack ulimit reach the container;
+# - dgx2 (podman, CDI spec): gpus = "all" is the CDI device nvidia.com/gpu=all;
+# - dgx3 (docker, no GPU toolkit): the plan refuses the serve and says what
+#   to install, exit 1, nothing started.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/registry.sh"
+command -v dockerd >/dev/null || { echo "SKIP: dockerd not installed (apt-get install docker.io)"; exit 77; }
+
+P1=$(free_port)
+P2=$(free_port)
+P3=$(free_port)
+step "registry, image, dgx1 docker+GPU, dgx2 podman+GPU, dgx3 docker without GPU"
+registry_start
+R=$REGISTRY
+D=$(image_push fleet/gpu v1)
+start_fleet 3 --insecure-registry "$R" --engine dgx1=docker,dgx2=podman,dgx3=docker \
+  --gpu dgx1=gb10,dgx2=gb10
+mkdir -p "$REPO/recipes"
+serve='busybox mkdir -p /www/v1 && echo ok > /www/v1/models && env > /www/v1/env && (ulimit -s > /www/v1/stack) && exec busybox httpd -f -p {port} -h /www'
+recipe() {  # recipe FILE EXTRA-TOML
+  cat >"$REPO/recipes/$1" <<TOML
+model = ""
+args = ["sh", "-c", $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$serve")]
+$2
+TOML
+}
+recipe docker.toml $'gpus = "all"\nipc = "host"\nulimits = {stack = 67108864}'
+recipe podman.toml $'gpus = "all"\nulimits = {stack = 67108864}'
+dep() {  # dep NAME RECIPE NODE PORT
+  printf '%s={"recipe": "recipes/%s", "nodes": ["%s"], "image": "bb", "port": %s, "health": {"path": "/v1/models", "timeout": "20s"}}' "$@"
+}
+IMG="bb={\"ref\": \"$R/fleet/gpu@$D\", \"source\": \"registry\"}"
+
+step "a docker node without the GPU toolkit: plan error naming the fix, nothing started"
+mkrepo --image "$IMG" --deployment "$(dep g3 docker.toml dgx3 "$P3")"
+expect_rc 0 validate
+expect_rc 1 plan
+expect_out 'deployment.g3@dgx3: gpus = "all": docker on dgx3 cannot give GPUs'
+expect_out "nvidia-container-toolkit"
+expect_rc 1 apply --auto-approve
+ce_exists dgx3 container fleet-g3 && fail "fleet-g3 was created on dgx3"
+
+step "docker: gpus = all reaches the GPU hook; podman: the CDI device"
+mkrepo --image "$IMG" --deployment "$(dep g1 docker.toml dgx1 "$P1")" \
+  --deployment "$(dep g2 podman.toml dgx2 "$P2")"
+expect_rc 2 plan --detailed-exitcode
+expect_out '--gpus=all'
+expect_out 'nvidia.com/gpu=all'
+expect_rc 0 apply --auto-approve
+hook_log=$(node_root dgx1)/sim/gpu-hook.log
+id1=$(ce dgx1 container inspect --format "'{{.Id}}'" fleet-g1)
+grep -q "prestart id=$id1 NVIDIA_VISIBLE_DEVICES=all\$" "$hook_log" ||
+  fail "the GPU hook did not see fleet-g1 ask for all GPUs: $(cat "$hook_log" 2>&1)"
+[[ $(ce dgx1 container inspect --format "'{{.HostConfig.IpcMode}}'" fleet-g1) == host ]] || fail "ipc not host"
+[[ $(curl -s "http://127.0.0.1:$P1/v1/stack") == 65536 ]] || fail "stack ulimit: $(curl -s "http://127.0.0.1:$P1/v1/stack")"
+curl -s "http://127.0.0.1:$P2/v1/env" | grep -qx 'FLEET_SIM_CDI_DEVICE=nvidia.com/gpu=all' ||
+  fail "podman's serve did not get the CDI device: $(curl -s "http://127.0.0.1:$P2/v1/env")"
+[[ $(curl -s "http://127.0.0.1:$P2/v1/stack") == 65536 ]] || fail "podman stack ulimit"
+assert_converged
+
+step "a different GPU request replaces the serve"
+recipe docker.toml $'gpus = ["0"]\nipc = "host"\nulimits = {stack = 67108864}'
+expect_rc 2 plan --detailed-exitcode
+expect_out "replace fleet-g1"
+expect_rc 0 apply --auto-approve
+id1=$(ce dgx1 container inspect --format "'{{.Id}}'" fleet-g1)
+grep -q "prestart id=$id1 NVIDIA_VISIBLE_DEVICES=0\$" "$hook_log" || fail "device 0 not asked for: $(cat "$hook_log")"
+assert_converged
+expect_rc 0 destroy --auto-approve
+no_crash
+echo PASS
