@@ -65,43 +65,15 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
 Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide& dst,
                                             const std::vector<CopyItem>& items,
                                             const FabricRoute& route, const CopyOptions& options) {
-  std::vector<const CopyItem*> order;
-  for (const CopyItem& i : items) order.push_back(&i);
-  std::stable_sort(order.begin(), order.end(), [](const CopyItem* a, const CopyItem* b) {
-    return a->size - a->offset > b->size - b->offset;
-  });
-  std::mutex mu;
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  Status first_error;
-  CopyReport report;
-  auto worker = [&] {
-    auto fail = [&](const Status& s) {
-      std::lock_guard<std::mutex> l(mu);
-      if (!failed.exchange(true)) first_error = s;
-    };
-    Result<std::unique_ptr<Transport>> s = src.connect();
-    if (!s.ok()) return fail(s.status());
-    Result<std::unique_ptr<Transport>> d = dst.connect();
-    if (!d.ok()) return fail(d.status());
-    for (size_t i = next++; i < order.size() && !failed; i = next++) {
-      Status st = CopyOneOverFabric(s->get(), d->get(), src, dst, *order[i], route);
-      if (!st.ok()) return fail(st);
-      const uint64_t n = order[i]->size - order[i]->offset;
-      if (options.on_bytes) options.on_bytes(n);
-      std::lock_guard<std::mutex> l(mu);
-      report.bytes += n;
-      if (BlobHashKindOf(order[i]->blob) != BlobHashKind::kNone)
-        report.hashed.push_back(order[i]->path);
-    }
-  };
-  int n = std::max(1, std::min<int>(options.streams, static_cast<int>(order.size())));
-  std::vector<std::thread> pool;
-  for (int i = 1; i < n; ++i) pool.emplace_back(worker);
-  if (!order.empty()) worker();
-  for (auto& t : pool) t.join();
-  if (failed) return first_error;
-  return report;
+  return model_copy_internal::CopyInStreams(
+      src, dst, items, options.streams,
+      [&](Transport* s, Transport* d, const CopyItem& item, bool* hashed) {
+        Status st = CopyOneOverFabric(s, d, src, dst, item, route);
+        if (!st.ok()) return st;
+        if (options.on_bytes) options.on_bytes(item.size - item.offset);
+        *hashed = BlobHashKindOf(item.blob) != BlobHashKind::kNone;
+        return Status::OK();
+      });
 }
 
 }  // namespace fleet

@@ -219,8 +219,11 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
   return report;
 }
 
-Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
-                                  const std::vector<CopyItem>& items, const CopyOptions& options) {
+namespace model_copy_internal {
+
+Result<CopyReport> CopyInStreams(const CopySide& src, const CopySide& dst,
+                                 const std::vector<CopyItem>& items, int streams,
+                                 const CopyOneFn& copy_one) {
   std::vector<const CopyItem*> order;
   for (const CopyItem& i : items) order.push_back(&i);
   // Largest first: the streams finish together.
@@ -243,20 +246,31 @@ Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
     if (!d.ok()) return fail(d.status());
     for (size_t i = next++; i < order.size() && !failed; i = next++) {
       bool hashed = false;
-      Status st = CopyOne(s->get(), d->get(), src, dst, *order[i], options, &hashed);
+      Status st = copy_one(s->get(), d->get(), *order[i], &hashed);
       if (!st.ok()) return fail(st);
       std::lock_guard<std::mutex> l(mu);
       report.bytes += order[i]->size - order[i]->offset;
       if (hashed) report.hashed.push_back(order[i]->path);
     }
   };
-  int n = std::max(1, std::min<int>(options.streams, static_cast<int>(order.size())));
+  int n = std::max(1, std::min<int>(streams, static_cast<int>(order.size())));
   std::vector<std::thread> pool;
   for (int i = 1; i < n; ++i) pool.emplace_back(worker);
   if (!order.empty()) worker();
   for (auto& t : pool) t.join();
   if (failed) return first_error;
   return report;
+}
+
+}  // namespace model_copy_internal
+
+Result<CopyReport> CopyModelFiles(const CopySide& src, const CopySide& dst,
+                                  const std::vector<CopyItem>& items, const CopyOptions& options) {
+  return model_copy_internal::CopyInStreams(
+      src, dst, items, options.streams,
+      [&](Transport* s, Transport* d, const CopyItem& item, bool* hashed) {
+        return CopyOne(s, d, src, dst, item, options, hashed);
+      });
 }
 
 }  // namespace fleet

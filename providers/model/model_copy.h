@@ -64,6 +64,18 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
 // The target-side script pieces, shared with the copy over the fabric
 // (providers/model/fabric_copy.cc).
 namespace model_copy_internal {
+
+// Copies one item over connections of its own stream; sets *hashed when the
+// content was checked against its blob name.
+using CopyOneFn =
+    std::function<Status(Transport* src, Transport* dst, const CopyItem& item, bool* hashed)>;
+
+// Runs `copy_one` over `items`, largest first, `streams` at once, each stream
+// with one connection per side. Stops at the first failure.
+Result<CopyReport> CopyInStreams(const CopySide& src, const CopySide& dst,
+                                 const std::vector<CopyItem>& items, int streams,
+                                 const CopyOneFn& copy_one);
+
 struct Paths {
   std::string inc;    // shell word: where the bytes go
   std::string final;  // shell word: the file once complete
