@@ -23,6 +23,8 @@ std::vector<std::string> DisplacedServes(const Manifest* m, const std::string& n
 
 void WaitForDisplacedServes(const DesiredResource& desired, const DiffContext& ctx,
                             const std::vector<std::string>& serving, PlanChange* c) {
+  // A change in error is never applied, so it waits for nothing.
+  if (!c->error.empty()) return;
   const std::string prefix = ContainerName("");
   for (const std::string& name : DisplacedServes(ctx.manifest, desired.node, serving)) {
     const std::string address =
