@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "src/shell_quote.h"
@@ -172,6 +173,30 @@ $to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $
   return s;
 }
 
+namespace {
+
+// One "e" record of the listing: %y %Y %P %l (type, type of the target,
+// path, link target).
+std::optional<SnapshotEntry> ParseEntryRecord(const std::string& rest) {
+  std::vector<std::string> e = SplitTabs(rest, 4);
+  if (e.size() != 4) return std::nullopt;
+  SnapshotEntry entry;
+  entry.path = e[2];
+  if (e[0] == "l") {
+    entry.target = e[3];
+    entry.blob = BlobOf(entry.target);
+    if (e[1] == "N" || e[1] == "L" || e[1] == "?")
+      entry.link = LinkKind::kBroken;
+    else if (!entry.target.empty() && entry.target[0] == '/')
+      entry.link = LinkKind::kAbsolute;
+    else
+      entry.link = LinkKind::kRelative;
+  }
+  return entry;
+}
+
+}  // namespace
+
 HubProbe ParseHubProbe(const std::string& output) {
   HubProbe p;
   std::map<std::string, uint64_t> sizes;
@@ -198,21 +223,8 @@ HubProbe ParseHubProbe(const std::string& output) {
     } else if (k == "snapshot") {
       p.snapshot = true;
     } else if (k == "e") {
-      std::vector<std::string> e = SplitTabs(rest, 4);  // %y %Y %P %l
-      if (e.size() != 4) continue;
-      SnapshotEntry entry;
-      entry.path = e[2];
-      if (e[0] == "l") {
-        entry.target = e[3];
-        entry.blob = BlobOf(entry.target);
-        if (e[1] == "N" || e[1] == "L" || e[1] == "?")
-          entry.link = LinkKind::kBroken;
-        else if (!entry.target.empty() && entry.target[0] == '/')
-          entry.link = LinkKind::kAbsolute;
-        else
-          entry.link = LinkKind::kRelative;
-      }
-      p.entries.push_back(std::move(entry));
+      if (std::optional<SnapshotEntry> entry = ParseEntryRecord(rest))
+        p.entries.push_back(std::move(*entry));
     } else if (k == "s") {
       std::vector<std::string> e = SplitTabs(rest, 2);  // %s %P
       if (e.size() == 2) sizes[e[1]] = ToU64(e[0]);
