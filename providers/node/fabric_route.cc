@@ -6,10 +6,8 @@
 
 namespace fleet {
 
-namespace {
-
-FabricEndpoint EndpointOf(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
-                          const std::string& node) {
+FabricEndpoint NodeFabricEndpoint(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
+                                  const std::string& node) {
   auto spec = m.nodes.find(node);
   if (spec == m.nodes.end()) return FabricEndpoint{};
   std::vector<FabricPort> ports;
@@ -19,8 +17,6 @@ FabricEndpoint EndpointOf(const Manifest& m, const std::map<std::string, NodeFac
   }
   return ResolveFabric(spec->second.fabric_address, spec->second.fabric_interface, ports);
 }
-
-}  // namespace
 
 std::string FabricRoute::Describe() const {
   const std::string arrow = from + " \u2192 " + to;
@@ -68,7 +64,8 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
     r.why_not = "no manifest to read fabric addresses from";
     return r;
   }
-  const FabricEndpoint s = EndpointOf(*m, facts, from), t = EndpointOf(*m, facts, to);
+  const FabricEndpoint s = NodeFabricEndpoint(*m, facts, from),
+                       t = NodeFabricEndpoint(*m, facts, to);
   if (!s.usable() || !t.usable()) {
     const FabricEndpoint& missing = s.usable() ? t : s;
     r.why_not = (s.usable() ? to : from) + " has no fabric address: " +

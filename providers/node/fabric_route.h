@@ -10,6 +10,7 @@
 #include <string>
 
 #include "manifests/manifest.h"
+#include "providers/node/fabric_facts.h"
 #include "src/resource.h"
 
 namespace fleet {
@@ -27,6 +28,12 @@ struct FabricRoute {
   nlohmann::json ToJson() const;
   static FabricRoute FromJson(const nlohmann::json& j);
 };
+
+// The fabric endpoint of `node`: declared in `m` (checked against its
+// probed ports), else probed. `facts` may be null or lack the node (not
+// probed): only a declaration counts then. An unknown node has none.
+FabricEndpoint NodeFabricEndpoint(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
+                                  const std::string& node);
 
 // The route for a copy from `from` to `to`: direct when both have a usable
 // fabric endpoint (declared or probed) in one subnet, and the controller's
