@@ -10,7 +10,10 @@
 # - a wrong key is refused: the step fails, nothing is named, no listener stays;
 # - the source killed mid-transfer: the step fails, nothing half-loaded is
 #   named, the listener is gone, and a re-apply completes;
-# - a model staged from dgx1 over the fabric, verified on arrival.
+# - a model staged from dgx1 over the fabric, verified on arrival;
+# - the source killed mid-transfer of a model: the step fails, only
+#   .incomplete files are left (no blob name holds a partial file), no
+#   listener stays, and a re-apply resumes and completes.
 source "$(dirname "$0")/lib.sh"
 
 for tool in ip tc nsenter openssl podman; do
@@ -149,5 +152,49 @@ if [[ $REV =~ ^[0-9a-f]{40}$ ]]; then
 else
   echo "   (skipped: mkmodel.py does not make a model this way)"
 fi
+
+step "the source killed mid-transfer of a model"
+REV2=$(printf 'fleet-fabric-model-kill' | sha1sum | cut -c1-40)
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/fab-big \
+  --revision "$REV2" --shards 2 --shard-kb 61440 --owner "$(node_field dgx1 user)" >/dev/null
+BIG='big={"repo": "fleet/fab-big", "revision": "'$REV2'", "source": "node:dgx1", "nodes": ["dgx3"]}'
+mkrepo --image "$IMG" --model 'm={"repo": "fleet/fab-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2"]}' --model "$BIG"
+blobs=$(node_root dgx3)/hf/hub/models--fleet--fab-big/blobs
+fl apply --auto-approve &
+apply_pid=$!
+killed=
+for _ in $(seq 400); do
+  pid=$(pgrep -u "$src_user" -f 's_client' | head -n 1 || true)
+  if [[ -n $pid ]]; then
+    sleep 0.3
+    kill -KILL "$pid" 2>/dev/null && killed=$pid
+    break
+  fi
+  sleep 0.02
+done
+rc=0
+wait "$apply_pid" || rc=$?
+[[ -n $killed ]] || fail "never saw the source's s_client to kill"
+[[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
+grep -q "model.big@dgx3" "$WORK/out" "$WORK/err" || fail "the failed step is not named"
+partial=$(find "$blobs" -name '*.incomplete' -size +0 | wc -l)
+((partial >= 1)) || fail "no partial .incomplete blob on dgx3 to resume from: $(ls -la "$blobs")"
+# Every blob under its final name is whole: LFS blobs hash to their name.
+for f in "$blobs"/*; do
+  b=$(basename "$f")
+  [[ $b == *.incomplete ]] && continue
+  if [[ ${#b} == 64 ]]; then
+    [[ $(sha256sum <"$f" | cut -d' ' -f1) == "$b" ]] || fail "dgx3 names a half-copied blob $b"
+  fi
+done
+no_listener_on dgx3
+no_listener_on dgx1
+resumed_from=$(find "$blobs" -name '*.incomplete' -printf '%s\n' | sort -n | tail -n 1)
+expect_rc 0 apply --auto-approve
+expect_out "dgx1 → dgx3 over fabric 10.77.0.0/24"
+[[ -z $(find "$blobs" -name '*.incomplete') ]] || fail ".incomplete blobs left after the re-apply"
+echo "   resumed a blob from $resumed_from bytes"
+no_listener_on dgx3
+assert_converged
 
 echo PASS
