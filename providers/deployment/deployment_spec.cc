@@ -6,6 +6,7 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
@@ -222,12 +223,7 @@ std::string SpecHash(const ContainerSpec& s) {
                         {"env", s.env},
                         {"env_from", s.env_from}};
   // Only when set: the hash of a serve that uses no fabric stays what it was.
-  if (s.fabric) {
-    const FabricValues& f = *s.fabric;
-    all["fabric"] = {
-        {"address", f.address},     {"interface", f.interface},       {"hcas", f.hcas},
-        {"gid_index", f.gid_index}, {"head_address", f.head_address}, {"subnet", f.subnet}};
-  }
+  if (s.fabric) all.emplace("fabric", nlohmann::json(*s.fabric));
   return HashBlobData(BlobHashKind::kSha256, all.dump());
 }
 
