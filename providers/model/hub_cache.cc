@@ -137,13 +137,17 @@ if [ -n "$m" ]; then
   s="$m/snapshots/$r"
   if [ -n "$r" ] && [ -d "$s" ]; then
     printf 'snapshot\t1\n'
-    $ft find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null
+    # The listing is framed by tabs and newlines: a name holding one is
+    # reported, never misread.
+    tn=$(printf '*[\t\n]*')
+    $ft find -H "$s" -mindepth 1 \( -name "$tn" -printf 'badname\t1\n' \) -o \
+      \( ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' \) 2>/dev/null
     case $? in
       0) ;;
       124) printf 'err\tlisting %s timed out (a hung network mount?)\n' "$s" ;;
       *) printf 'err\tcannot list %s (GNU find with -printf is needed)\n' "$s" ;;
     esac
-    $ft find -L "$s" -mindepth 1 -type f -printf 's\t%s\t%P\n' 2>/dev/null
+    $ft find -L "$s" -mindepth 1 ! -name "$tn" -type f -printf 's\t%s\t%P\n' 2>/dev/null
     [ $? -ne 124 ] || printf 'err\treading sizes under %s timed out (a hung network mount?)\n' "$s"
   fi
   i=$(find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
@@ -171,6 +175,7 @@ $to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $
 HubProbe ParseHubProbe(const std::string& output) {
   HubProbe p;
   std::map<std::string, uint64_t> sizes;
+  int bad_names = 0;
   std::istringstream in(output);
   std::string line;
   while (std::getline(in, line)) {
@@ -248,11 +253,17 @@ HubProbe ParseHubProbe(const std::string& output) {
       p.stores[e[0]] = d;
     } else if (k == "err") {
       p.errors.push_back(rest);
+    } else if (k == "badname") {
+      ++bad_names;
     } else if (k == "resolved") {
       p.floating = true;
       p.resolved = rest;
     }
   }
+  if (bad_names > 0)
+    p.errors.push_back(std::to_string(bad_names) +
+                       " name(s) in the snapshot hold a tab or a newline, which fleet cannot "
+                       "list safely: rename them");
   for (SnapshotEntry& e : p.entries) {
     auto it = sizes.find(e.path);
     if (it != sizes.end() && e.link != LinkKind::kBroken) {
