@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "providers/deployment/deployment_fabric.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
@@ -286,7 +287,10 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
   std::vector<DesiredResource> out;
   for (const auto& [name, d] : m.deployments) {
     for (const std::string& node : d.nodes) {
-      Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
+      // Before the probe only declared fabric endpoints are known: Diff
+      // renders a deployment that uses the fabric again with the probed ones.
+      Result<ContainerSpec> spec = RenderWithFabric(m, name, node, nullptr);
+      if (!spec.ok()) spec = RenderContainerSpec(m, name, node);
       if (!spec.ok()) continue;  // the loader reports what is missing
       DesiredResource r;
       r.address = ResourceAddress("deployment", name, node);
@@ -352,6 +356,20 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
 }
 
 namespace deployment_internal {
+
+Result<DesiredResource> WithFabricFacts(const DesiredResource& desired, const DiffContext& ctx) {
+  if (ctx.manifest == nullptr) return desired;
+  auto d = ctx.manifest->deployments.find(desired.name);
+  if (d == ctx.manifest->deployments.end() || !UsesFabric(d->second)) return desired;
+  Result<ContainerSpec> spec =
+      RenderWithFabric(*ctx.manifest, desired.name, desired.node, ctx.all_facts);
+  if (!spec.ok()) return spec.status();
+  DesiredResource out = desired;
+  DeploymentWant want = desired.attributes.get<DeploymentWant>();
+  want.shown = spec->Shown();
+  out.attributes = want;
+  return out;
+}
 
 PlanChange Changed(const DeploymentDiffInput& in, Action action, std::string summary) {
   PlanChange c = in.base;
@@ -522,11 +540,21 @@ void NoteUnrecorded(const DesiredResource& desired, const ActualResource& actual
 }  // namespace deployment_internal
 
 using deployment_internal::CheckEnvFrom;
+using deployment_internal::WithFabricFacts;
 using deployment_internal::DiffContainer;
 using deployment_internal::NoteUnrecorded;
 
-PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+PlanChange DeploymentProvider::Diff(const DesiredResource& declared, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  Result<DesiredResource> with_fabric = WithFabricFacts(declared, ctx);
+  if (!with_fabric.ok()) {
+    PlanChange c = ChangeFor(declared);
+    c.after = declared.attributes;
+    c.detail = DeploymentDetail{declared.name, "", ""};
+    c.error = declared.address + ": " + with_fabric.status().message();
+    return c;
+  }
+  const DesiredResource& desired = *with_fabric;
   PlanChange c = DiffContainer(desired, actual, record, ctx);
   if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
@@ -625,10 +653,13 @@ std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& no
   return out;
 }
 
-Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& desired,
+Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& declared,
                                                  const ActualResource& actual,
                                                  const DiffContext& ctx) const {
   using R = Result<nlohmann::json>;
+  Result<DesiredResource> with_fabric = deployment_internal::WithFabricFacts(declared, ctx);
+  if (!with_fabric.ok()) return with_fabric.status();
+  const DesiredResource& desired = *with_fabric;
   const DeploymentWant want = desired.attributes.get<DeploymentWant>();
   const std::string& container = want.shown.container;
   if (!actual.probed) return R::Error(desired.node + " could not be probed");
@@ -670,9 +701,12 @@ Result<nlohmann::json> RemoveDeployment(const PlanChange& change, const StepCont
 // The spec the step runs: rendered again, and still the one the plan showed.
 Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext& ctx,
                                     const std::string& name) {
-  Result<ContainerSpec> spec = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
+  // The fabric facts the plan found (the probe's), not found again.
+  const DeploymentWant planned = change.after.get<DeploymentWant>();
+  Result<ContainerSpec> spec = RenderContainerSpec(
+      *ctx.manifest, name, ctx.node->name, planned.shown.fabric ? &*planned.shown.fabric : nullptr);
   if (!spec.ok()) return spec.status();
-  if (spec->hash != change.after.get<DeploymentWant>().shown.spec)
+  if (spec->hash != planned.shown.spec)
     return Result<ContainerSpec>::Error(
         "deployment " + name + " differs from the plan (the manifests changed since): plan again");
   return spec;

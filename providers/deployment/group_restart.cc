@@ -1,5 +1,6 @@
 #include "providers/deployment/group_restart.h"
 
+#include "providers/deployment/deployment_fabric.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
@@ -14,7 +15,7 @@ std::string RankProblem(const Manifest& m, const std::string& name, const std::s
                         const DiffContext& ctx) {
   auto it = ctx.all_actual->find(ResourceAddress("deployment", name, node));
   if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) return "";
-  Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
+  Result<ContainerSpec> spec = RenderWithFabric(m, name, node, ctx.all_facts);
   if (!spec.ok()) return "";
   const ContainerProbe p = it->second.attributes.get<ContainerProbe>();
   if (!p.exists) return "has no container " + spec->container;

@@ -389,6 +389,17 @@ Status ModelStaging::CopyFromSource() {
   return s.ok() ? Reprobe() : s;
 }
 
+Result<bool> ModelStaging::FabricStillUsable() {
+  if (!step_.route || !step_.route->direct) return false;
+  Result<std::unique_ptr<Transport>> source = connect_(step_.want.source_node);
+  if (!source.ok()) return source.status();
+  Result<std::string> problem = FabricRouteProblem(source->get(), t_, *step_.route);
+  if (!problem.ok()) return problem.status();
+  if (problem->empty()) return true;
+  Say("the fabric is not usable now (" + *problem + "): copying through the controller instead");
+  return false;
+}
+
 // A node that sees both folders (a store it mounts and its own cache)
 // copies on its own: the bytes need not cross the network twice.
 Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
@@ -419,9 +430,10 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
     CopyOptions co;
     co.streams = options_.copy_streams;
     co.on_bytes = [&](uint64_t n) { meter.Add(n); };
-    cr = step_.route && step_.route->direct
-             ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co)
-             : CopyModelFiles(from, to, plan.items, co);
+    Result<bool> direct = FabricStillUsable();
+    if (!direct.ok()) return direct.status();
+    cr = *direct ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co)
+                 : CopyModelFiles(from, to, plan.items, co);
     if (!cr.ok()) return cr.status();
     hashed_.insert(cr->hashed.begin(), cr->hashed.end());
   }
