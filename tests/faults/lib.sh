@@ -187,6 +187,18 @@ wait_apply() {
   return "$rc"
 }
 
+# session_pids NODE: the node's per-connection sshd processes: each child of
+# the listening sshd ("sshd: USER [priv]") and its sshd child that carries
+# the connection ("sshd: USER@notty"); not the commands they run.
+session_pids() {
+  local listener p
+  listener=$(cat "$SIMDIR/nodes/$1/sshd/sshd.pid")
+  for p in $(pgrep -P "$listener"); do
+    echo "$p"
+    pgrep -P "$p" -x sshd || true
+  done
+}
+
 # ---------------------------------------------------------------- checks
 
 # check_apply_outcome RC NODE: an apply hit by a fault on NODE ended by
@@ -283,6 +295,7 @@ run_trials() {
     if ("$fn" "$i") >"$WORK/trial.log" 2>&1; then
       passed=$((passed + 1))
       echo "$fault trial $i: ok $(cat "$WORK/note") ($((SECONDS - t0)) s)"
+      [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$i.apply.log"; }
     else
       line=$(grep -m1 '^FAIL: ' "$WORK/trial.log" | cut -c7- | cut -c1-200)
       left+=("trial $i: ${line:-exited without FAIL line} $(cat "$WORK/note")")

@@ -10,12 +10,12 @@
 #   TRIALS=N bash tests/faults/sshcut.sh
 SSHCUT_STEPS=(image stage reload start)
 
-# cut_sessions NODE: kills the per-connection sshd processes of the node
-# (children of its listening sshd), not the listener: the node stays up.
+# cut_sessions NODE: kills (-9) the per-connection sshd processes of the
+# node (lib.sh's session_pids), not the listener: the node stays up.
 cut_sessions() {
-  local listener
-  listener=$(cat "$SIMDIR/nodes/$1/sshd/sshd.pid")
-  pkill -9 -P "$listener" || true
+  local pids
+  pids=$(session_pids "$1")
+  [[ -z $pids ]] || kill -9 $pids 2>/dev/null || true
 }
 
 trial_sshcut() {

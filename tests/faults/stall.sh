@@ -8,18 +8,18 @@
 # resumed (they find their connection gone) and the invariants of lib.sh
 # are checked.
 #   TRIALS=N bash tests/faults/stall.sh
-STALL_STEPS=(image stage reload start)
+STALL_STEPS=(${STALL_STEPS:-image stage reload start})
 STALL_LIMIT=${STALL_LIMIT:-120}
 
 trial_stall() {
-  local ev=${STALL_STEPS[$((($1 - 1) % ${#STALL_STEPS[@]}))]} node ms rc=0 listener t0
+  local ev=${STALL_STEPS[$((($1 - 1) % ${#STALL_STEPS[@]}))]} node ms rc=0 stopped= t0
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
     ms=$(random_ms 200)
     sleep_ms "$ms"
-    listener=$(cat "$SIMDIR/nodes/$node/sshd/sshd.pid")
-    pkill -STOP -P "$listener" || true
+    stopped=$(session_pids "$node")
+    [[ -z $stopped ]] || kill -STOP $stopped 2>/dev/null || true
     note "stop=$ev@$node+${ms}ms"
   else
     note "missed=$ev"
@@ -27,7 +27,7 @@ trial_stall() {
   t0=$SECONDS
   FAULT_APPLY_LIMIT=$STALL_LIMIT wait_apply "$APPLY_PID" "$STALL_LIMIT" || rc=$?
   note "ended-after=$((SECONDS - t0))s"
-  [[ -n ${listener-} ]] && { pkill -CONT -P "$listener" || true; }
+  [[ -z $stopped ]] || kill -CONT $stopped 2>/dev/null || true
   FAULT_APPLY_LIMIT=$STALL_LIMIT check_apply_outcome "$rc" "${node-}"
   check_state_after_fault "$WORK/apply.log"
   recover_and_check
