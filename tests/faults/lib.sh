@@ -297,7 +297,7 @@ run_trials() {
       echo "$fault trial $i: ok $(cat "$WORK/note") ($((SECONDS - t0)) s)"
       [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$i.apply.log"; }
     else
-      line=$(grep -m1 '^FAIL: ' "$WORK/trial.log" | cut -c7- | cut -c1-200)
+      line=$(grep -m1 '^FAIL: ' "$WORK/trial.log" | cut -c7- | cut -c1-200) || true
       left+=("trial $i: ${line:-exited without FAIL line} $(cat "$WORK/note")")
       echo "$fault trial $i: FAILED $(cat "$WORK/note"): ${line:-see log} ($((SECONDS - t0)) s)"
       if [[ -n ${FAULT_LOG_DIR-} ]]; then

@@ -9,8 +9,8 @@ per broken invariant and exits 1 if there is any; exits 0 silently.
 - --before: every address the snapshot held is still there and the serial
   did not go back (nothing finished is lost);
 - --log: every "ADDR: complete after" line fleet printed before the fault
-  is in the state, unless the step removed it ("ADDR: Destroying..."
-  in the same log);
+  is in the state, unless the step removed it ("ADDR: Destroying...") or
+  a rollback undid it ("ADDR: rolled back") in the same log;
 - --unlocked NODE: the node's display RAM is not at its boot default, so
   the state must hold display_ram.NODE with the original values recorded;
 - --addresses FILE: write the state's addresses there (one a line), for a
@@ -58,7 +58,7 @@ def main():
 
     if a.log and os.path.exists(a.log):
         text = open(a.log, errors="replace").read()
-        removed = set(re.findall(r"^(\S+): Destroying", text, re.M))
+        removed = set(re.findall(r"^(\S+): (?:Destroying|rolled back)", text, re.M))
         for addr in re.findall(r"^(\S+): complete after", text, re.M):
             if addr not in addrs and addr not in removed:
                 bad.append("finished but not in state: %s" % addr)
