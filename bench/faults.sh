@@ -22,7 +22,12 @@ for f in "${FAULTS[@]}"; do
   n=$TRIALS
   [[ $f == kill9 ]] || ((n = TRIALS < OTHER ? TRIALS : OTHER))
   echo "== $(date +%T) $f: $n trials" >&2
-  line=$(TRIALS=$n bash "tests/faults/$f.sh" 2>&1 | tee /dev/stderr | grep '^FAULT ' | tail -1)
+  # each line to stderr as it comes (tee /dev/stderr would reopen and
+  # truncate a log file stderr points at), the summary line kept
+  line=$(TRIALS=$n bash "tests/faults/$f.sh" 2>&1 | while IFS= read -r l; do
+    printf '%s\n' "$l" >&2
+    [[ $l != FAULT\ * ]] || printf '%s\n' "$l"
+  done | tail -1)
   results+=("${line:-FAULT $f trials=$n passed=0 left=the script did not finish}")
 done
 printf '\n%-11s %7s %7s  %s\n' fault trials passed "what a failing trial left"

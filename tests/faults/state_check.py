@@ -13,6 +13,7 @@ per broken invariant and exits 1 if there is any; exits 0 silently.
   a rollback undid it ("ADDR: rolled back") in the same log;
 - --unlocked NODE: the node's display RAM is not at its boot default, so
   the state must hold display_ram.NODE with the original values recorded;
+- --has ADDR: the state must hold ADDR (what a converged apply made);
 - --addresses FILE: write the state's addresses there (one a line), for a
   later --before.
 """
@@ -35,6 +36,7 @@ def main():
     ap.add_argument("--log", default="")
     ap.add_argument("--unlocked", action="append", default=[])
     ap.add_argument("--addresses", default="")
+    ap.add_argument("--has", action="append", default=[])
     a = ap.parse_args()
 
     bad = []
@@ -67,6 +69,10 @@ def main():
         rec = addrs.get("display_ram.%s" % node)
         if rec is None or not (rec.get("attributes") or {}).get("original"):
             bad.append("display RAM of %s not at its default and unrecorded" % node)
+
+    for addr in a.has:
+        if addr not in addrs:
+            bad.append("%s is on its node but not in the state" % addr)
 
     if a.addresses:
         with open(a.addresses, "w") as f:
