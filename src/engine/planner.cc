@@ -317,14 +317,9 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   AddUnrecorded(*providers_, probed, skip_nodes, recorded, manifest_, options, &changes);
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
-  if (!options.destroy) {
-    std::set<std::string> declared;
-    for (const auto& [address, d] : deps) declared.insert(address);
-    OrderUndeclaredRemovals(declared, type_order, &changes);
-    CheckAddedDependencies(changes, deps, options, &plan.errors);
-  }
+  if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);
+  if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
   if (options.destroy) ReverseForDestroy(dependents, &changes);
-
   if (options.destroy) std::reverse(type_order.begin(), type_order.end());
   if (!SortByDependencies(&changes, type_order))
     plan.errors.push_back("dependency cycle between resources");

@@ -4,7 +4,7 @@
 
 namespace fleet {
 
-void OrderUndeclaredRemovals(const std::set<std::string>& declared,
+void OrderUndeclaredRemovals(const std::map<std::string, std::vector<std::string>>& declared,
                              const std::vector<std::string>& type_order,
                              std::vector<PlanChange>* changes) {
   auto rank = [&](const std::string& type) {

@@ -10,7 +10,7 @@
 #ifndef FLEET_SRC_ENGINE_REMOVAL_ORDER_H_
 #define FLEET_SRC_ENGINE_REMOVAL_ORDER_H_
 
-#include <set>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,11 +18,12 @@
 
 namespace fleet {
 
-// Adds to every delete change whose address is not in `declared` a
+// Adds to every delete change whose address is not declared (a key of
+// `declared`: the desired resources, keyed by address) a
 // dependency on each other undeclared delete on the same node whose type
 // comes later in `type_order` (the providers' order: node ... deployment).
 // Acyclic: an added edge always goes to a strictly later type.
-void OrderUndeclaredRemovals(const std::set<std::string>& declared,
+void OrderUndeclaredRemovals(const std::map<std::string, std::vector<std::string>>& declared,
                              const std::vector<std::string>& type_order,
                              std::vector<PlanChange>* changes);
 

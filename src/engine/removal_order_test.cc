@@ -43,7 +43,7 @@ TEST(OrderUndeclaredRemovals, DeclaredChangesAndOtherActionsAreLeftAlone) {
       Change("deployment", "kept", "dgx2", Action::kDelete),  // declared removal
   };
   changes[1].depends_on = {"deployment.kept@dgx2"};  // already there: not repeated
-  OrderUndeclaredRemovals({"image.bb@dgx2", "deployment.kept@dgx2"}, kTypes, &changes);
+  OrderUndeclaredRemovals({{"image.bb@dgx2", {}}, {"deployment.kept@dgx2", {}}}, kTypes, &changes);
   EXPECT_TRUE(changes[0].depends_on.empty());
   EXPECT_EQ(changes[1].depends_on, std::vector<std::string>{"deployment.kept@dgx2"});
   EXPECT_TRUE(changes[2].depends_on.empty());
