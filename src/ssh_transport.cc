@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <libssh/callbacks.h>
 #include <libssh/libssh.h>
+#include <libssh/server.h>  // ssh_send_keepalive: a global request that wants a reply
 #include <libssh/sftp.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -49,6 +50,9 @@ constexpr size_t kSftpChunk = 64 * 1024;
 // Upper bound on one wait, so that a wake-up libssh could have swallowed
 // costs at most this much rather than a hang.
 constexpr int kMaxWaitMs = 1000;
+// Keepalive intervals without a packet from the server before a command
+// gives up (the same count TCP_USER_TIMEOUT uses; see SetKeepalive).
+constexpr int kStallKeepalives = 3;
 
 void InitLibssh() {
   static std::once_flag once;
@@ -68,8 +72,7 @@ struct ChannelState {
   bool core_dumped = false;
 };
 
-int OnData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr,
-           void* userdata) {
+int OnData(ssh_session, ssh_channel, void* data, uint32_t len, int is_stderr, void* userdata) {
   auto* st = static_cast<ChannelState*>(userdata);
   std::string_view chunk(static_cast<const char*>(data), len);
   st->bytes_in += len;
@@ -101,8 +104,8 @@ void OnExitStatus(ssh_session, ssh_channel, int exit_status, void* userdata) {
   st->got_status = true;
 }
 
-void OnExitSignal(ssh_session, ssh_channel, const char* signal, int core,
-                  const char*, const char*, void* userdata) {
+void OnExitSignal(ssh_session, ssh_channel, const char* signal, int core, const char*, const char*,
+                  void* userdata) {
   auto* st = static_cast<ChannelState*>(userdata);
   st->got_signal = true;
   st->signal_name = signal != nullptr ? signal : "?";
@@ -133,8 +136,7 @@ std::string RandomHex() {
   static std::mt19937_64 rng(device());
   std::lock_guard<std::mutex> lock(mu);
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(rng()));
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(rng()));
   return buf;
 }
 
@@ -173,20 +175,19 @@ void SetKeepalive(int fd, int keepalive_s) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
-  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
-             sizeof(user_timeout_ms));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
 }
 
 }  // namespace
 
 SshTransport::SshTransport(const SshEndpoint& endpoint)
     : endpoint_(endpoint),
-      user_(endpoint.user.empty() ? transport_internal::CurrentUserName()
-                                  : endpoint.user),
+      user_(endpoint.user.empty() ? transport_internal::CurrentUserName() : endpoint.user),
       identity_(transport_internal::ExpandHome(endpoint.identity)),
       known_hosts_(transport_internal::ExpandHome(endpoint.known_hosts)),
       describe_(endpoint.node + " (" + user_ + "@" +
-                FormatAddress(endpoint.address, endpoint.port) + ")") {
+                FormatAddress(endpoint.address, endpoint.port) + ")"),
+      rx_counter_(std::make_unique<ssh_counter_struct>()) {
   InitLibssh();
 }
 
@@ -238,8 +239,7 @@ bool SshTransport::SessionLooksAliveLocked() {
 Status SshTransport::ConnectLocked() {
   constexpr int kHandshakeAttempts = 3;
   Status s = ConnectOnceLocked();
-  for (int attempt = 1; !s.ok() && handshake_dropped_ && attempt < kHandshakeAttempts;
-       ++attempt) {
+  for (int attempt = 1; !s.ok() && handshake_dropped_ && attempt < kHandshakeAttempts; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
     s = ConnectOnceLocked();
   }
@@ -260,12 +260,12 @@ Status SshTransport::ConnectOnceLocked() {
   }
   session_ = ssh_new();
   if (session_ == nullptr) return Status::Error("ssh_new failed");
+  ssh_set_counters(session_, nullptr, rx_counter_.get());
 
   int port = endpoint_.port;
   int one = 1;
   bool process_config = false;
-  long timeout_s =
-      endpoint_.connect_timeout_s > 0 ? endpoint_.connect_timeout_s : 10;
+  long timeout_s = endpoint_.connect_timeout_s > 0 ? endpoint_.connect_timeout_s : 10;
   struct Option {
     ssh_options_e key;
     const void* value;
@@ -289,8 +289,7 @@ Status SshTransport::ConnectOnceLocked() {
   for (const Option& o : options) {
     if (o.key == SSH_OPTIONS_USER && user_.empty()) continue;
     if (ssh_options_set(session_, o.key, o.value) != SSH_OK) {
-      Status s = Status::Error(std::string("setting ssh option ") + o.name +
-                               ": " + LibsshError());
+      Status s = Status::Error(std::string("setting ssh option ") + o.name + ": " + LibsshError());
       DisconnectLocked();
       return s;
     }
@@ -298,8 +297,7 @@ Status SshTransport::ConnectOnceLocked() {
   if (ssh_connect(session_) != SSH_OK) {
     // Refused, timed out, no route: the node is not there (maybe powered
     // off). Host-key and auth failures come later and are not this.
-    Status s = Status::Unreachable("cannot connect (timeout " +
-                                   std::to_string(timeout_s) +
+    Status s = Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) +
                                    " s): " + LibsshError());
     DisconnectLocked();
     return s;
@@ -323,10 +321,8 @@ Status SshTransport::CheckHostKeyLocked() {
   std::string fingerprint = "(unknown fingerprint)";
   unsigned char* hash = nullptr;
   size_t hash_len = 0;
-  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
-                             &hash_len) == SSH_OK) {
-    char* fp =
-        ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
+  if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hash_len) == SSH_OK) {
+    char* fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hash_len);
     if (fp != nullptr) {
       fingerprint = fp;
       ssh_string_free_char(fp);
@@ -336,51 +332,42 @@ Status SshTransport::CheckHostKeyLocked() {
   std::string line;
   char* b64 = nullptr;
   if (ssh_pki_export_pubkey_base64(key, &b64) == SSH_OK) {
-    line = KnownHostsName(endpoint_.address, endpoint_.port) + " " + type +
-           " " + b64;
+    line = KnownHostsName(endpoint_.address, endpoint_.port) + " " + type + " " + b64;
     ssh_string_free_char(b64);
   }
   ssh_key_free(key);
 
   const std::string offered = type + " " + fingerprint;
   const std::string how_to_add =
-      "check the fingerprint out of band (`" +
-      KeyscanCommand(endpoint_.address, endpoint_.port) +
-      " | ssh-keygen -lf -`), then add this line to " + known_hosts_ + ": " +
-      line;
+      "check the fingerprint out of band (`" + KeyscanCommand(endpoint_.address, endpoint_.port) +
+      " | ssh-keygen -lf -`), then add this line to " + known_hosts_ + ": " + line;
   switch (ssh_session_is_known_server(session_)) {
     case SSH_KNOWN_HOSTS_OK:
       return Status::OK();
     case SSH_KNOWN_HOSTS_CHANGED:
-      return Status::Error(
-          "host key has CHANGED (" + offered + "), known_hosts " +
-          known_hosts_ +
-          " says otherwise; refusing (possible man-in-the-middle or a "
-          "re-installed node; fix the known_hosts entry)");
+      return Status::Error("host key has CHANGED (" + offered + "), known_hosts " + known_hosts_ +
+                           " says otherwise; refusing (possible man-in-the-middle or a "
+                           "re-installed node; fix the known_hosts entry)");
     case SSH_KNOWN_HOSTS_OTHER:
-      return Status::Error(
-          "host key type changed: the node offers " + offered +
-          " but known_hosts " + known_hosts_ +
-          " holds a key of another type for it; refusing (possible "
-          "man-in-the-middle or a re-installed node). If the new key is "
-          "genuine, " +
-          how_to_add);
+      return Status::Error("host key type changed: the node offers " + offered +
+                           " but known_hosts " + known_hosts_ +
+                           " holds a key of another type for it; refusing (possible "
+                           "man-in-the-middle or a re-installed node). If the new key is "
+                           "genuine, " +
+                           how_to_add);
     case SSH_KNOWN_HOSTS_NOT_FOUND:
     case SSH_KNOWN_HOSTS_UNKNOWN:
       // libssh 0.10 answers UNKNOWN for a missing file too: say which.
       if (access(known_hosts_.c_str(), F_OK) != 0) {
-        return Status::Error("known_hosts file " + known_hosts_ +
-                             " does not exist, so host key " + offered +
-                             " cannot be verified; refusing. To trust it, " +
-                             how_to_add);
+        return Status::Error("known_hosts file " + known_hosts_ + " does not exist, so host key " +
+                             offered + " cannot be verified; refusing. To trust it, " + how_to_add);
       }
-      return Status::Error("host key " + offered + " is not in known_hosts " +
-                           known_hosts_ + "; refusing. To trust it, " +
-                           how_to_add);
+      return Status::Error("host key " + offered + " is not in known_hosts " + known_hosts_ +
+                           "; refusing. To trust it, " + how_to_add);
     case SSH_KNOWN_HOSTS_ERROR:
     default:
-      return Status::Error("cannot check the host key against known_hosts " +
-                           known_hosts_ + ": " + LibsshError());
+      return Status::Error("cannot check the host key against known_hosts " + known_hosts_ + ": " +
+                           LibsshError());
   }
 }
 
@@ -388,8 +375,7 @@ Status SshTransport::AuthenticateLocked() {
   std::vector<std::string> tried;
   if (!identity_.empty()) {
     ssh_key key = nullptr;
-    if (ssh_pki_import_privkey_file(identity_.c_str(), nullptr, nullptr,
-                                    nullptr, &key) != SSH_OK) {
+    if (ssh_pki_import_privkey_file(identity_.c_str(), nullptr, nullptr, nullptr, &key) != SSH_OK) {
       tried.push_back("identity " + identity_ +
                       ": cannot load the private key (missing, unreadable, "
                       "or passphrase-protected: use ssh-agent for those)");
@@ -400,12 +386,11 @@ Status SshTransport::AuthenticateLocked() {
       if (rc == SSH_AUTH_ERROR) {
         // Not a refusal: the session failed (the server went away).
         handshake_dropped_ = true;
-        return Status::Error("authenticating as " + user_ + " with identity " +
-                             identity_ + ": " + LibsshError());
+        return Status::Error("authenticating as " + user_ + " with identity " + identity_ + ": " +
+                             LibsshError());
       }
-      tried.push_back("identity " + identity_ +
-                      ": public key refused by the server (is it in ~" + user_ +
-                      "/.ssh/authorized_keys?)");
+      tried.push_back("identity " + identity_ + ": public key refused by the server (is it in ~" +
+                      user_ + "/.ssh/authorized_keys?)");
     }
   } else {
     tried.push_back("no identity file given");
@@ -415,18 +400,15 @@ Status SshTransport::AuthenticateLocked() {
     int rc = ssh_userauth_agent(session_, nullptr);
     if (rc == SSH_AUTH_SUCCESS) return Status::OK();
     if (rc == SSH_AUTH_ERROR) {
-      tried.push_back(std::string("ssh-agent (") + agent +
-                      "): " + LibsshError());
+      tried.push_back(std::string("ssh-agent (") + agent + "): " + LibsshError());
     } else {
-      tried.push_back(std::string("ssh-agent (") + agent +
-                      "): no key accepted");
+      tried.push_back(std::string("ssh-agent (") + agent + "): no key accepted");
     }
   } else {
     tried.push_back("ssh-agent: SSH_AUTH_SOCK not set");
   }
   std::string msg = "authentication failed for user " + user_ + " (identity " +
-                    (identity_.empty() ? std::string("none") : identity_) +
-                    "): ";
+                    (identity_.empty() ? std::string("none") : identity_) + "): ";
   for (size_t i = 0; i < tried.size(); ++i) {
     if (i > 0) msg += "; ";
     msg += tried[i];
@@ -434,27 +416,22 @@ Status SshTransport::AuthenticateLocked() {
   return Status::Error(msg);
 }
 
-Result<CommandResult> SshTransport::Run(const std::string& command,
-                                        std::string_view stdin_data) {
+Result<CommandResult> SshTransport::Run(const std::string& command, std::string_view stdin_data) {
   return Exec(command, transport_internal::StdinFromView(stdin_data), nullptr);
 }
 
 Result<CommandResult> SshTransport::RunStreaming(
-    const std::string& command,
-    const std::function<bool(std::string_view chunk)>& on_stdout) {
+    const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout) {
   return Exec(command, transport_internal::StdinFromView({}), &on_stdout);
 }
 
 Result<CommandResult> SshTransport::RunWithInput(
-    const std::string& command,
-    const std::function<bool(std::string* chunk)>& next_stdin) {
-  return Exec(command, transport_internal::StdinFromCallback(next_stdin),
-              nullptr);
+    const std::string& command, const std::function<bool(std::string* chunk)>& next_stdin) {
+  return Exec(command, transport_internal::StdinFromCallback(next_stdin), nullptr);
 }
 
-Result<CommandResult> SshTransport::Exec(
-    const std::string& command, const StdinPull& input,
-    const std::function<bool(std::string_view)>* on_stdout) {
+Result<CommandResult> SshTransport::Exec(const std::string& command, const StdinPull& input,
+                                         const std::function<bool(std::string_view)>* on_stdout) {
   std::lock_guard<std::mutex> lock(mu_);
   return ExecLocked(command, input, on_stdout);
 }
@@ -467,11 +444,13 @@ namespace {
 // throughout.
 class ChannelRun {
  public:
-  ChannelRun(SshTransport::Session session, int keepalive_s, const StdinPull& input,
-             const std::function<bool(std::string_view)>* on_stdout, std::string context,
-             std::function<std::string()> libssh_error, bool* broken)
+  ChannelRun(SshTransport::Session session, int keepalive_s, const ssh_counter_struct* rx,
+             const StdinPull& input, const std::function<bool(std::string_view)>* on_stdout,
+             std::string context, std::function<std::string()> libssh_error, bool* broken)
       : session_(session),
         keepalive_s_(keepalive_s),
+        rx_(rx),
+        heard_packets_(rx->in_packets),
         input_(input),
         context_(std::move(context)),
         libssh_error_(std::move(libssh_error)),
@@ -536,6 +515,7 @@ class ChannelRun {
       if (can_write) continue;
       pollfd pfd = {fd, POLLIN, 0};
       if (poll(&pfd, 1, kMaxWaitMs) == 0) KeepAlive();
+      if (Status a = CheckAlive(); !a.ok()) return a;
     }
   }
 
@@ -561,6 +541,9 @@ class ChannelRun {
         continue;
       }
       if (ssh_channel_is_closed(ch_) != 0) break;
+      KeepAlive();
+      if (Status a = CheckAlive(); !a.ok()) return a;
+      // Blocks at most the session timeout when the window is shut.
       int rc = ssh_channel_write(ch_, pending_.data(),
                                  static_cast<uint32_t>(std::min(pending_.size(), kWriteChunk)));
       if (rc < 0) {
@@ -580,6 +563,7 @@ class ChannelRun {
       ssh_channel_get_exit_status(ch_);  // waits up to the session timeout
       if (ssh_is_connected(session_) == 0) return Lost("connection lost");
       KeepAlive();
+      if (Status a = CheckAlive(); !a.ok()) return a;
     }
     if (ssh_is_connected(session_) == 0 && !st_.got_status && !st_.got_signal) {
       return Lost("connection lost");
@@ -641,16 +625,52 @@ class ChannelRun {
     return Status::OK();
   }
 
-  // A silent command: keep middleboxes and TCP_USER_TIMEOUT busy.
+  // Nothing heard for keepalive_s: ask the server for an answer
+  // (keepalive@openssh.com with want_reply; OpenSSH answers REQUEST_FAILURE).
+  // A live server's answer is a packet, which CheckAlive counts; the request
+  // also keeps middleboxes and TCP_USER_TIMEOUT busy. Waits for the answer
+  // at most the session timeout.
   void KeepAlive() {
-    if (keepalive_s_ <= 0 || Clock::now() - last_activity_ < std::chrono::seconds(keepalive_s_))
-      return;
-    ssh_send_ignore(session_, "");
+    if (keepalive_s_ <= 0) return;
+    Heard();
+    const auto every = std::chrono::seconds(keepalive_s_);
+    Clock::time_point now = Clock::now();
+    if (now - last_heard_ < every || now - last_ping_ < every) return;
+    last_ping_ = now;
+    ssh_send_keepalive(session_);
     last_activity_ = Clock::now();
+  }
+
+  // Notes a packet received since the last look (libssh counts them in rx_).
+  void Heard() {
+    if (rx_->in_packets != heard_packets_) {
+      heard_packets_ = rx_->in_packets;
+      last_heard_ = Clock::now();
+    }
+  }
+
+  // A server that sends nothing for 3 * keepalive_s, not even answers to
+  // keepalives, is stalled (a stopped sshd, a hung node whose kernel still
+  // ACKs): the command fails naming the node instead of waiting forever.
+  // Every wait in this class is bounded (kMaxWaitMs, or libssh's session
+  // timeout), so this is checked at least that often.
+  Status CheckAlive() {
+    if (keepalive_s_ <= 0) return Status::OK();
+    Heard();
+    const int stall_s = kStallKeepalives * keepalive_s_;
+    if (Clock::now() - last_heard_ < std::chrono::seconds(stall_s)) return Status::OK();
+    *broken_ = true;
+    Release();
+    return Status::Error(context_ + ": no answer from the node for " + std::to_string(stall_s) +
+                         " s, not even to keepalives (stalled?); giving up on this connection");
   }
 
   SshTransport::Session session_;
   const int keepalive_s_;
+  const ssh_counter_struct* rx_;  // the session's received packets
+  uint64_t heard_packets_;
+  Clock::time_point last_heard_ = Clock::now();
+  Clock::time_point last_ping_ = Clock::now();
   const StdinPull& input_;
   const std::string context_;
   const std::function<std::string()> libssh_error_;
@@ -676,8 +696,8 @@ Result<CommandResult> SshTransport::ExecLocked(
     fresh = true;
   }
   ChannelRun run(
-      session_, endpoint_.keepalive_s, input, on_stdout, context, [this] { return LibsshError(); },
-      &broken_);
+      session_, endpoint_.keepalive_s, rx_counter_.get(), input, on_stdout, context,
+      [this] { return LibsshError(); }, &broken_);
   // Opening a channel sends nothing of the command yet, so if a session that
   // looked alive turns out dead here, one reconnect and retry is safe.
   for (int attempt = 0; !run.TryOpen(session_); ++attempt) {
@@ -694,15 +714,12 @@ Result<CommandResult> SshTransport::ExecLocked(
   return run.TakeResult();
 }
 
-Status SshTransport::WriteFile(const std::string& remote_path,
-                               std::string_view data, int mode) {
+Status SshTransport::WriteFile(const std::string& remote_path, std::string_view data, int mode) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string context = describe_ + ": writing " + remote_path;
   size_t slash = remote_path.rfind('/');
-  std::string dir =
-      slash == std::string::npos ? "" : remote_path.substr(0, slash + 1);
-  std::string base =
-      slash == std::string::npos ? remote_path : remote_path.substr(slash + 1);
+  std::string dir = slash == std::string::npos ? "" : remote_path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? remote_path : remote_path.substr(slash + 1);
   if (base.empty()) return Status::Error(context + ": not a file name");
   if (!SessionLooksAliveLocked()) {
     Status s = ConnectLocked();
@@ -715,18 +732,15 @@ Status SshTransport::WriteFile(const std::string& remote_path,
   auto mv = ExecLocked(ShellCommand({"mv", "-f", "-T", "--", tmp, remote_path}),
                        transport_internal::StdinFromView({}), nullptr);
   if (mv.ok() && mv->exit_code == 0) return Status::OK();
-  std::string why = mv.ok()
-                        ? "mv -f " + tmp + " failed (exit " +
-                              std::to_string(mv->exit_code) + "): " + mv->err
-                        : mv.status().message();
+  std::string why =
+      mv.ok() ? "mv -f " + tmp + " failed (exit " + std::to_string(mv->exit_code) + "): " + mv->err
+              : mv.status().message();
   while (!why.empty() && why.back() == '\n') why.pop_back();
-  ExecLocked(ShellCommand({"rm", "-f", "--", tmp}),
-             transport_internal::StdinFromView({}), nullptr);
+  ExecLocked(ShellCommand({"rm", "-f", "--", tmp}), transport_internal::StdinFromView({}), nullptr);
   return Status::Error(context + ": " + why);
 }
 
-Status SshTransport::UploadLocked(const std::string& tmp_path,
-                                  std::string_view data, int mode) {
+Status SshTransport::UploadLocked(const std::string& tmp_path, std::string_view data, int mode) {
   sftp_session sftp = sftp_new(session_);
   if (sftp == nullptr) {
     broken_ = ssh_is_connected(session_) == 0;
@@ -746,13 +760,11 @@ Status SshTransport::UploadLocked(const std::string& tmp_path,
     return Status::Error(what + ": " + detail);
   };
   if (sftp_init(sftp) != SSH_OK) return sftp_fail("cannot start SFTP", nullptr);
-  sftp_file file = sftp_open(sftp, tmp_path.c_str(),
-                             O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0600);
+  sftp_file file = sftp_open(sftp, tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, 0600);
   if (file == nullptr) {
     std::string detail = SftpErrorName(sftp_get_error(sftp));
     sftp_free(sftp);
-    return Status::Error("cannot create the temp file " + tmp_path + ": " +
-                         detail);
+    return Status::Error("cannot create the temp file " + tmp_path + ": " + detail);
   }
   while (!data.empty()) {
     size_t n = std::min(data.size(), kSftpChunk);
@@ -760,8 +772,7 @@ Status SshTransport::UploadLocked(const std::string& tmp_path,
     if (written <= 0) return sftp_fail("SFTP write to " + tmp_path, file);
     data.remove_prefix(static_cast<size_t>(written));
   }
-  if (sftp_extension_supported(sftp, "fsync@openssh.com", "1") != 0 &&
-      sftp_fsync(file) != 0) {
+  if (sftp_extension_supported(sftp, "fsync@openssh.com", "1") != 0 && sftp_fsync(file) != 0) {
     return sftp_fail("SFTP fsync of " + tmp_path, file);
   }
   if (sftp_close(file) != SSH_NO_ERROR) {

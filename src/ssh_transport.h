@@ -17,10 +17,21 @@
 //
 // A connection lost while a command runs is an error naming the node and the
 // command; the next call reconnects (once per call).
+//
+// A node that stops answering while its TCP connection stays up (a stopped
+// or hung sshd, a node whose kernel still ACKs) is not a connection lost to
+// the kernel: while a command waits, a keepalive@openssh.com request that
+// wants a reply is sent after keepalive_s without a packet from the server,
+// and after 3 * keepalive_s (45 s by default) without any packet the command
+// fails: "<node> (...): running '...': no answer from the node for 45 s".
+// Every libssh wait is bounded by the session timeout (connect_timeout_s),
+// so the failure comes at most that much later. A node that accepts TCP but
+// never speaks SSH fails Connect after connect_timeout_s.
 #ifndef FLEET_SRC_SSH_TRANSPORT_H_
 #define FLEET_SRC_SSH_TRANSPORT_H_
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -30,6 +41,7 @@
 #include "src/transport_internal.h"
 
 struct ssh_session_struct;
+struct ssh_counter_struct;
 
 namespace fleet {
 
@@ -43,8 +55,7 @@ class SshTransport : public Transport {
 
   Status Connect() override;
 
-  Result<CommandResult> Run(const std::string& command,
-                            std::string_view stdin_data = {}) override;
+  Result<CommandResult> Run(const std::string& command, std::string_view stdin_data = {}) override;
 
   // Chunks are what the server sends per packet (at most 32 KiB with
   // OpenSSH). An abort (on_stdout returned false) sends TERM to the command,
@@ -61,8 +72,7 @@ class SshTransport : public Transport {
   // the server offers fsync@openssh.com), chmod to mode, then `mv -f -T` over
   // remote_path on an exec channel (SFTP in libssh 0.10 cannot rename over an
   // existing file). The temp file is removed on failure.
-  Status WriteFile(const std::string& remote_path, std::string_view data,
-                   int mode) override;
+  Status WriteFile(const std::string& remote_path, std::string_view data, int mode) override;
 
   // "dgx1 (kilork@127.0.0.1:22001)".
   std::string Describe() const override;
@@ -82,14 +92,12 @@ class SshTransport : public Transport {
   Status EnsureConnectedLocked(const std::string& why);
   Status CheckHostKeyLocked();
   Status AuthenticateLocked();
-  Result<CommandResult> ExecLocked(
-      const std::string& command, const transport_internal::StdinPull& input,
-      const std::function<bool(std::string_view)>* on_stdout);
-  Result<CommandResult> Exec(
-      const std::string& command, const transport_internal::StdinPull& input,
-      const std::function<bool(std::string_view)>* on_stdout);
-  Status UploadLocked(const std::string& tmp_path, std::string_view data,
-                      int mode);
+  Result<CommandResult> ExecLocked(const std::string& command,
+                                   const transport_internal::StdinPull& input,
+                                   const std::function<bool(std::string_view)>* on_stdout);
+  Result<CommandResult> Exec(const std::string& command, const transport_internal::StdinPull& input,
+                             const std::function<bool(std::string_view)>* on_stdout);
+  Status UploadLocked(const std::string& tmp_path, std::string_view data, int mode);
   std::string LibsshError() const;
 
   const SshEndpoint endpoint_;
@@ -99,9 +107,12 @@ class SshTransport : public Transport {
   const std::string describe_;
 
   std::mutex mu_;
-  Session session_ = nullptr;  // guarded by mu_; non-null: authenticated
-  bool broken_ = false;        // guarded by mu_: reconnect before next use
+  Session session_ = nullptr;       // guarded by mu_; non-null: authenticated
+  bool broken_ = false;             // guarded by mu_: reconnect before next use
   bool handshake_dropped_ = false;  // guarded by mu_: set by ConnectOnceLocked
+  // Packets received, counted by libssh (ssh_set_counters) across sessions;
+  // guarded by mu_. A command that sees it still for 3 * keepalive_s fails.
+  std::unique_ptr<ssh_counter_struct> rx_counter_;
 };
 
 }  // namespace fleet

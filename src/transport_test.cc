@@ -161,14 +161,12 @@ class Sim {
     auto r = local.Run(ShellCommand({Tool(), "start", dir, "--nodes", "2"}));
     if (!r.ok()) return r.status().message();
     if (r->exit_code != 0) return "fleet-sim start failed: " + r->err;
-    nlohmann::json doc =
-        nlohmann::json::parse(ReadFileOrDie(dir + "/sim.json"), nullptr, false);
+    nlohmann::json doc = nlohmann::json::parse(ReadFileOrDie(dir + "/sim.json"), nullptr, false);
     if (doc.is_discarded()) return "cannot parse " + dir + "/sim.json";
     identity = doc.value("identity", "");
     known_hosts = doc.value("known_hosts", "");
     for (const auto& n : doc["nodes"]) {
-      nodes.push_back(
-          {n.value("name", ""), n.value("port", 0), n.value("user", "")});
+      nodes.push_back({n.value("name", ""), n.value("port", 0), n.value("user", "")});
     }
     if (nodes.size() < 2) return "sim.json lists fewer than 2 nodes";
     Instance() = this;
@@ -232,8 +230,7 @@ class TransportTest : public ::testing::TestWithParam<std::string> {
     }
   }
 
-  CommandResult MustRun(const std::string& command,
-                        std::string_view stdin_data = {}) {
+  CommandResult MustRun(const std::string& command, std::string_view stdin_data = {}) {
     auto r = transport_->Run(command, stdin_data);
     EXPECT_TRUE(r.ok()) << r.status().message();
     return r.ok() ? r.value() : CommandResult{};
@@ -243,8 +240,7 @@ class TransportTest : public ::testing::TestWithParam<std::string> {
   std::string scratch_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest,
-                         ::testing::Values("local", "ssh"),
+INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values("local", "ssh"),
                          [](const auto& info) { return info.param; });
 
 TEST_P(TransportTest, EchoHi) {
@@ -292,8 +288,7 @@ TEST_P(TransportTest, StdinAndBothOutputsAtOnce) {
   const std::string data = RandomBytes(3 << 20, 2);
   CommandResult r = MustRun("tee /dev/stderr", data);
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(r.out == data && r.err == data)
-      << r.out.size() << " " << r.err.size();
+  EXPECT_TRUE(r.out == data && r.err == data) << r.out.size() << " " << r.err.size();
 }
 
 TEST_P(TransportTest, CommandReadingPartOfStdin) {
@@ -351,16 +346,15 @@ TEST_P(TransportTest, Streaming20MiB) {
     return true;
   };
   auto t0 = Clock::now();
-  auto r = transport_->RunStreaming(
-      "yes abcdefghij | head -c " + std::to_string(total), on_stdout);
+  auto r = transport_->RunStreaming("yes abcdefghij | head -c " + std::to_string(total), on_stdout);
   double ms = MsSince(t0);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, 0) << r->err;
   EXPECT_EQ(received, total);
   EXPECT_TRUE(content_ok);
   EXPECT_TRUE(r->out.empty());
-  std::cout << "[ figures  ] " << GetParam() << ": streamed 20 MiB in " << ms
-            << " ms, " << chunks << " chunks\n";
+  std::cout << "[ figures  ] " << GetParam() << ": streamed 20 MiB in " << ms << " ms, " << chunks
+            << " chunks\n";
 }
 
 TEST_P(TransportTest, StreamingAbortStopsTheCommand) {
@@ -370,8 +364,7 @@ TEST_P(TransportTest, StreamingAbortStopsTheCommand) {
     return received < (1 << 20);
   });
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("aborted"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("aborted"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("'yes'"), std::string::npos);
   // The transport is still good for the next command.
   EXPECT_EQ(MustRun("echo after").out, "after\n");
@@ -393,10 +386,8 @@ TEST_P(TransportTest, ConcurrentRunsFromEightThreads) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 20; ++i) {
         std::string word = "t" + std::to_string(t) + "-" + std::to_string(i);
-        auto r =
-            transport_->Run("echo " + word + "; echo e" + word + " >&2", word);
-        if (!r.ok() || r->exit_code != 0 || r->out != word + "\n" ||
-            r->err != "e" + word + "\n") {
+        auto r = transport_->Run("echo " + word + "; echo e" + word + " >&2", word);
+        if (!r.ok() || r->exit_code != 0 || r->out != word + "\n" || r->err != "e" + word + "\n") {
           ++failures;
         }
       }
@@ -417,13 +408,11 @@ TEST_P(TransportTest, WriteFileOverAnExistingFile) {
   EXPECT_TRUE(MustRun(ShellCommand({"cat", path})).out == data);
   EXPECT_EQ(MustRun(ShellCommand({"stat", "-c", "%a", path})).out, "640\n");
   // No temp file left behind.
-  EXPECT_EQ(MustRun(ShellCommand({"ls", "-A", scratch_})).out,
-            "conf file.txt\n");
+  EXPECT_EQ(MustRun(ShellCommand({"ls", "-A", scratch_})).out, "conf file.txt\n");
 
   // Empty content and an executable mode.
   ASSERT_TRUE(transport_->WriteFile(path, "", 0755).ok());
-  EXPECT_EQ(MustRun(ShellCommand({"stat", "-c", "%a %s", path})).out,
-            "755 0\n");
+  EXPECT_EQ(MustRun(ShellCommand({"stat", "-c", "%a %s", path})).out, "755 0\n");
 }
 
 TEST_P(TransportTest, WriteFileErrorsNameNodeAndPath) {
@@ -437,8 +426,7 @@ TEST_P(TransportTest, WriteFileErrorsNameNodeAndPath) {
   ASSERT_EQ(MustRun(ShellCommand({"mkdir", scratch_ + "/d"})).exit_code, 0);
   s = transport_->WriteFile(scratch_ + "/d", "x", 0644);
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(MustRun(ShellCommand({"test", "-d", scratch_ + "/d"})).exit_code,
-            0);
+  EXPECT_EQ(MustRun(ShellCommand({"test", "-d", scratch_ + "/d"})).exit_code, 0);
   EXPECT_EQ(MustRun(ShellCommand({"ls", "-A", scratch_ + "/d"})).out, "");
   EXPECT_EQ(MustRun(ShellCommand({"ls", "-A", scratch_})).out, "d\n");
 }
@@ -466,9 +454,8 @@ class SshTransportTest : public ::testing::Test {
 
 TEST_F(SshTransportTest, DescribeNamesNodeUserAddressPort) {
   SshTransport t(sim_->Endpoint(0));
-  EXPECT_EQ(t.Describe(),
-            sim_->nodes[0].name + " (" + sim_->nodes[0].user +
-                "@127.0.0.1:" + std::to_string(sim_->nodes[0].port) + ")");
+  EXPECT_EQ(t.Describe(), sim_->nodes[0].name + " (" + sim_->nodes[0].user +
+                              "@127.0.0.1:" + std::to_string(sim_->nodes[0].port) + ")");
 }
 
 TEST_F(SshTransportTest, UnknownHostKeyIsRefusedAndKnownHostsUntouched) {
@@ -480,18 +467,13 @@ TEST_F(SshTransportTest, UnknownHostKeyIsRefusedAndKnownHostsUntouched) {
   ASSERT_FALSE(s.ok());
   const std::string& m = s.message();
   const std::string port = std::to_string(e.port);
-  EXPECT_EQ(m.rfind(t.Describe() + ": host key ssh-ed25519 SHA256:", 0), 0u)
-      << m;
-  EXPECT_NE(m.find("is not in known_hosts " + e.known_hosts), std::string::npos)
-      << m;
-  EXPECT_NE(m.find("ssh-keyscan -p " + port + " 127.0.0.1"), std::string::npos)
-      << m;
+  EXPECT_EQ(m.rfind(t.Describe() + ": host key ssh-ed25519 SHA256:", 0), 0u) << m;
+  EXPECT_NE(m.find("is not in known_hosts " + e.known_hosts), std::string::npos) << m;
+  EXPECT_NE(m.find("ssh-keyscan -p " + port + " 127.0.0.1"), std::string::npos) << m;
   // The exact line to add: the sim's own known_hosts holds the same line.
   size_t at = m.find("[127.0.0.1]:" + port + " ssh-ed25519 AAAA");
   ASSERT_NE(at, std::string::npos) << m;
-  EXPECT_NE(ReadFileOrDie(sim_->known_hosts).find(m.substr(at)),
-            std::string::npos)
-      << m.substr(at);
+  EXPECT_NE(ReadFileOrDie(sim_->known_hosts).find(m.substr(at)), std::string::npos) << m.substr(at);
   EXPECT_EQ(ReadFileOrDie(e.known_hosts), "");
   // A command does not get through either.
   auto r = t.Run("echo hi");
@@ -503,8 +485,7 @@ TEST_F(SshTransportTest, UnknownHostKeyIsRefusedAndKnownHostsUntouched) {
   SshTransport t2(e);
   s = t2.Connect();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("does not exist"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("does not exist"), std::string::npos) << s.message();
   EXPECT_NE(access(e.known_hosts.c_str(), F_OK), 0);
 
   // No known_hosts at all: refused before connecting.
@@ -512,8 +493,7 @@ TEST_F(SshTransportTest, UnknownHostKeyIsRefusedAndKnownHostsUntouched) {
   SshTransport t3(e);
   s = t3.Connect();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("no known_hosts"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("no known_hosts"), std::string::npos) << s.message();
 }
 
 TEST_F(SshTransportTest, ChangedHostKeyIsRefused) {
@@ -526,19 +506,13 @@ TEST_F(SshTransportTest, ChangedHostKeyIsRefused) {
     Status s = t.Connect();
     ASSERT_TRUE(s.ok()) << s.message();
   }
-  Sh(ShellCommand({sim_->Tool(), "rekey", sim_->dir, sim_->nodes[1].name}) +
-     " 2>&1");
+  Sh(ShellCommand({sim_->Tool(), "rekey", sim_->dir, sim_->nodes[1].name}) + " 2>&1");
   SshTransport t(e);
   Status s = t.Connect();
   ASSERT_FALSE(s.ok());
   const std::string& m = s.message();
-  EXPECT_EQ(
-      m.rfind(t.Describe() + ": host key has CHANGED (ssh-ed25519 SHA256:", 0),
-      0u)
-      << m;
-  EXPECT_NE(
-      m.find("known_hosts " + e.known_hosts + " says otherwise; refusing"),
-      std::string::npos)
+  EXPECT_EQ(m.rfind(t.Describe() + ": host key has CHANGED (ssh-ed25519 SHA256:", 0), 0u) << m;
+  EXPECT_NE(m.find("known_hosts " + e.known_hosts + " says otherwise; refusing"), std::string::npos)
       << m;
   EXPECT_NE(m.find("man-in-the-middle"), std::string::npos) << m;
   EXPECT_EQ(ReadFileOrDie(e.known_hosts), before);
@@ -547,14 +521,11 @@ TEST_F(SshTransportTest, ChangedHostKeyIsRefused) {
 TEST_F(SshTransportTest, WrongIdentityIsRefused) {
   SshEndpoint e = sim_->Endpoint(0);
   e.identity = tmp_ + "/other_key";
-  Sh(ShellCommand(
-      {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", e.identity}));
+  Sh(ShellCommand({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", e.identity}));
   SshTransport t(e);
   Status s = t.Connect();
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.message().rfind(
-                t.Describe() + ": authentication failed for user " + e.user, 0),
-            0u)
+  EXPECT_EQ(s.message().rfind(t.Describe() + ": authentication failed for user " + e.user, 0), 0u)
       << s.message();
   EXPECT_NE(s.message().find(e.identity), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("refused"), std::string::npos) << s.message();
@@ -562,8 +533,7 @@ TEST_F(SshTransportTest, WrongIdentityIsRefused) {
   // A passphrase-protected key cannot be used without an agent, and must
   // not make libssh prompt on a terminal.
   e.identity = tmp_ + "/locked_key";
-  Sh(ShellCommand(
-      {"ssh-keygen", "-q", "-t", "ed25519", "-N", "sekrit", "-f", e.identity}));
+  Sh(ShellCommand({"ssh-keygen", "-q", "-t", "ed25519", "-N", "sekrit", "-f", e.identity}));
   SshTransport locked(e);
   s = locked.Connect();
   ASSERT_FALSE(s.ok());
@@ -573,8 +543,7 @@ TEST_F(SshTransportTest, WrongIdentityIsRefused) {
   SshTransport t2(e);
   s = t2.Connect();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("cannot load the private key"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("cannot load the private key"), std::string::npos) << s.message();
 }
 
 TEST_F(SshTransportTest, ConnectionRefusedIsQuickAndClear) {
@@ -587,10 +556,8 @@ TEST_F(SshTransportTest, ConnectionRefusedIsQuickAndClear) {
   double ms = MsSince(t0);
   ASSERT_FALSE(s.ok());
   EXPECT_LT(ms, 3000);
-  EXPECT_EQ(s.message().rfind(t.Describe() + ": cannot connect", 0), 0u)
-      << s.message();
-  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(e.port)),
-            std::string::npos);
+  EXPECT_EQ(s.message().rfind(t.Describe() + ": cannot connect", 0), 0u) << s.message();
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(e.port)), std::string::npos);
   // A Run names the command as well.
   auto r = t.Run("echo hi");
   ASSERT_FALSE(r.ok());
@@ -619,8 +586,7 @@ TEST_F(SshTransportTest, SilentServerTimesOut) {
   ASSERT_FALSE(s.ok());
   EXPECT_GE(ms, 1500);
   EXPECT_LT(ms, 4500);
-  EXPECT_EQ(
-      s.message().rfind(t.Describe() + ": cannot connect (timeout 2 s)", 0), 0u)
+  EXPECT_EQ(s.message().rfind(t.Describe() + ": cannot connect (timeout 2 s)", 0), 0u)
       << s.message();
 }
 
@@ -660,6 +626,44 @@ TEST_F(SshTransportTest, LongSilentCommandWithKeepalive) {
   EXPECT_EQ(r->out, "done\n");
 }
 
+// A silent command longer than the stall bound lives on: the server answers
+// the keepalives (the packets counted are those answers).
+TEST_F(SshTransportTest, SilentCommandOutlivesTheStallBound) {
+  SshEndpoint e = sim_->Endpoint(0);
+  e.keepalive_s = 1;
+  SshTransport t(e);
+  auto r = t.Run("sleep 5; echo done");  // 5 s > 3 * keepalive_s
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->out, "done\n");
+}
+
+// The connection's sshd stopped (SIGSTOP) mid-command: TCP stays up and the
+// kernel ACKs, but nothing answers. The command fails naming the node after
+// 3 keepalives without a packet, instead of waiting forever (tests/faults/stall.sh
+// found apply hanging); the next call works on a fresh connection.
+TEST_F(SshTransportTest, StalledServerFailsTheCommandInBoundedTime) {
+  SshEndpoint e = sim_->Endpoint(0);
+  e.keepalive_s = 1;
+  e.connect_timeout_s = 2;
+  SshTransport t(e);
+  ASSERT_TRUE(t.Connect().ok());
+  auto t0 = Clock::now();
+  auto r = t.Run("echo $PPID > .fleet-stalled-sshd; kill -STOP $PPID; sleep 60; echo never");
+  double ms = MsSince(t0);
+  SshTransport other(sim_->Endpoint(0));
+  auto cleanup = other.Run("kill -KILL $(cat .fleet-stalled-sshd); rm -f .fleet-stalled-sshd");
+  ASSERT_TRUE(cleanup.ok()) << cleanup.status().message();
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_EQ(m.rfind(t.Describe() + ": running 'echo $PPID", 0), 0u) << m;
+  EXPECT_NE(m.find("no answer from the node for 3 s"), std::string::npos) << m;
+  EXPECT_GE(ms, 2500);
+  EXPECT_LT(ms, 20000);  // 3 s, plus at most one libssh wait (2 s), plus load
+  auto again = t.Run("echo back");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->out, "back\n");
+}
+
 TEST_F(SshTransportTest, CostFigures) {
   // Connect: TCP + key exchange + host key check + public key auth.
   const int kConnects = 10;
@@ -690,10 +694,10 @@ TEST_F(SshTransportTest, CostFigures) {
   ASSERT_TRUE(ws.ok()) << ws.message();
   t.Run("rm -f fleet-cost-figures.bin");
 
-  std::cout << "[ figures  ] ssh connect: mean " << connect_ms / kConnects
-            << " ms over " << kConnects << "\n"
-            << "[ figures  ] ssh Run(\"true\") on one session: mean " << run_ms
-            << " ms over " << kRuns << "\n"
+  std::cout << "[ figures  ] ssh connect: mean " << connect_ms / kConnects << " ms over "
+            << kConnects << "\n"
+            << "[ figures  ] ssh Run(\"true\") on one session: mean " << run_ms << " ms over "
+            << kRuns << "\n"
             << "[ figures  ] ssh WriteFile 8 MiB: " << write_ms << " ms\n";
   RecordProperty("connect_ms", std::to_string(connect_ms / kConnects));
   RecordProperty("run_true_ms", std::to_string(run_ms));

@@ -948,6 +948,17 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!existing.ok()) return existing.status();
   const bool same =
       existing->exists && existing->spec == spec->hash && change.action != Action::kReplace;
+  // A serve the state does not know yet is recorded before it starts (as
+  // display RAM records before its reload): if fleet dies between the start
+  // and the end of the step, the state still owns the container, so a later
+  // plan neither mistakes it for someone else's nor leaves it running when
+  // the manifests drop it (tests/faults/kill9.sh found it lost). If the step
+  // fails instead, the record names no container and the next plan starts it.
+  if (ctx.record == nullptr && ctx.checkpoint) {
+    Status c = ctx.checkpoint(
+        nlohmann::json(DeploymentRecord{change.after.get<DeploymentWant>(), "", *image_id}));
+    if (!c.ok()) return c;
+  }
   Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.

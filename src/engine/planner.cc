@@ -12,6 +12,7 @@
 
 #include "providers/node/node_provider.h"
 #include "src/engine/probe_script.h"
+#include "src/engine/removal_order.h"
 
 namespace fleet {
 
@@ -314,11 +315,11 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   std::set<std::string> skip_nodes = bad_nodes;
   skip_nodes.insert(declared_off.begin(), declared_off.end());
   AddUnrecorded(*providers_, probed, skip_nodes, recorded, manifest_, options, &changes);
-  if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
-  if (options.destroy) ReverseForDestroy(dependents, &changes);
-
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
+  if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);
+  if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
+  if (options.destroy) ReverseForDestroy(dependents, &changes);
   if (options.destroy) std::reverse(type_order.begin(), type_order.end());
   if (!SortByDependencies(&changes, type_order))
     plan.errors.push_back("dependency cycle between resources");

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Fault: two fleet commands on one state at once: two applies (odd trials),
+# an apply and a destroy (even trials), the second started 0-300 ms after
+# the first. The state lock must let exactly one run: the other fails fast
+# (CONCURRENT_FAST_S) with exit 1 naming the holder (its pid and operation)
+# and changes nothing. Then the winner's result is checked: an apply's leaves
+# no duplicate or leftover and converges (lib.sh); after a destroy, the up
+# apply converges.
+#   TRIALS=N bash tests/faults/concurrent.sh
+CONCURRENT_FAST_S=${CONCURRENT_FAST_S:-10}
+
+trial_concurrent() {
+  local second=apply ms t0 rc1=0 rc2=0 pid2 loser= loser_log
+  (($1 % 2 == 0)) && second=destroy
+  scene_reset
+  start_up_apply
+  ms=$(random_ms 300)
+  sleep_ms "$ms"
+  note "second=$second+${ms}ms"
+  t0=$EPOCHREALTIME
+  "$FLEET" -C "$REPO" --no-color "$second" --auto-approve >"$WORK/second.log" 2>&1 </dev/null &
+  pid2=$!
+  wait_apply "$pid2" "$FAULT_APPLY_LIMIT" || rc2=$?
+  local t2
+  t2=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
+  wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc1=$?
+  [[ $rc1 != 124 && $rc2 != 124 ]] || fail "a command hung (apply $rc1, $second $rc2)"
+  if [[ $rc1 == 0 && $rc2 == 1 ]]; then
+    loser=$second loser_log=$WORK/second.log
+    awk -v t="$t2" -v m="$CONCURRENT_FAST_S" 'BEGIN{exit !(t <= m)}' ||
+      fail "the $second that lost took ${t2} s to fail"
+  elif [[ $rc1 == 1 && $rc2 == 0 ]]; then
+    loser=apply loser_log=$WORK/apply.log
+  else
+    fail "expected one command to succeed and one to fail: apply exited $rc1, $second exited $rc2"
+  fi
+  note "loser=$loser"
+  grep -qE 'state is locked by .*\(.*\) since .*lock id' "$loser_log" ||
+    fail "the $loser that lost does not name the lock holder: $(grep -m1 -i error "$loser_log")"
+  if [[ $loser == apply ]]; then  # the destroy ran: bring the fleet up again
+    apply_retrying || fail "the up apply after the destroy failed"
+  fi
+  check_clean
+  assert_converged
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  source "$(dirname "$0")/lib.sh"
+  fault_main concurrent
+fi

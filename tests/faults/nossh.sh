@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Fault: a node that accepts TCP but never speaks SSH (odd trials: silent;
+# even trials: half a banner, then silence). dgx3's address in the manifests
+# points at such a listener; `fleet plan` and `fleet apply` must exit 1
+# within the connect timeout (10 s) plus NOSSH_MARGIN_S, with an error
+# naming dgx3, and apply must change nothing.
+#   TRIALS=N bash tests/faults/nossh.sh
+NOSSH_MARGIN_S=${NOSSH_MARGIN_S:-15}
+
+# silent_listener MODE: a loopback listener that accepts and says nothing
+# (MODE half: "SSH-2.0-" and no end of line). Sets LISTENER_PID and
+# LISTENER_PORT.
+silent_listener() {
+  python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+held = []
+while True:
+    c, _ = s.accept()
+    if sys.argv[1] == "half":
+        c.sendall(b"SSH-2.0-")
+    held.append(c)
+' "$1" >"$WORK/listener.port" &
+  LISTENER_PID=$!
+  local i
+  for ((i = 0; i < 50; i++)); do [[ -s $WORK/listener.port ]] && break; sleep 0.1; done
+  LISTENER_PORT=$(cat "$WORK/listener.port")
+}
+
+trial_nossh() {
+  local mode=silent port cmd t0 secs serial
+  (($1 % 2 == 0)) && mode=half
+  repo_up
+  silent_listener "$mode"
+  trap 'kill "$LISTENER_PID" 2>/dev/null || true' EXIT  # this trial's subshell only
+  port=$LISTENER_PORT
+  note "mode=$mode"
+  # dgx3's ssh port -> the listener
+  sed -i "s/port: $(node_field dgx3 port)}/port: $port}/" "$REPO/fleet.yaml"
+  grep -q "port: $port}" "$REPO/fleet.yaml" || fail "could not point dgx3 at the listener"
+  serial=$(state_serial 2>/dev/null || echo none)
+  for cmd in plan apply; do
+    t0=$SECONDS
+    if [[ $cmd == apply ]]; then expect_rc 1 apply --auto-approve; else expect_rc 1 plan; fi
+    secs=$((SECONDS - t0))
+    ((secs <= 10 + NOSSH_MARGIN_S)) || fail "$cmd took $secs s to give up on dgx3"
+    grep -hE 'dgx3' "$WORK/out" "$WORK/err" | grep -qiE 'timeout|timed out|cannot connect' ||
+      fail "$cmd's error does not name dgx3 and the timeout"
+    note "$cmd=${secs}s"
+  done
+  [[ $(state_serial 2>/dev/null || echo none) == "$serial" ]] || fail "apply changed the state"
+  kill "$LISTENER_PID" 2>/dev/null || true
+  wait "$LISTENER_PID" 2>/dev/null || true
+  repo_up
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  source "$(dirname "$0")/lib.sh"
+  fault_main nossh
+fi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Fault: a node loses power in the middle of a step (`fleet-sim crash`: every
+# process of the node, its sessions and containers, SIGKILLed at once; files
+# kept; nvidia_drm back to its boot defaults), then comes back (node-start:
+# a new boot id). Trials rotate through the steps as sshcut.sh does.
+# The apply must end with an error naming the node (or success, if the step
+# was already done); then the next plan must see what is really there: the
+# re-apply converges and leaves no duplicate or leftover (lib.sh).
+#   TRIALS=N bash tests/faults/power.sh
+POWER_STEPS=(image stage reload start)
+
+trial_power() {
+  local ev=${POWER_STEPS[$((($1 - 1) % ${#POWER_STEPS[@]}))]} node ms rc=0
+  scene_reset
+  start_up_apply
+  if node=$(wait_event "$ev" "$APPLY_PID"); then
+    ms=$(random_ms 200)
+    sleep_ms "$ms"
+    "$SIM" crash "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash $node"
+    note "crash=$ev@$node+${ms}ms"
+  else
+    note "missed=$ev"
+  fi
+  wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc=$?
+  check_apply_outcome "$rc" "${node-}"
+  if [[ -n ${node-} ]]; then
+    "$SIM" node-start "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim node-start $node"
+    node_fields_reload
+  fi
+  check_state_after_fault "$WORK/apply.log"
+  recover_and_check
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  source "$(dirname "$0")/lib.sh"
+  fault_main power
+fi

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Fault: a node that stalls mid-session: its sshd session processes (every
+# connection fleet has to it) get SIGSTOP in the middle of a step, so the
+# TCP connection stays up (the kernel still ACKs) but nothing answers. Trials
+# rotate through the steps as sshcut.sh does. fleet must end the apply by
+# itself within STALL_LIMIT seconds (the transport's bounded silence,
+# src/ssh_transport.h) with an error naming the node; the sessions are then
+# resumed (they find their connection gone) and the invariants of lib.sh
+# are checked.
+#   TRIALS=N bash tests/faults/stall.sh
+STALL_STEPS=(${STALL_STEPS:-image stage reload start})
+STALL_LIMIT=${STALL_LIMIT:-120}
+
+trial_stall() {
+  local ev=${STALL_STEPS[$((($1 - 1) % ${#STALL_STEPS[@]}))]} node ms rc=0 stopped= t0
+  scene_reset
+  start_up_apply
+  if node=$(wait_event "$ev" "$APPLY_PID"); then
+    ms=$(random_ms 200)
+    sleep_ms "$ms"
+    stopped=$(session_pids "$node")
+    [[ -z $stopped ]] || kill -STOP $stopped 2>/dev/null || true
+    note "stop=$ev@$node+${ms}ms"
+  else
+    note "missed=$ev"
+  fi
+  t0=$SECONDS
+  FAULT_APPLY_LIMIT=$STALL_LIMIT wait_apply "$APPLY_PID" "$STALL_LIMIT" || rc=$?
+  note "ended-after=$((SECONDS - t0))s"
+  [[ -z $stopped ]] || kill -CONT $stopped 2>/dev/null || true
+  FAULT_APPLY_LIMIT=$STALL_LIMIT check_apply_outcome "$rc" "${node-}"
+  check_state_after_fault "$WORK/apply.log"
+  recover_and_check
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+  source "$(dirname "$0")/lib.sh"
+  fault_main stall
+fi
