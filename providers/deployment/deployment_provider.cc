@@ -627,7 +627,7 @@ std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& no
 
 Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& desired,
                                                  const ActualResource& actual,
-                                                 const DiffContext& ctx) const {
+                                                 const DiffContext& ctx, const StepContext*) const {
   using R = Result<nlohmann::json>;
   const DeploymentWant want = desired.attributes.get<DeploymentWant>();
   const std::string& container = want.shown.container;
