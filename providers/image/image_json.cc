@@ -91,7 +91,7 @@ void to_json(nlohmann::json& j, const ImageProbe& v) {
        {"by_ref", LookupToJson(v.by_ref)},
        {"by_name", LookupToJson(v.by_name)}};
   for (const FleetTagged& t : v.fleet_tagged)
-    j["fleet_tagged"].push_back({{"name", t.name}, {"id", t.id}});
+    j["fleet_tagged"].push_back({{"name", t.name}, {"id", t.id}, {"staged", t.staged}});
 }
 
 void from_json(const nlohmann::json& j, ImageProbe& v) {
@@ -102,7 +102,9 @@ void from_json(const nlohmann::json& j, ImageProbe& v) {
   if (auto it = j.find("by_name"); it != j.end()) v.by_name = LookupFromJson(*it);
   if (auto it = j.find("fleet_tagged"); it != j.end() && it->is_array())
     for (const auto& t : *it)
-      if (t.is_object()) v.fleet_tagged.push_back({t.value("name", ""), t.value("id", "")});
+      if (t.is_object())
+        v.fleet_tagged.push_back(
+            {t.value("name", ""), t.value("id", ""), t.value("staged", false)});
 }
 
 nlohmann::json ImageProbe::ToJson() const { return *this; }

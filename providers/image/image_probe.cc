@@ -66,7 +66,7 @@ std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
 // per tag and the full ID with --no-trunc.
 std::string FleetTaggedListing() {
   return "\"$cli\" image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 2>/dev/null | "
-         "awk '$1 ~ /:sha256-[0-9a-f]+$/ { print \"tagged \" $1 \" \" $2 }'\n";
+         "awk '$1 ~ /:(staged-)?sha256-[0-9a-f]+$/ { print \"tagged \" $1 \" \" $2 }'\n";
 }
 
 }  // namespace
@@ -74,7 +74,17 @@ std::string FleetTaggedListing() {
 std::string DigestOfFleetTag(const std::string& name) {
   const size_t colon = name.rfind(':');
   if (colon == std::string::npos || name.compare(colon + 1, 7, "sha256-") != 0) return "";
-  const std::string hex = name.substr(colon + 8);
+  return DigestAfter(name, colon + 8);
+}
+
+std::string DigestOfStagedTag(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || name.compare(colon + 1, 14, "staged-sha256-") != 0) return "";
+  return DigestAfter(name, colon + 15);
+}
+
+std::string DigestAfter(const std::string& name, size_t at) {
+  const std::string hex = name.substr(at);
   if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return "";
   return "sha256:" + hex;
 }
@@ -143,6 +153,7 @@ ImageProbe ParseImageProbe(const std::string& output) {
   ImageProbe p;
   std::istringstream in(output);
   std::string line;
+  std::vector<std::string> staged_ids;
   while (std::getline(in, line)) {
     if (line == "cli missing") {
       p.cli_found = false;
@@ -153,8 +164,9 @@ ImageProbe ParseImageProbe(const std::string& output) {
     if (line.rfind("tagged ", 0) == 0) {
       std::string name, id;
       words >> what >> name >> id;
-      if (!DigestOfFleetTag(name).empty() && !NormalizeImageId(id).empty())
-        p.fleet_tagged.push_back({name, NormalizeImageId(id)});
+      if (NormalizeImageId(id).empty()) continue;
+      if (!DigestOfFleetTag(name).empty()) p.fleet_tagged.push_back({name, NormalizeImageId(id)});
+      if (!DigestOfStagedTag(name).empty()) staged_ids.push_back(NormalizeImageId(id));
       continue;
     }
     int rc = -1;
@@ -167,6 +179,8 @@ ImageProbe ParseImageProbe(const std::string& output) {
     else if (what == "name")
       p.by_name = l;
   }
+  for (FleetTagged& t : p.fleet_tagged)
+    t.staged = std::find(staged_ids.begin(), staged_ids.end(), t.id) != staged_ids.end();
   return p;
 }
 

@@ -177,10 +177,10 @@ void FloatingTagNotes(const ImageDiffInput& in, PlanChange* c) {
   }
 }
 
-std::string FleetTagOn(const ImageProbe& p, const std::string& id) {
+FleetTagged FleetTagOn(const ImageProbe& p, const std::string& id) {
   for (const FleetTagged& t : p.fleet_tagged)
-    if (t.id == id) return t.name;
-  return "";
+    if (t.id == id) return t;
+  return {};
 }
 
 bool Unrecorded(const DiffContext& ctx, const std::string& address) {
@@ -188,10 +188,11 @@ bool Unrecorded(const DiffContext& ctx, const std::string& address) {
 }
 
 void UnrecordedNote(const ImageDiffInput& in, PlanChange* c) {
-  const std::string tag = FleetTagOn(in.here, in.judged.id);
-  if (tag.empty() || !Unrecorded(in.ctx, in.desired.address)) return;
+  const FleetTagged tag = FleetTagOn(in.here, in.judged.id);
+  if (tag.name.empty() || !Unrecorded(in.ctx, in.desired.address)) return;
   c->reasons.push_back("on " + in.desired.node + " as image " + ShortId(in.judged.id) +
-                       " (fleet staged it: it carries fleet's tag " + tag +
+                       " (it carries fleet's tag " + tag.name +
+                       (tag.staged ? ", staged by fleet" : "") +
                        ") but not in this state: `fleet state adopt " + in.desired.address +
                        "` records it (" + in.judged.how + ", nothing pulled)");
 }
@@ -369,9 +370,9 @@ Result<nlohmann::json> ImageProvider::Adopt(const DesiredResource& desired,
   record.image_id = judged.id;
   record.found = judged.how;
   record.via = kViaPresent;
-  if (const std::string tag = image_internal::FleetTagOn(here, judged.id); !tag.empty()) {
+  if (const FleetTagged tag = image_internal::FleetTagOn(here, judged.id); tag.staged) {
     record.via = kViaAdopted;
-    record.names = {tag};
+    record.names = {tag.name, ref.StagedTag()};
   }
   return nlohmann::json(record);
 }
@@ -466,7 +467,7 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
   if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
   // What the probes of this node's declared images saw: fleet's tags, and
   // the images the declared ones are.
-  std::map<std::string, std::string> tagged;  // tag -> id
+  std::map<std::string, FleetTagged> tagged;  // by tag
   std::set<std::string> declared_ids, declared_digests;
   const std::string suffix = "@" + node;
   for (const auto& [address, a] : *ctx.all_actual) {
@@ -475,7 +476,7 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
         !a.error.empty())
       continue;
     const ImageProbe p = a.attributes.get<ImageProbe>();
-    for (const FleetTagged& t : p.fleet_tagged) tagged[t.name] = t.id;
+    for (const FleetTagged& t : p.fleet_tagged) tagged[t.name] = t;
     if (p.by_ref.found) declared_ids.insert(p.by_ref.id);
     if (p.by_name.found) declared_ids.insert(p.by_name.id);
     const std::string name = address.substr(6, address.size() - 6 - suffix.size());
@@ -483,14 +484,15 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
       declared_digests.insert(ParseImageRef(it->second.ref).digest);
   }
   std::set<std::string> seen;
-  for (const auto& [tag, id] : tagged) {
+  for (const auto& [tag, t] : tagged) {
+    const std::string& id = t.id;
     const std::string digest = DigestOfFleetTag(tag);
     if (declared_digests.count(digest) || declared_ids.count(id) || !seen.insert(id).second)
       continue;
     const std::string address =
         ResourceAddress("image", NameForUnknown(*ctx.manifest, tag, digest), node);
     if (ctx.recorded->count(address)) continue;  // a record: DiffOrphan decides
-    if (ctx.purge) {
+    if (ctx.purge && t.staged) {
       out.push_back(RemoveChange(address, node, nlohmann::json(), id,
                                  "carries fleet's tag " + tag + " but this state does not know " +
                                      "it and the manifests do not declare it on " + node +
@@ -501,10 +503,14 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
     c.address = address;
     c.type = "image";
     c.node = node;
-    c.reasons.push_back("image " + ShortId(id) + " on " + node + " carries fleet's tag " + tag +
-                        " (fleet staged it) but is not in this state, and the manifests do not " +
-                        "declare it there: `fleet apply --purge` removes it (unless a container " +
-                        "uses it)");
+    const std::string head = "image " + ShortId(id) + " on " + node + " carries fleet's tag " +
+                             tag + " but is not in this state, and the manifests do not declare " +
+                             "it there: ";
+    c.reasons.push_back(
+        head + (t.staged ? "fleet staged it, and `fleet apply --purge` removes it (unless a "
+                           "container uses it)"
+                         : "fleet found it in place (it did not pull or copy it), so --purge "
+                           "leaves it; remove it by hand if it is not wanted"));
     out.push_back(std::move(c));
   }
   return out;
@@ -579,9 +585,9 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
     return Result<ImageRecord>::Error("pulled " + ref.Lookup() + " on " + node + " is image " +
                                       *id + ", other nodes have " + config);
   if (ref.pinned()) {
-    // fleet's tag marks it as staged by fleet (DiffUnrecorded, Adopt).
-    Status s =
-        EnsureNames(ctx.transport, cli, *id, {ref.TaggedName(), ref.FleetTag()}, ctx.progress);
+    // The staged mark: fleet pulled it (DiffUnrecorded, Adopt).
+    Status s = EnsureNames(ctx.transport, cli, *id,
+                           {ref.TaggedName(), ref.FleetTag(), ref.StagedTag()}, ctx.progress);
     if (!s.ok()) return s;
   }
   record.image_id = *id;
@@ -610,7 +616,9 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   Status s = CopyBytes(ctx, route, spec);
   if (!s.ok()) return s;
   const std::vector<std::string> names = NamesForCopy(ref);
-  s = EnsureNames(ctx.transport, spec.target_cli, src.config, names, ctx.progress);
+  std::vector<std::string> marked = names;
+  marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
+  s = EnsureNames(ctx.transport, spec.target_cli, src.config, marked, ctx.progress);
   if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   record.image_id = src.config;
   record.via = kViaCopy;

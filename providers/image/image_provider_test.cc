@@ -363,17 +363,25 @@ std::string Tagged(const std::string& digest, const std::string& id,
                    const std::string& repo = kRepo) {
   return "tagged " + repo + ":sha256-" + digest.substr(7) + " " + id + "\n";
 }
+std::string Staged(const std::string& digest, const std::string& id,
+                   const std::string& repo = kRepo) {
+  return "tagged " + repo + ":staged-sha256-" + digest.substr(7) + " " + id + "\n";
+}
 
 TEST(ImageProbeTest, ParsesFleetTaggedImagesAndKeepsThemThroughJson) {
-  ImageProbe p = ParseImageProbe(Tagged(kD, kC) + "tagged " + kRepo + ":latest " + kC + "\n" +
-                                 "tagged r:sha256-short " + kC + "\n" + HasByDigest());
+  ImageProbe p = ParseImageProbe(Tagged(kD, kC) + Staged(kD, kC) + "tagged " + kRepo + ":latest " +
+                                 kC + "\n" + "tagged r:sha256-short " + kC + "\n" + HasByDigest());
   ASSERT_EQ(p.fleet_tagged.size(), 1u);  // only fleet's tag, whole
   EXPECT_EQ(p.fleet_tagged[0].name, kRepo + ":sha256-" + std::string(64, 'd'));
   EXPECT_EQ(p.fleet_tagged[0].id, kC);
-  EXPECT_TRUE(p.by_ref.found);
+  EXPECT_TRUE(p.fleet_tagged[0].staged);  // fleet pulled or copied it
+  EXPECT_FALSE(ParseImageProbe(Tagged(kD, kC)).fleet_tagged[0].staged);  // found in place
+  EXPECT_EQ(ParseImageRef(kRepo + "@" + kD).StagedTag(),
+            kRepo + ":staged-sha256-" + std::string(64, 'd'));
   const ImageProbe q = ImageProbe::FromJson(p.ToJson());
   ASSERT_EQ(q.fleet_tagged.size(), 1u);
   EXPECT_EQ(q.fleet_tagged[0].id, kC);
+  EXPECT_TRUE(q.fleet_tagged[0].staged);
   EXPECT_EQ(DigestOfFleetTag(kRepo + ":sha256-" + std::string(64, 'd')), kD);
   EXPECT_EQ(DigestOfFleetTag(kRepo + ":v1"), "");
   EXPECT_NE(ImageProbeScript("podman", ParseImageRef(kRepo + "@" + kD)).find("image ls --no-trunc"),
@@ -395,7 +403,8 @@ TEST(ImageUnrecordedTest, PresentWithFleetsTagButNoRecordSaysAdopt) {
   PlanChange c = diff("a", none);
   EXPECT_EQ(c.action, Action::kNoop);
   ASSERT_EQ(c.reasons.size(), 1u);
-  EXPECT_NE(c.reasons[0].find("fleet staged it"), std::string::npos) << c.reasons[0];
+  EXPECT_NE(c.reasons[0].find("carries fleet's tag " + kRepo + ":sha256-"), std::string::npos)
+      << c.reasons[0];
   EXPECT_NE(c.reasons[0].find("`fleet state adopt image.vllm@a` records it (by registry digest"),
             std::string::npos)
       << c.reasons[0];
@@ -405,7 +414,9 @@ TEST(ImageUnrecordedTest, PresentWithFleetsTagButNoRecordSaysAdopt) {
 
 TEST(ImageUnrecordedTest, AdoptRecordsAPresentImageAndRefusesAMissingOne) {
   Fixture f(kRepo + "@" + kD, "peers",
-            {{"a", Tagged(kD, kC) + HasByDigest()}, {"b", HasByFleetTag()}, {"c", kMissing}});
+            {{"a", Tagged(kD, kC) + Staged(kD, kC) + HasByDigest()},
+             {"b", Tagged(kD, kC) + HasByFleetTag()},
+             {"c", kMissing}});
   auto adopt = [&](const std::string& node) {
     for (const DesiredResource& r : f.desired)
       if (r.node == node)
@@ -423,6 +434,7 @@ TEST(ImageUnrecordedTest, AdoptRecordsAPresentImageAndRefusesAMissingOne) {
   Result<nlohmann::json> b = adopt("b");
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->get<ImageRecord>().found, "by fleet's tag");
+  EXPECT_EQ(b->get<ImageRecord>().via, kViaPresent);  // tagged, but not staged by fleet
   Result<nlohmann::json> c = adopt("c");
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("the plan would copy from"), std::string::npos)
@@ -433,22 +445,30 @@ TEST(ImageUnrecordedTest, AFleetTaggedImageNothingDeclaresIsNamedAndPurged) {
   const std::string kOld = "sha256:" + std::string(64, 'a');
   const std::string kOldId = std::string(64, 'b');
   Fixture f(kRepo + "@" + kD, "registry",
-            {{"a", Tagged(kD, kC) + Tagged(kOld, kOldId, "r/old") + HasByDigest()},
+            {{"a", Tagged(kD, kC) + Tagged(kOld, kOldId, "r/old") + Staged(kOld, kOldId, "r/old") +
+                       Tagged(kX, std::string(64, 'f'), "r/found") + HasByDigest()},
              {"b", kMissing},
              {"c", kMissing}});
   std::set<std::string> recorded;
   DiffContext ctx{f.facts["a"], &f.facts, &f.actual, &f.m, false, nullptr, &recorded};
   std::vector<PlanChange> found = f.p.DiffUnrecorded("a", ctx);
-  ASSERT_EQ(found.size(), 1u);  // not the declared one
-  EXPECT_EQ(found[0].address, "image.old-aaaaaaaaaaaa@a");
-  EXPECT_EQ(found[0].action, Action::kNoop);
-  EXPECT_NE(found[0].reasons[0].find("`fleet apply --purge` removes it"), std::string::npos);
+  ASSERT_EQ(found.size(), 2u);  // not the declared one
+  EXPECT_EQ(found[0].address, "image.found-eeeeeeeeeeee@a");
+  EXPECT_NE(found[0].reasons[0].find("fleet found it in place"), std::string::npos)
+      << found[0].reasons[0];
+  EXPECT_EQ(found[1].address, "image.old-aaaaaaaaaaaa@a");
+  EXPECT_EQ(found[1].action, Action::kNoop);
+  EXPECT_NE(found[1].reasons[0].find("fleet staged it, and `fleet apply --purge` removes it"),
+            std::string::npos)
+      << found[1].reasons[0];
   ctx.purge = true;
   found = f.p.DiffUnrecorded("a", ctx);
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].action, Action::kDelete);
-  EXPECT_EQ(found[0].detail.get<ImageStep>().image_id, "sha256:" + kOldId);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].action, Action::kNoop);  // not staged by fleet: never removed
+  EXPECT_EQ(found[1].action, Action::kDelete);
+  EXPECT_EQ(found[1].detail.get<ImageStep>().image_id, "sha256:" + kOldId);
   recorded.insert("image.old-aaaaaaaaaaaa@a");  // a record: DiffOrphan's call
+  recorded.insert("image.found-eeeeeeeeeeee@a");
   EXPECT_TRUE(f.p.DiffUnrecorded("a", ctx).empty());
   EXPECT_TRUE(f.p.DiffUnrecorded("b", ctx).empty());
 }

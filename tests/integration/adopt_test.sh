@@ -118,8 +118,8 @@ repo_all() {  # image bb, deployment b and model m on dgx1
 }
 
 step "images and models: apply records the model and serves b (bb was pulled by the first apply)"
-on_node dgx1 "podman image exists $R/fleet/serve:sha256-${D#sha256:}" ||
-  fail "the image fleet pulled does not carry fleet's tag"
+on_node dgx1 "podman image exists $R/fleet/serve:staged-sha256-${D#sha256:}" ||
+  fail "the image fleet pulled does not carry fleet's staged mark"
 repo_all
 expect_rc 0 apply --auto-approve
 assert_converged
@@ -127,12 +127,13 @@ IMG_ID=$(on_node dgx1 "podman image inspect --format '{{.Id}}' $R/fleet/serve@$D
 
 step "an image fleet tagged that nothing declares: named, kept without --purge"
 D2=$(image_push fleet/old v2)
-on_node dgx1 "podman pull -q $R/fleet/old@$D2 >/dev/null && podman tag $R/fleet/old@$D2 $R/fleet/old:sha256-${D2#sha256:}"
+# As fleet leaves an image it pulled: its tag and its staged mark.
+on_node dgx1 "podman pull -q $R/fleet/old@$D2 >/dev/null && podman tag $R/fleet/old@$D2 $R/fleet/old:sha256-${D2#sha256:} $R/fleet/old:staged-sha256-${D2#sha256:}"
 OLD_ADDR="image.old-${D2:7:12}@dgx1"
 expect_rc 0 plan --detailed-exitcode
 expect_out "$OLD_ADDR: image"
-expect_out "carries fleet's tag $R/fleet/old:sha256-${D2#sha256:} (fleet staged it) but is not in this state"
-expect_out '`fleet apply --purge` removes it'
+expect_out "carries fleet's tag $R/fleet/old:sha256-${D2#sha256:} but is not in this state"
+expect_out 'fleet staged it, and `fleet apply --purge` removes it'
 
 step "the state file is lost: the plan names the image, the model and the serve"
 lose_state
