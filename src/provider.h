@@ -61,6 +61,9 @@ struct DiffContext {
   // runs on a node unknown to the state (`fleet state adopt`). Null when
   // not known (a diff tested alone): nothing is said about it then.
   const std::set<std::string>* recorded = nullptr;
+  // The state's records themselves (DiffUnrecorded: what the state knows by
+  // content, e.g. an image under another name). Null when not known.
+  const std::vector<ResourceRecord>* records = nullptr;
 };
 
 class Provider {

@@ -484,6 +484,10 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
       declared_digests.insert(ParseImageRef(it->second.ref).digest);
   }
   std::set<std::string> seen;
+  if (ctx.records != nullptr)  // the state knows it under another name
+    for (const ResourceRecord& r : *ctx.records)
+      if (r.type == "image" && r.node == node)
+        seen.insert(NormalizeImageId(r.attributes.get<ImageRecord>().image_id));
   for (const auto& [tag, t] : tagged) {
     const std::string& id = t.id;
     const std::string digest = DigestOfFleetTag(tag);

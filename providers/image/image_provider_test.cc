@@ -467,6 +467,21 @@ TEST(ImageUnrecordedTest, AFleetTaggedImageNothingDeclaresIsNamedAndPurged) {
   EXPECT_EQ(found[0].action, Action::kNoop);  // not staged by fleet: never removed
   EXPECT_EQ(found[1].action, Action::kDelete);
   EXPECT_EQ(found[1].detail.get<ImageStep>().image_id, "sha256:" + kOldId);
+  // The state knows that image under another name (a record of another
+  // digest's resource): not unknown.
+  ResourceRecord under_other_name;
+  under_other_name.address = "image.vllm-old@a";
+  under_other_name.type = "image";
+  under_other_name.node = "a";
+  ImageRecord known;
+  known.image_id = "sha256:" + kOldId;
+  under_other_name.attributes = known;
+  const std::vector<ResourceRecord> records = {under_other_name};
+  ctx.records = &records;
+  found = f.p.DiffUnrecorded("a", ctx);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].address, "image.found-eeeeeeeeeeee@a");
+  ctx.records = nullptr;
   recorded.insert("image.old-aaaaaaaaaaaa@a");  // a record: DiffOrphan's call
   recorded.insert("image.found-eeeeeeeeeeee@a");
   EXPECT_TRUE(f.p.DiffUnrecorded("a", ctx).empty());
