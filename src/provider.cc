@@ -29,7 +29,7 @@ std::vector<PlanChange> Provider::DiffUnrecorded(const std::string&, const DiffC
 }
 
 Result<nlohmann::json> Provider::Adopt(const DesiredResource& desired, const ActualResource&,
-                                       const DiffContext&) const {
+                                       const DiffContext&, const StepContext*) const {
   return Result<nlohmann::json>::Error("fleet state adopt does not take over a " + desired.type +
                                        " (apply records it when it finds it in place)");
 }

@@ -61,6 +61,9 @@ struct DiffContext {
   // runs on a node unknown to the state (`fleet state adopt`). Null when
   // not known (a diff tested alone): nothing is said about it then.
   const std::set<std::string>* recorded = nullptr;
+  // The state's records themselves (DiffUnrecorded: what the state knows by
+  // content, e.g. an image under another name). Null when not known.
+  const std::vector<ResourceRecord>* records = nullptr;
 };
 
 class Provider {
@@ -105,10 +108,13 @@ class Provider {
 
   // `fleet state adopt`: the record apply would write for `desired`, which
   // the probe found on its node as `actual`, when that matches the
-  // manifests (nothing to change); else an error that says why not. The
-  // default refuses: this type cannot be adopted.
+  // manifests (nothing to change, nothing to fetch); else an error that
+  // says why not. `node` (null when the decision is tested alone) lets a
+  // provider read more than the probe before it records, e.g. a model's
+  // safetensors headers; it changes nothing on the node. The default
+  // refuses: this type cannot be adopted.
   virtual Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
-                                       const DiffContext& ctx) const;
+                                       const DiffContext& ctx, const StepContext* node) const;
 
   // Performs `change` idempotently: re-check, act, verify. Returns the
   // attributes to record in state (null: remove the record).

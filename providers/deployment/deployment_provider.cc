@@ -655,7 +655,7 @@ std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& no
 
 Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& declared,
                                                  const ActualResource& actual,
-                                                 const DiffContext& ctx) const {
+                                                 const DiffContext& ctx, const StepContext*) const {
   using R = Result<nlohmann::json>;
   Result<DesiredResource> with_fabric = deployment_internal::WithFabricFacts(declared, ctx);
   if (!with_fabric.ok()) return with_fabric.status();

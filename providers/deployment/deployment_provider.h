@@ -46,7 +46,7 @@ class DeploymentProvider : public Provider {
   std::vector<PlanChange> DiffUnrecorded(const std::string& node,
                                          const DiffContext& ctx) const override;
   Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
-                               const DiffContext& ctx) const override;
+                               const DiffContext& ctx, const StepContext* node) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;

@@ -356,11 +356,10 @@ TEST(ProbeParseTest, DockerTimesAndWget) {
 // a number (or does not fit a long) made std::stol throw out of the parser,
 // which ended `fleet plan`. The age is unknown instead.
 TEST(ProbeParseTest, TimesThatAreNotNumbersLeaveTheAgeUnknown) {
-  for (const char* text :
-       {"state=running\nstarted=1795982400\nnow=later\n",
-        "state=running\nstarted=1795982400\nnow=99999999999999999999999\n",
-        "state=running\nstarted=99999999999999999999999\nnow=1795982460\n",
-        "state=running\nstarted=1\nnow=-9223372036854775808\n"}) {
+  for (const char* text : {"state=running\nstarted=1795982400\nnow=later\n",
+                           "state=running\nstarted=1795982400\nnow=99999999999999999999999\n",
+                           "state=running\nstarted=99999999999999999999999\nnow=1795982460\n",
+                           "state=running\nstarted=1\nnow=-9223372036854775808\n"}) {
     ContainerProbe p;
     ASSERT_NO_THROW(p = ParseContainerProbe(text)) << text;
     EXPECT_EQ(p.state, "running");
@@ -641,7 +640,7 @@ TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {
   ContainerProbe running = Running(200);
   running.id = "cid";
   running.image = "iid";
-  Result<nlohmann::json> r = p_.Adopt(desired_, actual_[desired_.address], Ctx(running));
+  Result<nlohmann::json> r = p_.Adopt(desired_, actual_[desired_.address], Ctx(running), nullptr);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const DeploymentRecord rec = r->get<DeploymentRecord>();
   EXPECT_EQ(rec.container_id, "cid");
@@ -649,7 +648,7 @@ TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {
   EXPECT_EQ(rec.want.shown.spec, desired_.attributes["spec"]);
   ContainerProbe other = running;
   other.spec = std::string(64, 'e');
-  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(other));
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(other), nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("does not match the manifests (the plan would replace "
                                       "fleet-qwen): container fleet-qwen runs spec eeeeeeeeeeee"),
@@ -657,10 +656,10 @@ TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {
       << r.status().message();
   ContainerProbe stopped = running;
   stopped.state = "exited";
-  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(stopped));
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(stopped), nullptr);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("container is exited"), std::string::npos);
-  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(ContainerProbe{}));
+  r = p_.Adopt(desired_, actual_[desired_.address], Ctx(ContainerProbe{}), nullptr);
   EXPECT_EQ(r.status().message(), "no container fleet-qwen on dgx5");
 }
 

@@ -305,6 +305,20 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "    if ls -l \"$p\"/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
          "owner=container; break; fi\n"
          "  done\nfi\n"
+         // A root daemon's container (docker): the node user cannot read
+         // its processes, but the engine can look among them (exec runs in
+         // the container's PID namespace, as its user). No shell there:
+         // left unknown.
+         "if [ \"$owner\" = unknown ] && [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && "
+         "[ -n \"$pid\" ] && [ \"$pid\" != 0 ]; then\n"
+         "  held=$(" +
+         ShellCommand({cli, "exec", container, "sh", "-c",
+                       "for p in /proc/[0-9]*; do ls -l \"$p\"/fd 2>/dev/null; done | "
+                       "grep -c \"socket:\\[$1\\]\"",
+                       "sh"}) +
+         " \"$inode\" 2>/dev/null)\n"
+         "  case $held in ''|*[!0-9]*) ;; 0) owner=other ;; *) owner=container; echo "
+         "via=engine ;; esac\nfi\n"
          "if [ -z \"$inode\" ]; then owner=absent\n"
          "elif [ -z \"$pid\" ] || [ \"$pid\" = 0 ]; then owner=stopped; fi\n"
          "echo \"owner=$owner\"\n";

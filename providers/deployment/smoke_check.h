@@ -7,7 +7,10 @@
 //   identity  the client address reaches the container fleet started on the
 //             node: a TCP connection is opened to it from here, and over SSH
 //             the node is asked which process holds the other end (the
-//             container's, by its PID namespace) and what labels it carries;
+//             container's, by its PID namespace; for a root daemon's
+//             container, which the node user cannot see, the engine is asked
+//             through `exec` among the container's own processes) and what
+//             labels it carries;
 //   model     /v1/models lists the deployment's served model name;
 //   <checks>  the deployment's `smoke:` list, each through /v1/chat/completions
 //             (streamed: time to first token and decode tokens/s).
@@ -69,7 +72,9 @@ SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec);
 // accepted socket of a connection from `client_port` to the serve's `port`:
 // owner is "container" (a process in the container's PID namespace holds
 // it), "other" (another process of the node), "unknown" (the node sees the
-// socket but cannot read the container's processes: a root daemon's),
+// socket but cannot read the container's processes, a root daemon's, and
+// `<cli> exec` could not look among them either: no shell in the image;
+// when exec could, owner is "container" or "other" and via=engine),
 // "stopped" (the container does not run, yet something answers) or
 // "absent" (the node holds no such connection: another box answered).
 // Built with ShellCommand; read-only.

@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "manifests/smoke_schema.h"
+#include "src/shell_quote.h"
 
 namespace fleet {
 namespace {
@@ -148,6 +152,71 @@ TEST(SmokeCheck, NeedleHidesOneFactAndAsksForIt) {
   ASSERT_NE(p.find(fact), std::string::npos);
   EXPECT_EQ(p.find(fact), p.rfind(fact));
   EXPECT_NE(p.find("What is the magic number of"), std::string::npos);
+}
+
+// The identity script on a root daemon's node (docker): the container's
+// PID namespace is not readable, so the engine is asked through `exec`.
+// A stand-in CLI answers inspect (a PID whose /proc entry cannot be read)
+// and runs exec's command here, where this process holds the connection.
+std::string RunOwnerScript(const std::string& exec_mode) {
+  char dir_template[] = "/tmp/fleet-owner-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string cli = dir + "/engine";
+  FILE* f = fopen(cli.c_str(), "w");
+  fputs(
+      "#!/bin/sh\n"
+      "case $1 in\n"
+      "  container) case $4 in *State.Pid*) echo 999999999 ;; *) echo b ;; esac ;;\n"
+      "  exec) shift 2\n"
+      "    case $FAKE_EXEC in fail) exit 126 ;; none) echo 0; exit 1 ;; esac\n"
+      "    exec \"$@\" ;;\n"
+      "esac\n",
+      f);
+  fclose(f);
+  chmod(cli.c_str(), 0755);
+  // A connection from this process to itself: the accepted end is held here.
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  listen(lfd, 1);
+  socklen_t len = sizeof a;
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  int cfd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(connect(cfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  sockaddr_in c{};
+  len = sizeof c;
+  getsockname(cfd, reinterpret_cast<sockaddr*>(&c), &len);
+  int afd = accept(lfd, nullptr, nullptr);
+  const std::string cmd =
+      "FAKE_EXEC=" + exec_mode + " sh -c " +
+      ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, ntohs(c.sin_port)));
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  pclose(p);
+  close(afd);
+  close(cfd);
+  close(lfd);
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+TEST(SmokeCheck, IdentityAsksTheEngineWhenTheNodeCannotSeeTheContainer) {
+  if (geteuid() != 0) GTEST_SKIP() << "reads every process's fds: needs root";
+  std::string out = RunOwnerScript("run");
+  EXPECT_NE(out.find("owner=container"), std::string::npos) << out;
+  EXPECT_NE(out.find("via=engine"), std::string::npos) << out;
+  EXPECT_NE(out.find("label=b"), std::string::npos) << out;
+  // The container's processes do not hold it: another process of the node.
+  out = RunOwnerScript("none");
+  EXPECT_NE(out.find("owner=other"), std::string::npos) << out;
+  // No shell in the image: unknown, as before.
+  out = RunOwnerScript("fail");
+  EXPECT_NE(out.find("owner=unknown"), std::string::npos) << out;
 }
 
 TEST(SmokeCheck, ExpectedServedModel) {

@@ -90,6 +90,8 @@ void to_json(nlohmann::json& j, const ImageProbe& v) {
   j = {{"cli_found", v.cli_found},
        {"by_ref", LookupToJson(v.by_ref)},
        {"by_name", LookupToJson(v.by_name)}};
+  for (const FleetTagged& t : v.fleet_tagged)
+    j["fleet_tagged"].push_back({{"name", t.name}, {"id", t.id}, {"staged", t.staged}});
 }
 
 void from_json(const nlohmann::json& j, ImageProbe& v) {
@@ -98,6 +100,11 @@ void from_json(const nlohmann::json& j, ImageProbe& v) {
   v.cli_found = j.value("cli_found", true);
   if (auto it = j.find("by_ref"); it != j.end()) v.by_ref = LookupFromJson(*it);
   if (auto it = j.find("by_name"); it != j.end()) v.by_name = LookupFromJson(*it);
+  if (auto it = j.find("fleet_tagged"); it != j.end() && it->is_array())
+    for (const auto& t : *it)
+      if (t.is_object())
+        v.fleet_tagged.push_back(
+            {t.value("name", ""), t.value("id", ""), t.value("staged", false)});
 }
 
 nlohmann::json ImageProbe::ToJson() const { return *this; }

@@ -34,16 +34,19 @@ struct ImageWant {
 inline constexpr const char* kViaPresent = "present";
 inline constexpr const char* kViaPull = "pull";
 inline constexpr const char* kViaCopy = "copy";
+// Found carrying fleet's tag (fleet staged it) by `fleet state adopt`,
+// after the record of its staging was lost.
+inline constexpr const char* kViaAdopted = "adopted";
 
 // What an image's state record holds.
 struct ImageRecord {
   std::string ref;
   std::string digest;
   std::string image_id;            // its config digest
-  std::string via;                 // kViaPresent, kViaPull, kViaCopy
+  std::string via;                 // kViaPresent, kViaPull, kViaCopy, kViaAdopted
   std::string found;               // present: how it was found ("by registry digest", ...)
   std::string from;                // copy: the source node
-  std::vector<std::string> names;  // copy: the names it was given
+  std::vector<std::string> names;  // copy: the names it was given; adopted: fleet's tag
 };
 
 // PlanChange::detail of an image step.

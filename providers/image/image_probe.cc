@@ -61,7 +61,33 @@ std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
          "fi\n";
 }
 
+// One "tagged <name> <id>" line per image carrying fleet's tag. Listing
+// (not looking up a ref) is what `image ls` is for; both CLIs print one line
+// per tag and the full ID with --no-trunc.
+std::string FleetTaggedListing() {
+  return "\"$cli\" image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 2>/dev/null | "
+         "awk '$1 ~ /:(staged-)?sha256-[0-9a-f]+$/ { print \"tagged \" $1 \" \" $2 }'\n";
+}
+
 }  // namespace
+
+std::string DigestOfFleetTag(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || name.compare(colon + 1, 7, "sha256-") != 0) return "";
+  return DigestAfter(name, colon + 8);
+}
+
+std::string DigestOfStagedTag(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  if (colon == std::string::npos || name.compare(colon + 1, 14, "staged-sha256-") != 0) return "";
+  return DigestAfter(name, colon + 15);
+}
+
+std::string DigestAfter(const std::string& name, size_t at) {
+  const std::string hex = name.substr(at);
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) return "";
+  return "sha256:" + hex;
+}
 
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
   // One line per lookup: "<what> <exit status> <inspect's output, newlines
@@ -70,10 +96,9 @@ std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
   const std::string inspect = "\"$cli\" image inspect --format " + ShellQuote(kInspectFormat) + " ";
   std::string s = "cli=" + ShellQuote(cli) +
                   "\n"
-                  "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
-                  "out=$(" +
-                  inspect + ShellQuote(ref.Lookup()) + " 2>&1); rc=$?\n" +
-                  DockerDigestFallback(cli, ref, inspect) +
+                  "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n" +
+                  FleetTaggedListing() + "out=$(" + inspect + ShellQuote(ref.Lookup()) +
+                  " 2>&1); rc=$?\n" + DockerDigestFallback(cli, ref, inspect) +
                   "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
   const std::string name = ref.FleetTag();
   if (!name.empty())
@@ -128,6 +153,7 @@ ImageProbe ParseImageProbe(const std::string& output) {
   ImageProbe p;
   std::istringstream in(output);
   std::string line;
+  std::vector<std::string> staged_ids;
   while (std::getline(in, line)) {
     if (line == "cli missing") {
       p.cli_found = false;
@@ -135,6 +161,14 @@ ImageProbe ParseImageProbe(const std::string& output) {
     }
     std::istringstream words(line);
     std::string what;
+    if (line.rfind("tagged ", 0) == 0) {
+      std::string name, id;
+      words >> what >> name >> id;
+      if (NormalizeImageId(id).empty()) continue;
+      if (!DigestOfFleetTag(name).empty()) p.fleet_tagged.push_back({name, NormalizeImageId(id)});
+      if (!DigestOfStagedTag(name).empty()) staged_ids.push_back(NormalizeImageId(id));
+      continue;
+    }
     int rc = -1;
     if (!(words >> what >> rc)) continue;
     std::string rest;
@@ -145,6 +179,8 @@ ImageProbe ParseImageProbe(const std::string& output) {
     else if (what == "name")
       p.by_name = l;
   }
+  for (FleetTagged& t : p.fleet_tagged)
+    t.staged = std::find(staged_ids.begin(), staged_ids.end(), t.id) != staged_ids.end();
   return p;
 }
 

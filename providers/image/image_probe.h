@@ -29,10 +29,21 @@ struct ImageLookup {
   std::string error;  // a failure other than "no such image" (daemon down, storage broken)
 };
 
+// An image on the node carrying fleet's tag ("repo:sha256-<64 hex>",
+// ImageRef::FleetTag): fleet pulled or copied it there.
+struct FleetTagged {
+  std::string name;     // the tag
+  std::string id;       // normalised "sha256:<hex>"
+  bool staged = false;  // it also carries ImageRef::StagedTag: fleet pulled or copied it
+};
+
 struct ImageProbe {
   bool cli_found = true;
   ImageLookup by_ref;   // ref.Lookup()
   ImageLookup by_name;  // ref.FleetTag(); tried only when by_ref found nothing
+  // Every image on the node carrying fleet's tag (any repository), so that
+  // the plan can name those this state does not know.
+  std::vector<FleetTagged> fleet_tagged;
 
   nlohmann::json ToJson() const;
   static ImageProbe FromJson(const nlohmann::json& j);
@@ -40,6 +51,14 @@ struct ImageProbe {
 
 // The `--format` both the probe and the steps give `image inspect`.
 inline constexpr const char* kInspectFormat = "{{json .RepoDigests}} {{.Id}}";
+
+// The tag fleet gives what it stages, parsed back: the registry digest
+// "sha256:<hex>" its tag carries, "" when `name` is not one of fleet's tags.
+std::string DigestOfFleetTag(const std::string& name);
+// The same for ImageRef::StagedTag.
+std::string DigestOfStagedTag(const std::string& name);
+// "sha256:" + the 64 lowercase hex digits of `name` from `at` on; "" else.
+std::string DigestAfter(const std::string& name, size_t at);
 
 // The fragment for `ref` on a node whose container CLI is `cli`.
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref);

@@ -177,9 +177,30 @@ void FloatingTagNotes(const ImageDiffInput& in, PlanChange* c) {
   }
 }
 
+FleetTagged FleetTagOn(const ImageProbe& p, const std::string& id) {
+  for (const FleetTagged& t : p.fleet_tagged)
+    if (t.id == id) return t;
+  return {};
+}
+
+bool Unrecorded(const DiffContext& ctx, const std::string& address) {
+  return ctx.recorded != nullptr && !ctx.recorded->count(address);
+}
+
+void UnrecordedNote(const ImageDiffInput& in, PlanChange* c) {
+  const FleetTagged tag = FleetTagOn(in.here, in.judged.id);
+  if (tag.name.empty() || !Unrecorded(in.ctx, in.desired.address)) return;
+  c->reasons.push_back("on " + in.desired.node + " as image " + ShortId(in.judged.id) +
+                       " (it carries fleet's tag " + tag.name +
+                       (tag.staged ? ", staged by fleet" : "") +
+                       ") but not in this state: `fleet state adopt " + in.desired.address +
+                       "` records it (" + in.judged.how + ", nothing pulled)");
+}
+
 Decision Present(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base) {
   if (!in.judged.present) return std::nullopt;
   PlanChange c = base;
+  UnrecordedNote(in, &c);
   c.before = ImageVersionJson(in.ref, in.judged.id);
   c.after = c.before;
   if (in.ref.pinned() && in.judged.how == "by fleet's tag" && config.id.empty())
@@ -323,6 +344,39 @@ PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResou
   return CopyFromNode(in, config, c);
 }
 
+Result<nlohmann::json> ImageProvider::Adopt(const DesiredResource& desired,
+                                            const ActualResource& actual, const DiffContext& ctx,
+                                            const StepContext*) const {
+  using R = Result<nlohmann::json>;
+  DiffContext alone = ctx;
+  alone.recorded = nullptr;  // the diff of a record that would exist
+  const PlanChange c = Diff(desired, actual, nullptr, alone);
+  if (!c.error.empty()) return R::Error(c.error);
+  if (c.action != Action::kNoop)
+    return R::Error("the plan would " + c.summary + " (" + (c.reasons.empty() ? "" : c.reasons[0]) +
+                    ")");
+  const ImageWant want = desired.attributes.get<ImageWant>();
+  const ImageRef ref = ParseImageRef(want.ref);
+  const ImageProbe here = actual.attributes.get<ImageProbe>();
+  const image_internal::ConfigDigest config =
+      image_internal::FindConfigDigest(ref, ProbesOf(desired.name, ctx), nullptr);
+  const Judged judged = Judge(ref, here, config.id);
+  if (ref.pinned() && judged.how == "by fleet's tag" && config.id.empty())
+    return R::Error("found by fleet's tag " + ref.FleetTag() + " only, and no node holds " +
+                    ref.digest + " to verify its config digest against");
+  ImageRecord record;
+  record.ref = ref.text;
+  record.digest = ref.digest;
+  record.image_id = judged.id;
+  record.found = judged.how;
+  record.via = kViaPresent;
+  if (const FleetTagged tag = image_internal::FleetTagOn(here, judged.id); tag.staged) {
+    record.via = kViaAdopted;
+    record.names = {tag.name, ref.StagedTag()};
+  }
+  return nlohmann::json(record);
+}
+
 namespace {
 
 PlanChange RemoveChange(const std::string& address, const std::string& node,
@@ -379,7 +433,7 @@ Status RemoveImage(const StepContext& ctx, const std::string& id) {
 // Only what fleet itself pulled or copied is ever removed; an image the
 // node already had when fleet first looked is the operator's.
 bool StagedByFleet(const ImageRecord& record) {
-  return record.via == kViaPull || record.via == kViaCopy;
+  return record.via == kViaPull || record.via == kViaCopy || record.via == kViaAdopted;
 }
 
 PlanChange ImageProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
@@ -390,6 +444,80 @@ PlanChange ImageProvider::DiffDestroy(const DesiredResource& desired, const Actu
     return Provider::DiffDestroy(desired, actual, record, ctx);
   return RemoveChange(desired.address, desired.node, record->attributes, id,
                       "destroy --purge removes staged images");
+}
+
+namespace {
+
+// The name an undeclared image is shown under: the manifests' name for its
+// registry digest when they have one, else its repository's last part and
+// the digest's first 12 digits.
+std::string NameForUnknown(const Manifest& m, const std::string& tag, const std::string& digest) {
+  for (const auto& [name, spec] : m.images)
+    if (ParseImageRef(spec.ref).digest == digest) return name;
+  std::string repo = tag.substr(0, tag.rfind(':'));
+  repo = repo.substr(repo.rfind('/') + 1);
+  return repo + "-" + ShortId(digest);
+}
+
+}  // namespace
+
+std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
+                                                      const DiffContext& ctx) const {
+  std::vector<PlanChange> out;
+  if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
+  // What the probes of this node's declared images saw: fleet's tags, and
+  // the images the declared ones are.
+  std::map<std::string, FleetTagged> tagged;  // by tag
+  std::set<std::string> declared_ids, declared_digests;
+  const std::string suffix = "@" + node;
+  for (const auto& [address, a] : *ctx.all_actual) {
+    if (address.rfind("image.", 0) != 0 || address.size() < suffix.size() ||
+        address.compare(address.size() - suffix.size(), suffix.size(), suffix) != 0 || !a.probed ||
+        !a.error.empty())
+      continue;
+    const ImageProbe p = a.attributes.get<ImageProbe>();
+    for (const FleetTagged& t : p.fleet_tagged) tagged[t.name] = t;
+    if (p.by_ref.found) declared_ids.insert(p.by_ref.id);
+    if (p.by_name.found) declared_ids.insert(p.by_name.id);
+    const std::string name = address.substr(6, address.size() - 6 - suffix.size());
+    if (auto it = ctx.manifest->images.find(name); it != ctx.manifest->images.end())
+      declared_digests.insert(ParseImageRef(it->second.ref).digest);
+  }
+  std::set<std::string> seen;
+  if (ctx.records != nullptr)  // the state knows it under another name
+    for (const ResourceRecord& r : *ctx.records)
+      if (r.type == "image" && r.node == node)
+        seen.insert(NormalizeImageId(r.attributes.get<ImageRecord>().image_id));
+  for (const auto& [tag, t] : tagged) {
+    const std::string& id = t.id;
+    const std::string digest = DigestOfFleetTag(tag);
+    if (declared_digests.count(digest) || declared_ids.count(id) || !seen.insert(id).second)
+      continue;
+    const std::string address =
+        ResourceAddress("image", NameForUnknown(*ctx.manifest, tag, digest), node);
+    if (ctx.recorded->count(address)) continue;  // a record: DiffOrphan decides
+    if (ctx.purge && t.staged) {
+      out.push_back(RemoveChange(address, node, nlohmann::json(), id,
+                                 "carries fleet's tag " + tag + " but this state does not know " +
+                                     "it and the manifests do not declare it on " + node +
+                                     ": --purge removes it"));
+      continue;
+    }
+    PlanChange c;
+    c.address = address;
+    c.type = "image";
+    c.node = node;
+    const std::string head = "image " + ShortId(id) + " on " + node + " carries fleet's tag " +
+                             tag + " but is not in this state, and the manifests do not declare " +
+                             "it there: ";
+    c.reasons.push_back(
+        head + (t.staged ? "fleet staged it, and `fleet apply --purge` removes it (unless a "
+                           "container uses it)"
+                         : "fleet found it in place (it did not pull or copy it), so --purge "
+                           "leaves it; remove it by hand if it is not wanted"));
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {
@@ -461,7 +589,9 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
     return Result<ImageRecord>::Error("pulled " + ref.Lookup() + " on " + node + " is image " +
                                       *id + ", other nodes have " + config);
   if (ref.pinned()) {
-    Status s = EnsureNames(ctx.transport, cli, *id, {ref.TaggedName()}, ctx.progress);
+    // The staged mark: fleet pulled it (DiffUnrecorded, Adopt).
+    Status s = EnsureNames(ctx.transport, cli, *id,
+                           {ref.TaggedName(), ref.FleetTag(), ref.StagedTag()}, ctx.progress);
     if (!s.ok()) return s;
   }
   record.image_id = *id;
@@ -498,7 +628,9 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   Status s = CopyBytes(ctx, route, spec);
   if (!s.ok()) return s;
   const std::vector<std::string> names = NamesForCopy(ref);
-  s = EnsureNames(ctx.transport, spec.target_cli, src.config, names, ctx.progress);
+  std::vector<std::string> marked = names;
+  marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
+  s = EnsureNames(ctx.transport, spec.target_cli, src.config, marked, ctx.progress);
   if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   record.image_id = src.config;
   record.via = kViaCopy;

@@ -53,6 +53,17 @@ class ImageProvider : public Provider {
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
+  // Images carrying fleet's tag (fleet pulled or copied them) that neither
+  // the state nor the manifests (on that node) know: named, and removed with
+  // --purge, as DiffOrphan removes a recorded one.
+  std::vector<PlanChange> DiffUnrecorded(const std::string& node,
+                                         const DiffContext& ctx) const override;
+  // A declared image present on its node, its registry digest verified
+  // (RepoDigests, or its config digest against a node that has the digest):
+  // the record apply would keep, `via` kViaAdopted when it carries fleet's
+  // tag (so --purge may remove it later), kViaPresent otherwise.
+  Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
+                               const DiffContext& ctx, const StepContext* node) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 };
 

@@ -71,7 +71,12 @@ TEST(ImageProbeTest, ScriptUsesInspectOnlyAndQuotes) {
   EXPECT_NE(s.find("image inspect --format '{{json .RepoDigests}} {{.Id}}'"), std::string::npos);
   EXPECT_NE(s.find(kRepo + "@" + kD), std::string::npos);
   EXPECT_NE(s.find(kRepo + ":sha256-"), std::string::npos);
-  EXPECT_EQ(s.find("image ls"), std::string::npos);
+  // `image ls` only lists the images carrying fleet's tag (issue 12); a ref
+  // is never looked up with it (it says nothing for a digest ref).
+  const std::string listing =
+      "\"$cli\" image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}'";
+  EXPECT_NE(s.find(listing), std::string::npos);
+  EXPECT_EQ(s.find("image ls", s.find(listing) + listing.size()), std::string::npos);
   EXPECT_EQ(s.find("images"), std::string::npos);
   EXPECT_EQ(s.find(".Digest"), std::string::npos);
   // A hostile CLI name stays one quoted word.
@@ -80,7 +85,7 @@ TEST(ImageProbeTest, ScriptUsesInspectOnlyAndQuotes) {
   // Floating: only the tag is looked up.
   std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
   EXPECT_EQ(f.find("name "), std::string::npos);
-  EXPECT_EQ(f.find("image ls"), std::string::npos);
+  EXPECT_EQ(f.find("image ls", f.find(listing) + listing.size()), std::string::npos);
 }
 
 TEST(ImageProbeTest, DockerLooksTheDigestUpUnderAnyName) {
@@ -350,6 +355,137 @@ TEST(ImageDiffTest, FloatingTagSaysWhatItIsOnEachNode) {
   PlanChange c = f.Diff("c");
   EXPECT_EQ(c.action, Action::kCreate);
   EXPECT_EQ(c.detail["op"], "pull");
+}
+
+// What a state does not know (issue 12).
+
+std::string Tagged(const std::string& digest, const std::string& id,
+                   const std::string& repo = kRepo) {
+  return "tagged " + repo + ":sha256-" + digest.substr(7) + " " + id + "\n";
+}
+std::string Staged(const std::string& digest, const std::string& id,
+                   const std::string& repo = kRepo) {
+  return "tagged " + repo + ":staged-sha256-" + digest.substr(7) + " " + id + "\n";
+}
+
+TEST(ImageProbeTest, ParsesFleetTaggedImagesAndKeepsThemThroughJson) {
+  ImageProbe p = ParseImageProbe(Tagged(kD, kC) + Staged(kD, kC) + "tagged " + kRepo + ":latest " +
+                                 kC + "\n" + "tagged r:sha256-short " + kC + "\n" + HasByDigest());
+  ASSERT_EQ(p.fleet_tagged.size(), 1u);  // only fleet's tag, whole
+  EXPECT_EQ(p.fleet_tagged[0].name, kRepo + ":sha256-" + std::string(64, 'd'));
+  EXPECT_EQ(p.fleet_tagged[0].id, kC);
+  EXPECT_TRUE(p.fleet_tagged[0].staged);  // fleet pulled or copied it
+  EXPECT_FALSE(ParseImageProbe(Tagged(kD, kC)).fleet_tagged[0].staged);  // found in place
+  EXPECT_EQ(ParseImageRef(kRepo + "@" + kD).StagedTag(),
+            kRepo + ":staged-sha256-" + std::string(64, 'd'));
+  const ImageProbe q = ImageProbe::FromJson(p.ToJson());
+  ASSERT_EQ(q.fleet_tagged.size(), 1u);
+  EXPECT_EQ(q.fleet_tagged[0].id, kC);
+  EXPECT_TRUE(q.fleet_tagged[0].staged);
+  EXPECT_EQ(DigestOfFleetTag(kRepo + ":sha256-" + std::string(64, 'd')), kD);
+  EXPECT_EQ(DigestOfFleetTag(kRepo + ":v1"), "");
+  EXPECT_NE(ImageProbeScript("podman", ParseImageRef(kRepo + "@" + kD)).find("image ls --no-trunc"),
+            std::string::npos);
+}
+
+TEST(ImageUnrecordedTest, PresentWithFleetsTagButNoRecordSaysAdopt) {
+  Fixture f(kRepo + "@" + kD, "registry",
+            {{"a", Tagged(kD, kC) + HasByDigest()}, {"b", HasByDigest()}, {"c", kMissing}});
+  const std::set<std::string> none;
+  auto diff = [&](const std::string& node, const std::set<std::string>& recorded) {
+    for (const DesiredResource& r : f.desired)
+      if (r.node == node)
+        return f.p.Diff(
+            r, f.actual[r.address], nullptr,
+            DiffContext{f.facts[node], &f.facts, &f.actual, &f.m, false, nullptr, &recorded});
+    return PlanChange();
+  };
+  PlanChange c = diff("a", none);
+  EXPECT_EQ(c.action, Action::kNoop);
+  ASSERT_EQ(c.reasons.size(), 1u);
+  EXPECT_NE(c.reasons[0].find("carries fleet's tag " + kRepo + ":sha256-"), std::string::npos)
+      << c.reasons[0];
+  EXPECT_NE(c.reasons[0].find("`fleet state adopt image.vllm@a` records it (by registry digest"),
+            std::string::npos)
+      << c.reasons[0];
+  EXPECT_TRUE(diff("a", {"image.vllm@a"}).reasons.empty());  // recorded: nothing said
+  EXPECT_TRUE(diff("b", none).reasons.empty());  // the operator's own image: nothing said
+}
+
+TEST(ImageUnrecordedTest, AdoptRecordsAPresentImageAndRefusesAMissingOne) {
+  Fixture f(kRepo + "@" + kD, "peers",
+            {{"a", Tagged(kD, kC) + Staged(kD, kC) + HasByDigest()},
+             {"b", Tagged(kD, kC) + HasByFleetTag()},
+             {"c", kMissing}});
+  auto adopt = [&](const std::string& node) {
+    for (const DesiredResource& r : f.desired)
+      if (r.node == node)
+        return f.p.Adopt(r, f.actual[r.address],
+                         DiffContext{f.facts[node], &f.facts, &f.actual, &f.m}, nullptr);
+    return Result<nlohmann::json>::Error("no resource");
+  };
+  Result<nlohmann::json> a = adopt("a");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const ImageRecord ra = a->get<ImageRecord>();
+  EXPECT_EQ(ra.image_id, kC);
+  EXPECT_EQ(ra.digest, kD);
+  EXPECT_EQ(ra.via, kViaAdopted);  // fleet's tag: fleet staged it, --purge may remove it
+  // b: found by fleet's tag, its config digest checked against a's.
+  Result<nlohmann::json> b = adopt("b");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(b->get<ImageRecord>().found, "by fleet's tag");
+  EXPECT_EQ(b->get<ImageRecord>().via, kViaPresent);  // tagged, but not staged by fleet
+  Result<nlohmann::json> c = adopt("c");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("the plan would copy from"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(ImageUnrecordedTest, AFleetTaggedImageNothingDeclaresIsNamedAndPurged) {
+  const std::string kOld = "sha256:" + std::string(64, 'a');
+  const std::string kOldId = std::string(64, 'b');
+  Fixture f(kRepo + "@" + kD, "registry",
+            {{"a", Tagged(kD, kC) + Tagged(kOld, kOldId, "r/old") + Staged(kOld, kOldId, "r/old") +
+                       Tagged(kX, std::string(64, 'f'), "r/found") + HasByDigest()},
+             {"b", kMissing},
+             {"c", kMissing}});
+  std::set<std::string> recorded;
+  DiffContext ctx{f.facts["a"], &f.facts, &f.actual, &f.m, false, nullptr, &recorded};
+  std::vector<PlanChange> found = f.p.DiffUnrecorded("a", ctx);
+  ASSERT_EQ(found.size(), 2u);  // not the declared one
+  EXPECT_EQ(found[0].address, "image.found-eeeeeeeeeeee@a");
+  EXPECT_NE(found[0].reasons[0].find("fleet found it in place"), std::string::npos)
+      << found[0].reasons[0];
+  EXPECT_EQ(found[1].address, "image.old-aaaaaaaaaaaa@a");
+  EXPECT_EQ(found[1].action, Action::kNoop);
+  EXPECT_NE(found[1].reasons[0].find("fleet staged it, and `fleet apply --purge` removes it"),
+            std::string::npos)
+      << found[1].reasons[0];
+  ctx.purge = true;
+  found = f.p.DiffUnrecorded("a", ctx);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].action, Action::kNoop);  // not staged by fleet: never removed
+  EXPECT_EQ(found[1].action, Action::kDelete);
+  EXPECT_EQ(found[1].detail.get<ImageStep>().image_id, "sha256:" + kOldId);
+  // The state knows that image under another name (a record of another
+  // digest's resource): not unknown.
+  ResourceRecord under_other_name;
+  under_other_name.address = "image.vllm-old@a";
+  under_other_name.type = "image";
+  under_other_name.node = "a";
+  ImageRecord known;
+  known.image_id = "sha256:" + kOldId;
+  under_other_name.attributes = known;
+  const std::vector<ResourceRecord> records = {under_other_name};
+  ctx.records = &records;
+  found = f.p.DiffUnrecorded("a", ctx);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].address, "image.found-eeeeeeeeeeee@a");
+  ctx.records = nullptr;
+  recorded.insert("image.old-aaaaaaaaaaaa@a");  // a record: DiffOrphan's call
+  recorded.insert("image.found-eeeeeeeeeeee@a");
+  EXPECT_TRUE(f.p.DiffUnrecorded("a", ctx).empty());
+  EXPECT_TRUE(f.p.DiffUnrecorded("b", ctx).empty());
 }
 
 TEST(ImageProviderTest, DestroyKeepsImages) {

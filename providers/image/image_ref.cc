@@ -29,6 +29,12 @@ std::string ImageRef::FleetTag() const {
   return repository + ":sha256-" + digest.substr(kSha256.size());
 }
 
+std::string ImageRef::StagedTag() const {
+  const std::string fleet = FleetTag();
+  if (fleet.empty()) return "";
+  return repository + ":staged-" + fleet.substr(repository.size() + 1);
+}
+
 std::string ImageRef::TaggedName() const { return tag.empty() ? "" : repository + ":" + tag; }
 
 ImageRef ParseImageRef(std::string_view text) {

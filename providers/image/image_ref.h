@@ -29,6 +29,11 @@ struct ImageRef {
   // The name fleet tags a copied image with, "repository:sha256-<64 hex>"
   // (pinned refs; a tag may hold 128 characters). Empty when floating.
   std::string FleetTag() const;
+  // The mark of an image fleet itself pulled or copied,
+  // "repository:staged-sha256-<64 hex>": FleetTag is also given to an image
+  // found in place under another name (so that the next probe finds it), so
+  // only this one says fleet staged it (--purge of one it has no record of).
+  std::string StagedTag() const;
   // "repository:tag" when the ref has a tag, else "".
   std::string TaggedName() const;
 };

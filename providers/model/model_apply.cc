@@ -199,6 +199,27 @@ Result<Json> ModelStaging::Run() {
   return Json(Record());
 }
 
+Result<Json> ModelStaging::VerifyInPlace() {
+  using R = Result<Json>;
+  in_place_ = true;
+  Status s = ProbeTarget();
+  if (s.ok()) s = TakeReference();
+  if (!s.ok()) return s;
+  if (unresolved_)
+    return R::Error(where_ + ": refs/" + step_.want.branch + " names no commit there");
+  if (!comp_.complete)
+    return R::Error(where_ + " is incomplete (" + JoinProblems(comp_.problems) +
+                    "): apply stages what is missing");
+  if (probe_.layout == "legacy" || !comp_.absolute_links.empty() ||
+      (!step_.want.self_source && RefToWrite()))
+    return R::Error(where_ + ": its layout needs fixing first (legacy folder, absolute links or " +
+                    "a branch ref): apply does it");
+  s = VerifyHeaders();
+  if (s.ok() && step_.want.verify == "deep") s = DeepVerify();
+  if (!s.ok()) return s;
+  return Json(Record());
+}
+
 void ModelStaging::Say(const std::string& line) const {
   if (ctx_.progress) ctx_.progress(line);
 }

@@ -65,6 +65,11 @@ class ModelStaging {
 
   // All the steps; the record to keep.
   Result<nlohmann::json> Run();
+  // `fleet state adopt`: Run's checks (completeness against the reference,
+  // every safetensors header and the index, a deep verify when declared)
+  // on what is there, writing and downloading nothing: an error when
+  // anything is missing or its layout needs fixing. The record to keep.
+  Result<nlohmann::json> VerifyInPlace();
 
   // The steps, in order (each returns its error, the lock is released by Run).
   Status ProbeTarget();
@@ -90,7 +95,7 @@ class ModelStaging {
   Result<std::vector<std::string>> HashHere(const Listing& todo, ProgressMeter* meter);
   Status RunOnRepo(const std::string& script, const std::string& what);
   bool RefToWrite() const;
-  bool MayDownload() const { return step_.want.FromHub() && !step_.want.self_source; }
+  bool MayDownload() const { return step_.want.FromHub() && !step_.want.self_source && !in_place_; }
   Status Release(Status s);
   void Say(const std::string& line) const;
 
@@ -114,6 +119,7 @@ class ModelStaging {
   std::unique_ptr<StagingLockHolder> lock_;
   bool downloaded_ = false;
   bool staged_ = false;           // this apply wrote files (not only checked them)
+  bool in_place_ = false;         // VerifyInPlace: write nothing
   std::set<std::string> hashed_;  // paths hashed while copied
 };
 

@@ -338,6 +338,16 @@ std::optional<PlanChange> CompleteNotRecorded(const ModelAssessment& as, PlanCha
   return WithOp(c, as.step, "ensure");
 }
 
+PlanChange NoteUnrecorded(const ModelDiffInput& in, PlanChange c) {
+  const DiffContext& ctx = *in.ctx;
+  if (ctx.recorded == nullptr || ctx.recorded->count(in.desired->address)) return c;
+  c.reasons.insert(c.reasons.begin(),
+                   "on " + WhereOf(in.want, in.desired->node) +
+                       " but not in this state: `fleet state adopt " + in.desired->address +
+                       "` verifies and records it without downloading (so does apply)");
+  return c;
+}
+
 // A non-empty folder with nothing visibly wrong is not proof: apply reads
 // every header and the index first.
 std::optional<PlanChange> FoundUnverified(const ModelDiffInput& in, const ModelAssessment& as,

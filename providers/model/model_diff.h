@@ -97,6 +97,9 @@ PlanChange AssessedChange(const ModelDiffInput& in, const ModelAssessment& as);
 std::optional<PlanChange> CompleteAndRecorded(const ModelAssessment& as, PlanChange c);
 // Complete against the source: verify and record.
 std::optional<PlanChange> CompleteNotRecorded(const ModelAssessment& as, PlanChange c);
+// A copy to verify that this state has no record of at all (a lost state
+// file): says that `fleet state adopt` records it without downloading.
+PlanChange NoteUnrecorded(const ModelDiffInput& in, PlanChange c);
 // Something is there with nothing visibly wrong, and no reference.
 std::optional<PlanChange> FoundUnverified(const ModelDiffInput& in, const ModelAssessment& as,
                                           PlanChange c);

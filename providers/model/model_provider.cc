@@ -233,8 +233,8 @@ PlanChange ModelProvider::Diff(const DesiredResource& desired, const ActualResou
   const ModelAssessment as = Assess(in, std::move(p), std::move(floating_said));
   const PlanChange c = AssessedChange(in, as);
   if (auto done = CompleteAndRecorded(as, c)) return *done;
-  if (auto verify = CompleteNotRecorded(as, c)) return *verify;
-  if (auto verify = FoundUnverified(in, as, c)) return *verify;
+  if (auto verify = CompleteNotRecorded(as, c)) return NoteUnrecorded(in, *verify);
+  if (auto verify = FoundUnverified(in, as, c)) return NoteUnrecorded(in, *verify);
   if (auto refused = SourceOfItselfIncomplete(in, as, c)) return *refused;
   if (auto refused = NothingToStageFrom(in, as, c)) return *refused;
   return Stage(in, as, c);
@@ -304,6 +304,26 @@ PlanChange ModelProvider::DiffOrphan(const ResourceRecord& record, const DiffCon
   c.after = nullptr;
   c.detail = {{"forget", true}};
   return c;
+}
+
+Result<Json> ModelProvider::Adopt(const DesiredResource& desired, const ActualResource& actual,
+                                  const DiffContext& ctx, const StepContext* node) const {
+  using R = Result<Json>;
+  DiffContext alone = ctx;
+  alone.recorded = nullptr;  // the diff of a record that would exist
+  const PlanChange c = Diff(desired, actual, nullptr, alone);
+  if (!c.error.empty()) return R::Error(c.error);
+  if (c.action == Action::kCreate || !c.detail.is_object() || ModelRemovalOf(c.detail))
+    return R::Error("the plan would " + c.summary);
+  const ModelStep step = c.detail.get<ModelStep>();
+  if (step.op != "ensure") return R::Error("the plan would " + c.summary);
+  if (node == nullptr || node->transport == nullptr)
+    return R::Error("the node is needed to verify it");
+  const ModelNodeConnector connect = [this, node](const std::string& n) {
+    return Dedicated(*node->manifest, n);
+  };
+  ModelStaging staging(step, c, *node, options_, connect);
+  return staging.VerifyInPlace();
 }
 
 Result<Json> ModelProvider::Apply(const PlanChange& change, const StepContext& ctx) const {

@@ -74,6 +74,13 @@ class ModelProvider : public Provider {
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
+  // A copy found complete (against the source, or with nothing visibly
+  // wrong when the hub is the source) whose headers, index (and blobs, with
+  // verify: deep) check out on `node`: recorded as apply would, without
+  // downloading or writing anything. Refused when the plan would stage or
+  // fix anything first.
+  Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
+                               const DiffContext& ctx, const StepContext* node) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 
  private:

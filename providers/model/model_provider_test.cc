@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "providers/model/completeness.h"
 #include "providers/model/hub_remote.h"
 #include "providers/model/hub_test_util.h"
+#include "providers/model/model_attrs.h"
 #include "providers/model/progress_meter.h"
 #include "state/state.h"
 
@@ -655,6 +659,104 @@ TEST(ModelProvider, FloatingRevisionAppliedFromAPeerWritesTheRef) {
   ASSERT_TRUE(applied.ok()) << applied.status().message();
   EXPECT_EQ((*applied)["revision"], kRev);
   EXPECT_EQ(testing_hub::ReadFile(mdir + "/refs/main"), kRev);
+}
+
+// What a state does not know (issue 12): a copy on the node without a
+// record is named with `fleet state adopt`, which verifies it in place
+// (headers and index read on the node) and records it, downloading and
+// writing nothing; a broken or missing copy is refused with the reason.
+TEST(ModelProvider, AdoptVerifiesInPlaceAndRecords) {
+  testing_hub::TempDir dir;
+  Manifest m;
+  for (const char* n : {"src", "dst"}) {
+    NodeSpec s;
+    s.name = n;
+    s.address = "local";
+    s.hf_cache = dir.path() + "/" + n + "/hub";
+    m.nodes[n] = s;
+  }
+  ModelSpec q;
+  q.name = "tiny";
+  q.repo = testing_hub::kRepo;
+  q.revision = kRev;
+  q.store = "local";
+  q.source = "node:src";
+  q.nodes = {"dst"};
+  m.models["tiny"] = q;
+  auto files = testing_hub::ThreeShardModel();
+  testing_hub::WriteHubModel(m.nodes["src"].hf_cache, q.repo, kRev, files);
+  ModelProvider p;
+  auto t = testing_hub::Local();
+  const std::vector<DesiredResource> desired = p.Expand(m);
+  const DesiredResource* dst = Find(desired, "model.tiny@dst");
+  ASSERT_NE(dst, nullptr);
+  std::map<std::string, NodeFacts> facts;
+  std::map<std::string, ActualResource> actual;
+  auto probe = [&] {
+    for (const DesiredResource& r : desired) {
+      facts[r.node].reachable = true;
+      Result<CommandResult> out = t->Run(p.ProbeScript(r, m.nodes[r.node]));
+      ASSERT_TRUE(out.ok() && out->exit_code == 0);
+      actual[r.address] = p.ParseProbe(r, out->out, facts[r.node]);
+    }
+  };
+  StepContext step;
+  step.transport = t.get();
+  step.node = &m.nodes["dst"];
+  step.manifest = &m;
+  auto adopt = [&] {
+    return p.Adopt(*dst, actual[dst->address], DiffContext{facts["dst"], &facts, &actual, &m},
+                   &step);
+  };
+
+  probe();  // nothing on dst yet: the plan would stage it
+  Result<Json> r = adopt();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("the plan would stage from src"), std::string::npos)
+      << r.status().message();
+
+  // A copy with a broken header: the plan sees only sizes, adopt reads it.
+  const std::string shard = "model-00001-of-00003.safetensors";
+  ASSERT_TRUE(files.count(shard));
+  std::string good = files[shard];
+  files[shard].replace(0, 8, "XXXXXXXX");
+  testing_hub::WriteHubModel(m.nodes["dst"].hf_cache, q.repo, kRev, files);
+  probe();
+  const std::set<std::string> recorded;
+  PlanChange c = p.Diff(*dst, actual[dst->address], nullptr,
+                        DiffContext{facts["dst"], &facts, &actual, &m, false, nullptr, &recorded});
+  EXPECT_EQ(c.action, Action::kUpdate);
+  EXPECT_TRUE(Said(c,
+                   "not in this state: `fleet state adopt model.tiny@dst` verifies and records "
+                   "it without downloading"))
+      << c.summary;
+  r = adopt();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(shard), std::string::npos) << r.status().message();
+
+  // The right bytes: adopted, and nothing was written.
+  std::filesystem::remove_all(m.nodes["dst"].hf_cache);
+  files[shard] = good;
+  testing_hub::WriteHubModel(m.nodes["dst"].hf_cache, q.repo, kRev, files);
+  probe();
+  r = adopt();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const ModelRecord rec = r->get<ModelRecord>();
+  EXPECT_EQ(rec.revision, kRev);
+  EXPECT_EQ(rec.verified, "headers");
+  EXPECT_EQ(rec.origin, "adopted");
+  ASSERT_TRUE(rec.files.has_value());
+  EXPECT_EQ(rec.files->size(), files.size());
+  EXPECT_FALSE(std::filesystem::exists(m.nodes["dst"].hf_cache + "/.fleet-staging-" +
+                                       HubRepoDirName(q.repo) + ".lock"));
+  // Recorded so: the plan has nothing to do.
+  ResourceRecord as_recorded;
+  as_recorded.address = dst->address;
+  as_recorded.type = "model";
+  as_recorded.attributes = *r;
+  c = p.Diff(*dst, actual[dst->address], &as_recorded,
+             DiffContext{facts["dst"], &facts, &actual, &m});
+  EXPECT_EQ(c.action, Action::kNoop) << c.summary;
 }
 
 TEST(ModelProvider, ProgressLines) {

@@ -274,6 +274,18 @@ PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResour
   return DecideAdoption(std::move(c), desired.name, want, facts, recorded);
 }
 
+Result<nlohmann::json> NodeProvider::Adopt(const DesiredResource& desired,
+                                           const ActualResource& actual, const DiffContext& ctx,
+                                           const StepContext*) const {
+  using R = Result<nlohmann::json>;
+  const PlanChange c = Diff(desired, actual, nullptr, ctx);
+  if (!c.error.empty()) return R::Error(c.error);
+  if (!ctx.facts.reachable) return R::Error(desired.name + " does not answer; apply powers it on");
+  if (c.detail.get<NodeStep>().op != kOpAdopt)
+    return R::Error("the plan would " + c.summary + " first");
+  return c.after;
+}
+
 PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
                                      const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeWant want = desired.attributes.get<NodeWant>();

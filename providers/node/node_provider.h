@@ -44,6 +44,10 @@ class NodeProvider : public Provider {
                   const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
+  // A node that answers, is declared on and is who the manifests say
+  // (hostname, address): its identity as the probe read it.
+  Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
+                               const DiffContext& ctx, const StepContext* node) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
 };
 

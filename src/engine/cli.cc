@@ -143,6 +143,8 @@ void AddShowCommands(CLI::App* app, Commands* out) {
 void AddStateCommands(CLI::App* app, Commands* out) {
   struct StateArgs {
     std::string addr, migrate_to, lock_id;
+    std::vector<std::string> adopt_addrs;
+    bool adopt_all = false;
     uint64_t serial = 0;
     CLI::Option* serial_opt = nullptr;
   };
@@ -180,9 +182,12 @@ void AddStateCommands(CLI::App* app, Commands* out) {
       {rm, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateRm(g, a->addr); }});
   auto* adopt = state->add_subcommand(
       "adopt", "take over what runs on a node unknown to this state, if it matches the manifests");
-  adopt->add_option("address", a->addr)->required();
-  out->push_back(
-      {adopt, [a](const fleet::GlobalOptions& g) { return fleet::CmdStateAdopt(g, a->addr); }});
+  adopt->add_option("address", a->adopt_addrs, "what to adopt (all or nothing)");
+  adopt->add_flag("--all", a->adopt_all,
+                  "every declared resource without a record that matches the manifests");
+  out->push_back({adopt, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdStateAdopt(g, a->adopt_addrs, a->adopt_all);
+                  }});
   auto* unlock = app->add_subcommand("force-unlock", "break a stale state lock");
   unlock->add_option("lock_id", a->lock_id)->required();
   out->push_back({unlock, [a](const fleet::GlobalOptions& g) {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "manifests/duration.h"
@@ -228,12 +229,15 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
     }
   }
   if (o.json)
-    std::cout << plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     std::cout << RenderPlan(plan, {g.color});
   if (!plan.errors.empty()) return 1;
   if (!o.out_file.empty()) {
-    Status w = WriteFileAtomic(o.out_file, plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status w = WriteFileAtomic(
+        o.out_file,
+        plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!w.ok()) {
       std::cerr << "fleet: " << w.message() << "\n";
       return 1;
@@ -325,7 +329,8 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
       return 1;
     }
     if (json)
-      std::cout << plan->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      std::cout << plan->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     else
       std::cout << RenderPlan(*plan, {g.color});
     return 0;
@@ -335,7 +340,8 @@ int CmdShow(const GlobalOptions& g, const std::string& plan_file, bool json) {
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   if (json)
-    std::cout << state->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << state->ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     std::cout << RenderState(*state);
   return 0;
@@ -479,57 +485,127 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address) {
 
 namespace {
 
-// `fleet state adopt`'s probe: every declared resource on the node of
-// `desired` (one round trip; the deployment's diff reads its image too).
-Result<nlohmann::json> ProbeAndAdopt(Session& s, Planner& planner, const DesiredResource& desired) {
-  std::vector<DesiredResource> on_node;
+// `fleet state adopt`'s probe: every declared resource on the nodes of
+// `wanted` (one round trip per node: a deployment's diff reads its image
+// too), then each one's provider decides, reading its node when it must
+// verify more than the probe shows (a model's headers).
+std::vector<Result<nlohmann::json>> ProbeAndAdopt(Session& s, Planner& planner,
+                                                  const std::vector<DesiredResource>& wanted) {
+  using R = Result<nlohmann::json>;
+  std::set<std::string> nodes;
+  for (const DesiredResource& w : wanted) nodes.insert(w.node);
+  std::vector<DesiredResource> on_nodes;
   for (const DesiredResource& r : planner.Desired())
-    if (r.node == desired.node) on_node.push_back(r);
-  ProbeResult probed = planner.Probe(on_node, 1);
-  if (auto e = probed.node_errors.find(desired.node); e != probed.node_errors.end())
-    return Result<nlohmann::json>::Error(e->second);
-  const NodeFacts& facts = probed.facts[desired.node];
-  if (!facts.reachable)
-    return Result<nlohmann::json>::Error(desired.node +
-                                         " is not reachable: " + facts.unreachable_reason);
-  ActualResource actual;
-  if (auto it = probed.actual.find(desired.address); it != probed.actual.end()) actual = it->second;
-  DiffContext ctx{facts, &probed.facts, &probed.actual, &s.manifest, false, nullptr};
-  return planner.ProviderFor(desired.type)->Adopt(desired, actual, ctx);
+    if (nodes.count(r.node)) on_nodes.push_back(r);
+  ProbeResult probed = planner.Probe(on_nodes, 4);
+  std::vector<R> out;
+  for (const DesiredResource& w : wanted) {
+    if (auto e = probed.node_errors.find(w.node); e != probed.node_errors.end()) {
+      out.push_back(R::Error(e->second));
+      continue;
+    }
+    const NodeFacts& facts = probed.facts[w.node];
+    if (!facts.reachable && w.type != "node") {
+      out.push_back(R::Error(w.node + " is not reachable: " + facts.unreachable_reason));
+      continue;
+    }
+    ActualResource actual;
+    if (auto it = probed.actual.find(w.address); it != probed.actual.end()) actual = it->second;
+    DiffContext ctx{facts, &probed.facts, &probed.actual, &s.manifest, false, nullptr};
+    StepContext node;
+    node.node = &s.manifest.nodes.at(w.node);
+    node.manifest = &s.manifest;
+    node.transport = s.connections->Get(w.node);
+    NodeConnections* connections = s.connections.get();
+    node.node_transport = [connections](const std::string& n) { return connections->Get(n); };
+    if (Status c = facts.reachable ? node.transport->Connect() : Status::OK(); !c.ok()) {
+      out.push_back(c);
+      continue;
+    }
+    out.push_back(planner.ProviderFor(w.type)->Adopt(w, actual, ctx, &node));
+  }
+  return out;
+}
+
+// What `fleet state adopt` is asked to take over: the named addresses, or
+// (--all) every declared resource this state has no record of. Empty with
+// the reason in `*why` when an address cannot be adopted at all.
+std::vector<DesiredResource> ToAdopt(Planner& planner, const State& state,
+                                     const std::vector<std::string>& addresses, bool all,
+                                     std::string* why) {
+  std::vector<DesiredResource> out;
+  std::vector<DesiredResource> desired = planner.Desired();
+  if (all) {
+    for (DesiredResource& r : desired)
+      if (!state.Find(r.address)) out.push_back(std::move(r));
+    return out;
+  }
+  for (const std::string& a : addresses) {
+    auto it = std::find_if(desired.begin(), desired.end(),
+                           [&](const DesiredResource& r) { return r.address == a; });
+    if (state.Find(a))
+      *why = a + ": it is in the state already";
+    else if (it == desired.end())
+      *why = a + ": the manifests do not declare it (fleet adopts only what they declare; " +
+             "`fleet apply --purge` removes what fleet left on a node that nothing declares)";
+    else
+      out.push_back(*it);
+    if (!why->empty()) return {};
+  }
+  return out;
 }
 
 }  // namespace
 
-int CmdStateAdopt(const GlobalOptions& g, const std::string& address) {
+int CmdStateAdopt(const GlobalOptions& g, const std::vector<std::string>& addresses, bool all) {
   Session s;
   if (!Open(g, &s)) return 1;
+  if (addresses.empty() == !all) {
+    std::cerr << "fleet: state adopt: name the addresses to adopt, or give --all\n";
+    return 1;
+  }
   std::unique_ptr<StateLock> lock = TakeLock(s, "state adopt", "");
   if (!lock) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
-  auto refuse = [&](const std::string& why) {
-    std::cerr << "fleet: cannot adopt " << address << ": " << why << "; the state is unchanged\n";
-    return 1;
-  };
-  if (state->Find(address)) return refuse("it is in the state already");
   Planner planner(&s.manifest, &s.providers, s.connections.get());
-  std::optional<DesiredResource> desired;
-  for (DesiredResource& r : planner.Desired())
-    if (r.address == address) desired = std::move(r);
-  if (!desired)
-    return refuse("the manifests do not declare it (fleet adopts only what they declare; " +
-                  std::string("`fleet apply --purge` removes an undeclared serve)"));
-  Result<nlohmann::json> record = ProbeAndAdopt(s, planner, *desired);
-  if (!record.ok()) return refuse(record.status().message());
-  state->Upsert(ResourceRecord{address, desired->type, desired->node, *record, NowRfc3339()});
+  std::string why;
+  const std::vector<DesiredResource> wanted = ToAdopt(planner, *state, addresses, all, &why);
+  if (!why.empty()) {
+    std::cerr << "fleet: cannot adopt " << why << "; the state is unchanged\n";
+    return 1;
+  }
+  const std::vector<Result<nlohmann::json>> records = ProbeAndAdopt(s, planner, wanted);
+  std::vector<std::string> adopted, refused;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!records[i].ok()) {
+      refused.push_back(wanted[i].address + ": " + records[i].status().message());
+      continue;
+    }
+    const DesiredResource& w = wanted[i];
+    state->Upsert(ResourceRecord{w.address, w.type, w.node, *records[i], NowRfc3339()});
+    adopted.push_back(w.address);
+  }
+  // Named addresses: all or nothing. --all: what matches, and the rest said.
+  for (const std::string& r : refused)
+    std::cerr << "fleet: " << (all ? "not adopted " : "cannot adopt ") << r << "\n";
+  if (!all && !refused.empty()) {
+    std::cerr << "fleet: the state is unchanged\n";
+    return 1;
+  }
+  if (adopted.empty()) {
+    std::cout << "Nothing to adopt: the state is unchanged.\n";
+    return 0;
+  }
   ++state->serial;
   Status saved = s.store->Save(*state);
   if (!saved.ok()) {
     std::cerr << "fleet: " << saved.message() << "\n";
     return 1;
   }
-  std::cout << "Adopted " << address << ": it matches the manifests and is in the state now "
-            << "(serial " << state->serial << "); nothing on the node changed.\n";
+  for (const std::string& a : adopted)
+    std::cout << "Adopted " << a << ": it matches the manifests and is in the state now "
+              << "(serial " << state->serial << "); nothing on the node changed.\n";
   return 0;
 }
 

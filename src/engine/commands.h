@@ -53,8 +53,10 @@ int CmdStateRm(const GlobalOptions& g, const std::string& address);
 // Takes over what runs on a node without a record in this state when it
 // matches the manifests (Terraform's import): probes it, writes the record
 // apply would write (under the lock, serial bumped once). Refuses with the
-// reason otherwise (exit 1, state untouched).
-int CmdStateAdopt(const GlobalOptions& g, const std::string& address);
+// reason otherwise (exit 1, state untouched). Named addresses are all or
+// nothing; `all` adopts every declared resource without a record that
+// matches, names the others with the reason, and exits 0.
+int CmdStateAdopt(const GlobalOptions& g, const std::vector<std::string>& addresses, bool all);
 // `fleet state history`: every kept serial; `fleet state show --serial N
 // [ADDR]`: the state (or one record) as it was at serial N.
 int CmdStateHistory(const GlobalOptions& g);

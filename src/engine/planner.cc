@@ -211,13 +211,15 @@ void ReverseForDestroy(std::map<std::string, std::vector<std::string>>& dependen
 // --target and destroy leave it alone.
 void AddUnrecorded(const std::vector<std::unique_ptr<Provider>>& providers,
                    const ProbeResult& probed, const std::set<std::string>& skip_nodes,
-                   const std::set<std::string>& recorded, const Manifest* manifest,
+                   const std::set<std::string>& recorded,
+                   const std::vector<ResourceRecord>& records, const Manifest* manifest,
                    const PlanOptions& options, std::vector<PlanChange>* changes) {
   if (options.destroy || !options.targets.empty()) return;
   for (const auto& [node, facts] : probed.facts) {
     if (!facts.reachable || skip_nodes.count(node)) continue;
     DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest,
                     options.purge, changes,       &recorded};
+    ctx.records = &records;
     for (const auto& p : providers) {
       std::vector<PlanChange> found = p->DiffUnrecorded(node, ctx);
       changes->insert(changes->end(), std::make_move_iterator(found.begin()),
@@ -314,7 +316,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
 
   std::set<std::string> skip_nodes = bad_nodes;
   skip_nodes.insert(declared_off.begin(), declared_off.end());
-  AddUnrecorded(*providers_, probed, skip_nodes, recorded, manifest_, options, &changes);
+  AddUnrecorded(*providers_, probed, skip_nodes, recorded, state.resources, manifest_, options,
+                &changes);
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
   if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);

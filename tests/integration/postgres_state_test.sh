@@ -201,6 +201,32 @@ rc=0; gitops drift || rc=$?
 expect_rc 0 apply --auto-approve
 assert_converged
 
+step "adopt into a postgres state that does not know the fleet (another schema: a new team state)"
+TEAM_STATE='{"backend": "postgres", "conn_env": "FLEET_STATE_PG", "schema": "fleet_team"}'
+mkrepo --state "$TEAM_STATE" --unlock dgx1
+expect_rc 2 plan --detailed-exitcode
+expect_out "adopt node (record its identity)"
+expect_rc 0 state adopt --all
+for n in dgx1 dgx2 dgx3; do expect_out "Adopted node.$n"; done
+expect_out "serial 1"
+[[ $(sql "SELECT count(*) FROM fleet_team.states") == 1 ]] || fail "adopt --all wrote more than one version"
+[[ $(sql "SELECT serial FROM fleet_team.states") == 1 ]] || fail "adopt --all did not write serial 1"
+[[ $(sql "SELECT count(*) FROM fleet_team.states WHERE body LIKE '%node.dgx2%'") == 1 ]] ||
+  fail "the adopted records are not in the state row"
+expect_rc 0 state history
+expect_out "State history of PostgreSQL schema fleet_team"
+grep -cE '^1 ' "$WORK/out" | grep -qx 1 || fail "history does not list serial 1 once: $(cat "$WORK/out")"
+expect_rc 0 state show --serial 1 node.dgx3
+expect_out '"address": "node.dgx3"'
+expect_rc 1 state adopt node.dgx1
+expect_out "it is in the state already"
+[[ $(sql "SELECT count(*) FROM fleet_team.states") == 1 ]] || fail "a refused adopt wrote a version"
+[[ $(advisory_locks) == 0 ]] || fail "adopt left an advisory lock"
+expect_rc 0 plan --detailed-exitcode  # every node adopted; display RAM is as declared
+assert_converged
+[[ $(sql "SELECT max(serial) FROM fleet_team.states") == 1 ]] || fail "the converged apply wrote a version"
+[[ $(sql "SELECT max(serial) FROM fleet.states") -gt 1 ]] || fail "the first schema's state moved"
+
 step "the connection string and its password never appear"
 cat "$WORK/bg.out" >>"$WORK/transcript"
 ! grep -qF "sekrit-pg-pw" "$WORK/transcript" || fail "the password leaked into output"

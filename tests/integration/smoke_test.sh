@@ -2,7 +2,9 @@
 # Smoke checks of serves, from the client side: two real serving containers
 # (the OpenAI-compatible stand-in engine, tests/sim/fake_engine, in an image
 # pulled by digest from a real registry) under rootless podman on simulated
-# nodes, both serving the model name "qwen38".
+# nodes (or a root dockerd per node with FLEET_TEST_ENGINE=docker: the node
+# user cannot see its processes, so identity asks the engine), both serving
+# the model name "qwen38".
 # - apply runs identity, model and the smoke list after health, and says so;
 # - `fleet check` on a healthy fleet exits 0 with the table (latency, t/s);
 # - a serve that garbles (200 on /v1/models all along) fails `fleet check`
@@ -150,7 +152,7 @@ expect_out "stalled after 1 tokens"
 fault "$U1" none
 
 step "the container stopped, another process of the node on its port: identity fails"
-on_node dgx1 "podman stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
+on_node dgx1 "$(node_field dgx1 engine) stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
 for _ in $(seq 50); do curl -s -o /dev/null "$U1/" && break; sleep 0.1; done
 expect_rc 1 check a
 expect_out "fleet-a is not running on dgx1, yet a process there answers"
