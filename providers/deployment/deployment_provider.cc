@@ -10,6 +10,7 @@
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/group_restart.h"
+#include "providers/deployment/row_probe.h"
 #include "providers/deployment/serve_per_node.h"
 #include "providers/deployment/smoke_check.h"
 #include "providers/display_ram/display_ram_provider.h"
@@ -298,6 +299,11 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
       want.cli = spec->cli;
       want.health_timeout_s = spec->health_timeout_s;
       want.gpu_memory_bytes = d.gpu_memory_bytes;
+      want.rows.tensors = RowPlaceholderTensors(d.recipe);
+      if (!want.rows.tensors.empty()) {
+        want.rows.model = d.model;
+        want.rows.location = {spec->model_cache, spec->model_repo, spec->model_revision};
+      }
       r.attributes = want;
       r.depends_on = {NodeAddress(node), "display_ram." + node,
                       ResourceAddress("image", d.image, node)};
@@ -325,14 +331,14 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   const std::string& health = want.shown.health;
   if (health.empty()) {
     spec.rank = 1;
-    return ContainerProbeScript(spec);
+    return WithRowsProbe(ContainerProbeScript(spec), want.rows);
   }
   const size_t host = std::string("http://").size();
   const size_t slash = health.find('/', host);
   const size_t colon = health.rfind(':', slash);
   spec.health_host = health.substr(host, colon - host);
   spec.health_path = slash == std::string::npos ? "/" : health.substr(slash);
-  return ContainerProbeScript(spec);
+  return WithRowsProbe(ContainerProbeScript(spec), want.rows);
 }
 
 ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const std::string& output,
@@ -340,9 +346,14 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
   ActualResource a;
   a.probed = true;
   const DeploymentWant want = r.attributes.get<DeploymentWant>();
-  ContainerProbe p = ParseContainerProbe(output);
+  ContainerProbe rows;
+  const std::string container_output = ParseRowsProbe(output, want.rows, &rows);
+  ContainerProbe p = ParseContainerProbe(container_output);
+  p.tensor_rows = rows.tensor_rows;
+  p.rows_snapshot_missing = rows.rows_snapshot_missing;
+  p.rows_error = rows.rows_error;
   a.exists = p.exists;
-  RecordGpuSupport(want, output, &p);
+  RecordGpuSupport(want, container_output, &p);
   a.attributes = p;
   if (!p.cli_found)
     a.error = "container_cli '" + want.cli + "' not found on the node's PATH";
@@ -521,13 +532,64 @@ void NoteUnrecorded(const DesiredResource& desired, const ActualResource& actual
 
 }  // namespace deployment_internal
 
+namespace {
+
+// `declared` with its {rows:...} placeholders filled from the rows its probe
+// read on the node. Sets *error when they cannot be (no model, no such
+// tensor), *note when the model is not on the node yet (the step reads them).
+DesiredResource WithProbedRows(const DesiredResource& declared, const ActualResource& actual,
+                               const DiffContext& ctx, std::string* error, std::string* note) {
+  DeploymentWant want = declared.attributes.get<DeploymentWant>();
+  if (want.rows.tensors.empty() || !actual.probed || !actual.error.empty() ||
+      ctx.manifest == nullptr)
+    return declared;
+  std::string names;
+  for (const std::string& t : want.rows.tensors) names += (names.empty() ? "" : ", ") + t;
+  if (want.rows.model.empty()) {
+    *error = "its recipe uses {rows:" + want.rows.tensors[0] +
+             "}, but the deployment serves no model to read the tensor from";
+    return declared;
+  }
+  const ContainerProbe p = actual.attributes.get<ContainerProbe>();
+  if (!p.rows_error.empty()) {
+    *error = p.rows_error + " (" + want.rows.location.repo + "@" + want.rows.location.revision +
+             " on " + declared.node + ")";
+    return declared;
+  }
+  if (p.rows_snapshot_missing) {
+    *note = "rows of " + names + " ({rows:...}) are read from model " + want.rows.model +
+            "'s safetensors headers when the step runs, once it is staged on " + declared.node;
+    return declared;
+  }
+  Result<ContainerSpec> spec =
+      RenderContainerSpec(*ctx.manifest, declared.name, declared.node, &p.tensor_rows);
+  if (!spec.ok()) {
+    *error = spec.status().message();
+    return declared;
+  }
+  want.shown = spec->Shown();
+  DesiredResource filled = declared;
+  filled.attributes = want;
+  return filled;
+}
+
+}  // namespace
+
 using deployment_internal::CheckEnvFrom;
 using deployment_internal::DiffContainer;
 using deployment_internal::NoteUnrecorded;
 
-PlanChange DeploymentProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+PlanChange DeploymentProvider::Diff(const DesiredResource& declared, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  std::string rows_error, rows_note;
+  const DesiredResource desired = WithProbedRows(declared, actual, ctx, &rows_error, &rows_note);
+  if (!rows_error.empty()) {
+    PlanChange c = ChangeFor(desired);
+    c.error = desired.address + ": " + rows_error;
+    return c;
+  }
   PlanChange c = DiffContainer(desired, actual, record, ctx);
+  if (!rows_note.empty()) c.reasons.push_back(rows_note);
   if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
     c.error = GpuPlanError(desired, actual);
@@ -667,12 +729,35 @@ Result<nlohmann::json> RemoveDeployment(const PlanChange& change, const StepCont
   return nlohmann::json();  // removed: drop the record
 }
 
+// The rows of a {rows:...} recipe's tensors, read from the headers of the
+// snapshot on the node (staged by now: the deployment depends on its model).
+Result<TensorRowCounts> ReadRows(const StepContext& ctx, const RowSource& rows) {
+  Result<SnapshotHeaders> h = ReadSnapshotHeaders(ctx.transport, rows.location);
+  if (!h.ok()) return h.status();
+  return CountTensorRows(*h, rows.tensors, rows.model);
+}
+
 // The spec the step runs: rendered again, and still the one the plan showed.
+// A {rows:...} recipe's rows are read again on the node; a plan made before
+// its model was there showed the placeholders unfilled.
 Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext& ctx,
                                     const std::string& name) {
-  Result<ContainerSpec> spec = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
+  const DeploymentWant planned = change.after.get<DeploymentWant>();
+  std::optional<TensorRowCounts> rows;
+  if (!planned.rows.tensors.empty()) {
+    Result<TensorRowCounts> read = ReadRows(ctx, planned.rows);
+    if (!read.ok()) return read.status();
+    rows = *read;
+  }
+  Result<ContainerSpec> spec =
+      RenderContainerSpec(*ctx.manifest, name, ctx.node->name, rows ? &*rows : nullptr);
   if (!spec.ok()) return spec.status();
-  if (spec->hash != change.after.get<DeploymentWant>().shown.spec)
+  std::string planned_hash = spec->hash;
+  if (rows && spec->hash != planned.shown.spec) {
+    Result<ContainerSpec> unfilled = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
+    if (unfilled.ok()) planned_hash = unfilled->hash;
+  }
+  if (planned_hash != planned.shown.spec)
     return Result<ContainerSpec>::Error(
         "deployment " + name + " differs from the plan (the manifests changed since): plan again");
   return spec;
@@ -918,6 +1003,8 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.
   DeploymentRecord record{change.after.get<DeploymentWant>(), ContainerId(ctx, *spec), *image_id};
+  if (!record.want.rows.tensors.empty())
+    record.want.shown = spec->Shown();  // with the rows read now, if the plan could not
   return nlohmann::json(record);
 }
 

@@ -7,6 +7,7 @@
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
 #include "providers/deployment/gpu_request.h"
+#include "providers/deployment/row_placeholder.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
 
@@ -24,7 +25,7 @@ std::string ContainerName(const std::string& deployment) { return "fleet-" + dep
 
 bool IsGroupRecipe(const Recipe& recipe) {
   return RecipeUsesPlaceholder(recipe, "rank") || RecipeUsesPlaceholder(recipe, "nnodes") ||
-         RecipeUsesPlaceholder(recipe, "head");
+         RecipeUsesPlaceholder(recipe, "head") || !RowPlaceholderTensors(recipe).empty();
 }
 
 std::vector<std::string> SecretValues(const ContainerSpec& spec) {
@@ -115,7 +116,7 @@ Status FillFromManifest(const Manifest& m, const DeploymentSpec& dep, const std:
 // the placeholders as the container sees them; sets s->model_root.
 Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
                                   const std::string& name, const std::string& node,
-                                  ContainerSpec* s) {
+                                  const TensorRowCounts* rows, ContainerSpec* s) {
   // Where the container sees the model: kModelRoot, or where the recipe
   // mounts "{model_path}" (the snapshot folder): that folder's files are
   // relative symlinks into ../../blobs, which dangle in a container, so the
@@ -142,6 +143,9 @@ Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
     if (mount.host == "{model_path}" || mount.host == "{model_path}/")
       s->model_root = FillPlaceholders(mount.container, in_container);
   in_container.insert_or_assign("model_path", s->model_root);
+  if (rows != nullptr)
+    for (auto& [k, v] : RowPlaceholderValues(*rows, s->rank, s->nnodes))
+      in_container.insert_or_assign(k, v);
   return in_container;
 }
 
@@ -218,7 +222,7 @@ std::string SpecHash(const ContainerSpec& s) {
 }  // namespace
 
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
-                                          const std::string& node) {
+                                          const std::string& node, const TensorRowCounts* rows) {
   auto d = m.deployments.find(name);
   if (d == m.deployments.end())
     return Result<ContainerSpec>::Error("no deployment '" + name + "' in the manifests");
@@ -226,7 +230,13 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   ContainerSpec s;
   Status filled = FillFromManifest(m, dep, name, node, &s);
   if (!filled.ok()) return filled;
-  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, &s);
+  if (rows != nullptr)
+    for (const std::string& tensor : RowPlaceholderTensors(dep.recipe))
+      if (!rows->count(tensor))
+        return Result<ContainerSpec>::Error("deployment '" + name + "': model " + dep.model +
+                                            " has no tensor '" + tensor + "' ({rows:" + tensor +
+                                            "})");
+  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, rows, &s);
   if (!in_container.ok()) return in_container.status();
   AddRunOptions(dep.recipe, *in_container, &s);
   AddCommand(dep.recipe, *in_container, &s);

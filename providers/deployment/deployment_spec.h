@@ -9,7 +9,8 @@
 // host side of any other mount, the snapshot folder), {host} (the node's
 // address), {node} (the node's name), {rank} (the node's index in the
 // deployment's nodes), {nnodes} (how many), {head} (the first node's
-// address: where workers find the head).
+// address: where workers find the head), {rows:TENSOR} (this rank's
+// "begin:end" of the tensor's first dimension, row_placeholder.h).
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "providers/deployment/row_placeholder.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -113,8 +115,13 @@ std::string Redact(std::string text, const std::vector<std::string>& secrets);
 
 // Renders deployment `name` on `node` of `m`. Fails when the deployment,
 // node or image is not in the manifests (the loader reports those first).
+// `rows`: the rows of the tensors the recipe's {rows:...} name, read from
+// the model's headers on the node; without them those placeholders stay as
+// written (the plan cannot know them yet); a tensor missing from `rows` is
+// an error naming the model and the tensor.
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
-                                          const std::string& node);
+                                          const std::string& node,
+                                          const TensorRowCounts* rows = nullptr);
 
 // `s` with every {key} of `values` replaced; unknown placeholders are kept
 // (the recipe lint already refused them).
