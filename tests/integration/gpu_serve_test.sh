@@ -69,8 +69,9 @@ step "while the serves run, a plan creates no CUDA context; -v prints each node'
 # The fake libcuda records every context created (fake-gpu.conf context_log).
 ctx1=$(node_root dgx1)/sim/cuda-contexts.log
 ctx2=$(node_root dgx2)/sim/cuda-contexts.log
-: >"$ctx1"
-: >"$ctx2"
+# emptied as the node user, who appends to it
+on_node dgx1 ': >/srv/sim/cuda-contexts.log'
+on_node dgx2 ': >/srv/sim/cuda-contexts.log'
 expect_rc 0 -v plan --detailed-exitcode
 [[ ! -s $ctx1 && ! -s $ctx2 ]] ||
   fail "a plan created a CUDA context under a serve: dgx1: $(cat "$ctx1") dgx2: $(cat "$ctx2")"
@@ -114,7 +115,7 @@ grep -q "prestart id=$id1 NVIDIA_VISIBLE_DEVICES=0\$" "$hook_log" || fail "devic
 assert_converged
 expect_rc 0 destroy --auto-approve
 step "without a serve, the plan's probe creates a context"
-: >"$ctx1"
+on_node dgx1 ': >/srv/sim/cuda-contexts.log'
 expect_rc 0 -v plan
 [[ $(grep -c cuDevicePrimaryCtxRetain "$ctx1") == 1 ]] || fail "no context without a serve: $(cat "$ctx1")"
 expect_out "a CUDA context: no fleet serve runs on the node"
