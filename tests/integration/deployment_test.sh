@@ -18,7 +18,8 @@
 #   dgx2, read by fleet-probe) is a plan error with the arithmetic;
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
 #   the worker runs with its rank and the head's address; a worker that died
-#   restarts the group (two deployments on a node need shared: true);
+#   restarts the group, the old head stopped before the worker starts again
+#   (polled during apply); two deployments on a node need shared: true;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -261,7 +262,24 @@ on_node dgx2 "$CE stop --time 1 fleet-pair" >/dev/null
 expect_rc 2 plan --detailed-exitcode
 expect_out "restart fleet-pair with its group"
 expect_out "the rank on dgx2 is exited"
+# Polled during the apply: the old head must be stopped before the worker
+# runs again (the head starts last); one line "head=<ids> worker=<ids>" a round.
+running() { on_node "$1" "$CE ps -q --no-trunc --filter name=^fleet-pair\$" 2>/dev/null | tr '\n' ' '; }
+rm -f "$WORK/poll.stop"
+( while [[ ! -e $WORK/poll.stop ]]; do
+    echo "head=$(running dgx1) worker=$(running dgx2)"
+  done >"$WORK/poll.log" ) &
+POLLER=$!
 expect_rc 0 apply --auto-approve
+touch "$WORK/poll.stop"
+wait "$POLLER"
+rounds=$(wc -l <"$WORK/poll.log")
+((rounds >= 3)) || fail "the poller saw only $rounds rounds"
+! grep -E "^head=$HEAD_ID .*worker=[0-9a-f]" "$WORK/poll.log" ||
+  fail "the old head ran while the worker ran again (polled $rounds rounds): $(grep -E "^head=$HEAD_ID .*worker=[0-9a-f]" "$WORK/poll.log" | head -3)"
+grep -qE "^head= worker=[0-9a-f]" "$WORK/poll.log" ||
+  echo "   (no round caught the worker running with no head)"
+echo "   polled $rounds rounds during the group restart: the old head never ran beside the restarted worker"
 [[ $(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair") != "$HEAD_ID" ]] ||
   fail "the head was not restarted with its group"
 [[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"
