@@ -266,9 +266,9 @@ expect_out "the rank on dgx2 is exited"
 # runs again (the head starts last); one line "head=<ids> worker=<ids>" a round.
 running() { on_node "$1" "$CE ps -q --no-trunc --filter name=^fleet-pair\$" 2>/dev/null | tr '\n' ' '; }
 rm -f "$WORK/poll.stop"
-( while [[ ! -e $WORK/poll.stop ]]; do
+( while [[ ! -e $WORK/poll.stop && -d $WORK ]]; do  # cleanup removes $WORK
     echo "head=$(running dgx1) worker=$(running dgx2)"
-  done >"$WORK/poll.log" ) &
+  done >"$WORK/poll.log" 2>/dev/null ) &
 POLLER=$!
 expect_rc 0 apply --auto-approve
 touch "$WORK/poll.stop"
