@@ -985,13 +985,15 @@ Status StopOldHead(const StepContext& ctx, const ContainerSpec& spec) {
     return Status::OK();
   const std::string& head = d->second.nodes[0];
   Transport* t = ctx.node_transport(head);
-  if (t == nullptr) return Status::Error("no connection to " + head + ", the head of " + spec.deployment);
+  if (t == nullptr)
+    return Status::Error("no connection to " + head + ", the head of " + spec.deployment);
   Status s = t->Connect();
   if (!s.ok()) return s;
   const std::string& cli = ctx.manifest->nodes.at(head).container_cli;
-  const std::string running = ShellCommand(
-      {cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container});
-  if (ctx.progress) ctx.progress("stopping the head's " + spec.container + " on " + head + " first");
+  const std::string running =
+      ShellCommand({cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container});
+  if (ctx.progress)
+    ctx.progress("stopping the head's " + spec.container + " on " + head + " first");
   Result<CommandResult> r =
       t->Run("if [ \"$(" + running + " 2>/dev/null)\" = running ]; then " +
              ShellCommand({cli, "stop", "-t", "30", spec.container}) + " >/dev/null; fi");

@@ -62,8 +62,8 @@ Result<TensorRowCounts> CountTensorRows(const SnapshotHeaders& headers,
   for (const std::string& name : tensors) {
     Result<uint64_t> n = TensorRows(parsed, name);
     if (!n.ok())
-      return Result<TensorRowCounts>::Error("model " + model + ": {rows:" + name + "}: " +
-                                            n.status().message());
+      return Result<TensorRowCounts>::Error("model " + model + ": {rows:" + name +
+                                            "}: " + n.status().message());
     rows[name] = *n;
   }
   return rows;

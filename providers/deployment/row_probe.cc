@@ -25,8 +25,8 @@ std::string ParseRowsProbe(const std::string& output, const RowSource& rows, Con
     p->rows_error = "model " + rows.model + ": the probe read no safetensors headers";
     return output.substr(0, begin);
   }
-  const std::string stream = output.substr(begin + std::string(kBegin).size(),
-                                           end - begin - std::string(kBegin).size());
+  const std::string stream =
+      output.substr(begin + std::string(kBegin).size(), end - begin - std::string(kBegin).size());
   const std::string rc = output.substr(end + std::string(kEnd).size(), 1);
   if (rc == "3") {
     p->rows_snapshot_missing = true;

@@ -114,7 +114,7 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
 
 std::string SnapshotHeadersScript(const HubLocation& loc) {
   return RepoPrelude(loc) + "L=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
-      R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
+         R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
 T=$(printf '\t')
 find -L . -type f \( -name '*.safetensors' -o -name '*.safetensors.index.json' \) -printf '%s\t%P\n' |
 while IFS="$T" read -r sz f; do

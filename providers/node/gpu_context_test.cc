@@ -71,8 +71,7 @@ TEST_F(GpuContextTest, ServeRunningMeansNoContext) {
   Cli("serving=fleet-qwen\nserving=fleet-mimo\n");
   EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
             "gpu_context=serving:fleet-qwen fleet-mimo \nfpa=--no-context\n");
-  EXPECT_EQ(Read("cli.args"),
-            "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
+  EXPECT_EQ(Read("cli.args"), "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
 }
 
 TEST_F(GpuContextTest, NoServeMeansContext) {
@@ -81,13 +80,13 @@ TEST_F(GpuContextTest, NoServeMeansContext) {
 }
 
 TEST_F(GpuContextTest, NoContainerCliMeansContext) {
-  EXPECT_EQ(Decide("fleet-no-such-cli", GpuContextMode::kAuto),
-            "gpu_context=no-engine\nfpa=\n");
+  EXPECT_EQ(Decide("fleet-no-such-cli", GpuContextMode::kAuto), "gpu_context=no-engine\nfpa=\n");
 }
 
 TEST_F(GpuContextTest, CliThatCannotListMeansNoContext) {
   Cli("Cannot connect to the Docker daemon\n", 1);
-  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto), "gpu_context=engine-error\nfpa=--no-context\n");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "gpu_context=engine-error\nfpa=--no-context\n");
 }
 
 TEST_F(GpuContextTest, AskedMeansContextWithoutAskingTheEngine) {

@@ -87,10 +87,8 @@ bool GpuFromJson(const json& j, const std::string& path, GpuInfo* gpu,
   const std::string p = path + ".";
   if (!GetOptString(j, "name", p, &gpu->name, error) ||
       !GetOptString(j, "uuid", p, &gpu->uuid, error) ||
-      !GetOptString(j, "compute_capability", p, &gpu->compute_capability,
-                    error) ||
-      !GetOptUint(j, "memory_total_bytes", p, &gpu->memory_total_bytes,
-                  error) ||
+      !GetOptString(j, "compute_capability", p, &gpu->compute_capability, error) ||
+      !GetOptUint(j, "memory_total_bytes", p, &gpu->memory_total_bytes, error) ||
       !GetOptUint(j, "memory_free_bytes", p, &gpu->memory_free_bytes, error) ||
       !GetOptString(j, "memory_free_source", p, &gpu->memory_free_source, error) ||
       !GetOptBool(j, "unified_memory", p, &gpu->unified_memory, error)) {
@@ -274,7 +272,8 @@ struct Verdict {
 // driver's own (fleet-probe --no-context); "" otherwise.
 std::string FreeSourceNote(const GpuInfo& gpu) {
   if (gpu.memory_free_source != "nvml" && gpu.memory_free_source != "host MemAvailable") return "";
-  return " (from " + (gpu.memory_free_source == "nvml" ? std::string("NVML") : gpu.memory_free_source) +
+  return " (from " +
+         (gpu.memory_free_source == "nvml" ? std::string("NVML") : gpu.memory_free_source) +
          ", no CUDA context)";
 }
 
@@ -482,16 +481,15 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
 json GpuFactsToJson(const GpuFacts& facts) {
   json gpus = json::array();
   for (const GpuInfo& gpu : facts.gpus) gpus.push_back(GpuToJson(gpu));
-  return {
-      {"source", facts.source},
-      {"driver_version", OptStringJson(facts.driver_version)},
-      {"note", facts.note},
-      {"cuda_context", facts.cuda_context},
-      {"context_decision", OptStringJson(facts.context_decision)},
-      {"host",
-       {{"mem_total_bytes", OptUintJson(facts.host_mem_total_bytes)},
-        {"mem_available_bytes", OptUintJson(facts.host_mem_available_bytes)}}},
-      {"gpus", std::move(gpus)}};
+  return {{"source", facts.source},
+          {"driver_version", OptStringJson(facts.driver_version)},
+          {"note", facts.note},
+          {"cuda_context", facts.cuda_context},
+          {"context_decision", OptStringJson(facts.context_decision)},
+          {"host",
+           {{"mem_total_bytes", OptUintJson(facts.host_mem_total_bytes)},
+            {"mem_available_bytes", OptUintJson(facts.host_mem_available_bytes)}}},
+          {"gpus", std::move(gpus)}};
 }
 
 bool GpuFactsFromJson(const json& j, GpuFacts* out, std::string* error) {

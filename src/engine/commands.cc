@@ -647,9 +647,8 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json, bool gp
   Transport* t = ConnectNode(s, node);
   if (t == nullptr) return 1;
   const NodeSpec& spec = s.manifest.nodes.at(node);
-  Result<CommandResult> r =
-      t->Run(NodeFactsScript(spec.sysfs, spec.container_cli,
-                             gpu ? GpuContextMode::kAlways : GpuContextMode::kAuto));
+  Result<CommandResult> r = t->Run(NodeFactsScript(
+      spec.sysfs, spec.container_cli, gpu ? GpuContextMode::kAlways : GpuContextMode::kAuto));
   if (!r.ok()) {
     std::cerr << "fleet: " << r.status().message() << "\n";
     return 1;

@@ -89,8 +89,8 @@ std::string DescribeProbeTime(const std::string& node, double wall_s,
     parts.push_back(fmt::format("ssh {:.2f} s", std::max(0.0, wall_s - double(end - begin) / 1e9)));
   GpuFacts gpu;
   if (facts.gpu_probe_s >= 0 && GpuFactsFromJson(facts.gpu, &gpu))
-    parts.push_back(fmt::format("fleet-probe {:.2f} s, {}", facts.gpu_probe_s,
-                                gpu.context_decision));
+    parts.push_back(
+        fmt::format("fleet-probe {:.2f} s, {}", facts.gpu_probe_s, gpu.context_decision));
   for (size_t i = 0; i < parts.size(); ++i) s += (i == 0 ? " (" : "; ") + parts[i];
   return parts.empty() ? s : s + ")";
 }

@@ -499,8 +499,7 @@ std::string FormatUuid(const CUuuid& uuid) {
   return text;
 }
 
-GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context,
-                   bool* context_created) {
+GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_created) {
   GpuReport gpu;
   gpu.index = index;
   std::vector<std::string>* errors = &gpu.errors;
@@ -594,8 +593,7 @@ void ProbeCuda(Report* report, bool with_context) {
     status.available = true;
     if (cu.Call(&errors, "cuDeviceGetCount", cu.device_get_count, &count)) {
       for (int i = 0; i < count; ++i) {
-        report->gpus.push_back(
-            ProbeGpu(cu, i, with_context, &report->cuda_context));
+        report->gpus.push_back(ProbeGpu(cu, i, with_context, &report->cuda_context));
       }
     }
   }
@@ -626,8 +624,7 @@ void ProbeNvml(Report* report) {
       Symbol<NvmlDeviceGetHandleByUuidFn>(lib, "nvmlDeviceGetHandleByUUID");
   const auto processes = Symbol<NvmlDeviceGetComputeRunningProcessesFn>(
       lib, "nvmlDeviceGetComputeRunningProcesses_v3");
-  const auto memory_info =
-      Symbol<NvmlDeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
+  const auto memory_info = Symbol<NvmlDeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
 
   const auto error_text = [&](const char* call, nvmlReturn_t rc) {
     const char* text = error_string != nullptr ? error_string(rc) : nullptr;
