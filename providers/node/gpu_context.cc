@@ -20,11 +20,13 @@ std::string GpuContextScript(const std::string& cli, GpuContextMode mode) {
          " >/dev/null 2>&1; then fpa=; echo gpu_context=no-engine\n"
          "elif gcs=$(" +
          ServingContainersCommand(cli) +
-         " 2>/dev/null); then\n"
+         " 2>&1); then\n"
          "  gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' ' ')\n"
          "  if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
          "  else fpa=; echo gpu_context=idle; fi\n"
-         "else echo gpu_context=engine-error; fi\n";
+         "else printf 'gpu_context=engine-error:%s\\n' \"$(printf '%s' \"$gcs\" | head -n 1 | cut "
+         "-c1-300)\"; "
+         "fi\n";
 }
 
 GpuContextDecision ParseGpuContext(const std::string& value) {
@@ -39,10 +41,14 @@ GpuContextDecision ParseGpuContext(const std::string& value) {
     return {false, "no CUDA context: fleet serve " + names +
                        " runs on the node (fleet probe NODE --gpu creates one anyway)"};
   }
-  if (value == "engine-error")
-    return {false,
-            "no CUDA context: the container CLI cannot list containers, so a serve may run "
-            "(fleet probe NODE --gpu creates one anyway)"};
+  const std::string engine_error = "engine-error";
+  if (value.rfind(engine_error, 0) == 0) {
+    std::string why = value.substr(engine_error.size());
+    if (!why.empty() && why[0] == ':') why.erase(0, 1);
+    return {false, "no CUDA context: the container CLI cannot list containers" +
+                       (why.empty() ? std::string() : " (" + why + ")") +
+                       ", so a serve may run (fleet probe NODE --gpu creates one anyway)"};
+  }
   return {false, "no CUDA context: unknown decision '" + value + "'"};
 }
 

@@ -86,7 +86,7 @@ TEST_F(GpuContextTest, NoContainerCliMeansContext) {
 TEST_F(GpuContextTest, CliThatCannotListMeansNoContext) {
   Cli("Cannot connect to the Docker daemon\n", 1);
   EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
-            "gpu_context=engine-error\nfpa=--no-context\n");
+            "gpu_context=engine-error:Cannot connect to the Docker daemon\nfpa=--no-context\n");
 }
 
 TEST_F(GpuContextTest, AskedMeansContextWithoutAskingTheEngine) {
@@ -106,6 +106,9 @@ TEST(ParseGpuContext, Reasons) {
             "no CUDA context: fleet serve fleet-qwen fleet-mimo runs on the node (fleet probe "
             "NODE --gpu creates one anyway)");
   EXPECT_FALSE(ParseGpuContext("engine-error").create);
+  EXPECT_EQ(ParseGpuContext("engine-error:permission denied").why,
+            "no CUDA context: the container CLI cannot list containers (permission denied), so "
+            "a serve may run (fleet probe NODE --gpu creates one anyway)");
   EXPECT_FALSE(ParseGpuContext("something-new").create);
 }
 
