@@ -256,7 +256,7 @@ std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
 }
 
 std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
-  return NodeFactsScript(spec.sysfs);
+  return NodeFactsScript(spec.sysfs, spec.container_cli);
 }
 
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,
