@@ -145,5 +145,14 @@ TEST_F(GpuContextTest, NodeFactsCarryTheDecision) {
   EXPECT_EQ(Read("probe.args"), "--no-context\n\n\n");
 }
 
+// The plan's fragment asks the node's own container CLI.
+TEST(NodeProviderProbeScript, AsksTheNodesContainerCli) {
+  NodeSpec spec;
+  spec.container_cli = "podman";
+  const std::string script = NodeProvider().ProbeScript(DesiredResource{}, spec);
+  EXPECT_NE(script.find("podman ps --filter label=fleet.deployment"), std::string::npos);
+  EXPECT_EQ(script.find("docker"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fleet
