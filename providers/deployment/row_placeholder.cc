@@ -42,7 +42,7 @@ std::map<std::string, std::string> RowPlaceholderValues(const TensorRowCounts& r
   if (nnodes < 1 || rank < 0 || rank >= nnodes) return values;
   for (const auto& [name, n] : rows) {
     const RowRange r = RowRangeFor(n, static_cast<uint64_t>(nnodes), static_cast<uint64_t>(rank));
-    values["rows:" + name] = std::to_string(r.begin) + ":" + std::to_string(r.end);
+    values.insert_or_assign("rows:" + name, std::to_string(r.begin) + ":" + std::to_string(r.end));
   }
   return values;
 }

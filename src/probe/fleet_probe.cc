@@ -608,6 +608,19 @@ void ProbeCuda(Report* report, bool with_context) {
 // ---------------------------------------------------------------------------
 // NVML: the driver version and the processes on each GPU, matched by UUID.
 
+// Without a context (--no-context), NVML's free figure where it has one
+// (discrete GPUs; unified memory says NOT_SUPPORTED).
+void FillFromNvml(NvmlDeviceGetMemoryInfoFn memory_info, nvmlDevice_t dev, GpuReport* gpu) {
+  NvmlMemory memory = {};
+  if (gpu->memory_free_bytes || memory_info == nullptr ||
+      memory_info(dev, &memory) != kNvmlSuccess) {
+    return;
+  }
+  gpu->memory_free_bytes = memory.free;
+  gpu->memory_free_source = "nvml";
+  if (!gpu->memory_total_bytes) gpu->memory_total_bytes = memory.total;
+}
+
 void ProbeNvml(Report* report) {
   LibraryReport& status = report->nvml;
   void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -667,15 +680,7 @@ void ProbeNvml(Report* report) {
       gpu.errors.push_back(error_text("nvmlDeviceGetHandleByUUID", hrc));
       continue;
     }
-    // Without a context (--no-context) NVML's figure, where it has one
-    // (discrete GPUs; unified memory says NOT_SUPPORTED).
-    NvmlMemory memory = {};
-    if (!gpu.memory_free_bytes && memory_info != nullptr &&
-        memory_info(dev, &memory) == kNvmlSuccess) {
-      gpu.memory_free_bytes = memory.free;
-      gpu.memory_free_source = "nvml";
-      if (!gpu.memory_total_bytes) gpu.memory_total_bytes = memory.total;
-    }
+    FillFromNvml(memory_info, dev, &gpu);
     // Processes may start between the calls, so retry a few times on a
     // buffer that is too small.
     std::vector<NvmlProcessInfo> infos(16);
