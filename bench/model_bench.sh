@@ -113,7 +113,12 @@ cat "$BLOBS2"/* >/dev/null
 # Only dgx2's copy in scope (a source node would be verified at the same
 # time, on the same two cores): the same record, declared from the hub.
 mkrepo '"dgx2"' hub
-fleet_deep=() sum1=() sum2=() evp1=() evp2=()
+fleet_deep=() fleet_hash=() sum1=() sum2=() evp1=() evp2=() speed=()
+# OpenSSL's own per-core SHA-256 limit (16 MiB blocks, one process), and the
+# cores a deep verify can use: min(cores, files hashed at once, blobs).
+NBLOBS=$(find "$BLOBS2" -maxdepth 1 -type f -size +1M | wc -l)
+CORES_USED=$(( $(nproc) < 4 ? $(nproc) : 4 ))
+(( NBLOBS < CORES_USED )) && CORES_USED=$NBLOBS
 for ((i = 0; i < RUNS; i++)); do
   t0=$(now)
   sha256sum "$BLOBS2"/* >/dev/null
@@ -125,6 +130,11 @@ for ((i = 0; i < RUNS; i++)); do
   s=$(step_seconds dgx2 <<<"$out")
   [[ -n $s ]] || { echo "$out" >&2; exit 1; }
   fleet_deep+=("$s")
+  h=$(sed -n 's/.*deep verify: .*hashed \([0-9]*\) MB in \([0-9.]*\) s .*/\2/p' <<<"$out" | tail -1)
+  [[ -n $h ]] || { echo "no 'hashed ... MB in ... s' in the apply's output:" >&2; echo "$out" >&2; exit 1; }
+  fleet_hash+=("$h")
+  speed+=("$(openssl speed -seconds 2 -bytes 16777216 -evp sha256 2>/dev/null |
+    awk '/^sha256/ {v=$NF; sub(/k$/, "", v); print v * 1000 / 1e6}')")
   evp1+=("$("$HASHER" 1 "$BLOBS2"/* | cut -d' ' -f2)")
   evp2+=("$("$HASHER" 2 "$BLOBS2"/* | cut -d' ' -f2)")
 done
@@ -133,6 +143,9 @@ s2=$(printf '%s\n' "${sum2[@]}" | median)
 fd=$(printf '%s\n' "${fleet_deep[@]}" | median)
 e1=$(printf '%s\n' "${evp1[@]}" | median)
 e2=$(printf '%s\n' "${evp2[@]}" | median)
+fh=$(printf '%s\n' "${fleet_hash[@]}" | median)
+sp=$(printf '%s\n' "${speed[@]}" | median)
+limit=$(awk -v a="$sp" -v c="$CORES_USED" 'BEGIN {printf "%.0f", a * c}')
 echo
 echo "deep verify of the same blobs on dgx2 (median of $RUNS)"
 echo "  sha256sum (one process):                ${s1}s  $(mbps "$BYTES" "$s1") MB/s"
@@ -140,6 +153,10 @@ echo "  sha256sum, 2 files at a time (xargs -P2): ${s2}s  $(mbps "$BYTES" "$s2")
 echo "  fleet apply --verify=deep (model step):  ${fd}s  $(mbps "$BYTES" "$fd") MB/s   runs: ${fleet_deep[*]}"
 echo "  fleet EVP hasher, 1 thread:              ${e1}s  $(mbps "$BYTES" "$e1") MB/s"
 echo "  fleet EVP hasher, 2 threads:             ${e2}s  $(mbps "$BYTES" "$e2") MB/s"
+echo "  of which hashing on the node:           ${fh}s  $(mbps "$BYTES" "$fh") MB/s   runs: ${fleet_hash[*]}"
+echo "  openssl speed sha256, one core:          ${sp} MB/s   (16 MiB blocks, median of $RUNS)"
+echo "  limit = one core x $CORES_USED cores used:        ${limit} MB/s   (cores $(nproc), up to 4 files at once, $NBLOBS blobs)"
+echo "  ratio fleet hashing / limit:             $(awk -v b="$BYTES" -v s="$fh" -v l="$limit" 'BEGIN {printf "%.2f", b / s / 1e6 / l}')   (target >= 0.8)"
 echo "  ratio fleet apply / sha256sum:           $(ratio "$s1" "$fd")   (target >= 0.9)"
 echo "  ratio EVP 1 thread / sha256sum:          $(ratio "$s1" "$e1")"
 echo "  ratio EVP 2 threads / sha256sum -P2:     $(ratio "$s2" "$e2")"

@@ -646,8 +646,9 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
-                          "gpu_memory", "smoke", "shared"});
+                          "gpu_memory", "smoke", "shared", "fabric_env"});
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
+    if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
     if (auto nodes = deployment.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);

@@ -644,6 +644,18 @@ TEST(ManifestTest, DeploymentFields) {
   EXPECT_EQ(ok.manifest.deployments.at("b").health.timeout_s, 5400);
 }
 
+TEST(ManifestTest, DeploymentFabricEnv) {
+  const Loaded ok = LoadYaml(DeployRepo() + Deployment("a", "dgx1", 1, ", fabric_env: true") +
+                             Deployment("b", "dgx2", 2, ""));
+  ASSERT_TRUE(ok.ok) << Dump(ok.diags);
+  EXPECT_TRUE(ok.manifest.deployments.at("a").fabric_env);
+  EXPECT_FALSE(ok.manifest.deployments.at("b").fabric_env);
+  const Loaded bad = LoadYaml(DeployRepo() + Deployment("a", "dgx1", 1, ", fabric_env: yes-ish"));
+  EXPECT_FALSE(bad.ok);
+  EXPECT_FALSE(bad.diags.empty());
+  EXPECT_NE(Dump(bad.diags).find("fabric_env"), std::string::npos) << Dump(bad.diags);
+}
+
 TEST(ManifestTest, MissingRecipeFile) {
   const Loaded l = LoadYaml(DeployRepo() +
                             "  a: {recipe: recipes/qwen38-flash-next-int5.toml, nodes: [dgx1], "

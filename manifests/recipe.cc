@@ -599,7 +599,8 @@ void RecipeReader::CheckPlaceholders() {
       if (!near.empty()) message += "; did you mean '{" + near + "}'?";
       message +=
           " (the launcher fills {port}, {model_path}, {host}, {node}, and for a deployment on "
-          "several nodes {rank}, {nnodes} and {head})";
+          "several nodes {rank}, {nnodes} and {head}; from the fabric {fabric_addr}, {fabric_if}, "
+          "{fabric_hca}, {fabric_gid_index} and {head_fabric_addr})";
       Error(s.loc, message);
     }
   }
@@ -608,8 +609,11 @@ void RecipeReader::CheckPlaceholders() {
 }  // namespace
 
 const std::vector<std::string>& RecipePlaceholders() {
-  static const std::vector<std::string> names = {"port", "model_path", "host", "node",
-                                                 "rank", "nnodes",     "head"};
+  // clang-format off
+  static const std::vector<std::string> names = {
+      "port", "model_path", "host", "node", "rank", "nnodes", "head",
+      "fabric_addr", "fabric_if", "fabric_hca", "fabric_gid_index", "head_fabric_addr"};
+  // clang-format on
   return names;
 }
 

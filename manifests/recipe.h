@@ -12,9 +12,11 @@
 //  - the two-positional-model trap: `model` is passed as the positional
 //    argument, so a non-empty `model` plus a positional args[0] gives the
 //    server two models.
-// Placeholders {port}, {model_path}, {host}, {node}, {rank}, {nnodes} and
-// {head} may appear in strings; any other {name} is an error. Nothing here throws: toml++ errors
-// become Diagnostics located file:line:column.
+// Placeholders {port}, {model_path}, {host}, {node}, {rank}, {nnodes},
+// {head}, and the fabric's {fabric_addr}, {fabric_if}, {fabric_hca},
+// {fabric_gid_index} and {head_fabric_addr} (providers/deployment/
+// deployment_fabric.h) may appear in strings; any other {name} is an error. Nothing here throws:
+// toml++ errors become Diagnostics located file:line:column.
 #ifndef FLEET_MANIFESTS_RECIPE_H_
 #define FLEET_MANIFESTS_RECIPE_H_
 
@@ -39,7 +41,8 @@ bool ParseRecipe(std::string_view text, const std::string& display_file, Recipe*
                  Diagnostics* diags);
 
 // The placeholder names the launcher substitutes: port, model_path, host,
-// node, rank, nnodes, head.
+// node, rank, nnodes, head, fabric_addr, fabric_if, fabric_hca,
+// fabric_gid_index, head_fabric_addr.
 const std::vector<std::string>& RecipePlaceholders();
 
 // True when some string of `recipe` uses {name}.

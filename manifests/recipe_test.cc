@@ -188,12 +188,15 @@ TEST(RecipeTest, Placeholders) {
               "in args[1]; did you "
               "mean '{model_path}'? (the launcher fills {port}, {model_path}, "
               "{host}, {node}, and for a deployment on several nodes {rank}, {nnodes} and "
-              "{head})");
+              "{head}; from the fabric {fabric_addr}, {fabric_if}, {fabric_hca}, "
+              "{fabric_gid_index} and {head_fabric_addr})");
   EXPECT_DIAG(Parse("[env]\nURL = \"http://{hots}:{port}/\"\n"),
               "recipes/r.toml:2:7: error: unknown placeholder '{hots}' in env.URL; did "
               "you mean "
               "'{host}'? (the launcher fills {port}, {model_path}, {host}, {node}, and for a "
-              "deployment on several nodes {rank}, {nnodes} and {head})");
+              "deployment on several nodes {rank}, {nnodes} and {head}; from the fabric "
+              "{fabric_addr}, {fabric_if}, {fabric_hca}, {fabric_gid_index} and "
+              "{head_fabric_addr})");
   // JSON in an argument is not a placeholder.
   EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n").empty());
 }

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -235,7 +236,23 @@ bool SshTransport::SessionLooksAliveLocked() {
 // Errors from here on are "what failed: detail"; public callers prefix them
 // with Describe() (and the command).
 Status SshTransport::ConnectLocked() {
+  constexpr int kHandshakeAttempts = 3;
+  Status s = ConnectOnceLocked();
+  for (int attempt = 1; !s.ok() && handshake_dropped_ && attempt < kHandshakeAttempts;
+       ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
+    s = ConnectOnceLocked();
+  }
+  if (!s.ok() && handshake_dropped_)
+    return Status::Error(s.message() +
+                         " (the server dropped the connection during the handshake, " +
+                         std::to_string(kHandshakeAttempts) + " attempts)");
+  return s;
+}
+
+Status SshTransport::ConnectOnceLocked() {
   DisconnectLocked();
+  handshake_dropped_ = false;
   if (known_hosts_.empty()) {
     return Status::Error(
         "no known_hosts file given; refusing to connect without strict "
@@ -381,6 +398,8 @@ Status SshTransport::AuthenticateLocked() {
       ssh_key_free(key);
       if (rc == SSH_AUTH_SUCCESS) return Status::OK();
       if (rc == SSH_AUTH_ERROR) {
+        // Not a refusal: the session failed (the server went away).
+        handshake_dropped_ = true;
         return Status::Error("authenticating as " + user_ + " with identity " +
                              identity_ + ": " + LibsshError());
       }

@@ -72,7 +72,11 @@ class SshTransport : public Transport {
 
  private:
   // All REQUIRES mu_ held.
+  // Connects and authenticates; a connection the server drops during the
+  // handshake (before authentication answered) is tried again, up to
+  // three times: an sshd under load or restarting does that.
   Status ConnectLocked();
+  Status ConnectOnceLocked();
   void DisconnectLocked();
   bool SessionLooksAliveLocked();
   Status EnsureConnectedLocked(const std::string& why);
@@ -97,6 +101,7 @@ class SshTransport : public Transport {
   std::mutex mu_;
   Session session_ = nullptr;  // guarded by mu_; non-null: authenticated
   bool broken_ = false;        // guarded by mu_: reconnect before next use
+  bool handshake_dropped_ = false;  // guarded by mu_: set by ConnectOnceLocked
 };
 
 }  // namespace fleet

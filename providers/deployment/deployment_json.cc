@@ -15,12 +15,27 @@ std::optional<std::string> StringOrNone(const nlohmann::json& j, const char* key
 
 }  // namespace
 
+void to_json(nlohmann::json& j, const FabricValues& v) {
+  j = {{"address", v.address},     {"interface", v.interface},       {"hcas", v.hcas},
+       {"gid_index", v.gid_index}, {"head_address", v.head_address}, {"subnet", v.subnet}};
+}
+
+void from_json(const nlohmann::json& j, FabricValues& v) {
+  v.address = j.value("address", "");
+  v.interface = j.value("interface", "");
+  v.hcas = j.value("hcas", "");
+  v.gid_index = j.value("gid_index", -1);
+  v.head_address = j.value("head_address", "");
+  v.subnet = j.value("subnet", "");
+}
+
 void to_json(nlohmann::json& j, const ContainerShown& v) {
   j = {{"container", v.container}, {"image", v.image},     {"model", OrNull(v.model)},
        {"port", v.port},           {"health", v.health},   {"rank", OrNull(v.rank)},
        {"options", v.options},     {"command", v.command}, {"env", v.env},
        {"env_from", v.env_from},   {"spec", v.spec}};
   if (!v.gpus.empty()) j["gpus"] = v.gpus;
+  if (v.fabric) j["fabric"] = *v.fabric;
 }
 
 void from_json(const nlohmann::json& j, ContainerShown& v) {
@@ -36,6 +51,7 @@ void from_json(const nlohmann::json& j, ContainerShown& v) {
   v.env_from = j.value("env_from", std::map<std::string, std::string>());
   v.spec = j.value("spec", "");
   v.gpus = j.value("gpus", "");
+  if (auto f = j.find("fabric"); f != j.end() && f->is_object()) v.fabric = f->get<FabricValues>();
 }
 
 void to_json(nlohmann::json& j, const DeploymentWant& v) {

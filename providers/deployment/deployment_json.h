@@ -53,6 +53,8 @@ struct DeploymentDetail {
   std::string cli;
 };
 
+void to_json(nlohmann::json& j, const FabricValues& v);
+void from_json(const nlohmann::json& j, FabricValues& v);
 void to_json(nlohmann::json& j, const ContainerShown& v);
 void from_json(const nlohmann::json& j, ContainerShown& v);
 void to_json(nlohmann::json& j, const DeploymentWant& v);

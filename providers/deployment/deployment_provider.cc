@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "providers/deployment/deployment_fabric.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
@@ -287,7 +288,10 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
   std::vector<DesiredResource> out;
   for (const auto& [name, d] : m.deployments) {
     for (const std::string& node : d.nodes) {
-      Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
+      // Before the probe only declared fabric endpoints are known: Diff
+      // renders a deployment that uses the fabric again with the probed ones.
+      Result<ContainerSpec> spec = RenderWithFabric(m, name, node, nullptr);
+      if (!spec.ok()) spec = RenderContainerSpec(m, name, node);
       if (!spec.ok()) continue;  // the loader reports what is missing
       DesiredResource r;
       r.address = ResourceAddress("deployment", name, node);
@@ -363,6 +367,20 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
 }
 
 namespace deployment_internal {
+
+Result<DesiredResource> WithFabricFacts(const DesiredResource& desired, const DiffContext& ctx) {
+  if (ctx.manifest == nullptr) return desired;
+  auto d = ctx.manifest->deployments.find(desired.name);
+  if (d == ctx.manifest->deployments.end() || !UsesFabric(d->second)) return desired;
+  Result<ContainerSpec> spec =
+      RenderWithFabric(*ctx.manifest, desired.name, desired.node, ctx.all_facts);
+  if (!spec.ok()) return spec.status();
+  DesiredResource out = desired;
+  DeploymentWant want = desired.attributes.get<DeploymentWant>();
+  want.shown = spec->Shown();
+  out.attributes = want;
+  return out;
+}
 
 PlanChange Changed(const DeploymentDiffInput& in, Action action, std::string summary) {
   PlanChange c = in.base;
@@ -562,7 +580,8 @@ DesiredResource WithProbedRows(const DesiredResource& declared, const ActualReso
     return declared;
   }
   Result<ContainerSpec> spec =
-      RenderContainerSpec(*ctx.manifest, declared.name, declared.node, &p.tensor_rows);
+      RenderContainerSpec(*ctx.manifest, declared.name, declared.node,
+                          want.shown.fabric ? &*want.shown.fabric : nullptr, &p.tensor_rows);
   if (!spec.ok()) {
     *error = spec.status().message();
     return declared;
@@ -578,13 +597,25 @@ DesiredResource WithProbedRows(const DesiredResource& declared, const ActualReso
 using deployment_internal::CheckEnvFrom;
 using deployment_internal::DiffContainer;
 using deployment_internal::NoteUnrecorded;
+using deployment_internal::WithFabricFacts;
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& declared, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  Result<DesiredResource> with_fabric = WithFabricFacts(declared, ctx);
+  if (!with_fabric.ok()) {
+    PlanChange c = ChangeFor(declared);
+    c.after = declared.attributes;
+    c.detail = DeploymentDetail{declared.name, "", ""};
+    c.error = declared.address + ": " + with_fabric.status().message();
+    return c;
+  }
   std::string rows_error, rows_note;
-  const DesiredResource desired = WithProbedRows(declared, actual, ctx, &rows_error, &rows_note);
+  const DesiredResource desired =
+      WithProbedRows(*with_fabric, actual, ctx, &rows_error, &rows_note);
   if (!rows_error.empty()) {
     PlanChange c = ChangeFor(desired);
+    c.after = desired.attributes;
+    c.detail = DeploymentDetail{desired.name, "", ""};
     c.error = desired.address + ": " + rows_error;
     return c;
   }
@@ -687,10 +718,13 @@ std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& no
   return out;
 }
 
-Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& desired,
+Result<nlohmann::json> DeploymentProvider::Adopt(const DesiredResource& declared,
                                                  const ActualResource& actual,
                                                  const DiffContext& ctx) const {
   using R = Result<nlohmann::json>;
+  Result<DesiredResource> with_fabric = deployment_internal::WithFabricFacts(declared, ctx);
+  if (!with_fabric.ok()) return with_fabric.status();
+  const DesiredResource& desired = *with_fabric;
   const DeploymentWant want = desired.attributes.get<DeploymentWant>();
   const std::string& container = want.shown.container;
   if (!actual.probed) return R::Error(desired.node + " could not be probed");
@@ -738,11 +772,13 @@ Result<TensorRowCounts> ReadRows(const StepContext& ctx, const RowSource& rows) 
 }
 
 // The spec the step runs: rendered again, and still the one the plan showed.
-// A {rows:...} recipe's rows are read again on the node; a plan made before
-// its model was there showed the placeholders unfilled.
 Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext& ctx,
                                     const std::string& name) {
+  // The fabric facts the plan found (the probe's), not found again; a
+  // {rows:...} recipe's rows read again on the node (a plan made before its
+  // model was there showed the placeholders unfilled).
   const DeploymentWant planned = change.after.get<DeploymentWant>();
+  const FabricValues* fabric = planned.shown.fabric ? &*planned.shown.fabric : nullptr;
   std::optional<TensorRowCounts> rows;
   if (!planned.rows.tensors.empty()) {
     Result<TensorRowCounts> read = ReadRows(ctx, planned.rows);
@@ -750,11 +786,12 @@ Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext&
     rows = *read;
   }
   Result<ContainerSpec> spec =
-      RenderContainerSpec(*ctx.manifest, name, ctx.node->name, rows ? &*rows : nullptr);
+      RenderContainerSpec(*ctx.manifest, name, ctx.node->name, fabric, rows ? &*rows : nullptr);
   if (!spec.ok()) return spec.status();
   std::string planned_hash = spec->hash;
   if (rows && spec->hash != planned.shown.spec) {
-    Result<ContainerSpec> unfilled = RenderContainerSpec(*ctx.manifest, name, ctx.node->name);
+    Result<ContainerSpec> unfilled =
+        RenderContainerSpec(*ctx.manifest, name, ctx.node->name, fabric);
     if (unfilled.ok()) planned_hash = unfilled->hash;
   }
   if (planned_hash != planned.shown.spec)

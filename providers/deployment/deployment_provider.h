@@ -88,6 +88,11 @@ Decision HealthUnreadable(const DeploymentDiffInput& in);
 PlanChange UnhealthyOrStarting(const DeploymentDiffInput& in);
 // After the decisions: a new container needs its from_env values here.
 void CheckEnvFrom(const DesiredResource& desired, const DeploymentWant& want, PlanChange* c);
+// Before the decisions: `desired` rendered again with the probe's fabric
+// facts (ctx.all_facts) when its deployment uses the fabric (Expand knows
+// only declared ones), or the plan error why it cannot be (a node without a
+// fabric, nodes on no common subnet).
+Result<DesiredResource> WithFabricFacts(const DesiredResource& desired, const DiffContext& ctx);
 // Diff without CheckEnvFrom.
 PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx);

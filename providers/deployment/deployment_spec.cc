@@ -6,6 +6,7 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/row_placeholder.h"
 #include "providers/model/blob_hash.h"
@@ -25,7 +26,9 @@ std::string ContainerName(const std::string& deployment) { return "fleet-" + dep
 
 bool IsGroupRecipe(const Recipe& recipe) {
   return RecipeUsesPlaceholder(recipe, "rank") || RecipeUsesPlaceholder(recipe, "nnodes") ||
-         RecipeUsesPlaceholder(recipe, "head") || !RowPlaceholderTensors(recipe).empty();
+         RecipeUsesPlaceholder(recipe, "head") ||
+         RecipeUsesPlaceholder(recipe, "head_fabric_addr") ||
+         !RowPlaceholderTensors(recipe).empty();
 }
 
 std::vector<std::string> SecretValues(const ContainerSpec& spec) {
@@ -116,7 +119,8 @@ Status FillFromManifest(const Manifest& m, const DeploymentSpec& dep, const std:
 // the placeholders as the container sees them; sets s->model_root.
 Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
                                   const std::string& name, const std::string& node,
-                                  const TensorRowCounts* rows, ContainerSpec* s) {
+                                  const FabricValues* fabric, const TensorRowCounts* rows,
+                                  ContainerSpec* s) {
   // Where the container sees the model: kModelRoot, or where the recipe
   // mounts "{model_path}" (the snapshot folder): that folder's files are
   // relative symlinks into ../../blobs, which dangle in a container, so the
@@ -139,6 +143,10 @@ Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
       {"rank", std::to_string(s->rank)},
       {"nnodes", std::to_string(s->nnodes)},
       {"head", head == m.nodes.end() ? dep.nodes[0] : head->second.address}};
+  if (fabric != nullptr) {
+    s->fabric = *fabric;
+    for (auto& [k, v] : FabricPlaceholders(*fabric)) in_container.insert_or_assign(k, v);
+  }
   for (const RecipeMount& mount : dep.recipe.extra_mounts)
     if (mount.host == "{model_path}" || mount.host == "{model_path}/")
       s->model_root = FillPlaceholders(mount.container, in_container);
@@ -182,13 +190,18 @@ void AddRunOptions(const Recipe& r, const Placeholders& in_container, ContainerS
 
 // The command (model and args), the env, and where the health URL is read
 // (the address a `--host` argument binds the serve to).
-void AddCommand(const Recipe& r, const Placeholders& in_container, ContainerSpec* s) {
+void AddCommand(const Recipe& r, const Placeholders& in_container, bool fabric_env,
+                ContainerSpec* s) {
   // The two-positional-model trap is refused by the recipe lint: a
   // non-empty `model` is the one positional model argument.
   if (!r.model.empty()) s->command.push_back(FillPlaceholders(r.model, in_container));
   for (const std::string& a : r.args) s->command.push_back(FillPlaceholders(a, in_container));
   for (const auto& [k, v] : r.env) s->env.insert_or_assign(k, FillPlaceholders(v, in_container));
   s->env_from = r.env_from;
+  // fabric_env: what the playbooks export by hand; the recipe's own wins.
+  if (fabric_env && s->fabric)
+    for (auto& [k, v] : FabricEnv(*s->fabric))
+      if (!s->env_from.count(k)) s->env.emplace(k, v);
   for (size_t i = 0; i < s->command.size(); ++i) {
     std::string bind;
     if (s->command[i] == "--host" && i + 1 < s->command.size()) bind = s->command[i + 1];
@@ -216,13 +229,16 @@ std::string SpecHash(const ContainerSpec& s) {
                         {"command", s.command},
                         {"env", s.env},
                         {"env_from", s.env_from}};
+  // Only when set: the hash of a serve that uses no fabric stays what it was.
+  if (s.fabric) all.emplace("fabric", nlohmann::json(*s.fabric));
   return HashBlobData(BlobHashKind::kSha256, all.dump());
 }
 
 }  // namespace
 
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
-                                          const std::string& node, const TensorRowCounts* rows) {
+                                          const std::string& node, const FabricValues* fabric,
+                                          const TensorRowCounts* rows) {
   auto d = m.deployments.find(name);
   if (d == m.deployments.end())
     return Result<ContainerSpec>::Error("no deployment '" + name + "' in the manifests");
@@ -236,10 +252,10 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
         return Result<ContainerSpec>::Error("deployment '" + name + "': model " + dep.model +
                                             " has no tensor '" + tensor + "' ({rows:" + tensor +
                                             "})");
-  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, rows, &s);
+  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, fabric, rows, &s);
   if (!in_container.ok()) return in_container.status();
   AddRunOptions(dep.recipe, *in_container, &s);
-  AddCommand(dep.recipe, *in_container, &s);
+  AddCommand(dep.recipe, *in_container, dep.fabric_env, &s);
   s.hash = SpecHash(s);
   return s;
 }
@@ -280,6 +296,7 @@ ContainerShown ContainerSpec::Shown() const {
   shown.env_from = env_from;
   shown.spec = hash;
   shown.gpus = gpus;
+  shown.fabric = fabric;
   return shown;
 }
 
@@ -295,6 +312,9 @@ std::vector<std::string> SpecDifferences(const ContainerShown& before,
     out.push_back("model: " + or_none(before.model) + " -> " + or_none(after.model));
   field("port", std::to_string(before.port), std::to_string(after.port));
   field("health", before.health, after.health);
+  if (before.fabric != after.fabric)
+    out.push_back("fabric: " + (before.fabric ? DescribeFabricValues(*before.fabric) : "none") +
+                  " -> " + (after.fabric ? DescribeFabricValues(*after.fabric) : "none"));
   if (before.command != after.command) out.push_back("command changed");
   if (before.options != after.options)
     out.push_back("run options changed (devices, limits or mounts)");

@@ -9,8 +9,11 @@
 // host side of any other mount, the snapshot folder), {host} (the node's
 // address), {node} (the node's name), {rank} (the node's index in the
 // deployment's nodes), {nnodes} (how many), {head} (the first node's
-// address: where workers find the head), {rows:TENSOR} (this rank's
-// "begin:end" of the tensor's first dimension, row_placeholder.h).
+// address: where workers find the head), the fabric's {fabric_addr},
+// {fabric_if}, {fabric_hca}, {fabric_gid_index} and {head_fabric_addr}
+// (fabric_values.h; filled only when the render is given FabricValues), and
+// {rows:TENSOR} (this rank's "begin:end" of the tensor's first dimension,
+// row_placeholder.h; filled only when the render is given the rows).
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "providers/deployment/fabric_values.h"
 #include "providers/deployment/row_placeholder.h"
 #include "src/status.h"
 
@@ -47,8 +51,9 @@ struct ContainerShown {
   std::vector<std::string> command;  // secrets shown as "(sensitive)"
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> env_from;
-  std::string spec;  // ContainerSpec::hash
-  std::string gpus;  // ContainerSpec::gpus; the plan shows it only when set
+  std::string spec;                    // ContainerSpec::hash
+  std::string gpus;                    // ContainerSpec::gpus; the plan shows it only when set
+  std::optional<FabricValues> fabric;  // ContainerSpec::fabric
 };
 
 struct ContainerSpec {
@@ -85,6 +90,10 @@ struct ContainerSpec {
   // NAME -> the controller's variable its value comes from at apply; only
   // the names are hashed and shown (a rotated token restarts nothing).
   std::map<std::string, std::string> env_from;
+  // The fabric facts the render was given (a deployment that uses the
+  // fabric: fabric_env or a fabric placeholder); hashed when set, so a
+  // fabric change replaces the serve.
+  std::optional<FabricValues> fabric;
   std::string hash;  // sha256 hex of all the above
 
   // "http://<health_host>:<port><health_path>"; "" for a worker (rank > 0).
@@ -100,7 +109,8 @@ struct ContainerSpec {
 std::string ContainerName(const std::string& deployment);
 
 // True when the recipe runs one engine across its nodes (it uses {rank},
-// {nnodes} or {head}): the first node is the head, the others its workers.
+// {nnodes}, {head} or {head_fabric_addr}): the first node is the head, the
+// others its workers.
 // Otherwise every node of the deployment runs a replica of its own.
 bool IsGroupRecipe(const Recipe& recipe);
 
@@ -115,12 +125,17 @@ std::string Redact(std::string text, const std::vector<std::string>& secrets);
 
 // Renders deployment `name` on `node` of `m`. Fails when the deployment,
 // node or image is not in the manifests (the loader reports those first).
+// `fabric` (may be null) fills the fabric placeholders and, with
+// fabric_env: true, the NCCL/Gloo/UCX env (the recipe's env and env_from
+// win); without it fabric placeholders stay as written
+// (deployment_fabric.h's RenderWithFabric finds the values).
 // `rows`: the rows of the tensors the recipe's {rows:...} name, read from
 // the model's headers on the node; without them those placeholders stay as
 // written (the plan cannot know them yet); a tensor missing from `rows` is
 // an error naming the model and the tensor.
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
                                           const std::string& node,
+                                          const FabricValues* fabric = nullptr,
                                           const TensorRowCounts* rows = nullptr);
 
 // `s` with every {key} of `values` replaced; unknown placeholders are kept

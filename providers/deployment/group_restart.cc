@@ -1,5 +1,6 @@
 #include "providers/deployment/group_restart.h"
 
+#include "providers/deployment/deployment_fabric.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
@@ -16,8 +17,8 @@ std::string RankProblem(const Manifest& m, const std::string& name, const std::s
   if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) return "";
   const ContainerProbe p = it->second.attributes.get<ContainerProbe>();
   // A {rows:...} recipe: that rank's rows, as its own probe read them.
-  Result<ContainerSpec> spec =
-      RenderContainerSpec(m, name, node, p.tensor_rows.empty() ? nullptr : &p.tensor_rows);
+  Result<ContainerSpec> spec = RenderWithFabric(m, name, node, ctx.all_facts,
+                                                p.tensor_rows.empty() ? nullptr : &p.tensor_rows);
   if (!spec.ok()) return "";
   if (!p.exists) return "has no container " + spec->container;
   if (p.spec != spec->hash) return "is replaced (its spec changed)";

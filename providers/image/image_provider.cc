@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "providers/image/fabric_copy.h"
 #include "providers/image/engine_check.h"
+#include "providers/image/fabric_copy.h"
 #include "providers/image/image_json.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
@@ -471,9 +471,17 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
 
 // The bytes of a copy: straight from the source node over the fabric when
 // the plan routed it so, else save | load through the controller.
+// The plan's direct route is checked again first: a fabric that went away
+// since is the path through the controller, said so.
 Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpec& spec) {
-  if (route.direct && ctx.manifest != nullptr)
-    return CopyImageOverFabric(spec, route, *ctx.manifest, ctx.progress);
+  if (route.direct && ctx.manifest != nullptr) {
+    Result<std::string> problem = FabricRouteProblem(spec.source, spec.target, route);
+    if (!problem.ok()) return problem.status();
+    if (problem->empty()) return CopyImageOverFabric(spec, route, *ctx.manifest, ctx.progress);
+    if (ctx.progress)
+      ctx.progress("the fabric is not usable now (" + *problem +
+                   "): copying through the controller instead");
+  }
   return CopyImage(spec, ctx.progress);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 
 #include "src/shell_quote.h"
@@ -137,13 +138,17 @@ if [ -n "$m" ]; then
   s="$m/snapshots/$r"
   if [ -n "$r" ] && [ -d "$s" ]; then
     printf 'snapshot\t1\n'
-    $ft find -H "$s" -mindepth 1 ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' 2>/dev/null
+    # The listing is framed by tabs and newlines: a name holding one is
+    # reported, never misread.
+    tn=$(printf '*[\t\n]*')
+    $ft find -H "$s" -mindepth 1 \( -name "$tn" -printf 'badname\t1\n' \) -o \
+      \( ! -type d -printf 'e\t%y\t%Y\t%P\t%l\n' \) 2>/dev/null
     case $? in
       0) ;;
       124) printf 'err\tlisting %s timed out (a hung network mount?)\n' "$s" ;;
       *) printf 'err\tcannot list %s (GNU find with -printf is needed)\n' "$s" ;;
     esac
-    $ft find -L "$s" -mindepth 1 -type f -printf 's\t%s\t%P\n' 2>/dev/null
+    $ft find -L "$s" -mindepth 1 ! -name "$tn" -type f -printf 's\t%s\t%P\n' 2>/dev/null
     [ $? -ne 124 ] || printf 'err\treading sizes under %s timed out (a hung network mount?)\n' "$s"
   fi
   i=$(find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
@@ -168,9 +173,34 @@ $to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $
   return s;
 }
 
+namespace {
+
+// One "e" record of the listing: %y %Y %P %l (type, type of the target,
+// path, link target).
+std::optional<SnapshotEntry> ParseEntryRecord(const std::string& rest) {
+  std::vector<std::string> e = SplitTabs(rest, 4);
+  if (e.size() != 4) return std::nullopt;
+  SnapshotEntry entry;
+  entry.path = e[2];
+  if (e[0] == "l") {
+    entry.target = e[3];
+    entry.blob = BlobOf(entry.target);
+    if (e[1] == "N" || e[1] == "L" || e[1] == "?")
+      entry.link = LinkKind::kBroken;
+    else if (!entry.target.empty() && entry.target[0] == '/')
+      entry.link = LinkKind::kAbsolute;
+    else
+      entry.link = LinkKind::kRelative;
+  }
+  return entry;
+}
+
+}  // namespace
+
 HubProbe ParseHubProbe(const std::string& output) {
   HubProbe p;
   std::map<std::string, uint64_t> sizes;
+  int bad_names = 0;
   std::istringstream in(output);
   std::string line;
   while (std::getline(in, line)) {
@@ -193,21 +223,8 @@ HubProbe ParseHubProbe(const std::string& output) {
     } else if (k == "snapshot") {
       p.snapshot = true;
     } else if (k == "e") {
-      std::vector<std::string> e = SplitTabs(rest, 4);  // %y %Y %P %l
-      if (e.size() != 4) continue;
-      SnapshotEntry entry;
-      entry.path = e[2];
-      if (e[0] == "l") {
-        entry.target = e[3];
-        entry.blob = BlobOf(entry.target);
-        if (e[1] == "N" || e[1] == "L" || e[1] == "?")
-          entry.link = LinkKind::kBroken;
-        else if (!entry.target.empty() && entry.target[0] == '/')
-          entry.link = LinkKind::kAbsolute;
-        else
-          entry.link = LinkKind::kRelative;
-      }
-      p.entries.push_back(std::move(entry));
+      if (std::optional<SnapshotEntry> entry = ParseEntryRecord(rest))
+        p.entries.push_back(std::move(*entry));
     } else if (k == "s") {
       std::vector<std::string> e = SplitTabs(rest, 2);  // %s %P
       if (e.size() == 2) sizes[e[1]] = ToU64(e[0]);
@@ -248,11 +265,17 @@ HubProbe ParseHubProbe(const std::string& output) {
       p.stores[e[0]] = d;
     } else if (k == "err") {
       p.errors.push_back(rest);
+    } else if (k == "badname") {
+      ++bad_names;
     } else if (k == "resolved") {
       p.floating = true;
       p.resolved = rest;
     }
   }
+  if (bad_names > 0)
+    p.errors.push_back(std::to_string(bad_names) +
+                       " name(s) in the snapshot hold a tab or a newline, which fleet cannot "
+                       "list safely: rename them");
   for (SnapshotEntry& e : p.entries) {
     auto it = sizes.find(e.path);
     if (it != sizes.end() && e.link != LinkKind::kBroken) {

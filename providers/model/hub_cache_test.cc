@@ -122,6 +122,26 @@ TEST(HubCache, ProbesARealLayout) {
   EXPECT_TRUE(c.notes.empty());
 }
 
+// The listing is framed by tabs and newlines: a file name holding one
+// (fuzzed names found this) is an error of the probe, never a misread entry.
+TEST(HubCache, NameWithATabOrNewlineIsReportedNotMisread) {
+  for (const std::string odd : {"a\tb.json", "c\nd.json"}) {
+    TempDir dir;
+    const std::string cache = dir.path() + "/hub";
+    WriteHubModel(cache, kRepo, kRev, ThreeShardModel());
+    const std::string snap = cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev;
+    WriteFile(snap + "/" + odd, "{}");
+    auto t = Local();
+    HubProbe p = RunProbe(t.get(), cache);
+    ASSERT_EQ(p.errors.size(), 1u);
+    EXPECT_NE(p.errors[0].find("1 name(s) in the snapshot hold a tab or a newline"),
+              std::string::npos)
+        << p.errors[0];
+    EXPECT_EQ(p.entries.size(), 5u);  // the others, read as before
+    for (const SnapshotEntry& e : p.entries) EXPECT_TRUE(e.resolved) << e.path;
+  }
+}
+
 TEST(HubCache, ProbeSeesBrokenAbsoluteIncompleteAndDanglingRefs) {
   TempDir dir;
   const std::string cache = dir.path() + "/hub";

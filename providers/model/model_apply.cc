@@ -389,6 +389,17 @@ Status ModelStaging::CopyFromSource() {
   return s.ok() ? Reprobe() : s;
 }
 
+Result<bool> ModelStaging::FabricStillUsable() {
+  if (!step_.route || !step_.route->direct) return false;
+  Result<std::unique_ptr<Transport>> source = connect_(step_.want.source_node);
+  if (!source.ok()) return source.status();
+  Result<std::string> problem = FabricRouteProblem(source->get(), t_, *step_.route);
+  if (!problem.ok()) return problem.status();
+  if (problem->empty()) return true;
+  Say("the fabric is not usable now (" + *problem + "): copying through the controller instead");
+  return false;
+}
+
 // A node that sees both folders (a store it mounts and its own cache)
 // copies on its own: the bytes need not cross the network twice.
 Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
@@ -419,9 +430,10 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
     CopyOptions co;
     co.streams = options_.copy_streams;
     co.on_bytes = [&](uint64_t n) { meter.Add(n); };
-    cr = step_.route && step_.route->direct
-             ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co)
-             : CopyModelFiles(from, to, plan.items, co);
+    Result<bool> direct = FabricStillUsable();
+    if (!direct.ok()) return direct.status();
+    cr = *direct ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co)
+                 : CopyModelFiles(from, to, plan.items, co);
     if (!cr.ok()) return cr.status();
     hashed_.insert(cr->hashed.begin(), cr->hashed.end());
   }
@@ -485,6 +497,20 @@ Result<std::vector<std::string>> ModelStaging::HashHere(const Listing& todo, Pro
   return bad;
 }
 
+namespace {
+
+// "hashed 805 MB in 0.52 s (1548 MB/s, up to 4 files at once)": what a
+// benchmark compares with the node's per-core hashing limit.
+std::string HashRate(uint64_t bytes, std::chrono::steady_clock::duration took, int parallel) {
+  const double s = std::chrono::duration<double>(took).count();
+  char buf[128];
+  snprintf(buf, sizeof buf, "hashed %.0f MB in %.2f s (%.0f MB/s, up to %d files at once)",
+           bytes / 1e6, s, s > 0 ? bytes / 1e6 / s : 0.0, std::max(1, parallel));
+  return buf;
+}
+
+}  // namespace
+
 Status ModelStaging::DeepVerify() {
   const Listing present = ListingFromProbe(probe_);
   Listing todo;
@@ -495,6 +521,7 @@ Status ModelStaging::DeepVerify() {
       todo_bytes += f.size;
     }
   ProgressMeter meter("deep verify on " + change_.node, todo_bytes, ctx_.progress);
+  const auto start = std::chrono::steady_clock::now();
   Result<std::vector<std::string>> bad =
       ctx_.node && ctx_.node->address == "local"
           ? HashHere(todo, &meter)
@@ -504,7 +531,8 @@ Status ModelStaging::DeepVerify() {
   meter.Finish();
   if (!bad->empty()) return Status::Error(where_ + ": deep verify: " + JoinProblems(*bad));
   Say("deep verify: " + std::to_string(present.size()) + " file(s) match their blob names (" +
-      std::to_string(hashed_.size()) + " hashed while copied)");
+      std::to_string(hashed_.size()) + " hashed while copied); " +
+      HashRate(todo_bytes, std::chrono::steady_clock::now() - start, options_.hash_parallel));
   return Status::OK();
 }
 

@@ -83,6 +83,9 @@ class ModelStaging {
   Status Download();
   Status CopyFromSource();
   Status CopyItems(const ModelCopyPlan& plan);
+  // Whether the plan's direct fabric route is still usable now (said when
+  // not: the copy goes through the controller then).
+  Result<bool> FabricStillUsable();
   Status CopySourceRefs();
   Result<std::vector<std::string>> HashHere(const Listing& todo, ProgressMeter* meter);
   Status RunOnRepo(const std::string& script, const std::string& what);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "providers/node/fabric_route.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -136,6 +137,21 @@ TEST(FabricFacts, ScriptReadsASysfsTree) {
     EXPECT_EQ(p[0].prefix_len, 8);
     EXPECT_EQ(p[0].gid_index, 1) << out;
   }
+}
+
+// Apply's re-check of a direct route, run by /bin/sh here: loopback's
+// address is on an interface and routed; an address nobody has is not.
+TEST(FabricFacts, RouteRecheckScripts) {
+  if (system("command -v ip >/dev/null 2>&1") != 0) GTEST_SKIP() << "no ip(8)";
+  auto rc = [](const std::string& script) {
+    const int st = system(("/bin/sh -c " + ShellQuote(script)).c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(rc(HasAddressScript("127.0.0.1")), 0);
+  EXPECT_EQ(rc(HasAddressScript("127.0.0.12")), 1);  // in lo's /8, but not lo's address
+  EXPECT_EQ(rc(HasAddressScript("10.77.0.1; touch /tmp/x")), 1);
+  EXPECT_EQ(rc(HasRouteScript("127.0.0.1")), 0);
+  EXPECT_NE(rc(HasRouteScript("not-an-address")), 0);
 }
 
 }  // namespace

@@ -3,13 +3,12 @@
 #include <cstdlib>
 
 #include "providers/node/fabric_facts.h"
+#include "src/shell_quote.h"
 
 namespace fleet {
 
-namespace {
-
-FabricEndpoint EndpointOf(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
-                          const std::string& node) {
+FabricEndpoint NodeFabricEndpoint(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
+                                  const std::string& node) {
   auto spec = m.nodes.find(node);
   if (spec == m.nodes.end()) return FabricEndpoint{};
   std::vector<FabricPort> ports;
@@ -19,8 +18,6 @@ FabricEndpoint EndpointOf(const Manifest& m, const std::map<std::string, NodeFac
   }
   return ResolveFabric(spec->second.fabric_address, spec->second.fabric_interface, ports);
 }
-
-}  // namespace
 
 std::string FabricRoute::Describe() const {
   const std::string arrow = from + " \u2192 " + to;
@@ -68,7 +65,8 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
     r.why_not = "no manifest to read fabric addresses from";
     return r;
   }
-  const FabricEndpoint s = EndpointOf(*m, facts, from), t = EndpointOf(*m, facts, to);
+  const FabricEndpoint s = NodeFabricEndpoint(*m, facts, from),
+                       t = NodeFabricEndpoint(*m, facts, to);
   if (!s.usable() || !t.usable()) {
     const FabricEndpoint& missing = s.usable() ? t : s;
     r.why_not = (s.usable() ? to : from) + " has no fabric address: " +
@@ -85,6 +83,29 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
   r.target_address = t.address;
   r.subnet = !t.Subnet().empty() ? t.Subnet() : s.Subnet();
   return r;
+}
+
+std::string HasAddressScript(const std::string& address) {
+  return "command -v ip >/dev/null 2>&1 || exit 0; ip -4 -o addr show 2>/dev/null | "
+         "awk -v a=" +
+         ShellQuote(address) + " '{split($4, p, \"/\"); if (p[1] == a) f = 1} END {exit !f}'";
+}
+
+std::string HasRouteScript(const std::string& address) {
+  return "command -v ip >/dev/null 2>&1 || exit 0; ip route get " + ShellQuote(address) +
+         " >/dev/null 2>&1";
+}
+
+Result<std::string> FabricRouteProblem(Transport* source, Transport* target,
+                                       const FabricRoute& route) {
+  Result<CommandResult> has = target->Run(HasAddressScript(route.target_address));
+  if (!has.ok()) return has.status();
+  if (has->exit_code != 0)
+    return route.to + " no longer has " + route.target_address + " on any interface";
+  Result<CommandResult> reach = source->Run(HasRouteScript(route.target_address));
+  if (!reach.ok()) return reach.status();
+  if (reach->exit_code != 0) return route.from + " has no route to " + route.target_address;
+  return std::string();
 }
 
 }  // namespace fleet

@@ -10,7 +10,10 @@
 #include <string>
 
 #include "manifests/manifest.h"
+#include "providers/node/fabric_facts.h"
 #include "src/resource.h"
+#include "src/status.h"
+#include "src/transport.h"
 
 namespace fleet {
 
@@ -28,12 +31,31 @@ struct FabricRoute {
   static FabricRoute FromJson(const nlohmann::json& j);
 };
 
+// The fabric endpoint of `node`: declared in `m` (checked against its
+// probed ports), else probed. `facts` may be null or lack the node (not
+// probed): only a declaration counts then. An unknown node has none.
+FabricEndpoint NodeFabricEndpoint(const Manifest& m, const std::map<std::string, NodeFacts>* facts,
+                                  const std::string& node);
+
 // The route for a copy from `from` to `to`: direct when both have a usable
 // fabric endpoint (declared or probed) in one subnet, and the controller's
 // environment does not say FLEET_FABRIC=off. `facts` may be null or lack a
 // node (not probed): only a declared endpoint counts then.
 FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeFacts>* facts,
                             const std::string& from, const std::string& to);
+
+// Apply's re-check of a direct route the plan chose (the fabric may have
+// gone since): the target still has route.target_address on an interface,
+// and the source has a route to it. "" when usable (or when a node has no
+// `ip` to tell), else why not, naming the node ("dgx2 no longer has
+// 10.77.0.12 on any interface"). The caller then copies through the
+// controller and says so. A transport failure is the Status.
+Result<std::string> FabricRouteProblem(Transport* source, Transport* target,
+                                       const FabricRoute& route);
+
+// The scripts the re-check runs (exit 0: fine, 1: not), for tests.
+std::string HasAddressScript(const std::string& address);
+std::string HasRouteScript(const std::string& address);
 
 }  // namespace fleet
 

@@ -10,7 +10,12 @@
 # - a wrong key is refused: the step fails, nothing is named, no listener stays;
 # - the source killed mid-transfer: the step fails, nothing half-loaded is
 #   named, the listener is gone, and a re-apply completes;
-# - a model staged from dgx1 over the fabric, verified on arrival.
+# - a model staged from dgx1 over the fabric, verified on arrival;
+# - the source killed mid-transfer of a model: the step fails, only
+#   .incomplete files are left (no blob name holds a partial file), no
+#   listener stays, and a re-apply resumes and completes;
+# - a fabric address gone between plan and apply: apply sees it, copies
+#   through the controller and says so.
 source "$(dirname "$0")/lib.sh"
 
 for tool in ip tc nsenter openssl podman; do
@@ -149,5 +154,68 @@ if [[ $REV =~ ^[0-9a-f]{40}$ ]]; then
 else
   echo "   (skipped: mkmodel.py does not make a model this way)"
 fi
+
+step "the source killed mid-transfer of a model"
+REV2=$(printf 'fleet-fabric-model-kill' | sha1sum | cut -c1-40)
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/fab-big \
+  --revision "$REV2" --shards 2 --shard-kb 61440 --owner "$(node_field dgx1 user)" >/dev/null
+BIG='big={"repo": "fleet/fab-big", "revision": "'$REV2'", "source": "node:dgx1", "nodes": ["dgx3"]}'
+mkrepo --image "$IMG" --model 'm={"repo": "fleet/fab-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2"]}' --model "$BIG"
+blobs=$(node_root dgx3)/hf/hub/models--fleet--fab-big/blobs
+# (the image step above SIGKILLed dgx1's send script, whose temp dir stays)
+src_dirs=$(find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$src_user" | sort)
+fl apply --auto-approve &
+apply_pid=$!
+killed=
+for _ in $(seq 400); do
+  pid=$(pgrep -u "$src_user" -x openssl | head -n 1 || true)  # the sender, s_client
+  if [[ -n $pid ]]; then
+    sleep 0.3
+    kill -KILL "$pid" 2>/dev/null && killed=$pid
+    break
+  fi
+  sleep 0.02
+done
+rc=0
+wait "$apply_pid" || rc=$?
+[[ -n $killed ]] || fail "never saw the source's openssl s_client to kill"
+[[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
+grep -q "model.big@dgx3" "$WORK/out" "$WORK/err" || fail "the failed step is not named"
+partial=$(find "$blobs" -name '*.incomplete' -size +0 | wc -l)
+((partial >= 1)) || fail "no partial .incomplete blob on dgx3 to resume from: $(ls -la "$blobs")"
+# Every blob under its final name is whole: LFS blobs hash to their name.
+for f in "$blobs"/*; do
+  b=$(basename "$f")
+  [[ $b == *.incomplete ]] && continue
+  if [[ ${#b} == 64 ]]; then
+    [[ $(sha256sum <"$f" | cut -d' ' -f1) == "$b" ]] || fail "dgx3 names a half-copied blob $b"
+  fi
+done
+no_listener_on dgx3
+! pgrep -u "$src_user" -x openssl >/dev/null || fail "dgx1: an openssl process is still running"
+[[ $(find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$src_user" | sort) == "$src_dirs" ]] ||
+  fail "dgx1: the killed sender left a fleet-fabric temp dir"
+resumed_from=$(find "$blobs" -name '*.incomplete' -printf '%s\n' | sort -n | tail -n 1)
+expect_rc 0 apply --auto-approve
+expect_out "dgx1 → dgx3 over fabric 10.77.0.0/24"
+[[ -z $(find "$blobs" -name '*.incomplete') ]] || fail ".incomplete blobs left after the re-apply"
+echo "   resumed a blob from $resumed_from bytes"
+no_listener_on dgx3
+assert_converged
+
+step "the fabric gone between plan and apply: the copy goes through the controller, said so"
+on_node dgx4 "podman rmi -f $C >/dev/null"
+expect_rc 0 plan -out "$WORK/fab.plan"
+expect_out "dgx1 → dgx4 over fabric 10.77.0.0/24"
+ns4=$(sed -n 's/^netns=//p' "$SIMDIR/nodes/dgx4/node.env")
+ip -n "$ns4" addr del 10.77.0.14/24 dev enp1s0f1np1
+before=$(ctl_bytes)
+expect_rc 0 apply "$WORK/fab.plan"
+used=$(($(ctl_bytes) - before))
+ip -n "$ns4" addr add 10.77.0.14/24 dev enp1s0f1np1
+expect_out "the fabric is not usable now (dgx4 no longer has 10.77.0.14 on any interface): copying through the controller instead"
+((used > 200000000)) || fail "the controller path carried only $used bytes"
+has_config dgx4 "$C" || fail "dgx4 lacks image $C"
+assert_converged
 
 echo PASS

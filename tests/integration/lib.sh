@@ -19,6 +19,10 @@ fail() {
   echo "FAIL: $*" >&2
   [[ -f $WORK/out ]] && { echo "--- stdout:" >&2; cat "$WORK/out" >&2; }
   [[ -f $WORK/err ]] && { echo "--- stderr:" >&2; cat "$WORK/err" >&2; }
+  local log  # what the nodes' sshd said last: a dropped session shows there
+  for log in "$SIMDIR"/nodes/*/sshd/sshd.log; do
+    [[ -s $log ]] && { echo "--- $log (last 5 lines):" >&2; tail -n 5 "$log" >&2; }
+  done
   exit 1
 }
 step() { echo "== $(date +%T) $*"; }

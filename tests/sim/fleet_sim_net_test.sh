@@ -76,7 +76,9 @@ key=$(openssl rand -hex 16)
 recv="mkfifo /tmp/in.\$\$; timeout 20 openssl s_server -quiet -nocert -naccept 1 -psk $key -accept ${FAB[1]}:7001 0<>/tmp/in.\$\$ | wc -c; rm -f /tmp/in.\$\$"
 ssh_node 1 "$recv" >"$DIR/fabric.out" 2>&1 &
 rpid=$!
-sleep 0.5
+# The sender starts once the listener listens (under load that takes seconds).
+ssh_node 1 "for i in \$(seq 200); do ss -Hltn 'sport = :7001' | grep -q . && exit 0; sleep 0.1; done; exit 1" ||
+	not_ok "a listener on dgx2's fabric address within 20 s"
 t0=${EPOCHREALTIME/./}
 ssh_node 0 "head -c 33554432 /dev/zero | timeout 20 openssl s_client -quiet -no_ign_eof -nocommands -psk $key -connect ${FAB[1]}:7001" >/dev/null 2>&1 || true
 wait "$rpid" || true
