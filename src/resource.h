@@ -51,6 +51,9 @@ struct NodeFacts {
   std::string kernel;
   nlohmann::json gpu = nlohmann::json::object();    // GpuFactsToJson
   nlohmann::json fabric = nlohmann::json::array();  // FabricPortsToJson: RoCE/IB ports
+  // fleet-probe's wall time on the node in seconds; -1 when it did not run
+  // or the node's clock could not say. Measured each plan, not recorded.
+  double gpu_probe_s = -1;
   nlohmann::json ToJson() const;
 };
 

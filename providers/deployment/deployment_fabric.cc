@@ -121,12 +121,14 @@ Result<FabricValues> DeploymentFabric(const Manifest& m, const std::string& name
 
 Result<ContainerSpec> RenderWithFabric(const Manifest& m, const std::string& name,
                                        const std::string& node,
-                                       const std::map<std::string, NodeFacts>* facts) {
+                                       const std::map<std::string, NodeFacts>* facts,
+                                       const TensorRowCounts* rows) {
   auto d = m.deployments.find(name);
-  if (d == m.deployments.end() || !UsesFabric(d->second)) return RenderContainerSpec(m, name, node);
+  if (d == m.deployments.end() || !UsesFabric(d->second))
+    return RenderContainerSpec(m, name, node, nullptr, rows);
   Result<FabricValues> fabric = DeploymentFabric(m, name, node, facts);
   if (!fabric.ok()) return fabric.status();
-  return RenderContainerSpec(m, name, node, &*fabric);
+  return RenderContainerSpec(m, name, node, &*fabric, rows);
 }
 
 }  // namespace fleet

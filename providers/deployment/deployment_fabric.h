@@ -40,10 +40,12 @@ Result<FabricValues> DeploymentFabric(const Manifest& m, const std::string& name
                                       const std::map<std::string, NodeFacts>* facts);
 
 // RenderContainerSpec with DeploymentFabric's values when the deployment
-// uses the fabric, else RenderContainerSpec alone.
+// uses the fabric, else RenderContainerSpec alone (`rows`: the {rows:...}
+// tensors' rows, passed on).
 Result<ContainerSpec> RenderWithFabric(const Manifest& m, const std::string& name,
                                        const std::string& node,
-                                       const std::map<std::string, NodeFacts>* facts);
+                                       const std::map<std::string, NodeFacts>* facts,
+                                       const TensorRowCounts* rows = nullptr);
 
 }  // namespace fleet
 

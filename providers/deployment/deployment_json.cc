@@ -59,6 +59,12 @@ void to_json(nlohmann::json& j, const DeploymentWant& v) {
   j["cli"] = v.cli;
   j["health_timeout_s"] = v.health_timeout_s;
   if (v.gpu_memory_bytes > 0) j["gpu_memory_bytes"] = v.gpu_memory_bytes;
+  if (!v.rows.tensors.empty())
+    j["rows"] = {{"tensors", v.rows.tensors},
+                 {"model", v.rows.model},
+                 {"cache", v.rows.location.cache},
+                 {"repo", v.rows.location.repo},
+                 {"revision", v.rows.location.revision}};
 }
 
 void from_json(const nlohmann::json& j, DeploymentWant& v) {
@@ -66,6 +72,14 @@ void from_json(const nlohmann::json& j, DeploymentWant& v) {
   v.cli = j.value("cli", "");
   v.health_timeout_s = j.value("health_timeout_s", 1800);
   v.gpu_memory_bytes = j.value("gpu_memory_bytes", uint64_t{0});
+  v.rows = RowSource{};
+  if (auto it = j.find("rows"); it != j.end() && it->is_object()) {
+    v.rows.tensors = it->value("tensors", std::vector<std::string>());
+    v.rows.model = it->value("model", "");
+    v.rows.location.cache = it->value("cache", "");
+    v.rows.location.repo = it->value("repo", "");
+    v.rows.location.revision = it->value("revision", "");
+  }
 }
 
 void to_json(nlohmann::json& j, const DeploymentRecord& v) {
@@ -104,6 +118,9 @@ void to_json(nlohmann::json& j, const ContainerProbe& v) {
        {"port_busy", v.port_busy}, {"serving", v.serving},
        {"error", v.error}};
   if (!v.gpu_support.empty()) j["gpu_support"] = v.gpu_support;
+  if (!v.tensor_rows.empty()) j["tensor_rows"] = v.tensor_rows;
+  if (v.rows_snapshot_missing) j["rows_snapshot_missing"] = true;
+  if (!v.rows_error.empty()) j["rows_error"] = v.rows_error;
 }
 
 void from_json(const nlohmann::json& j, ContainerProbe& v) {
@@ -121,6 +138,9 @@ void from_json(const nlohmann::json& j, ContainerProbe& v) {
   v.serving = j.value("serving", std::vector<std::string>());
   v.error = j.value("error", "");
   v.gpu_support = j.value("gpu_support", std::map<std::string, std::string>());
+  v.tensor_rows = j.value("tensor_rows", std::map<std::string, uint64_t>());
+  v.rows_snapshot_missing = j.value("rows_snapshot_missing", false);
+  v.rows_error = j.value("rows_error", "");
 }
 
 std::optional<DeploymentRecord> DeploymentRecordFrom(const nlohmann::json& j) {

@@ -15,14 +15,23 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/model/hub_remote.h"
 
 namespace fleet {
 
 // What a deployment declares on one node (DesiredResource::attributes, and
 // the plan's "after"): what the plan shows of its container, and how to
 // reach and wait for it.
+// Where a {rows:...} recipe reads its tensors' rows on the node.
+struct RowSource {
+  std::vector<std::string> tensors;  // empty: the recipe has no {rows:...}
+  std::string model;                 // the ModelSpec name, for messages
+  HubLocation location;              // the snapshot the serve binds
+};
+
 struct DeploymentWant {
   ContainerShown shown;
+  RowSource rows;
   std::string cli;  // the node's container CLI
   int health_timeout_s = 1800;
   uint64_t gpu_memory_bytes = 0;  // 0: no need declared (the key is absent)

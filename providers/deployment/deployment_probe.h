@@ -5,6 +5,7 @@
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,6 +34,11 @@ struct ContainerProbe {
   // The node's gpu_*=0|1 facts (GpuSupportProbeScript), recorded only for a
   // serve that asks for GPUs (RecordGpuSupport).
   std::map<std::string, std::string> gpu_support;
+  // For a recipe with {rows:TENSOR} (row_placeholder.h): the rows of each
+  // named tensor in the node's snapshot, or why they are not known.
+  std::map<std::string, uint64_t> tensor_rows;
+  bool rows_snapshot_missing = false;  // the model is not on the node (yet)
+  std::string rows_error;              // e.g. the model has no such tensor
 
   bool Healthy() const { return health >= 200 && health < 300; }
   nlohmann::json ToJson() const;

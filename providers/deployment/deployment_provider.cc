@@ -11,6 +11,7 @@
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/group_restart.h"
+#include "providers/deployment/row_probe.h"
 #include "providers/deployment/serve_per_node.h"
 #include "providers/deployment/smoke_check.h"
 #include "providers/display_ram/display_ram_provider.h"
@@ -302,6 +303,11 @@ std::vector<DesiredResource> DeploymentProvider::Expand(const Manifest& m) const
       want.cli = spec->cli;
       want.health_timeout_s = spec->health_timeout_s;
       want.gpu_memory_bytes = d.gpu_memory_bytes;
+      want.rows.tensors = RowPlaceholderTensors(d.recipe);
+      if (!want.rows.tensors.empty()) {
+        want.rows.model = d.model;
+        want.rows.location = {spec->model_cache, spec->model_repo, spec->model_revision};
+      }
       r.attributes = want;
       r.depends_on = {NodeAddress(node), "display_ram." + node,
                       ResourceAddress("image", d.image, node)};
@@ -329,14 +335,14 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
   const std::string& health = want.shown.health;
   if (health.empty()) {
     spec.rank = 1;
-    return ContainerProbeScript(spec);
+    return WithRowsProbe(ContainerProbeScript(spec), want.rows);
   }
   const size_t host = std::string("http://").size();
   const size_t slash = health.find('/', host);
   const size_t colon = health.rfind(':', slash);
   spec.health_host = health.substr(host, colon - host);
   spec.health_path = slash == std::string::npos ? "/" : health.substr(slash);
-  return ContainerProbeScript(spec);
+  return WithRowsProbe(ContainerProbeScript(spec), want.rows);
 }
 
 ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const std::string& output,
@@ -344,9 +350,14 @@ ActualResource DeploymentProvider::ParseProbe(const DesiredResource& r, const st
   ActualResource a;
   a.probed = true;
   const DeploymentWant want = r.attributes.get<DeploymentWant>();
-  ContainerProbe p = ParseContainerProbe(output);
+  ContainerProbe rows;
+  const std::string container_output = ParseRowsProbe(output, want.rows, &rows);
+  ContainerProbe p = ParseContainerProbe(container_output);
+  p.tensor_rows = rows.tensor_rows;
+  p.rows_snapshot_missing = rows.rows_snapshot_missing;
+  p.rows_error = rows.rows_error;
   a.exists = p.exists;
-  RecordGpuSupport(want, output, &p);
+  RecordGpuSupport(want, container_output, &p);
   a.attributes = p;
   if (!p.cli_found)
     a.error = "container_cli '" + want.cli + "' not found on the node's PATH";
@@ -539,10 +550,54 @@ void NoteUnrecorded(const DesiredResource& desired, const ActualResource& actual
 
 }  // namespace deployment_internal
 
+namespace {
+
+// `declared` with its {rows:...} placeholders filled from the rows its probe
+// read on the node. Sets *error when they cannot be (no model, no such
+// tensor), *note when the model is not on the node yet (the step reads them).
+DesiredResource WithProbedRows(const DesiredResource& declared, const ActualResource& actual,
+                               const DiffContext& ctx, std::string* error, std::string* note) {
+  DeploymentWant want = declared.attributes.get<DeploymentWant>();
+  if (want.rows.tensors.empty() || !actual.probed || !actual.error.empty() ||
+      ctx.manifest == nullptr)
+    return declared;
+  std::string names;
+  for (const std::string& t : want.rows.tensors) names += (names.empty() ? "" : ", ") + t;
+  if (want.rows.model.empty()) {
+    *error = "its recipe uses {rows:" + want.rows.tensors[0] +
+             "}, but the deployment serves no model to read the tensor from";
+    return declared;
+  }
+  const ContainerProbe p = actual.attributes.get<ContainerProbe>();
+  if (!p.rows_error.empty()) {
+    *error = p.rows_error + " (" + want.rows.location.repo + "@" + want.rows.location.revision +
+             " on " + declared.node + ")";
+    return declared;
+  }
+  if (p.rows_snapshot_missing) {
+    *note = "rows of " + names + " ({rows:...}) are read from model " + want.rows.model +
+            "'s safetensors headers when the step runs, once it is staged on " + declared.node;
+    return declared;
+  }
+  Result<ContainerSpec> spec =
+      RenderContainerSpec(*ctx.manifest, declared.name, declared.node,
+                          want.shown.fabric ? &*want.shown.fabric : nullptr, &p.tensor_rows);
+  if (!spec.ok()) {
+    *error = spec.status().message();
+    return declared;
+  }
+  want.shown = spec->Shown();
+  DesiredResource filled = declared;
+  filled.attributes = want;
+  return filled;
+}
+
+}  // namespace
+
 using deployment_internal::CheckEnvFrom;
-using deployment_internal::WithFabricFacts;
 using deployment_internal::DiffContainer;
 using deployment_internal::NoteUnrecorded;
+using deployment_internal::WithFabricFacts;
 
 PlanChange DeploymentProvider::Diff(const DesiredResource& declared, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
@@ -554,8 +609,18 @@ PlanChange DeploymentProvider::Diff(const DesiredResource& declared, const Actua
     c.error = declared.address + ": " + with_fabric.status().message();
     return c;
   }
-  const DesiredResource& desired = *with_fabric;
+  std::string rows_error, rows_note;
+  const DesiredResource desired =
+      WithProbedRows(*with_fabric, actual, ctx, &rows_error, &rows_note);
+  if (!rows_error.empty()) {
+    PlanChange c = ChangeFor(desired);
+    c.after = desired.attributes;
+    c.detail = DeploymentDetail{desired.name, "", ""};
+    c.error = desired.address + ": " + rows_error;
+    return c;
+  }
   PlanChange c = DiffContainer(desired, actual, record, ctx);
+  if (!rows_note.empty()) c.reasons.push_back(rows_note);
   if (c.error.empty() && actual.probed) RestartWithGroup(desired, ctx, &c);
   if (c.error.empty() && (c.action == Action::kCreate || c.action == Action::kReplace))
     c.error = GpuPlanError(desired, actual);
@@ -698,15 +763,38 @@ Result<nlohmann::json> RemoveDeployment(const PlanChange& change, const StepCont
   return nlohmann::json();  // removed: drop the record
 }
 
+// The rows of a {rows:...} recipe's tensors, read from the headers of the
+// snapshot on the node (staged by now: the deployment depends on its model).
+Result<TensorRowCounts> ReadRows(const StepContext& ctx, const RowSource& rows) {
+  Result<SnapshotHeaders> h = ReadSnapshotHeaders(ctx.transport, rows.location);
+  if (!h.ok()) return h.status();
+  return CountTensorRows(*h, rows.tensors, rows.model);
+}
+
 // The spec the step runs: rendered again, and still the one the plan showed.
 Result<ContainerSpec> SpecAsPlanned(const PlanChange& change, const StepContext& ctx,
                                     const std::string& name) {
-  // The fabric facts the plan found (the probe's), not found again.
+  // The fabric facts the plan found (the probe's), not found again; a
+  // {rows:...} recipe's rows read again on the node (a plan made before its
+  // model was there showed the placeholders unfilled).
   const DeploymentWant planned = change.after.get<DeploymentWant>();
-  Result<ContainerSpec> spec = RenderContainerSpec(
-      *ctx.manifest, name, ctx.node->name, planned.shown.fabric ? &*planned.shown.fabric : nullptr);
+  const FabricValues* fabric = planned.shown.fabric ? &*planned.shown.fabric : nullptr;
+  std::optional<TensorRowCounts> rows;
+  if (!planned.rows.tensors.empty()) {
+    Result<TensorRowCounts> read = ReadRows(ctx, planned.rows);
+    if (!read.ok()) return read.status();
+    rows = *read;
+  }
+  Result<ContainerSpec> spec =
+      RenderContainerSpec(*ctx.manifest, name, ctx.node->name, fabric, rows ? &*rows : nullptr);
   if (!spec.ok()) return spec.status();
-  if (spec->hash != planned.shown.spec)
+  std::string planned_hash = spec->hash;
+  if (rows && spec->hash != planned.shown.spec) {
+    Result<ContainerSpec> unfilled =
+        RenderContainerSpec(*ctx.manifest, name, ctx.node->name, fabric);
+    if (unfilled.ok()) planned_hash = unfilled->hash;
+  }
+  if (planned_hash != planned.shown.spec)
     return Result<ContainerSpec>::Error(
         "deployment " + name + " differs from the plan (the manifests changed since): plan again");
   return spec;
@@ -925,6 +1013,34 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   return Status::OK();
 }
 
+// A worker's step in a group restart: the head's old container stops before
+// any worker starts, so that no old head talks to new workers; the head's
+// own step, which waits for every worker, starts it last.
+Status StopOldHead(const StepContext& ctx, const ContainerSpec& spec) {
+  auto d = ctx.manifest->deployments.find(spec.deployment);
+  if (d == ctx.manifest->deployments.end() || d->second.nodes.empty() || !ctx.node_transport)
+    return Status::OK();
+  const std::string& head = d->second.nodes[0];
+  Transport* t = ctx.node_transport(head);
+  if (t == nullptr)
+    return Status::Error("no connection to " + head + ", the head of " + spec.deployment);
+  Status s = t->Connect();
+  if (!s.ok()) return s;
+  const std::string& cli = ctx.manifest->nodes.at(head).container_cli;
+  const std::string running =
+      ShellCommand({cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container});
+  if (ctx.progress)
+    ctx.progress("stopping the head's " + spec.container + " on " + head + " first");
+  Result<CommandResult> r =
+      t->Run("if [ \"$(" + running + " 2>/dev/null)\" = running ]; then " +
+             ShellCommand({cli, "stop", "-t", "30", spec.container}) + " >/dev/null; fi");
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error("on " + head + ": stopping the head " + spec.container + " exited " +
+                         std::to_string(r->exit_code) + ": " + r->err);
+  return Status::OK();
+}
+
 std::string ContainerId(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> id = ctx.transport->Run(
       ShellCommand({spec.cli, "container", "inspect", "--format", "{{.Id}}", spec.container}));
@@ -943,6 +1059,10 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!spec.ok()) return spec.status();
   Result<std::string> image_id = StagedImage(ctx, *spec);
   if (!image_id.ok()) return image_id.status();
+  if (spec->rank > 0 && spec->nnodes > 1) {
+    Status stopped = StopOldHead(ctx, *spec);
+    if (!stopped.ok()) return stopped;
+  }
   // What is there now: the same spec stopped (start it), another (replace it).
   Result<ExistingContainer> existing = InspectExisting(ctx, *spec);
   if (!existing.ok()) return existing.status();
@@ -963,6 +1083,8 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.
   DeploymentRecord record{change.after.get<DeploymentWant>(), ContainerId(ctx, *spec), *image_id};
+  if (!record.want.rows.tensors.empty())
+    record.want.shown = spec->Shown();  // with the rows read now, if the plan could not
   return nlohmann::json(record);
 }
 

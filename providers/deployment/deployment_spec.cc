@@ -8,6 +8,7 @@
 #include "manifests/secrets.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/gpu_request.h"
+#include "providers/deployment/row_placeholder.h"
 #include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
 
@@ -25,7 +26,9 @@ std::string ContainerName(const std::string& deployment) { return "fleet-" + dep
 
 bool IsGroupRecipe(const Recipe& recipe) {
   return RecipeUsesPlaceholder(recipe, "rank") || RecipeUsesPlaceholder(recipe, "nnodes") ||
-         RecipeUsesPlaceholder(recipe, "head") || RecipeUsesPlaceholder(recipe, "head_fabric_addr");
+         RecipeUsesPlaceholder(recipe, "head") ||
+         RecipeUsesPlaceholder(recipe, "head_fabric_addr") ||
+         !RowPlaceholderTensors(recipe).empty();
 }
 
 std::vector<std::string> SecretValues(const ContainerSpec& spec) {
@@ -116,7 +119,8 @@ Status FillFromManifest(const Manifest& m, const DeploymentSpec& dep, const std:
 // the placeholders as the container sees them; sets s->model_root.
 Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
                                   const std::string& name, const std::string& node,
-                                  const FabricValues* fabric, ContainerSpec* s) {
+                                  const FabricValues* fabric, const TensorRowCounts* rows,
+                                  ContainerSpec* s) {
   // Where the container sees the model: kModelRoot, or where the recipe
   // mounts "{model_path}" (the snapshot folder): that folder's files are
   // relative symlinks into ../../blobs, which dangle in a container, so the
@@ -147,6 +151,9 @@ Result<Placeholders> PlaceInGroup(const Manifest& m, const DeploymentSpec& dep,
     if (mount.host == "{model_path}" || mount.host == "{model_path}/")
       s->model_root = FillPlaceholders(mount.container, in_container);
   in_container.insert_or_assign("model_path", s->model_root);
+  if (rows != nullptr)
+    for (auto& [k, v] : RowPlaceholderValues(*rows, s->rank, s->nnodes))
+      in_container.insert_or_assign(k, v);
   return in_container;
 }
 
@@ -230,7 +237,8 @@ std::string SpecHash(const ContainerSpec& s) {
 }  // namespace
 
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
-                                          const std::string& node, const FabricValues* fabric) {
+                                          const std::string& node, const FabricValues* fabric,
+                                          const TensorRowCounts* rows) {
   auto d = m.deployments.find(name);
   if (d == m.deployments.end())
     return Result<ContainerSpec>::Error("no deployment '" + name + "' in the manifests");
@@ -238,7 +246,13 @@ Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& 
   ContainerSpec s;
   Status filled = FillFromManifest(m, dep, name, node, &s);
   if (!filled.ok()) return filled;
-  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, fabric, &s);
+  if (rows != nullptr)
+    for (const std::string& tensor : RowPlaceholderTensors(dep.recipe))
+      if (!rows->count(tensor))
+        return Result<ContainerSpec>::Error("deployment '" + name + "': model " + dep.model +
+                                            " has no tensor '" + tensor + "' ({rows:" + tensor +
+                                            "})");
+  Result<Placeholders> in_container = PlaceInGroup(m, dep, name, node, fabric, rows, &s);
   if (!in_container.ok()) return in_container.status();
   AddRunOptions(dep.recipe, *in_container, &s);
   AddCommand(dep.recipe, *in_container, dep.fabric_env, &s);

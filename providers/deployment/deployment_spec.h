@@ -9,9 +9,11 @@
 // host side of any other mount, the snapshot folder), {host} (the node's
 // address), {node} (the node's name), {rank} (the node's index in the
 // deployment's nodes), {nnodes} (how many), {head} (the first node's
-// address: where workers find the head), and the fabric's {fabric_addr},
+// address: where workers find the head), the fabric's {fabric_addr},
 // {fabric_if}, {fabric_hca}, {fabric_gid_index} and {head_fabric_addr}
-// (fabric_values.h; filled only when the render is given FabricValues).
+// (fabric_values.h; filled only when the render is given FabricValues), and
+// {rows:TENSOR} (this rank's "begin:end" of the tensor's first dimension,
+// row_placeholder.h; filled only when the render is given the rows).
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
 
@@ -23,6 +25,7 @@
 
 #include "manifests/manifest.h"
 #include "providers/deployment/fabric_values.h"
+#include "providers/deployment/row_placeholder.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -126,9 +129,14 @@ std::string Redact(std::string text, const std::vector<std::string>& secrets);
 // fabric_env: true, the NCCL/Gloo/UCX env (the recipe's env and env_from
 // win); without it fabric placeholders stay as written
 // (deployment_fabric.h's RenderWithFabric finds the values).
+// `rows`: the rows of the tensors the recipe's {rows:...} name, read from
+// the model's headers on the node; without them those placeholders stay as
+// written (the plan cannot know them yet); a tensor missing from `rows` is
+// an error naming the model and the tensor.
 Result<ContainerSpec> RenderContainerSpec(const Manifest& m, const std::string& name,
                                           const std::string& node,
-                                          const FabricValues* fabric = nullptr);
+                                          const FabricValues* fabric = nullptr,
+                                          const TensorRowCounts* rows = nullptr);
 
 // `s` with every {key} of `values` replaced; unknown placeholders are kept
 // (the recipe lint already refused them).

@@ -15,9 +15,11 @@ std::string RankProblem(const Manifest& m, const std::string& name, const std::s
                         const DiffContext& ctx) {
   auto it = ctx.all_actual->find(ResourceAddress("deployment", name, node));
   if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) return "";
-  Result<ContainerSpec> spec = RenderWithFabric(m, name, node, ctx.all_facts);
-  if (!spec.ok()) return "";
   const ContainerProbe p = it->second.attributes.get<ContainerProbe>();
+  // A {rows:...} recipe: that rank's rows, as its own probe read them.
+  Result<ContainerSpec> spec = RenderWithFabric(m, name, node, ctx.all_facts,
+                                                p.tensor_rows.empty() ? nullptr : &p.tensor_rows);
+  if (!spec.ok()) return "";
   if (!p.exists) return "has no container " + spec->container;
   if (p.spec != spec->hash) return "is replaced (its spec changed)";
   if (p.state != "running")

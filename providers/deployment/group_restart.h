@@ -3,7 +3,9 @@
 // running group: when any rank is replaced, started or missing (its spec
 // changed, its container died or is gone), every other rank is replaced too.
 // The head depends on its workers (DeploymentProvider::Expand), so the
-// workers restart first and the head starts last.
+// workers restart first and the head starts last; a worker's step stops the
+// head's old container before the worker starts, so that no old head runs
+// beside new workers.
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_GROUP_RESTART_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_GROUP_RESTART_H_
 

@@ -112,10 +112,9 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
   return h;
 }
 
-Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc) {
-  const std::string script =
-      RepoPrelude(loc) + "L=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
-      R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
+std::string SnapshotHeadersScript(const HubLocation& loc) {
+  return RepoPrelude(loc) + "L=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
+         R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
 T=$(printf '\t')
 find -L . -type f \( -name '*.safetensors' -o -name '*.safetensors.index.json' \) -printf '%s\t%P\n' |
 while IFS="$T" read -r sz f; do
@@ -133,7 +132,10 @@ while IFS="$T" read -r sz f; do
   esac
 done
 )SH";
-  Result<CommandResult> r = t->Run(script);
+}
+
+Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc) {
+  Result<CommandResult> r = t->Run(SnapshotHeadersScript(loc));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "reading safetensors headers", *r);
   Result<SnapshotHeaders> h = ParseHeaderStream(r->out);

@@ -43,6 +43,10 @@ struct SnapshotHeaders {
 // header bytes pass through.
 Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc);
 
+// The script ReadSnapshotHeaders runs (exits 3 when the snapshot is absent),
+// for a probe fragment that reads the headers in the plan's round trip.
+std::string SnapshotHeadersScript(const HubLocation& loc);
+
 // Parses ReadSnapshotHeaders' framed output (exposed for tests).
 Result<SnapshotHeaders> ParseHeaderStream(const std::string& out);
 

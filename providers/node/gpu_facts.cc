@@ -87,11 +87,10 @@ bool GpuFromJson(const json& j, const std::string& path, GpuInfo* gpu,
   const std::string p = path + ".";
   if (!GetOptString(j, "name", p, &gpu->name, error) ||
       !GetOptString(j, "uuid", p, &gpu->uuid, error) ||
-      !GetOptString(j, "compute_capability", p, &gpu->compute_capability,
-                    error) ||
-      !GetOptUint(j, "memory_total_bytes", p, &gpu->memory_total_bytes,
-                  error) ||
+      !GetOptString(j, "compute_capability", p, &gpu->compute_capability, error) ||
+      !GetOptUint(j, "memory_total_bytes", p, &gpu->memory_total_bytes, error) ||
       !GetOptUint(j, "memory_free_bytes", p, &gpu->memory_free_bytes, error) ||
+      !GetOptString(j, "memory_free_source", p, &gpu->memory_free_source, error) ||
       !GetOptBool(j, "unified_memory", p, &gpu->unified_memory, error)) {
     return false;
   }
@@ -158,6 +157,7 @@ json GpuToJson(const GpuInfo& gpu) {
           {"compute_capability", OptStringJson(gpu.compute_capability)},
           {"memory_total_bytes", OptUintJson(gpu.memory_total_bytes)},
           {"memory_free_bytes", OptUintJson(gpu.memory_free_bytes)},
+          {"memory_free_source", OptStringJson(gpu.memory_free_source)},
           {"unified_memory", gpu.unified_memory},
           {"processes", std::move(processes)},
           {"errors", gpu.errors}};
@@ -268,6 +268,15 @@ struct Verdict {
   std::string text;
 };
 
+// " (from NVML, no CUDA context)" where the free figure is not the CUDA
+// driver's own (fleet-probe --no-context); "" otherwise.
+std::string FreeSourceNote(const GpuInfo& gpu) {
+  if (gpu.memory_free_source != "nvml" && gpu.memory_free_source != "host MemAvailable") return "";
+  return " (from " +
+         (gpu.memory_free_source == "nvml" ? std::string("NVML") : gpu.memory_free_source) +
+         ", no CUDA context)";
+}
+
 std::string GpuLabel(const GpuInfo& gpu) {
   std::string label = "GPU " + std::to_string(gpu.index) + " (" +
                       (gpu.name.empty() ? "name unknown" : gpu.name);
@@ -306,6 +315,7 @@ Verdict Judge(const GpuFacts& facts, const GpuInfo& gpu, uint64_t need_bytes) {
   const uint64_t free = TenthsOfGib(v.free_bytes);
   v.text = GpuLabel(gpu) + " has " + FormatTenths(free) + " free";
   if (gpu.memory_total_bytes) v.text += " of " + Gib(*gpu.memory_total_bytes);
+  v.text += FreeSourceNote(gpu);
   if (v.fits) {
     v.text += free > need
                   ? ": fits with " + FormatTenths(free - need) + " to spare"
@@ -314,7 +324,8 @@ Verdict Judge(const GpuFacts& facts, const GpuInfo& gpu, uint64_t need_bytes) {
     v.text += need > free ? ": short by " + FormatTenths(need - free)
                           : ": short by under 0.1 GiB";
   }
-  if (gpu.unified_memory && facts.host_mem_available_bytes) {
+  if (gpu.unified_memory && facts.host_mem_available_bytes &&
+      gpu.memory_free_source != "host MemAvailable") {
     v.text += " (host MemAvailable " + Gib(*facts.host_mem_available_bytes);
     if (*facts.host_mem_available_bytes > v.free_bytes) {
       v.text +=
@@ -353,7 +364,8 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error) {
   }
   GpuFacts facts;
   facts.source = "fleet-probe";
-  if (!HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error)) {
+  if (!HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error) ||
+      !GetOptBool(j, "cuda_context", "", &facts.cuda_context, error)) {
     return false;
   }
   std::string cuda_error;
@@ -450,6 +462,7 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
         return false;
       }
     }
+    if (gpu.memory_free_bytes) gpu.memory_free_source = "nvidia-smi";
     if (facts.driver_version.empty() && !IsBracketed(fields[5])) {
       facts.driver_version = fields[5];
     }
@@ -468,14 +481,15 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
 json GpuFactsToJson(const GpuFacts& facts) {
   json gpus = json::array();
   for (const GpuInfo& gpu : facts.gpus) gpus.push_back(GpuToJson(gpu));
-  return {
-      {"source", facts.source},
-      {"driver_version", OptStringJson(facts.driver_version)},
-      {"note", facts.note},
-      {"host",
-       {{"mem_total_bytes", OptUintJson(facts.host_mem_total_bytes)},
-        {"mem_available_bytes", OptUintJson(facts.host_mem_available_bytes)}}},
-      {"gpus", std::move(gpus)}};
+  return {{"source", facts.source},
+          {"driver_version", OptStringJson(facts.driver_version)},
+          {"note", facts.note},
+          {"cuda_context", facts.cuda_context},
+          {"context_decision", OptStringJson(facts.context_decision)},
+          {"host",
+           {{"mem_total_bytes", OptUintJson(facts.host_mem_total_bytes)},
+            {"mem_available_bytes", OptUintJson(facts.host_mem_available_bytes)}}},
+          {"gpus", std::move(gpus)}};
 }
 
 bool GpuFactsFromJson(const json& j, GpuFacts* out, std::string* error) {
@@ -489,6 +503,8 @@ bool GpuFactsFromJson(const json& j, GpuFacts* out, std::string* error) {
   if (!GetOptString(j, "source", "", &facts.source, error) ||
       !GetOptString(j, "driver_version", "", &facts.driver_version, error) ||
       !GetOptString(j, "note", "", &facts.note, error) ||
+      !GetOptBool(j, "cuda_context", "", &facts.cuda_context, error) ||
+      !GetOptString(j, "context_decision", "", &facts.context_decision, error) ||
       !HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error)) {
     return false;
   }
@@ -573,7 +589,9 @@ std::string DescribeGpuMemory(const GpuFacts& facts) {
     }
     line += " " + Gib(*gpu.memory_free_bytes) + " free";
     if (gpu.memory_total_bytes) line += " of " + Gib(*gpu.memory_total_bytes);
-    if (gpu.unified_memory && facts.host_mem_available_bytes) {
+    line += FreeSourceNote(gpu);
+    if (gpu.unified_memory && facts.host_mem_available_bytes &&
+        gpu.memory_free_source != "host MemAvailable") {
       line += ", host MemAvailable " + Gib(*facts.host_mem_available_bytes);
     }
   }

@@ -31,6 +31,10 @@ struct GpuInfo {
   std::string compute_capability;  // "12.1"; empty when unknown
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
+  // Who gave memory_free_bytes: "cuMemGetInfo" (a CUDA context), "nvml",
+  // "host MemAvailable" (unified memory, no context), "nvidia-smi"; "" when
+  // unknown (and from a fleet-probe older than the field).
+  std::string memory_free_source;
   // Shares the host's RAM (CUDA's INTEGRATED attribute). false when unknown:
   // nvidia-smi cannot tell.
   bool unified_memory = false;
@@ -47,6 +51,10 @@ struct GpuFacts {
   std::optional<uint64_t> host_mem_total_bytes;
   std::optional<uint64_t> host_mem_available_bytes;  // /proc/meminfo
   std::string driver_version;  // NVIDIA driver ("580.95.05"); empty if unknown
+  // Whether fleet-probe created a CUDA context for these figures, and why
+  // (or why not: "fleet serve fleet-x runs on the node", see gpu_context.h).
+  bool cuda_context = false;
+  std::string context_decision;
   // For the operator, e.g. why there is no GPU or why memory is unknown:
   // "memory unknown: nvidia-smi reports [N/A] (unified memory?); install
   // fleet-probe".

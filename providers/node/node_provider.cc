@@ -1,6 +1,7 @@
 #include "providers/node/node_provider.h"
 
 #include <chrono>
+#include <cstdio>
 #include <sstream>
 #include <thread>
 
@@ -42,8 +43,8 @@ bool WaitFor(int timeout_s, const std::function<bool()>& ok) {
   }
 }
 
-Result<NodeFacts> ReadFacts(Transport* t) {
-  Result<CommandResult> r = t->Run(NodeFactsScript());
+Result<NodeFacts> ReadFacts(Transport* t, const NodeSpec& spec) {
+  Result<CommandResult> r = t->Run(NodeFactsScript(spec.sysfs, spec.container_cli));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0)
     return Result<NodeFacts>::Error(t->Describe() + ": reading node facts exited " +
@@ -53,9 +54,19 @@ Result<NodeFacts> ReadFacts(Transport* t) {
   return f;
 }
 
+// "<start ns> <end ns>" (date +%s%N twice) as seconds; -1 when unreadable.
+double ProbeSeconds(const std::string& value) {
+  unsigned long long start = 0, end = 0;
+  char extra = 0;
+  if (std::sscanf(value.c_str(), "%llu %llu%c", &start, &end, &extra) != 2 || end < start)
+    return -1;
+  return static_cast<double>(end - start) / 1e9;
+}
+
 }  // namespace
 
-std::string NodeFactsScript(const std::string& sysfs) {
+std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
+                            GpuContextMode gpu_context) {
   // uname -n is the UTS name (what `hostname` prints) and needs no package.
   // GPU: the fleet-probe when installed (it reads cuMemGetInfo, which works on
   // unified-memory GB10 where nvidia-smi says [N/A]); else nvidia-smi.
@@ -69,9 +80,12 @@ std::string NodeFactsScript(const std::string& sysfs) {
        "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
        // A driver hung in cuInit must not hang the whole plan.
        "t=; command -v timeout >/dev/null 2>&1 && t='timeout 20'\n"
-       "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then printf 'gpu_probe=%s\\n' \"$($t \"$fp\" "
-       "2>/dev/null "
-       "| tr -d '\\n')\"\n"
+       "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then\n" +
+       GpuContextScript(cli, gpu_context) +
+       // Its wall time, for -v (GNU date's %N; elsewhere the figure is dropped).
+       "gp0=$(date +%s%N 2>/dev/null)\n"
+       "printf 'gpu_probe=%s\\n' \"$($t \"$fp\" $fpa 2>/dev/null | tr -d '\\n')\"\n"
+       "printf 'gpu_probe_ns=%s %s\\n' \"$gp0\" \"$(date +%s%N 2>/dev/null)\"\n"
        "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
        "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
@@ -100,6 +114,8 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   GpuFacts gpu;
   std::string error;
   if (!probe_json.empty() && ParseProbeJson(probe_json, &gpu, &error)) {
+    gpu.context_decision = ParseGpuContext(kv["gpu_context"]).why;
+    f.gpu_probe_s = ProbeSeconds(kv["gpu_probe_ns"]);
     f.gpu = GpuFactsToJson(gpu);
   } else if (!smi_csv.empty() && ParseNvidiaSmiCsv(smi_csv, &gpu, &error)) {
     f.gpu = GpuFactsToJson(gpu);
@@ -240,7 +256,7 @@ std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
 }
 
 std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
-  return NodeFactsScript(spec.sysfs);
+  return NodeFactsScript(spec.sysfs, spec.container_cli);
 }
 
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,
@@ -359,7 +375,7 @@ Result<nlohmann::json> PowerOffStep(const StepContext& ctx, NodeRecord recorded)
 // Reads the identity again, checks it, and records it.
 Result<nlohmann::json> AdoptStep(const StepContext& ctx, const NodeRecord& recorded) {
   const NodeSpec& spec = *ctx.node;
-  Result<NodeFacts> facts = ReadFacts(ctx.transport);
+  Result<NodeFacts> facts = ReadFacts(ctx.transport, spec);
   if (!facts.ok()) return facts.status();
   std::string err = CheckNodeIdentity(spec.name, Endpoint(spec), spec.hostname, *facts, recorded);
   if (!err.empty()) return Result<nlohmann::json>::Error(err);

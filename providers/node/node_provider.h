@@ -10,14 +10,18 @@
 
 #include <string>
 
+#include "providers/node/gpu_context.h"
 #include "providers/node/node_json.h"
 #include "src/provider.h"
 
 namespace fleet {
 
 // The read-only script that prints a node's facts (key=value lines).
-// `sysfs` is the node's paths.sysfs (its infiniband ports are read there).
-std::string NodeFactsScript(const std::string& sysfs = "/sys");
+// `sysfs` is the node's paths.sysfs (its infiniband ports are read there);
+// `cli` its container CLI and `gpu_context` when fleet-probe may create a
+// CUDA context (gpu_context.h: by default not while a fleet serve runs).
+std::string NodeFactsScript(const std::string& sysfs = "/sys", const std::string& cli = "docker",
+                            GpuContextMode gpu_context = GpuContextMode::kAuto);
 
 // Parses what NodeFactsScript printed. Unknown lines are ignored.
 NodeFacts ParseNodeFacts(const std::string& output);

@@ -135,8 +135,11 @@ void AddShowCommands(CLI::App* app, Commands* out) {
   auto* probe = app->add_subcommand("probe", "print the facts plan reads from a node");
   probe->add_option("node", *probe_node)->required();
   probe->add_flag("--json", *probe_json, "JSON output");
-  out->push_back({probe, [probe_node, probe_json](const fleet::GlobalOptions& g) {
-                    return fleet::CmdProbe(g, *probe_node, *probe_json);
+  auto probe_gpu = std::make_shared<bool>(false);
+  probe->add_flag("--gpu", *probe_gpu,
+                  "create a CUDA context for the GPU figures even while a serve runs");
+  out->push_back({probe, [probe_node, probe_json, probe_gpu](const fleet::GlobalOptions& g) {
+                    return fleet::CmdProbe(g, *probe_node, *probe_json, *probe_gpu);
                   }});
 }
 

@@ -709,7 +709,7 @@ int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id) {
   return 0;
 }
 
-int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
+int CmdProbe(const GlobalOptions& g, const std::string& node, bool json, bool gpu) {
   Session s;
   if (!Open(g, &s)) return 1;
   if (!s.manifest.nodes.count(node)) {
@@ -722,7 +722,9 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
   }
   Transport* t = ConnectNode(s, node);
   if (t == nullptr) return 1;
-  Result<CommandResult> r = t->Run(NodeFactsScript(s.manifest.nodes.at(node).sysfs));
+  const NodeSpec& spec = s.manifest.nodes.at(node);
+  Result<CommandResult> r = t->Run(NodeFactsScript(
+      spec.sysfs, spec.container_cli, gpu ? GpuContextMode::kAlways : GpuContextMode::kAuto));
   if (!r.ok()) {
     std::cerr << "fleet: " << r.status().message() << "\n";
     return 1;
@@ -739,7 +741,10 @@ int CmdProbe(const GlobalOptions& g, const std::string& node, bool json) {
             << "arch:       " << f.arch << "\n"
             << "kernel:     " << f.kernel << "\n";
   GpuFacts gf;
-  if (GpuFactsFromJson(f.gpu, &gf)) std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+  if (GpuFactsFromJson(f.gpu, &gf)) {
+    std::cout << "gpu:        " << DescribeGpuMemory(gf) << "\n";
+    if (!gf.context_decision.empty()) std::cout << "            " << gf.context_decision << "\n";
+  }
   std::cout << DescribeNodeFabric(s.manifest.nodes.at(node), f);
   return 0;
 }

@@ -65,7 +65,8 @@ int CmdStateShowSerial(const GlobalOptions& g, uint64_t serial, const std::strin
 // lineage and serial; refuses when the target holds another lineage.
 int CmdStateMigrate(const GlobalOptions& g, const std::string& to);
 int CmdForceUnlock(const GlobalOptions& g, const std::string& lock_id);
-int CmdProbe(const GlobalOptions& g, const std::string& node, bool json);
+// `gpu`: fleet-probe creates a CUDA context even while a serve runs.
+int CmdProbe(const GlobalOptions& g, const std::string& node, bool json, bool gpu = false);
 // `fleet model files NAME --node N`: the model's per-file bind list on N,
 // "host_path<TAB>container_path" per line (container_root "" = the
 // snapshot's own path).

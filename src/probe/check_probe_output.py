@@ -10,7 +10,8 @@ import subprocess
 import sys
 
 GPU_KEYS = {"index", "name", "uuid", "compute_capability", "memory_total_bytes",
-            "memory_free_bytes", "unified_memory", "processes", "errors"}
+            "memory_free_bytes", "memory_free_source", "unified_memory", "processes",
+            "errors"}
 
 
 def run(probe, *args):
@@ -32,6 +33,9 @@ def main():
         assert isinstance(doc["cuda"]["error"], str) and doc["cuda"]["error"], doc["cuda"]
     for gpu in doc["gpus"]:
         assert set(gpu) == GPU_KEYS, gpu
+    assert isinstance(doc["cuda_context"], bool), doc
+    no_context = run(probe, "--no-context")
+    assert no_context["cuda_context"] is False, no_context
     pretty = run(probe, "--pretty")
     assert pretty["gpus"] == doc["gpus"] and pretty["cuda"] == doc["cuda"], pretty
     bad = subprocess.run([probe, "--no-such-flag"], capture_output=True, text=True)

@@ -14,9 +14,11 @@
 //     {"probe_version":1,
 //      "host":{"mem_total_bytes":N,"mem_available_bytes":N,"swap_free_bytes":N},
 //      "cuda":{"available":B,"driver_version":"13.0","error":S},
+//      "cuda_context":B,
 //      "nvml":{"available":B,"driver_version":"580.95.05","error":S},
 //      "gpus":[{"index":0,"name":S,"uuid":"GPU-…","compute_capability":"12.1",
 //               "memory_total_bytes":N,"memory_free_bytes":N,
+//               "memory_free_source":"cuMemGetInfo"|"nvml"|"host MemAvailable",
 //               "unified_memory":B,"processes":[{"pid":N,"used_bytes":N}],
 //               "errors":[S]}]}
 //   Any value that could not be read is null, never 0 or false. "processes"
@@ -28,7 +30,12 @@
 //   1 on an internal error (stdout not writable), 2 on a bad command line.
 // - GPU indexes follow PCI bus order, as nvidia-smi and `docker --gpus` count.
 // - To ask cuMemGetInfo, the probe retains each GPU's primary context for a
-//   moment, which briefly costs that GPU a little memory.
+//   moment, which briefly costs that GPU a little memory. With --no-context
+//   it creates none (a serve owns the GPU: on unified memory a context costs
+//   memory the serve counted on); free memory then comes from NVML where it
+//   answers, else, on unified memory, from the host's MemAvailable, and
+//   "memory_free_source" says which. "cuda_context" says whether a context
+//   was created.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -141,6 +148,13 @@ using NvmlDeviceGetHandleByUuidFn = nvmlReturn_t (*)(const char*,
                                                      nvmlDevice_t*);
 using NvmlDeviceGetComputeRunningProcessesFn =
     nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfo*);
+// nvmlMemory_t (v1): what nvidia-smi's memory.total/free show.
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+using NvmlDeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
 
 // ---------------------------------------------------------------------------
 // What the probe found.
@@ -169,6 +183,7 @@ struct GpuReport {
   std::optional<std::string> compute_capability;
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
+  std::optional<std::string> memory_free_source;
   std::optional<bool> unified_memory;
   std::optional<std::vector<ProcessReport>> processes;
   std::vector<std::string> errors;
@@ -177,6 +192,7 @@ struct GpuReport {
 struct Report {
   HostReport host;
   LibraryReport cuda;
+  bool cuda_context = false;  // a primary context was retained
   LibraryReport nvml;
   std::vector<GpuReport> gpus;
 };
@@ -483,7 +499,7 @@ std::string FormatUuid(const CUuuid& uuid) {
   return text;
 }
 
-GpuReport ProbeGpu(const Cuda& cu, int index) {
+GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_created) {
   GpuReport gpu;
   gpu.index = index;
   std::vector<std::string>* errors = &gpu.errors;
@@ -525,17 +541,21 @@ GpuReport ProbeGpu(const Cuda& cu, int index) {
     gpu.memory_total_bytes = total;
   }
 
-  // cuMemGetInfo needs a current context. The primary context is the one the
-  // runtime API shares, so retaining it creates nothing new when a server
-  // already runs on this GPU, and releasing it leaves the GPU as it was.
+  // cuMemGetInfo needs a current context. A primary context belongs to this
+  // process: retaining it creates one on the GPU (driver memory, on unified
+  // memory taken from what a running serve counted on) until the release.
+  // Hence --no-context, which the plan passes while a serve runs.
+  if (!with_context) return gpu;
   CUcontext ctx = nullptr;
   if (cu.Call(errors, "cuDevicePrimaryCtxRetain", cu.primary_ctx_retain, &ctx,
               dev)) {
+    *context_created = true;
     if (cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current, ctx)) {
       size_t free_bytes = 0, total_bytes = 0;
       if (cu.Call(errors, "cuMemGetInfo_v2", cu.mem_get_info, &free_bytes,
                   &total_bytes)) {
         gpu.memory_free_bytes = free_bytes;
+        gpu.memory_free_source = "cuMemGetInfo";
         if (!gpu.memory_total_bytes) gpu.memory_total_bytes = total_bytes;
       }
       cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current,
@@ -547,7 +567,7 @@ GpuReport ProbeGpu(const Cuda& cu, int index) {
   return gpu;
 }
 
-void ProbeCuda(Report* report) {
+void ProbeCuda(Report* report, bool with_context) {
   // The probe reports the node, not the caller's view of it: see every GPU,
   // numbered in PCI bus order as nvidia-smi, NVML and `docker --gpus` do.
   unsetenv("CUDA_VISIBLE_DEVICES");
@@ -572,7 +592,9 @@ void ProbeCuda(Report* report) {
   if (cu.Call(&errors, "cuInit", cu.init, 0u)) {
     status.available = true;
     if (cu.Call(&errors, "cuDeviceGetCount", cu.device_get_count, &count)) {
-      for (int i = 0; i < count; ++i) report->gpus.push_back(ProbeGpu(cu, i));
+      for (int i = 0; i < count; ++i) {
+        report->gpus.push_back(ProbeGpu(cu, i, with_context, &report->cuda_context));
+      }
     }
   }
   if (!errors.empty()) {
@@ -585,6 +607,19 @@ void ProbeCuda(Report* report) {
 
 // ---------------------------------------------------------------------------
 // NVML: the driver version and the processes on each GPU, matched by UUID.
+
+// Without a context (--no-context), NVML's free figure where it has one
+// (discrete GPUs; unified memory says NOT_SUPPORTED).
+void FillFromNvml(NvmlDeviceGetMemoryInfoFn memory_info, nvmlDevice_t dev, GpuReport* gpu) {
+  NvmlMemory memory = {};
+  if (gpu->memory_free_bytes || memory_info == nullptr ||
+      memory_info(dev, &memory) != kNvmlSuccess) {
+    return;
+  }
+  gpu->memory_free_bytes = memory.free;
+  gpu->memory_free_source = "nvml";
+  if (!gpu->memory_total_bytes) gpu->memory_total_bytes = memory.total;
+}
 
 void ProbeNvml(Report* report) {
   LibraryReport& status = report->nvml;
@@ -602,6 +637,7 @@ void ProbeNvml(Report* report) {
       Symbol<NvmlDeviceGetHandleByUuidFn>(lib, "nvmlDeviceGetHandleByUUID");
   const auto processes = Symbol<NvmlDeviceGetComputeRunningProcessesFn>(
       lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+  const auto memory_info = Symbol<NvmlDeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
 
   const auto error_text = [&](const char* call, nvmlReturn_t rc) {
     const char* text = error_string != nullptr ? error_string(rc) : nullptr;
@@ -644,6 +680,7 @@ void ProbeNvml(Report* report) {
       gpu.errors.push_back(error_text("nvmlDeviceGetHandleByUUID", hrc));
       continue;
     }
+    FillFromNvml(memory_info, dev, &gpu);
     // Processes may start between the calls, so retry a few times on a
     // buffer that is too small.
     std::vector<NvmlProcessInfo> infos(16);
@@ -681,6 +718,19 @@ void ProbeNvml(Report* report) {
   if (shutdown != nullptr) shutdown();
 }
 
+// A unified-memory GPU that neither CUDA (no context) nor NVML gave a free
+// figure: the host's MemAvailable, the memory the GPU allocates from.
+void FillFromHost(Report* report) {
+  for (GpuReport& gpu : report->gpus) {
+    if (gpu.memory_free_bytes || !gpu.unified_memory.value_or(false) ||
+        !report->host.mem_available_bytes) {
+      continue;
+    }
+    gpu.memory_free_bytes = report->host.mem_available_bytes;
+    gpu.memory_free_source = "host MemAvailable";
+  }
+}
+
 // ---------------------------------------------------------------------------
 
 std::string Render(const Report& report, bool pretty) {
@@ -710,6 +760,8 @@ std::string Render(const Report& report, bool pretty) {
     w.OptString(lib->error);
     w.EndObject();
   }
+  w.Key("cuda_context");
+  w.Bool(report.cuda_context);
   w.Key("gpus");
   w.BeginArray();
   for (const GpuReport& gpu : report.gpus) {
@@ -726,6 +778,8 @@ std::string Render(const Report& report, bool pretty) {
     w.OptUint(gpu.memory_total_bytes);
     w.Key("memory_free_bytes");
     w.OptUint(gpu.memory_free_bytes);
+    w.Key("memory_free_source");
+    w.OptString(gpu.memory_free_source);
     w.Key("unified_memory");
     w.OptBool(gpu.unified_memory);
     w.Key("processes");
@@ -755,18 +809,23 @@ std::string Render(const Report& report, bool pretty) {
 }
 
 constexpr char kUsage[] =
-    "usage: fleet-probe [--pretty]\n"
+    "usage: fleet-probe [--pretty] [--no-context]\n"
     "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
-    "JSON document on stdout. Exit 0 when printed, even without a GPU.\n";
+    "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
+    "--no-context: create no CUDA context (free memory from NVML or, on\n"
+    "unified memory, the host's MemAvailable).\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool pretty = false;
+  bool with_context = true;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--pretty") {
       pretty = true;
+    } else if (arg == "--no-context") {
+      with_context = false;
     } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
@@ -779,8 +838,9 @@ int main(int argc, char** argv) {
 
   Report report;
   ReadHostMemory(&report.host);
-  ProbeCuda(&report);
+  ProbeCuda(&report, with_context);
   ProbeNvml(&report);
+  FillFromHost(&report);
 
   const std::string json = Render(report, pretty);
   if (std::fwrite(json.data(), 1, json.size(), stdout) != json.size() ||

@@ -18,7 +18,8 @@
 #   dgx2, read by fleet-probe) is a plan error with the arithmetic;
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
 #   the worker runs with its rank and the head's address; a worker that died
-#   restarts the group (two deployments on a node need shared: true);
+#   restarts the group, the old head stopped before the worker starts again
+#   (polled during apply); two deployments on a node need shared: true;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -261,7 +262,43 @@ on_node dgx2 "$CE stop --time 1 fleet-pair" >/dev/null
 expect_rc 2 plan --detailed-exitcode
 expect_out "restart fleet-pair with its group"
 expect_out "the rank on dgx2 is exited"
+# Polled on both nodes during the apply (one clock: the nodes share the
+# machine's): the old head is last seen running before the worker is first
+# seen running again, i.e. the old head is stopped first and the head starts last.
+POLLERS=()
+for n in dgx1 dgx2; do
+  rm -f "$(node_root $n)/sim/poll.stop"
+  cat >"$(node_root $n)/sim/poll.sh" <<SH
+while [ ! -e /srv/sim/poll.stop ]; do
+  echo "\$(date +%s%N) \$($CE ps -q --no-trunc --filter 'name=^fleet-pair\$' | tr '\\n' ' ')"
+done
+SH
+  on_node $n "sh /srv/sim/poll.sh" >"$WORK/poll.$n" 2>/dev/null &
+  POLLERS+=($!)
+done
+for _ in $(seq 100); do [[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] && break; sleep 0.1; done
 expect_rc 0 apply --auto-approve
+touch "$(node_root dgx1)/sim/poll.stop" "$(node_root dgx2)/sim/poll.stop"
+wait "${POLLERS[@]}"
+python3 - "$WORK/poll.dgx1" "$WORK/poll.dgx2" "$HEAD_ID" <<'PY' || fail "group restart order (polled): see above"
+import sys
+def samples(path):
+    out = []
+    for line in open(path):
+        f = line.split()
+        if f and f[0].isdigit():
+            out.append((int(f[0]), f[1:]))
+    return out
+head, worker, old_head = samples(sys.argv[1]), samples(sys.argv[2]), sys.argv[3]
+assert len(head) >= 3 and len(worker) >= 3, ("too few samples", len(head), len(worker))
+old_last = max((t for t, ids in head if old_head in ids), default=None)
+worker_first = min((t for t, ids in worker if ids), default=None)
+assert old_last is not None and worker_first is not None, (old_last, worker_first)
+print("   polled %d/%d samples: old head last seen %.2f s before the worker ran again"
+      % (len(head), len(worker), (worker_first - old_last) / 1e9))
+assert old_last < worker_first, "the old head still ran %.2f s after the worker started" % (
+    (old_last - worker_first) / 1e9)
+PY
 [[ $(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair") != "$HEAD_ID" ]] ||
   fail "the head was not restarted with its group"
 [[ $(on_node dgx2 "$CE container inspect --format '{{.State.Status}}' fleet-pair") == running ]] || fail "the worker does not run"

@@ -5,7 +5,10 @@
 #   the stack ulimit reach the container;
 # - dgx2 (podman, CDI spec): gpus = "all" is the CDI device nvidia.com/gpu=all;
 # - dgx3 (docker, no GPU toolkit): the plan refuses the serve and says what
-#   to install, exit 1, nothing started.
+#   to install, exit 1, nothing started;
+# - while serves run, no plan or `fleet probe` creates a CUDA context (the
+#   fake libcuda records each one); `fleet probe --gpu` and a plan without a
+#   serve do; `-v` prints each node's probe wall time.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 command -v dockerd >/dev/null || { echo "SKIP: dockerd not installed (apt-get install docker.io)"; exit 77; }
@@ -62,6 +65,46 @@ curl -s "http://127.0.0.1:$P2/v1/env" | grep -qx 'FLEET_SIM_CDI_DEVICE=nvidia.co
 [[ $(curl -s "http://127.0.0.1:$P2/v1/stack") == 65536 ]] || fail "podman stack ulimit"
 assert_converged
 
+step "while the serves run, a plan creates no CUDA context; -v prints each node's probe time"
+# The fake libcuda records every context created (fake-gpu.conf context_log).
+ctx1=$(node_root dgx1)/sim/cuda-contexts.log
+ctx2=$(node_root dgx2)/sim/cuda-contexts.log
+# emptied as the node user, who appends to it
+on_node dgx1 ': >/srv/sim/cuda-contexts.log'
+on_node dgx2 ': >/srv/sim/cuda-contexts.log'
+expect_rc 0 -v plan --detailed-exitcode
+[[ ! -s $ctx1 && ! -s $ctx2 ]] ||
+  fail "a plan created a CUDA context under a serve: dgx1: $(cat "$ctx1") dgx2: $(cat "$ctx2")"
+for n in dgx1 dgx2 dgx3; do
+  grep -qE "^info probe $n: [0-9]+\.[0-9]{2} s \(ssh [0-9]+\.[0-9]{2} s" "$WORK/err" ||
+    fail "-v did not print the probe time of $n"
+done
+grep -E '^info probe ' "$WORK/err" | sed 's/^/   /'
+expect_out "fleet-probe"
+expect_out "no CUDA context: fleet serve fleet-g1 runs on the node"
+expect_out "no CUDA context: fleet serve fleet-g2 runs on the node"
+expect_rc 0 probe dgx1 --json
+python3 - "$WORK/out" <<'PY' || fail "fleet probe dgx1 while serving: $(cat "$WORK/out")"
+import json, sys
+g = json.load(open(sys.argv[1]))["gpu"]
+assert g["source"] == "fleet-probe" and g["cuda_context"] is False, g
+gpu = g["gpus"][0]
+# unified memory, no context: the host's MemAvailable, and it says so
+assert gpu["memory_free_source"] == "host MemAvailable", gpu
+assert gpu["memory_free_bytes"] == g["host"]["mem_available_bytes"], gpu
+PY
+expect_rc 0 probe dgx1
+expect_out "(from host MemAvailable, no CUDA context)"
+[[ ! -s $ctx1 ]] || fail "fleet probe created a CUDA context under a serve: $(cat "$ctx1")"
+step "fleet probe --gpu creates one anyway, with the CUDA driver's figure"
+expect_rc 0 probe dgx1 --gpu --json
+python3 - "$WORK/out" <<'PY' || fail "fleet probe dgx1 --gpu: $(cat "$WORK/out")"
+import json, sys
+g = json.load(open(sys.argv[1]))["gpu"]
+assert g["cuda_context"] is True and g["gpus"][0]["memory_free_source"] == "cuMemGetInfo", g
+PY
+[[ $(grep -c cuDevicePrimaryCtxRetain "$ctx1") == 1 ]] || fail "fleet probe --gpu: contexts: $(cat "$ctx1")"
+
 step "a different GPU request replaces the serve"
 recipe docker.toml $'gpus = ["0"]\nipc = "host"\nulimits = {stack = 67108864}'
 expect_rc 2 plan --detailed-exitcode
@@ -71,5 +114,10 @@ id1=$(ce dgx1 container inspect --format "'{{.Id}}'" fleet-g1)
 grep -q "prestart id=$id1 NVIDIA_VISIBLE_DEVICES=0\$" "$hook_log" || fail "device 0 not asked for: $(cat "$hook_log")"
 assert_converged
 expect_rc 0 destroy --auto-approve
+step "without a serve, the plan's probe creates a context"
+on_node dgx1 ': >/srv/sim/cuda-contexts.log'
+expect_rc 0 -v plan
+[[ $(grep -c cuDevicePrimaryCtxRetain "$ctx1") == 1 ]] || fail "no context without a serve: $(cat "$ctx1")"
+expect_out "a CUDA context: no fleet serve runs on the node"
 no_crash
 echo PASS

@@ -9,7 +9,9 @@
  * succeeded; cuMemGetInfo needs a current context (CUDA_ERROR_INVALID_CONTEXT
  * without one), which fleet-probe gets by retaining the primary context. */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_gpu.h"
 
@@ -209,7 +211,14 @@ FAKE_GPU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (rc != (CUresult)kSuccess) return rc;
   if (pctx == NULL) return (CUresult)kInvalidValue;
   g_primary_ctx.device = dev;
-  ++g_primary_refs;
+  if (g_primary_refs++ == 0 && g_gpu.context_log[0] != '\0') {
+    /* A context now exists on the GPU: recorded for the tests. */
+    FILE *log = fopen(g_gpu.context_log, "a");
+    if (log != NULL) {
+      fprintf(log, "pid=%ld cuDevicePrimaryCtxRetain device=%d\n", (long)getpid(), (int)dev);
+      fclose(log);
+    }
+  }
   *pctx = &g_primary_ctx;
   return (CUresult)kSuccess;
 }

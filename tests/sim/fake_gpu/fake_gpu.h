@@ -39,6 +39,10 @@ struct fake_gpu {
   int cuda_version;        /* cuDriverGetVersion's, e.g. 13000 */
   char sysfs[256];         /* <sysfs>/module/nvidia_drm/parameters */
   int cu_init_error;       /* cuInit returns this when non-zero */
+  /* When set, every CUDA context created (a primary context retained) is
+   * appended there as a line "pid=<pid> cuDevicePrimaryCtxRetain device=0":
+   * the record that a probe did or did not create one under a serve. */
+  char context_log[256];
 };
 
 enum fake_gpu_load {

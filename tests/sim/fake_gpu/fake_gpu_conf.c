@@ -7,7 +7,7 @@
  * Keys: profile name uuid compute_capability integrated multiprocessors
  * total_bytes free_bytes unlock_gain_bytes nvml_memory (supported|unsupported)
  * processes (unsupported | empty | PID:BYTES|PID:na,...) driver_version
- * cuda_version sysfs cu_init_error. An unknown key or a bad value makes the
+ * cuda_version sysfs cu_init_error context_log. An unknown key or a bad value makes the
  * whole config invalid: the libraries then fail to initialise and say why on
  * stderr, rather than simulate something nobody asked for. */
 #define _GNU_SOURCE
@@ -193,6 +193,11 @@ static int apply_key(struct fake_gpu *gpu, const char *key, const char *value) {
     return 1;
   }
   if (strcmp(key, "cu_init_error") == 0) return parse_int(value, &gpu->cu_init_error);
+  if (strcmp(key, "context_log") == 0) {
+    if ((value[0] != '/' && value[0] != '\0') || strlen(value) >= sizeof gpu->context_log) return 0;
+    set_text(gpu->context_log, sizeof gpu->context_log, value);
+    return 1;
+  }
   return 0;
 }
 

@@ -95,6 +95,7 @@ def test_probe(probe, libdir, top):
     gpu = one_gpu(doc, tag + " gb10")
     want = {"index": 0, "name": "NVIDIA GB10", "uuid": GB10_UUID, "compute_capability": "12.1",
             "memory_total_bytes": GB10_TOTAL, "memory_free_bytes": GB10_FREE,
+            "memory_free_source": "cuMemGetInfo",
             "unified_memory": True, "processes": [], "errors": []}
     check(gpu == want, tag + " gb10 at N/Y: exact GPU object", gpu)
     print(f"{tag} gb10 N/Y: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
@@ -162,6 +163,7 @@ def test_probe(probe, libdir, top):
         gpu = one_gpu(doc, tag + " h200")
         want = {"index": 0, "name": "NVIDIA H200", "uuid": H200_UUID, "compute_capability": "9.0",
                 "memory_total_bytes": H200_TOTAL, "memory_free_bytes": H200_FREE,
+                "memory_free_source": "cuMemGetInfo",
                 "unified_memory": False, "processes": [], "errors": []}
         check(gpu == want, tag + " h200 at %s/%s: exact GPU object" % drm, gpu)
     print(f"{tag} h200: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
@@ -172,6 +174,8 @@ def test_probe(probe, libdir, top):
     check(gpu.get("memory_free_bytes") == 100000 * MIB, tag + " h200 configured free", gpu)
     check(gpu.get("processes") == [{"pid": 31337, "used_bytes": 40000 * MIB}],
           tag + " h200 process memory", gpu)
+
+    test_no_context(probe, libdir, top, tag)
 
     # A driver without a GPU (no config, profile none): as on a real machine.
     for conf in (os.path.join(top, "missing.conf"), "none"):
@@ -205,6 +209,45 @@ def test_probe(probe, libdir, top):
     check(doc["gpus"] == [] and doc["cuda"]["error"] ==
           "cuInit: CUDA_ERROR_OPERATING_SYSTEM (OS call failed or operation not supported on this OS)",
           tag + " cu_init_error", doc)
+
+
+def context_lines(log):
+    try:
+        with open(log) as f:
+            return f.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def test_no_context(probe, libdir, top, tag):
+    """--no-context creates no CUDA context (the fake driver's context_log
+    stays empty) and says where the free figure came from: the host's
+    MemAvailable on a GB10, NVML on an H200. Without it, one context."""
+    for profile in ("gb10", "h200"):
+        node = Node(top, tag + "-ctx-" + profile)
+        log = os.path.join(node.dir, "contexts.log")
+        node.write_conf("profile = %s\ncontext_log = %s\n" % (profile, log))
+        doc, _ = run_probe(probe, libdir, node.conf, "--no-context")
+        gpu = one_gpu(doc, tag + " %s --no-context" % profile)
+        check(doc.get("cuda_context") is False, tag + " --no-context: cuda_context false", doc)
+        check(context_lines(log) == [], tag + " --no-context created a context: %s" %
+              context_lines(log))
+        if profile == "gb10":
+            check(gpu.get("memory_free_source") == "host MemAvailable" and
+                  gpu.get("memory_free_bytes") == doc["host"]["mem_available_bytes"],
+                  tag + " gb10 --no-context: free from MemAvailable", gpu)
+        else:
+            check(gpu.get("memory_free_source") == "nvml" and
+                  gpu.get("memory_free_bytes") == H200_FREE,
+                  tag + " h200 --no-context: free from NVML", gpu)
+        check(gpu.get("memory_total_bytes") == (GB10_TOTAL if profile == "gb10" else H200_TOTAL),
+              tag + " %s --no-context: total from cuDeviceTotalMem" % profile, gpu)
+        doc, _ = run_probe(probe, libdir, node.conf)
+        check(doc.get("cuda_context") is True, tag + " with context: cuda_context true", doc)
+        lines = context_lines(log)
+        check(len(lines) == 1 and "cuDevicePrimaryCtxRetain device=0" in lines[0],
+              tag + " %s: one context recorded, got %s" % (profile, lines))
+    print(f"{tag} --no-context: no context created; with context: one")
 
 
 class NvmlMemory(ctypes.Structure):

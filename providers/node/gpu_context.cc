@@ -1,0 +1,55 @@
+#include "providers/node/gpu_context.h"
+
+#include "providers/deployment/deployment_probe.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+constexpr const char* kServingPrefix = "serving:";
+
+}  // namespace
+
+std::string GpuContextScript(const std::string& cli, GpuContextMode mode) {
+  if (mode == GpuContextMode::kAlways) return "fpa=\necho gpu_context=asked\n";
+  // The names are joined by spaces: one line whatever the number of serves.
+  return "fpa=--no-context\n"
+         "if ! command -v " +
+         ShellQuote(cli) +
+         " >/dev/null 2>&1; then fpa=; echo gpu_context=no-engine\n"
+         "elif gcs=$(" +
+         ServingContainersCommand(cli) +
+         " 2>&1); then\n"
+         "  gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' ' ')\n"
+         "  if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
+         "  else fpa=; echo gpu_context=idle; fi\n"
+         "else printf 'gpu_context=engine-error:%s\\n' \"$(printf '%s' \"$gcs\" | head -n 1 | cut "
+         "-c1-300)\"; "
+         "fi\n";
+}
+
+GpuContextDecision ParseGpuContext(const std::string& value) {
+  if (value.empty()) return {true, "a CUDA context (the node's probe script predates the choice)"};
+  if (value == "asked") return {true, "a CUDA context, as asked (--gpu)"};
+  if (value == "idle") return {true, "a CUDA context: no fleet serve runs on the node"};
+  if (value == "no-engine")
+    return {true, "a CUDA context: no container CLI on the node, so no fleet serve"};
+  if (value.rfind(kServingPrefix, 0) == 0) {
+    std::string names = value.substr(std::string(kServingPrefix).size());
+    while (!names.empty() && names.back() == ' ') names.pop_back();
+    return {false, "no CUDA context: fleet serve " + names +
+                       " runs on the node (fleet probe NODE --gpu creates one anyway)"};
+  }
+  const std::string engine_error = "engine-error";
+  if (value.rfind(engine_error, 0) == 0) {
+    std::string why = value.substr(engine_error.size());
+    if (!why.empty() && why[0] == ':') why.erase(0, 1);
+    return {false, "no CUDA context: the container CLI cannot list containers" +
+                       (why.empty() ? std::string() : " (" + why + ")") +
+                       ", so a serve may run (fleet probe NODE --gpu creates one anyway)"};
+  }
+  return {false, "no CUDA context: unknown decision '" + value + "'"};
+}
+
+}  // namespace fleet

@@ -1,0 +1,158 @@
+// The CUDA context decision, run for real: the node-side script under
+// /bin/sh with a stand-in container CLI (and fleet-probe) on PATH.
+#include "providers/node/gpu_context.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "providers/node/gpu_facts.h"
+#include "providers/node/node_provider.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+class GpuContextTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpu_context_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_EQ(mkdir((dir_ + "/bin").c_str(), 0755), 0);
+  }
+  void TearDown() override { std::system(("rm -rf " + ShellQuote(dir_)).c_str()); }
+
+  // An executable in the stand-in PATH.
+  void Tool(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/bin/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body;
+    chmod(path.c_str(), 0755);
+  }
+  // The container CLI: prints `listing` for `ps`, exits `rc`; records its
+  // arguments.
+  void Cli(const std::string& listing, int rc = 0) {
+    Tool("docker", "echo \"$*\" >> " + ShellQuote(dir_ + "/cli.args") + "\nprintf '%s' " +
+                       ShellQuote(listing) + "\nexit " + std::to_string(rc) + "\n");
+  }
+  // Runs `script` with only the stand-ins (and the base system) on PATH.
+  std::string Run(const std::string& script) {
+    std::ofstream(dir_ + "/script.sh") << script;
+    const std::string cmd = "cd " + ShellQuote(dir_) + " && HOME=" + ShellQuote(dir_) +
+                            " PATH=" + ShellQuote(dir_ + "/bin") + ":/usr/bin:/bin /bin/sh " +
+                            ShellQuote(dir_ + "/script.sh");
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    pclose(p);
+    return out;
+  }
+  // The decision script, then what it chose for fleet-probe.
+  std::string Decide(const std::string& cli, GpuContextMode mode) {
+    return Run(GpuContextScript(cli, mode) + "printf 'fpa=%s\\n' \"$fpa\"\n");
+  }
+  std::string Read(const std::string& name) {
+    std::stringstream ss;
+    ss << std::ifstream(dir_ + "/" + name).rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+};
+
+TEST_F(GpuContextTest, ServeRunningMeansNoContext) {
+  Cli("serving=fleet-qwen\nserving=fleet-mimo\n");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "gpu_context=serving:fleet-qwen fleet-mimo \nfpa=--no-context\n");
+  EXPECT_EQ(Read("cli.args"), "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
+}
+
+TEST_F(GpuContextTest, NoServeMeansContext) {
+  Cli("");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto), "gpu_context=idle\nfpa=\n");
+}
+
+TEST_F(GpuContextTest, NoContainerCliMeansContext) {
+  EXPECT_EQ(Decide("fleet-no-such-cli", GpuContextMode::kAuto), "gpu_context=no-engine\nfpa=\n");
+}
+
+TEST_F(GpuContextTest, CliThatCannotListMeansNoContext) {
+  Cli("Cannot connect to the Docker daemon\n", 1);
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "gpu_context=engine-error:Cannot connect to the Docker daemon\nfpa=--no-context\n");
+}
+
+TEST_F(GpuContextTest, AskedMeansContextWithoutAskingTheEngine) {
+  Cli("serving=fleet-qwen\n");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAlways), "gpu_context=asked\nfpa=\n");
+  EXPECT_EQ(Read("cli.args"), "");
+}
+
+TEST(ParseGpuContext, Reasons) {
+  EXPECT_TRUE(ParseGpuContext("idle").create);
+  EXPECT_TRUE(ParseGpuContext("asked").create);
+  EXPECT_TRUE(ParseGpuContext("no-engine").create);
+  EXPECT_TRUE(ParseGpuContext("").create);  // an older script always made one
+  const GpuContextDecision serving = ParseGpuContext("serving:fleet-qwen fleet-mimo ");
+  EXPECT_FALSE(serving.create);
+  EXPECT_EQ(serving.why,
+            "no CUDA context: fleet serve fleet-qwen fleet-mimo runs on the node (fleet probe "
+            "NODE --gpu creates one anyway)");
+  EXPECT_FALSE(ParseGpuContext("engine-error").create);
+  EXPECT_EQ(ParseGpuContext("engine-error:permission denied").why,
+            "no CUDA context: the container CLI cannot list containers (permission denied), so "
+            "a serve may run (fleet probe NODE --gpu creates one anyway)");
+  EXPECT_FALSE(ParseGpuContext("something-new").create);
+}
+
+// The whole node script: fleet-probe gets --no-context while a serve runs,
+// and the facts say why and how long it took.
+TEST_F(GpuContextTest, NodeFactsCarryTheDecision) {
+  Tool("fleet-probe",
+       "echo \"$*\" >> " + ShellQuote(dir_ + "/probe.args") +
+           "\nctx=true; [ \"$1\" = --no-context ] && ctx=false\n"
+           "printf '{\"probe_version\":1,\"cuda_context\":%s,\"gpus\":[{\"index\":0,"
+           "\"memory_free_bytes\":5,\"memory_free_source\":\"host MemAvailable\"}]}\\n' $ctx\n");
+  Cli("serving=fleet-qwen\n");
+  NodeFacts f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  GpuFacts gpu;
+  ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu)) << f.gpu.dump();
+  EXPECT_FALSE(gpu.cuda_context);
+  EXPECT_EQ(gpu.context_decision.rfind("no CUDA context: fleet serve fleet-qwen runs", 0), 0u)
+      << gpu.context_decision;
+  ASSERT_EQ(gpu.gpus.size(), 1u);
+  EXPECT_EQ(gpu.gpus[0].memory_free_source, "host MemAvailable");
+  EXPECT_GE(f.gpu_probe_s, 0.0);
+  EXPECT_LT(f.gpu_probe_s, 10.0);
+
+  Cli("");
+  f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu));
+  EXPECT_TRUE(gpu.cuda_context);
+  EXPECT_EQ(gpu.context_decision, "a CUDA context: no fleet serve runs on the node");
+
+  Cli("serving=fleet-qwen\n");
+  f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker", GpuContextMode::kAlways)));
+  ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu));
+  EXPECT_TRUE(gpu.cuda_context);
+  EXPECT_EQ(Read("probe.args"), "--no-context\n\n\n");
+}
+
+// The plan's fragment asks the node's own container CLI.
+TEST(NodeProviderProbeScript, AsksTheNodesContainerCli) {
+  NodeSpec spec;
+  spec.container_cli = "podman";
+  const std::string script = NodeProvider().ProbeScript(DesiredResource{}, spec);
+  EXPECT_NE(script.find("podman ps --filter label=fleet.deployment"), std::string::npos);
+  EXPECT_EQ(script.find("docker"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fleet
