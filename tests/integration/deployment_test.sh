@@ -224,7 +224,9 @@ repo ', "display_ram": "unlocked", "gpu_memory": "24GiB"'
 expect_rc 2 plan --detailed-exitcode
 expect_out "gpu_memory fits: needs 24.0 GiB"
 expect_rc 0 plan -out "$WORK/saved.plan"
-on_node dgx2 "$CE rmi -f $R/fleet/serve@$D" >/dev/null
+# by its ID: a pulled image carries fleet's tags too, and removing one name
+# would only untag it
+on_node dgx2 "$CE rmi -f \$($CE image inspect --format '{{.Id}}' $R/fleet/serve@$D)" >/dev/null
 expect_rc 1 apply "$WORK/saved.plan"
 expect_out "is not on the node; refusing to start fleet-serve"
 ce_exists dgx2 image "$R/fleet/serve@$D" && fail "the image was pulled"
