@@ -25,12 +25,21 @@ done
 ctl_bytes() {  # bytes the controller sent + received on the LAN so far
   "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {printf "%.0f\n", s}'
 }
+# The node user's fabric temp dirs made by this test (a uid of an earlier,
+# killed run's node may be this run's now).
+: >"$WORK/started"
+fabric_dirs_of() { find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$1" -newer "$WORK/started"; }
 no_listener_on() {  # no openssl of the node's user runs, no fabric temp dir is left
   local user
   user=$(node_field "$1" user)
+  # the node's scripts end just after fleet has its answer: give them 5 s
+  local _
+  for _ in $(seq 50); do
+    pgrep -u "$user" -x openssl >/dev/null || [[ -n $(fabric_dirs_of "$user") ]] || return 0
+    sleep 0.1
+  done
   ! pgrep -u "$user" -x openssl >/dev/null || fail "$1: an openssl process is still running: $(pgrep -a -u "$user" -x openssl)"
-  ! ls -d /tmp/fleet-fabric.* 2>/dev/null | xargs -r stat -c %U | grep -qx "$user" ||
-    fail "$1: a fleet-fabric temp dir is left in /tmp"
+  fail "$1: a fleet-fabric temp dir is left in /tmp: $(fabric_dirs_of "$user" | xargs ls -la 2>&1 | head -20)"
 }
 has_config() { on_node "$1" "podman image exists $2"; }
 names_of() { on_node "$1" "podman images --format '{{.Repository}}:{{.Tag}}' | grep fleet/fab || true"; }
@@ -163,7 +172,11 @@ BIG='big={"repo": "fleet/fab-big", "revision": "'$REV2'", "source": "node:dgx1",
 mkrepo --image "$IMG" --model 'm={"repo": "fleet/fab-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2"]}' --model "$BIG"
 blobs=$(node_root dgx3)/hf/hub/models--fleet--fab-big/blobs
 # (the image step above SIGKILLed dgx1's send script, whose temp dir stays)
-src_dirs=$(find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$src_user" | sort)
+src_dirs=$(fabric_dirs_of "$src_user" | sort)
+# dgx1's fabric egress slowed for the kill: on an idle machine 120 MB cross
+# the veth in a fraction of a second, before the kill could land
+ns1=$(sed -n 's/^netns=//p' "$SIMDIR/nodes/dgx1/node.env")
+tc -n "$ns1" qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 256k latency 200ms
 fl apply --auto-approve &
 apply_pid=$!
 killed=
@@ -178,6 +191,7 @@ for _ in $(seq 400); do
 done
 rc=0
 wait "$apply_pid" || rc=$?
+tc -n "$ns1" qdisc del dev enp1s0f1np1 root
 [[ -n $killed ]] || fail "never saw the source's openssl s_client to kill"
 [[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
 grep -q "model.big@dgx3" "$WORK/out" "$WORK/err" || fail "the failed step is not named"
@@ -193,7 +207,7 @@ for f in "$blobs"/*; do
 done
 no_listener_on dgx3
 ! pgrep -u "$src_user" -x openssl >/dev/null || fail "dgx1: an openssl process is still running"
-[[ $(find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$src_user" | sort) == "$src_dirs" ]] ||
+[[ $(fabric_dirs_of "$src_user" | sort) == "$src_dirs" ]] ||
   fail "dgx1: the killed sender left a fleet-fabric temp dir"
 resumed_from=$(find "$blobs" -name '*.incomplete' -printf '%s\n' | sort -n | tail -n 1)
 expect_rc 0 apply --auto-approve
