@@ -29,6 +29,28 @@ ctl_bytes() {  # bytes the controller sent + received on the LAN so far
 # killed run's node may be this run's now).
 : >"$WORK/started"
 fabric_dirs_of() { find /tmp -maxdepth 1 -name 'fleet-fabric.*' -user "$1" -newer "$WORK/started"; }
+# apply_killing_sender DELAY PGREP-MATCH...: an apply in the background; the
+# first process of dgx1's user ($src_user) that pgrep matches is SIGKILLed
+# DELAY seconds after it shows. Sets killed (its pid, or empty) and rc.
+apply_killing_sender() {
+  local delay=$1 pid _
+  shift
+  fl apply --auto-approve &
+  local apply_pid=$!
+  killed=
+  for _ in $(seq 400); do
+    pid=$(pgrep -u "$src_user" "$@" | head -n 1 || true)
+    if [[ -n $pid ]]; then
+      sleep "$delay"
+      kill -KILL "$pid" 2>/dev/null && killed=$pid
+      break
+    fi
+    sleep 0.02
+  done
+  rc=0
+  wait "$apply_pid" || rc=$?
+}
+netns_of() { sed -n 's/^netns=//p' "$SIMDIR/nodes/$1/node.env"; }
 no_listener_on() {  # no openssl of the node's user runs, no fabric temp dir is left
   local user
   user=$(node_field "$1" user)
@@ -121,20 +143,7 @@ has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
 step "the source killed mid-transfer"
 on_node dgx2 "podman rmi -f $C >/dev/null"
 src_user=$(node_field dgx1 user)
-fl apply --auto-approve &
-apply_pid=$!
-killed=
-for _ in $(seq 400); do
-  pid=$(pgrep -u "$src_user" -f 's_client' | head -n 1 || true)
-  if [[ -n $pid ]]; then
-    sleep 0.1
-    kill -KILL "$pid" 2>/dev/null && killed=$pid
-    break
-  fi
-  sleep 0.02
-done
-rc=0
-wait "$apply_pid" || rc=$?
+apply_killing_sender 0.1 -f s_client
 [[ -n $killed ]] || fail "never saw the source's s_client to kill"
 [[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
 grep -q "image.fab@dgx2" "$WORK/out" "$WORK/err" || fail "the failed step is not named"
@@ -175,22 +184,9 @@ blobs=$(node_root dgx3)/hf/hub/models--fleet--fab-big/blobs
 src_dirs=$(fabric_dirs_of "$src_user" | sort)
 # dgx1's fabric egress slowed for the kill: on an idle machine 120 MB cross
 # the veth in a fraction of a second, before the kill could land
-ns1=$(sed -n 's/^netns=//p' "$SIMDIR/nodes/dgx1/node.env")
+ns1=$(netns_of dgx1)
 tc -n "$ns1" qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 256k latency 200ms
-fl apply --auto-approve &
-apply_pid=$!
-killed=
-for _ in $(seq 400); do
-  pid=$(pgrep -u "$src_user" -x openssl | head -n 1 || true)  # the sender, s_client
-  if [[ -n $pid ]]; then
-    sleep 0.3
-    kill -KILL "$pid" 2>/dev/null && killed=$pid
-    break
-  fi
-  sleep 0.02
-done
-rc=0
-wait "$apply_pid" || rc=$?
+apply_killing_sender 0.3 -x openssl  # the sender, s_client
 tc -n "$ns1" qdisc del dev enp1s0f1np1 root
 [[ -n $killed ]] || fail "never saw the source's openssl s_client to kill"
 [[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
@@ -221,7 +217,7 @@ step "the fabric gone between plan and apply: the copy goes through the controll
 on_node dgx4 "podman rmi -f $C >/dev/null"
 expect_rc 0 plan -out "$WORK/fab.plan"
 expect_out "dgx1 → dgx4 over fabric 10.77.0.0/24"
-ns4=$(sed -n 's/^netns=//p' "$SIMDIR/nodes/dgx4/node.env")
+ns4=$(netns_of dgx4)
 ip -n "$ns4" addr del 10.77.0.14/24 dev enp1s0f1np1
 before=$(ctl_bytes)
 expect_rc 0 apply "$WORK/fab.plan"
