@@ -9,28 +9,8 @@ set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 SIM="$HERE/fleet-sim"
 
-if [[ $EUID -ne 0 ]]; then
-	echo "SKIP: fleet-sim needs root"
-	exit 77
-fi
-for tool in /usr/sbin/sshd ssh python3 unshare ip tc nsenter openssl; do
-	command -v "$tool" >/dev/null || {
-		echo "SKIP: $tool not installed"
-		exit 77
-	}
-done
-
-PASS=0 FAIL=0
-ok() {
-	PASS=$((PASS + 1))
-	printf 'ok   %s\n' "$1"
-}
-not_ok() {
-	FAIL=$((FAIL + 1))
-	printf 'FAIL %s\n' "$1"
-	[[ -z ${2-} ]] || printf '     %s\n' "$2"
-}
-check_eq() { if [[ $2 == "$3" ]]; then ok "$1"; else not_ok "$1" "want '$2', got '$3'"; fi; }
+. "$HERE/selftest_lib.sh"
+selftest_require /usr/sbin/sshd ssh python3 unshare ip tc nsenter openssl
 
 DIR=$(mktemp -d /tmp/fleet-sim-net-test.XXXXXX)
 cleanup() {

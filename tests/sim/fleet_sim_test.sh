@@ -9,35 +9,13 @@ set -euo pipefail
 HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 SIM="$HERE/fleet-sim"
 
-if [[ $EUID -ne 0 ]]; then
-	echo "SKIP: fleet-sim needs root"
-	exit 77
-fi
-for tool in /usr/sbin/sshd ssh python3 unshare; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not installed"
-		exit 77
-	fi
-done
+. "$HERE/selftest_lib.sh"
+selftest_require /usr/sbin/sshd ssh python3 unshare
 
-PASS=0
-FAIL=0
-ok() {
-	PASS=$((PASS + 1))
-	printf 'ok   %s\n' "$1"
-}
-not_ok() {
-	FAIL=$((FAIL + 1))
-	printf 'FAIL %s\n' "$1"
-	[[ -z ${2-} ]] || printf '     %s\n' "$2"
-}
 check() { # check DESCRIPTION COMMAND...
 	local what=$1 out
 	shift
 	if out=$("$@" 2>&1); then ok "$what"; else not_ok "$what" "$(printf '%s' "$out" | tail -n 5 | tr '\n' ' ')"; fi
-}
-check_eq() { # check_eq DESCRIPTION WANT GOT
-	if [[ $2 == "$3" ]]; then ok "$1"; else not_ok "$1" "want '$2', got '$3'"; fi
 }
 check_ne() {
 	if [[ $2 != "$3" ]]; then ok "$1"; else not_ok "$1" "both '$2'"; fi
