@@ -116,19 +116,27 @@ net_up() {
 	ip -n "$fab" link set br0 mtu 9000
 }
 
-# net_down: removes what net_up made (idempotent). Deleting a netns deletes
-# the veth ends in it, and with them their peers.
+# net_down: removes what net_up made (idempotent). The LAN veths' host ends
+# are deleted by name first: deleting a netns frees the veths in it from a
+# kernel work queue, and under load their root-side peers outlived `stop` by
+# seconds (CI saw two left). Then it waits (5 s at most) until no link of
+# the tag is left in the root netns.
 net_down() {
 	load_sim
 	net_on || return 0
-	local t=${SIM[net_tag]} name
+	local t=${SIM[net_tag]} name try
 	for name in "${NAMES[@]}"; do
 		[[ -f $DIR/nodes/$name/node.env ]] || continue
 		load_node "$name"
+		[[ -n ${NODE[net_index]-} ]] && ip link del "${t}l${NODE[net_index]}" 2>/dev/null
 		[[ -n ${NODE[netns]-} ]] && ip netns del "${NODE[netns]}" 2>/dev/null
 	done
 	ip netns del "${t}f" 2>/dev/null
 	ip link del "${t}l" 2>/dev/null
+	for ((try = 0; try < 50; try++)); do
+		ip -o link show | grep -q -- "$t" || break
+		sleep 0.1
+	done
 	return 0
 }
 
