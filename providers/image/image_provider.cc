@@ -579,10 +579,26 @@ Result<ImageRecord> KeepPresent(const StepContext& ctx, const ImageRef& ref, con
   return record;
 }
 
+// A pull or copy the state does not know yet is recorded before it starts
+// (as a serve before its start, display RAM before its reload): if fleet
+// dies between the load and the save, the state still owns the image, so a
+// later --purge removes it; without the record the next plan found it,
+// named it for `fleet state adopt` and converged with it unrecorded
+// (tests/faults/kill9.sh). If the step fails, the record names an image the
+// node lacks: the next plan stages it again, --purge forgets the record.
+Status RecordBeforeStaging(const StepContext& ctx, const ImageRecord& record) {
+  if (ctx.record != nullptr || !ctx.checkpoint || record.image_id.empty()) return Status::OK();
+  return ctx.checkpoint(nlohmann::json(record));
+}
+
 Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std::string& config,
                          ImageRecord record) {
   const std::string& cli = ctx.node->container_cli;
   const std::string& node = ctx.node->name;
+  record.image_id = config;  // "" (not known before the pull): not recorded first
+  record.via = kViaPull;
+  Status first = RecordBeforeStaging(ctx, record);
+  if (!first.ok()) return first;
   Result<std::string> id = PullImage(ctx.transport, cli, ref, node, ctx.progress);
   if (!id.ok()) return id.status();
   if (!config.empty() && *id != config)
@@ -625,17 +641,19 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   spec.target_node = ctx.node->name;
   spec.target_cli = ctx.node->container_cli;
   spec.config = src.config;
-  Status s = CopyBytes(ctx, route, spec);
-  if (!s.ok()) return s;
   const std::vector<std::string> names = NamesForCopy(ref);
-  std::vector<std::string> marked = names;
-  marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
-  s = EnsureNames(ctx.transport, spec.target_cli, src.config, marked, ctx.progress);
-  if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   record.image_id = src.config;
   record.via = kViaCopy;
   record.from = src.node;
   record.names = names;
+  Status s = RecordBeforeStaging(ctx, record);
+  if (!s.ok()) return s;
+  s = CopyBytes(ctx, route, spec);
+  if (!s.ok()) return s;
+  std::vector<std::string> marked = names;
+  marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
+  s = EnsureNames(ctx.transport, spec.target_cli, src.config, marked, ctx.progress);
+  if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   return record;
 }
 

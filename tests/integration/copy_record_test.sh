@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# An image copy is recorded before it runs (providers/image, issue 14): fleet
+# killed (-9) after the copied image is loaded on the target, while it names
+# it, before the step's own state save, still owns the image: the state holds
+# image.bb@dgx2, the re-apply converges without copying again, and dropping
+# the image with --purge removes it from dgx2. Before the fix the re-apply
+# found the copy unrecorded (a note: `fleet state adopt`), converged with it
+# out of the state, and --purge left it on the node (tests/faults/kill9.sh).
+source "$(dirname "$0")/lib.sh"
+source "$ROOT/tests/integration/registry.sh"
+
+registry_start
+D=$(image_push fleet/serve v1 2)
+start_fleet 2 --insecure-registry "$REGISTRY"
+on_node dgx1 "$(node_field dgx1 engine) pull -q $REGISTRY/fleet/serve@$D" >/dev/null || fail "pull on dgx1"
+CLI=$(node_field dgx2 engine)
+mkrepo --image "bb={\"ref\": \"$REGISTRY/fleet/serve@$D\", \"source\": \"peers\", \"nodes\": [\"dgx1\", \"dgx2\"]}"
+
+# dgx2's engine CLI, first on the node's PATH, holds every `tag` (the naming
+# after the load) until the test lets it go.
+R2=$(node_root dgx2)
+cat >"$R2/bin/$CLI" <<EOF
+#!/bin/sh
+if [ "\$1" = tag ]; then
+  : >/srv/sim/tagging
+  while [ ! -e /srv/sim/release ]; do sleep 0.1; done
+fi
+exec /usr/bin/$CLI "\$@"
+EOF
+chmod 0755 "$R2/bin/$CLI"
+
+step "apply, killed while the copied image is being named on dgx2"
+"$FLEET" -C "$REPO" --no-color apply --auto-approve >"$WORK/apply.log" 2>&1 </dev/null &
+pid=$!
+for ((i = 0; i < 600; i++)); do
+  [[ -e $R2/sim/tagging ]] && break
+  kill -0 "$pid" 2>/dev/null || { cat "$WORK/apply.log"; fail "the apply ended before the copy's naming"; }
+  sleep 0.1
+done
+[[ -e $R2/sim/tagging ]] || fail "no tag on dgx2 within 60 s"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null || true
+touch "$R2/sim/release"
+rm -f "$R2/bin/$CLI"
+! grep -q 'image.bb@dgx2: complete' "$WORK/apply.log" || fail "the step finished before the kill"
+python3 - "$(state_file)" <<'PY' || fail "image.bb@dgx2 is not recorded as copied after the kill"
+import json, sys
+recs = {r["address"]: r for r in json.load(open(sys.argv[1]))["resources"]}
+a = recs["image.bb@dgx2"]["attributes"]
+assert a["via"] == "copy" and a["from"] == "dgx1" and a["image_id"], a
+PY
+
+step "the re-apply names the image without copying it again, and converges"
+expect_rc 0 apply --auto-approve
+expect_no_out "save | load"
+assert_converged
+python3 -c 'import json,sys; r={x["address"] for x in json.load(open(sys.argv[1]))["resources"]}; sys.exit("image.bb@dgx2" not in r)' \
+  "$(state_file)" || fail "image.bb@dgx2 left the state"
+
+step "dropping the image with --purge removes the copy from dgx2, not dgx1's own"
+mkrepo
+expect_rc 0 apply --auto-approve --purge
+[[ $(on_node dgx2 "$CLI images -q | wc -l") == 0 ]] || fail "dgx2 still holds an image"
+ce_exists dgx1 image "$REGISTRY/fleet/serve@$D" || fail "dgx1's own image was removed"
+assert_converged
+echo PASS
