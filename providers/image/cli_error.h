@@ -10,8 +10,12 @@ namespace fleet {
 
 // From the last line that starts with "Error" (else the last three lines) to
 // the end, lines joined by " / ", trimmed, at most `max` characters (cut at
-// the end, marked "...").
+// the end, marked "..."). A line saying "no space left on device" (ENOSPC)
+// is the cause wherever it is: then "no space left on device: LINE" alone.
 std::string CliErrorText(const std::string& output, size_t max = 600);
+
+// Whether `text` says "no space left on device" (any case): ENOSPC.
+bool ContainsNoSpace(const std::string& text);
 
 }  // namespace fleet
 

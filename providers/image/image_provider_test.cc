@@ -526,6 +526,16 @@ TEST(CliErrorTest, KeepsTheCauseNotTheProgress) {
                          " * docker-archive: unexpected EOF\n"),
             "Error: payload does not match any of the supported image formats: / * oci: open "
             "index.json: not a directory / * docker-archive: unexpected EOF");
+  // ENOSPC first, wherever podman's format guesses put it (a full image storage).
+  EXPECT_EQ(CliErrorText("Error: payload does not match any of the supported image formats:\n"
+                         " * oci: open index.json: not a directory\n"
+                         " * docker-archive: writing blob: ApplyLayer stderr: write /payload: no "
+                         "space left on device exit status 1\n"
+                         " * dir: open manifest.json: not a directory\n"),
+            "no space left on device: docker-archive: writing blob: ApplyLayer stderr: write "
+            "/payload: no space left on device exit status 1");
+  EXPECT_TRUE(ContainsNoSpace("write /x: No space left on device"));
+  EXPECT_FALSE(ContainsNoSpace("no space left"));
   EXPECT_EQ(CliErrorText("a\nb\nc\nd\n"), "b / c / d");
   EXPECT_EQ(CliErrorText(std::string(1000, 'x'), 10), "xxxxxxxxxx...");
   EXPECT_EQ(CliErrorText(""), "");

@@ -217,6 +217,9 @@ Status FinishImageCopy(const CopySpec& spec, std::string problem,
   } else if (!still.ok()) {
     cleanup += "; could not check for a leftover image: " + still.status().message();
   }
+  if (ContainsNoSpace(problem))
+    cleanup += "; the image storage of " + spec.target_cli + " on " + spec.target_node +
+               " is full: free space there and apply again";
   return Status::Error("copy " + what + " failed after " + what_moved + ": " + problem + cleanup);
 }
 

@@ -160,7 +160,11 @@ Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide
   if (!write_result.ok()) return write_result.status().Prefixed("writing " + what);
   if (write_result->exit_code != 0)
     return Status::Error(dst->Describe() + ": writing " + what + " exited " +
-                         std::to_string(write_result->exit_code) + ": " + Trim(write_result->err));
+                         std::to_string(write_result->exit_code) + ": " + Trim(write_result->err) +
+                         (write_result->err.find("No space left on device") != std::string::npos
+                              ? " (the disk of its HF cache is full: free space there and apply "
+                                "again; what was written is kept as .incomplete and resumed)"
+                              : ""));
   if (!read_result.ok()) return read_result.status().Prefixed("reading " + what);
   if (read_result->exit_code != 0)
     return Status::Error(src->Describe() + ": reading " + what + " exited " +

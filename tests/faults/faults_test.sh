@@ -8,6 +8,7 @@ export FAULT_MODEL_KB=${FAULT_MODEL_KB:-1024}
 export FAULT_MODEL_SHARDS=${FAULT_MODEL_SHARDS:-3}
 export FAULT_MODPROBE_DELAY=${FAULT_MODPROBE_DELAY:-0.4}
 export TRIALS=${FAULTS_TEST_TRIALS:-1}
+export FAULT_DISK_SIZE=${FAULT_DISK_SIZE:-256m}  # disk.sh fills these tmpfs
 # Known failure left out of CI (bench/faults.sh reports it): an image or
 # model copy that finished just before a kill -9 is not recorded on re-apply.
 export FAULT_STRICT_RECORDS=0
@@ -17,8 +18,9 @@ source "$HERE/lib.sh"
 # stall is left out for time (each trial waits out the 45 s stall bound);
 # its bound is checked in CI by transport_test (StalledServer...), and the
 # fault itself by bench/faults.sh.
-FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh})
+FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh disk})
 for f in "${FAULTS[@]}"; do source "$HERE/$f.sh"; done
+DISK_FIRST=$((FAULT_SEED % 2))  # one disk trial: staging or load, by the seed
 
 step "scene (seed $FAULT_SEED)"
 scene_start

@@ -32,6 +32,10 @@ FAULT_MODEL_KB=${FAULT_MODEL_KB:-4096}
 FAULT_MODPROBE_DELAY=${FAULT_MODPROBE_DELAY:-0.6}
 FAULT_RETRIES=${FAULT_RETRIES:-3}
 FAULT_APPLY_LIMIT=${FAULT_APPLY_LIMIT:-240}  # seconds an apply may take before it counts as hung
+# Each node's HF cache and image storage on a tmpfs of this size (fleet-sim
+# --disk), which disk.sh fills; "" (the default but for disk.sh and
+# faults_test) keeps them on the host's disk.
+FAULT_DISK_SIZE=${FAULT_DISK_SIZE-}
 REV=$(printf 'fleet-fault-test' | sha1sum | cut -c1-40)
 MODEL_DIR=models--org--tiny
 TARGETS=(dgx2 dgx3)
@@ -62,7 +66,7 @@ scene_start() {  # scene_start [fleet-sim start options]
   D=$(image_push fleet/serve v1 "$FAULT_IMAGE_MB")
   R=$REGISTRY
   PORT=$(free_port)
-  start_fleet 3 --insecure-registry "$R" "$@"
+  start_fleet 3 --insecure-registry "$R" ${FAULT_DISK_SIZE:+--disk "$FAULT_DISK_SIZE"} "$@"
   on_node dgx1 "podman pull -q $R/fleet/serve@$D" >/dev/null || fail "pull on dgx1"
   python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo org/tiny \
     --revision "$REV" --shards "$FAULT_MODEL_SHARDS" --shard-kb "$FAULT_MODEL_KB" \
@@ -332,6 +336,7 @@ repair_after_failure() {
   local n
   for n in "${TARGETS[@]}"; do  # a stalled trial may have left stopped sessions
     kill -CONT $(session_pids "$n") 2>/dev/null || true
+    "$SIM" disk-free "$SIMDIR" "$n" 2>/dev/null || true  # a disk.sh trial's filler
   done
   repo_up
   fl state adopt deployment.serve@dgx2 || true
