@@ -7,16 +7,19 @@
 #   stage: the target's HF cache fills as its model staging begins (the
 #          files are then written until one meets the full disk);
 #   load:  the target's image storage fills as its image copy begins
-#          (`podman load` then meets the full disk).
+#          (`podman load` then meets the full disk);
+#   before: both of a target's disks are full before the apply: the plan
+#          must refuse the staging (it reads the free space) naming the
+#          node and the figures, and apply nothing.
 # The apply must end with exit 1 and an error naming the node and the cause
 # (ENOSPC, "No space left on device"); nothing half-written may be left
 # under its final name (every blob hashes to its name, no image of the scene
 # under its name but the whole one); the node's staging lock is released;
 # then the lib.sh invariants of the state. The space is freed (disk-free),
 # and a re-apply must converge as after every fault.
-# DISK_FIRST=1 starts the rotation at load (faults_test: by the seed).
+# DISK_FIRST=N starts the rotation at DISK_MOMENTS[N] (faults_test: by the seed).
 #   TRIALS=N bash tests/faults/disk.sh
-DISK_MOMENTS=(stage load)
+DISK_MOMENTS=(stage load before)
 FAULT_DISK_LEAVE=${FAULT_DISK_LEAVE:-256k}
 
 # check_blobs NODE: every finished blob of the model on NODE hashes to its
@@ -65,13 +68,25 @@ event_load_begun() { step_running 'image\.bb@dgx[23]'; }
 
 trial_disk() {
   local moment=${DISK_MOMENTS[$((($1 - 1 + ${DISK_FIRST:-0}) % ${#DISK_MOMENTS[@]}))]} node kind ev rc=0
+  local cause='no space left|ENOSPC'
   case $moment in
     stage) kind=hf ev=stage_begun ;;
     load) kind=images ev=load_begun ;;
+    before) cause='needs .* free at' ;;  # the plan's figures (model_diff NoSpaceError)
   esac
   scene_reset
-  start_up_apply
-  if node=$(wait_event "$ev" "$APPLY_PID"); then
+  if [[ $moment == before ]]; then
+    node=${TARGETS[$((RANDOM % ${#TARGETS[@]}))]}
+    "$SIM" disk-fill "$SIMDIR" "$node" hf "$FAULT_DISK_LEAVE" || fail "disk-fill $node hf"
+    "$SIM" disk-fill "$SIMDIR" "$node" images "$FAULT_DISK_LEAVE" || fail "disk-fill $node images"
+    note "full-before=$node"
+    start_up_apply
+  else
+    start_up_apply
+  fi
+  if [[ $moment == before ]]; then
+    :
+  elif node=$(wait_event "$ev" "$APPLY_PID"); then
     "$SIM" disk-fill "$SIMDIR" "$node" "$kind" "$FAULT_DISK_LEAVE" || fail "disk-fill $node $kind"
     note "full=$kind@$node"
   else
@@ -81,9 +96,9 @@ trial_disk() {
   check_apply_outcome "$rc" "${node-}"
   if [[ -n ${node-} ]]; then
     [[ $rc == 1 ]] || { "$SIM" disk-free "$SIMDIR" "$node"; fail "the apply succeeded on a full disk"; }
-    grep -E '^Error' "$WORK/apply.log" | grep "$node" | grep -qiE 'no space left|ENOSPC' ||
-      fail "no error names $node and the cause (no space left): $(grep -m1 '^Error' "$WORK/apply.log" | cut -c1-300)"
-    grep -E '^Error' "$WORK/apply.log" | grep -qiE 'no space left|ENOSPC' && note "cause-named"
+    grep -E '^Error' "$WORK/apply.log" | grep "$node" | grep -qiE "$cause" ||
+      fail "no error names $node and the cause ($cause): $(grep -m1 '^Error' "$WORK/apply.log" | cut -c1-300)"
+    note "cause-named"
   fi
   check_state_after_fault "$WORK/apply.log"
   local n

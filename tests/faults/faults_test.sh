@@ -20,7 +20,7 @@ source "$HERE/lib.sh"
 # fault itself by bench/faults.sh.
 FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh disk})
 for f in "${FAULTS[@]}"; do source "$HERE/$f.sh"; done
-DISK_FIRST=$((FAULT_SEED % 2))  # one disk trial: staging or load, by the seed
+DISK_FIRST=$((FAULT_SEED % 3))  # one disk trial: staging, load or full before, by the seed
 
 step "scene (seed $FAULT_SEED)"
 scene_start

@@ -249,10 +249,10 @@ check_clean() {
   # A serve fleet started must be in the state: a plan that merely notes an
   # unrecorded, matching serve ("fleet state adopt takes it over") converges
   # but has lost it (a later drop from the manifests leaves it running).
-  # The same for an image copied or a model staged (FAULT_STRICT_RECORDS=1,
-  # the default): a known failure (README, "Faults"): killed between the copy
-  # and the save, the re-apply finds the copy and does not record it, so a
-  # later --purge leaves it. faults_test (CI) sets 0.
+  # The same for an image copied or a model staged (FAULT_STRICT_RECORDS=0
+  # skips it): killed between the copy and the save, the re-apply found the
+  # copied image complete and did not record it, so a later --purge left it
+  # (fixed: fleet records a copy before it starts; copy_record_test).
   local strict=()
   [[ ${FAULT_STRICT_RECORDS:-1} == 0 ]] || strict=(--has image.bb@dgx2 --has model.m@dgx2)
   errs=$(python3 "$ROOT/tests/faults/state_check.py" "$(state_file)" --unlocked dgx2 \
