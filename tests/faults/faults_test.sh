@@ -9,9 +9,6 @@ export FAULT_MODEL_SHARDS=${FAULT_MODEL_SHARDS:-3}
 export FAULT_MODPROBE_DELAY=${FAULT_MODPROBE_DELAY:-0.4}
 export TRIALS=${FAULTS_TEST_TRIALS:-1}
 export FAULT_DISK_SIZE=${FAULT_DISK_SIZE:-256m}  # disk.sh fills these tmpfs
-# Known failure left out of CI (bench/faults.sh reports it): an image or
-# model copy that finished just before a kill -9 is not recorded on re-apply.
-export FAULT_STRICT_RECORDS=0
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 # Faults known to fail are left out here and listed by bench/faults.sh.
