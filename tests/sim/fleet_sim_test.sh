@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Self-test of tests/sim/fleet-sim: starts 3 simulated nodes with a power
 # switch server, checks them with plain OpenSSH and HTTP, switches them off and
-# on, stops them and checks that nothing is left behind.
+# on, stops them and checks that nothing is left behind; --disk and disk-fill.
 # Exit 0: all passed; 1: a check failed; 77: skipped (not root / no sshd).
 # Safe to run concurrently with other sims (own DIR, random users, free ports).
 set -euo pipefail
@@ -37,12 +37,14 @@ globs() { [[ $1 == $2 ]]; }
 DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
 GPU_DIR=$DIR.gpu
 DOCKER_DIR=$DIR.docker
+DISK_DIR=$DIR.disk
 cleanup() {
 	local rc=$?
 	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$GPU_DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$DOCKER_DIR" --purge >/dev/null 2>&1 || true
-	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR"
+	"$SIM" stop "$DISK_DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR" "$DISK_DIR"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -298,6 +300,34 @@ check_eq "spark: the display RAM unlock frees unlock_gain_bytes (2 GiB)" "105548
 out=$(ssh_node 2 "$cuda_free 2>&1 | tail -n 1" 2>&1) || true
 check_if "plain: no CUDA driver" "$out" globs "$out" '*libcuda.so.1*'
 check "fleet-sim stop --purge (GPU sim)" "$SIM" stop "$GPU_DIR" --purge
+
+# ---------------------------------------------------------------- disks
+# --disk: the HF cache and the image storage on their own tmpfs, one
+# filesystem for node and host; disk-fill makes the node's writes fail.
+if "$SIM" start "$DISK_DIR" --nodes 1 --disk 16m >/dev/null 2>&1; then
+	ok "fleet-sim start --disk 16m"
+	DIR=$DISK_DIR
+	read -r PORTS[0] USERS[0] ROOTS[0] < <(python3 -c '
+import json, sys
+n = json.load(open(sys.argv[1]))["nodes"][0]
+print(n["port"], n["user"], n["root"])' "$DIR/sim.json")
+	out=$(ssh_node 0 'echo from-node >/srv/hf/hub/x && df -B1M --output=size /srv/hf ~/.local/share/containers | tail -n +2 | tr -d " " | tr "\n" " "' 2>&1) || true
+	check_eq "dgx1: /srv/hf and ~/.local/share/containers are 16 MiB each" "16 16 " "$out"
+	check_eq "the host reads what the node wrote there" "from-node" "$(cat "${ROOTS[0]}/hf/hub/x" 2>&1)"
+	check "disk-fill dgx1 hf 1M" "$SIM" disk-fill "$DIR" dgx1 hf 1M
+	out=$(ssh_node 0 'head -c 2M /dev/zero 2>&1 >/srv/hf/hub/y; echo rc=$?' 2>&1) || true
+	check_if "dgx1: writing 2 MiB there fails: no space left" "$out" globs "$out" '*No space left on device*rc=1'
+	check "disk-fill dgx1 images 1M" "$SIM" disk-fill "$DIR" dgx1 images 1M
+	out=$(ssh_node 0 'head -c 2M /dev/zero 2>&1 >~/.local/share/containers/y; echo rc=$?' 2>&1) || true
+	check_if "dgx1: the image storage is full too" "$out" globs "$out" '*No space left on device*rc=1'
+	check "disk-free dgx1" "$SIM" disk-free "$DIR" dgx1
+	out=$(ssh_node 0 'head -c 2M /dev/zero >/srv/hf/hub/y && echo written' 2>&1) || true
+	check_eq "dgx1: after disk-free the write fits" "written" "$out"
+	check "fleet-sim stop --purge (disk sim)" "$SIM" stop "$DIR" --purge
+	check "stop unmounts the disks" bash -c "! grep -qF '$DIR/' /proc/mounts"
+else
+	not_ok "fleet-sim start --disk 16m"
+fi
 
 # ---------------------------------------------------------------- docker engine
 # --engine mixed: dgx1 docker (its own dockerd, GPU toolkit stand-in), dgx2 podman.
