@@ -59,7 +59,8 @@ struct NodeHashReport {
 
 // Hashes the listed files in place on the node (OpenSSL's CLI, else
 // sha256sum, for sha256 blobs; git's blob sha1 for the others), `parallel`
-// files at a time, or as many as the node has cores when `parallel` <= 0.
+// files at a time, largest first; when `parallel` <= 0, as many as the node
+// has cores, or all at once when that is up to four per core.
 // `on_file` is called as each file is done (path, size), for progress.
 Result<NodeHashReport> DeepVerifyOnNode(
     Transport* t, const HubLocation& loc, const Listing& files, int parallel,
