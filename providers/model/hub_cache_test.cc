@@ -257,11 +257,14 @@ TEST(HubCache, DeepVerifyHashesEveryBlobAgainstItsName) {
   Listing listing = ListingFromProbe(RunProbe(t.get(), cache));
   ASSERT_EQ(listing.size(), 6u);
   uint64_t seen = 0;
-  Result<std::vector<std::string>> r = DeepVerifyOnNode(
+  Result<NodeHashReport> r = DeepVerifyOnNode(
       t.get(), loc, listing, 2, [&](const std::string&, uint64_t size) { seen += size; });
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(r->empty()) << JoinProblems(*r);
+  EXPECT_TRUE(r->problems.empty()) << JoinProblems(r->problems);
   EXPECT_EQ(seen, ListingBytes(listing));
+  // The script reports what it ran at once and what the hashing cost.
+  EXPECT_EQ(r->files_at_once, 2);
+  EXPECT_GE(r->cpu_seconds, 0.0);
   // One flipped byte in a shard and in a git blob: both named.
   const std::string snap = cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/";
   for (const char* f : {"model-00002-of-00003.safetensors", "config.json"}) {
@@ -270,11 +273,27 @@ TEST(HubCache, DeepVerifyHashesEveryBlobAgainstItsName) {
     data[data.size() / 2] ^= 1;
     WriteFile(path, data);
   }
-  r = DeepVerifyOnNode(t.get(), loc, listing, 2, nullptr);
+  r = DeepVerifyOnNode(t.get(), loc, listing, 0, nullptr);  // 0: the node's cores
   ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->size(), 2u) << JoinProblems(*r);
-  EXPECT_EQ((*r)[0].rfind("config.json: content hash ", 0), 0u) << (*r)[0];
-  EXPECT_EQ((*r)[1].rfind("model-00002-of-00003.safetensors: content hash ", 0), 0u) << (*r)[1];
+  const std::vector<std::string>& bad = r->problems;
+  ASSERT_EQ(bad.size(), 2u) << JoinProblems(bad);
+  EXPECT_EQ(bad[0].rfind("config.json: content hash ", 0), 0u) << bad[0];
+  EXPECT_EQ(bad[1].rfind("model-00002-of-00003.safetensors: content hash ", 0), 0u) << bad[1];
+  EXPECT_GE(r->files_at_once, 1);
+}
+
+TEST(HubCache, NodeHashTimesReadBashTimesOutput) {
+  NodeHashReport r;
+  ParseNodeHashTimes("noise\nfleet-hash-times 3\n0m0.010s 0m0.002s\n1m2.500s 0m0.250s\n", &r);
+  EXPECT_EQ(r.files_at_once, 3);
+  EXPECT_DOUBLE_EQ(r.cpu_seconds, 62.75);
+  NodeHashReport none;
+  ParseNodeHashTimes("fleet-hash-times 2\n0m0.010s 0m0.002s\nnot times\n", &none);
+  EXPECT_EQ(none.files_at_once, 2);
+  EXPECT_EQ(none.cpu_seconds, -1);
+  NodeHashReport absent;
+  ParseNodeHashTimes("", &absent);
+  EXPECT_EQ(absent.files_at_once, 0);
 }
 
 TEST(HubCache, AbsentCacheStillReportsFreeSpace) {

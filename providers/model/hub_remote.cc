@@ -143,30 +143,20 @@ Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc
   return h;
 }
 
-Result<std::vector<std::string>> DeepVerifyOnNode(
-    Transport* t, const HubLocation& loc, const Listing& files, int parallel,
-    const std::function<void(const std::string& path, uint64_t size)>& on_file) {
-  using R = Result<std::vector<std::string>>;
-  std::vector<std::string> sha256, git;
-  std::map<std::string, const ListedFile*> by_path;
-  std::vector<std::string> problems;
-  for (const ListedFile& f : files) {
-    by_path[f.path] = &f;
-    switch (BlobHashKindOf(f.blob)) {
-      case BlobHashKind::kSha256:
-        sha256.push_back(f.path);
-        break;
-      case BlobHashKind::kGitSha1:
-        git.push_back(f.path);
-        break;
-      default:
-        problems.push_back(f.path + ": no blob name to check it against");
-        break;
-    }
-  }
+namespace {
+
+// The node-side hashing script: one line "<hex>  <path>" or "<hex> *<path>"
+// per file on stdout; on stderr, the processes at once and bash's `times`
+// (the second line is the CPU of every process it waited for, the hashers
+// included), so the report can say what the hashing cost the node.
+std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::string>& sha256,
+                             const std::vector<std::string>& git, int parallel) {
   std::string script = RepoPrelude(loc) +
                        "cd -- \"$m/snapshots/$r\" 2>/dev/null || { echo \"no snapshot $r\" >&2; "
-                       "exit 3; }\n";
+                       "exit 3; }\n"
+                       "p=" +
+                       std::to_string(std::max(0, parallel)) +
+                       "; [ \"$p\" -gt 0 ] || p=$(nproc 2>/dev/null) || p=4\n";
   if (!git.empty()) {
     script +=
         "command -v sha1sum >/dev/null || { echo 'sha1sum not found on the node' >&2; exit 127; "
@@ -187,9 +177,70 @@ Result<std::vector<std::string>> DeepVerifyOnNode(
         "if command -v openssl >/dev/null 2>&1; then h='openssl dgst -sha256 -r'\n"
         "elif command -v sha256sum >/dev/null 2>&1; then h=sha256sum\n"
         "else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi\n";
-    script +=
-        NulList(dotted) + " | xargs -0 -n 1 -P " + std::to_string(std::max(1, parallel)) + " $h\n";
+    // Up to four files per core: all at once, so that 3 shards (and a few
+    // small files) on 2 cores take 1.5 shards' time, not 2 (the kernel
+    // shares the cores). More: one per core, largest first.
+    const std::string n = std::to_string(sha256.size());
+    if (parallel <= 0) script += "[ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
+    script += "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
+              " | xargs -0 -n 1 -P \"$p\" $h || exit $?\n";
   }
+  return script + "echo \"fleet-hash-times $p\" >&2; times >&2\n";
+}
+
+// "1m2.500s" -> 62.5; -1 when it is not bash's `times` format.
+double TimesSeconds(const std::string& word) {
+  size_t m = word.find('m');
+  if (m == std::string::npos || word.size() < m + 3 || word.back() != 's') return -1;
+  try {
+    return std::stod(word.substr(0, m)) * 60 + std::stod(word.substr(m + 1, word.size() - m - 2));
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+void ParseNodeHashTimes(const std::string& err, NodeHashReport* report) {
+  std::istringstream in(err);
+  std::string line;
+  while (std::getline(in, line) && line.rfind("fleet-hash-times ", 0) != 0) {
+  }
+  if (!in) return;
+  report->files_at_once = std::atoi(line.c_str() + 17);
+  std::string shell, children;
+  if (!std::getline(in, shell) || !std::getline(in, children)) return;
+  std::istringstream words(children);
+  std::string user, sys;
+  words >> user >> sys;
+  const double u = TimesSeconds(user), s = TimesSeconds(sys);
+  if (u >= 0 && s >= 0) report->cpu_seconds = u + s;
+}
+
+Result<NodeHashReport> DeepVerifyOnNode(
+    Transport* t, const HubLocation& loc, const Listing& files, int parallel,
+    const std::function<void(const std::string& path, uint64_t size)>& on_file) {
+  std::vector<std::string> sha256, git;
+  std::map<std::string, const ListedFile*> by_path;
+  NodeHashReport report;
+  std::vector<std::string>& problems = report.problems;
+  for (const ListedFile& f : files) {
+    by_path[f.path] = &f;
+    switch (BlobHashKindOf(f.blob)) {
+      case BlobHashKind::kSha256:
+        sha256.push_back(f.path);
+        break;
+      case BlobHashKind::kGitSha1:
+        git.push_back(f.path);
+        break;
+      default:
+        problems.push_back(f.path + ": no blob name to check it against");
+        break;
+    }
+  }
+  std::stable_sort(sha256.begin(), sha256.end(), [&](const std::string& a, const std::string& b) {
+    return by_path[a]->size > by_path[b]->size;
+  });
   std::map<std::string, std::string> digests;
   std::string partial;
   // "<hex>  <path>" (sha256sum, sha1sum) or "<hex> *<path>" (openssl -r).
@@ -202,17 +253,19 @@ Result<std::vector<std::string>> DeepVerifyOnNode(
     auto it = by_path.find(path);
     if (on_file && it != by_path.end()) on_file(path, it->second->size);
   };
-  Result<CommandResult> r = t->RunStreaming(script, [&](std::string_view chunk) {
-    partial.append(chunk);
-    size_t nl;
-    while ((nl = partial.find('\n')) != std::string::npos) {
-      take_line(partial.substr(0, nl));
-      partial.erase(0, nl + 1);
-    }
-    return true;
-  });
+  Result<CommandResult> r =
+      t->RunStreaming(DeepVerifyScript(loc, sha256, git, parallel), [&](std::string_view chunk) {
+        partial.append(chunk);
+        size_t nl;
+        while ((nl = partial.find('\n')) != std::string::npos) {
+          take_line(partial.substr(0, nl));
+          partial.erase(0, nl + 1);
+        }
+        return true;
+      });
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "hashing blobs", *r);
+  ParseNodeHashTimes(r->err, &report);
   for (const ListedFile& f : files) {
     if (BlobHashKindOf(f.blob) == BlobHashKind::kNone) continue;
     auto it = digests.find(f.path);
@@ -222,7 +275,7 @@ Result<std::vector<std::string>> DeepVerifyOnNode(
       problems.push_back(f.path + ": content hash " + it->second.substr(0, 16) +
                          "... does not match its blob " + f.blob.substr(0, 16) + "... (corrupt)");
   }
-  return R(problems);
+  return report;
 }
 
 Status FixLegacyLayout(Transport* t, const HubLocation& loc) {

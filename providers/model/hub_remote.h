@@ -50,13 +50,25 @@ std::string SnapshotHeadersScript(const HubLocation& loc);
 // Parses ReadSnapshotHeaders' framed output (exposed for tests).
 Result<SnapshotHeaders> ParseHeaderStream(const std::string& out);
 
-// Hashes the listed files in place on the node (sha256sum for sha256 blobs,
-// git's blob sha1 for the others; `parallel` files at a time) and returns
-// one problem per file whose content does not match its blob name.
+// What a deep verify on the node found, and what it cost the node.
+struct NodeHashReport {
+  std::vector<std::string> problems;  // one per file that does not match its blob name
+  int files_at_once = 0;              // hashing processes run at once (0: not reported)
+  double cpu_seconds = -1;            // the hashing processes' user+sys CPU (-1: not reported)
+};
+
+// Hashes the listed files in place on the node (OpenSSL's CLI, else
+// sha256sum, for sha256 blobs; git's blob sha1 for the others), `parallel`
+// files at a time, largest first; when `parallel` <= 0, as many as the node
+// has cores, or all at once when that is up to four per core.
 // `on_file` is called as each file is done (path, size), for progress.
-Result<std::vector<std::string>> DeepVerifyOnNode(
+Result<NodeHashReport> DeepVerifyOnNode(
     Transport* t, const HubLocation& loc, const Listing& files, int parallel,
     const std::function<void(const std::string& path, uint64_t size)>& on_file);
+
+// Reads the hashing script's trailer on stderr ("fleet-hash-times P" and
+// bash's `times` lines) into `report`. Exposed for tests.
+void ParseNodeHashTimes(const std::string& err, NodeHashReport* report);
 
 // Legacy layout: makes <cache>/models--x a RELATIVE symlink to
 // ../models--x (an absolute one dangles inside a container whose mount

@@ -21,6 +21,7 @@
 
 #include "providers/model/completeness.h"
 #include "providers/model/hub_cache.h"
+#include "providers/model/hub_remote.h"
 #include "providers/model/model_attrs.h"
 #include "providers/model/model_copy.h"
 #include "providers/model/model_provider.h"
@@ -92,7 +93,7 @@ class ModelStaging {
   // not: the copy goes through the controller then).
   Result<bool> FabricStillUsable();
   Status CopySourceRefs();
-  Result<std::vector<std::string>> HashHere(const Listing& todo, ProgressMeter* meter);
+  Result<NodeHashReport> HashHere(const Listing& todo, ProgressMeter* meter);
   Status RunOnRepo(const std::string& script, const std::string& what);
   bool RefToWrite() const;
   bool MayDownload() const { return step_.want.FromHub() && !step_.want.self_source && !in_place_; }

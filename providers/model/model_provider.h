@@ -40,7 +40,7 @@ namespace fleet {
 
 struct ModelProviderOptions {
   int copy_streams = 2;   // files copied at once between two nodes
-  int hash_parallel = 4;  // files hashed at once by a deep verify
+  int hash_parallel = 0;  // files hashed at once by a deep verify; <= 0: the node's cores
   // {repo} {revision} {cache} are replaced; empty: DefaultDownloadCommand().
   std::vector<std::string> download_command;
   // A fresh transport to a node, for streams and the lock keeper; default
