@@ -5,7 +5,8 @@
 # - with fabric_env: true, each rank's running container (read through the
 #   node's engine) has NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and
 #   UCX_NET_DEVICES naming the fabric netdev, NCCL_IB_HCA the active HCA,
-#   NCCL_IB_GID_INDEX the GID, MASTER_ADDR the head's fabric address; the
+#   NCCL_IB_GID_INDEX the GID, MASTER_ADDR the head's fabric address and
+#   MASTER_PORT torch's default 29500; the
 #   worker's {head_fabric_addr} argument is the head's; the recipe's own env
 #   wins; the head serves; converged;
 # - a node declared on another fabric subnet is a plan error naming both
@@ -60,6 +61,7 @@ expect_rc 0 validate
 expect_rc 2 plan --detailed-exitcode
 expect_out "deployment.pair@dgx2"
 expect_out "MASTER_ADDR"
+expect_out '"MASTER_PORT":"29500"'
 expect_out "10.77.0.11"
 expect_out "enp1s0f1np1"
 expect_rc 0 apply --auto-approve
@@ -71,6 +73,7 @@ for n in dgx1 dgx2; do
   env_is $n NCCL_IB_HCA rocep1s0f1
   env_is $n NCCL_IB_GID_INDEX 3
   env_is $n MASTER_ADDR 10.77.0.11
+  env_is $n MASTER_PORT 29500
   env_is $n UCX_NET_DEVICES all  # the recipe's own env wins
   env_is $n NCCL_DEBUG INFO
 done
