@@ -38,7 +38,8 @@ rootfs=$WORK/rootfs
 mkdir -p "$rootfs/bin"
 cp "$(command -v busybox)" "$rootfs/bin/busybox"
 ln -s busybox "$rootfs/bin/sh"
-tar -C "$rootfs" -c . | ce dgx1 "import - localhost/fleet/pair:sha256-${D#sha256:} >/dev/null"
+quiet=; [[ $CE == podman ]] && quiet=-q  # docker import has no -q
+tar -C "$rootfs" -c . | ce dgx1 "import $quiet - localhost/fleet/pair:sha256-${D#sha256:} >/dev/null"
 IMG='bb={"ref": "localhost/fleet/pair@'$D'", "source": "node:dgx1"}'
 
 # The head serves {port} with busybox httpd; the worker sleeps and says
