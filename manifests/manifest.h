@@ -165,7 +165,7 @@ struct DeploymentSpec {
   // shared: true on every deployment of a node lets them run together.
   bool shared = false;
   // fabric_env: true sets NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_IB_GID_INDEX,
-  // GLOO_SOCKET_IFNAME, UCX_NET_DEVICES and MASTER_ADDR in every container of
+  // GLOO_SOCKET_IFNAME, UCX_NET_DEVICES, MASTER_ADDR and MASTER_PORT in every container of
   // the deployment from its nodes' fabric facts (the recipe's own env wins);
   // see providers/deployment/deployment_fabric.h.
   bool fabric_env = false;

@@ -18,6 +18,31 @@ bool ParseAction(const std::string& s, Action* out) {
   return false;
 }
 
+nlohmann::json CopyRoute::ToJson() const {
+  nlohmann::json j = {{"what", what}, {"from", from}, {"to", to}, {"direct", direct}};
+  if (direct)
+    j["fabric"] = fabric;
+  else
+    j["why_not"] = why_not;
+  return j;
+}
+
+Result<CopyRoute> CopyRoute::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return Result<CopyRoute>::Error("copy is not a JSON object");
+  try {
+    CopyRoute r;
+    r.what = j.at("what").get<std::string>();
+    r.from = j.at("from").get<std::string>();
+    r.to = j.at("to").get<std::string>();
+    r.direct = j.at("direct").get<bool>();
+    r.fabric = j.value("fabric", "");
+    r.why_not = j.value("why_not", "");
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Result<CopyRoute>::Error(std::string("malformed copy: ") + e.what());
+  }
+}
+
 bool Plan::HasChanges() const {
   for (const PlanChange& c : changes)
     if (c.action != Action::kNoop) return true;
@@ -50,6 +75,7 @@ nlohmann::json Plan::ToJson() const {
                             {"after", c.after},
                             {"depends_on", c.depends_on},
                             {"detail", c.detail}});
+    if (c.copy) changes_json.back()["copy"] = c.copy->ToJson();  // copies only: additive
   }
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [k, v] : Summary()) summary[k] = v;
@@ -92,6 +118,12 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
       c.after = cj.value("after", nlohmann::json());
       c.depends_on = cj.value("depends_on", std::vector<std::string>{});
       c.detail = cj.value("detail", nlohmann::json::object());
+      if (cj.contains("copy")) {
+        Result<CopyRoute> copy = CopyRoute::FromJson(cj["copy"]);
+        if (!copy.ok())
+          return Result<Plan>::Error("change " + c.address + ": " + copy.status().message());
+        c.copy = *copy;
+      }
       p.changes.push_back(std::move(c));
     }
     return p;

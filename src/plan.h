@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,25 @@ namespace fleet {
 enum class Action { kNoop, kCreate, kUpdate, kReplace, kDelete };
 const char* ActionName(Action a);  // "noop", "create", ...
 bool ParseAction(const std::string& s, Action* out);
+
+// A copy of bytes from one node to another that a change makes (an image,
+// a model), and the way they go: over the fabric between the two nodes or
+// through the controller. Filled by the provider's diff; the plan shows the
+// copies of one thing from one source along one route as one line
+// (src/engine/copy_routes.h).
+struct CopyRoute {
+  std::string what;      // "image b12x", "model qwen38"
+  std::string from, to;  // node names
+  bool direct = false;   // over the fabric, node to node
+  std::string fabric;    // direct: "10.77.0.0/24" (the target's address when no subnet is known)
+  // Not direct: why, in words that name no single target, so that the copies
+  // to several targets read as one ("no common fabric subnet").
+  std::string why_not;
+
+  bool operator==(const CopyRoute&) const = default;
+  nlohmann::json ToJson() const;
+  static Result<CopyRoute> FromJson(const nlohmann::json& j);
+};
 
 struct PlanChange {
   std::string address;
@@ -32,6 +52,8 @@ struct PlanChange {
   // Provider data the step needs at apply time (desired attributes the
   // diff does not show, recorded values to restore). Never holds secrets.
   nlohmann::json detail = nlohmann::json::object();
+  // Set when the change copies between nodes ("copy" in the JSON form).
+  std::optional<CopyRoute> copy;
   // Set by a diff that cannot plan this resource (identity mismatch, node
   // unreachable without a power switch): the planner turns it into a plan
   // error and the plan applies nothing.

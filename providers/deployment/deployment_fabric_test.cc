@@ -99,11 +99,10 @@ TEST(DeploymentFabric, FabricEnvSetsWhatThePlaybooksSetAndTheRecipeWins) {
   const auto facts = SimFacts();
   Result<ContainerSpec> worker = RenderWithFabric(m, "pair", "dgx2", &facts);
   ASSERT_TRUE(worker.ok()) << worker.status().message();
-  const std::map<std::string, std::string> want = {{"NCCL_SOCKET_IFNAME", "enp1s0f1np1"},
-                                                   {"GLOO_SOCKET_IFNAME", "enp1s0f1np1"},
-                                                   {"NCCL_IB_HCA", "rocep1s0f1"},
-                                                   {"NCCL_IB_GID_INDEX", "1"},  // the recipe's
-                                                   {"MASTER_ADDR", "10.77.0.11"}};
+  const std::map<std::string, std::string> want = {
+      {"NCCL_SOCKET_IFNAME", "enp1s0f1np1"}, {"GLOO_SOCKET_IFNAME", "enp1s0f1np1"},
+      {"NCCL_IB_HCA", "rocep1s0f1"},         {"NCCL_IB_GID_INDEX", "1"},  // the recipe's
+      {"MASTER_ADDR", "10.77.0.11"},         {"MASTER_PORT", "29500"}};
   EXPECT_EQ(worker->env, want);
   EXPECT_EQ(worker->env_from.at("UCX_NET_DEVICES"), "FLEET_TEST_UCX");
   // The plan shows the values, and its JSON carries them to apply.
@@ -119,6 +118,35 @@ TEST(DeploymentFabric, FabricEnvSetsWhatThePlaybooksSetAndTheRecipeWins) {
   ASSERT_TRUE(alone.ok()) << alone.status().message();
   EXPECT_EQ(alone->env.at("MASTER_ADDR"), "10.77.0.12");
   EXPECT_EQ(alone->nnodes, 1);
+}
+
+// MASTER_PORT is torch's default rendezvous port (no manifest or recipe
+// field names one), and a recipe that rendezvouses elsewhere says so in its
+// own env, which wins, as does a from_env of it.
+TEST(DeploymentFabric, FabricEnvSetsTorchsDefaultMasterPortUnlessTheRecipeSetsIt) {
+  Manifest m = GroupManifest();
+  m.deployments["pair"].fabric_env = true;
+  const auto facts = SimFacts();
+  Result<ContainerSpec> head = RenderWithFabric(m, "pair", "dgx1", &facts);
+  ASSERT_TRUE(head.ok()) << head.status().message();
+  EXPECT_EQ(head->env.at("MASTER_PORT"), "29500");
+  EXPECT_EQ(head->env.at("MASTER_ADDR"), "10.77.0.11");
+  const std::string default_port_hash = RenderWithFabric(m, "pair", "dgx2", &facts)->hash;
+  m.deployments["pair"].recipe.env = {{"MASTER_PORT", "{port}1"}};
+  Result<ContainerSpec> own = RenderWithFabric(m, "pair", "dgx2", &facts);
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_EQ(own->env.at("MASTER_PORT"), std::to_string(m.deployments["pair"].port) + "1");
+  EXPECT_NE(own->hash, default_port_hash);
+  m.deployments["pair"].recipe.env = {};
+  m.deployments["pair"].recipe.env_from = {{"MASTER_PORT", "FLEET_TEST_PORT"}};
+  Result<ContainerSpec> from = RenderWithFabric(m, "pair", "dgx2", &facts);
+  ASSERT_TRUE(from.ok()) << from.status().message();
+  EXPECT_EQ(from->env.count("MASTER_PORT"), 0u);
+  EXPECT_EQ(from->env_from.at("MASTER_PORT"), "FLEET_TEST_PORT");
+  // Without a head address there is no rendezvous to name: neither is set.
+  FabricValues none;
+  none.interface = "enp1s0f1np1";
+  EXPECT_EQ(FabricEnv(none).count("MASTER_PORT"), 0u);
 }
 
 TEST(DeploymentFabric, HashFollowsTheFabricOnlyWhereItIsUsed) {
@@ -208,7 +236,8 @@ TEST(DeploymentFabric, ADeclaredFabricNeedsNoProbeButHasNoPortFacts) {
   EXPECT_EQ(s->env, (std::map<std::string, std::string>{{"NCCL_SOCKET_IFNAME", "enp1s0f1np1"},
                                                         {"GLOO_SOCKET_IFNAME", "enp1s0f1np1"},
                                                         {"UCX_NET_DEVICES", "enp1s0f1np1"},
-                                                        {"MASTER_ADDR", "10.77.0.11"}}));
+                                                        {"MASTER_ADDR", "10.77.0.11"},
+                                                        {"MASTER_PORT", "29500"}}));
 }
 
 // The diff renders with the probe's facts (Expand knew none), and its

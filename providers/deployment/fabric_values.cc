@@ -27,7 +27,10 @@ std::map<std::string, std::string> FabricEnv(const FabricValues& v) {
   }
   if (!v.hcas.empty()) env.emplace("NCCL_IB_HCA", v.hcas);
   if (v.gid_index >= 0) env.emplace("NCCL_IB_GID_INDEX", std::to_string(v.gid_index));
-  if (!v.head_address.empty()) env.emplace("MASTER_ADDR", v.head_address);
+  if (!v.head_address.empty()) {
+    env.emplace("MASTER_ADDR", v.head_address);
+    env.emplace("MASTER_PORT", std::to_string(kTorchRendezvousPort));
+  }
   return env;
 }
 

@@ -11,6 +11,8 @@
 //   NCCL_IB_HCA = {fabric_hca}          (comma-separated, as NCCL reads it)
 //   NCCL_IB_GID_INDEX = {fabric_gid_index}
 //   MASTER_ADDR = {head_fabric_addr}    (torch.distributed's rendezvous)
+//   MASTER_PORT = 29500                 (torch's default: no manifest or
+//                                        recipe field names the group's port)
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_FABRIC_VALUES_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_FABRIC_VALUES_H_
 
@@ -31,6 +33,11 @@ struct FabricValues {
   bool operator==(const FabricValues&) const = default;
 };
 
+// MASTER_PORT of `fabric_env: true`: torch.distributed's default rendezvous
+// port (what torchrun and the DGX Spark playbooks use when none is given).
+// A recipe that rendezvouses elsewhere sets MASTER_PORT in its own env.
+inline constexpr int kTorchRendezvousPort = 29500;
+
 // The fabric placeholder names a recipe may use, without braces.
 const std::vector<std::string>& FabricPlaceholderNames();
 
@@ -38,7 +45,7 @@ const std::vector<std::string>& FabricPlaceholderNames();
 std::map<std::string, std::string> FabricPlaceholders(const FabricValues& v);
 
 // The env of `fabric_env: true`; a variable whose value is not known (no
-// HCA or GID probed) is left out.
+// HCA or GID probed) is left out. MASTER_PORT comes with MASTER_ADDR.
 std::map<std::string, std::string> FabricEnv(const FabricValues& v);
 
 // "10.77.0.12 on enp1s0f1np1 (HCA rocep1s0f1, GID 3), head 10.77.0.11".

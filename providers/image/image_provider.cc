@@ -310,6 +310,7 @@ PlanChange CopyFromNode(const ImageDiffInput& in, const ConfigDigest& config, Pl
   const FabricRoute route =
       PlanFabricRoute(in.ctx.manifest, in.ctx.all_facts, s.from, in.desired.node);
   c.detail = ImageStep{kOpCopy, in.ref.text, s.config, s.from, "", route};
+  c.copy = route.ForPlan("image " + in.desired.name);
   if (!s.config.empty()) c.after = ImageVersionJson(in.ref, s.config);
   c.summary = "copy from " + s.from + ": " + route.Describe() + "; save | load, config digest " +
               (s.config.empty() ? std::string("read at apply") : ShortId(s.config));

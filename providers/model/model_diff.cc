@@ -413,7 +413,10 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
                 " file(s), " + HumanBytes(comp.missing_bytes);
   ModelStep step = as.step;
   step.route = StageRoute(in);
-  if (step.route) c.summary += "; " + step.route->Describe();
+  if (step.route) {
+    c.summary += "; " + step.route->Describe();
+    c.copy = step.route->ForPlan("model " + in.desired->name);
+  }
   if (!as.fixes.empty()) c.summary += "; " + JoinFixes(as.fixes);
   std::vector<std::string> problems;
   AddProblems(comp.problems, &problems);

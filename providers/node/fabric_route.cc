@@ -25,6 +25,19 @@ std::string FabricRoute::Describe() const {
   return arrow + " through the controller (" + why_not + ")";
 }
 
+CopyRoute FabricRoute::ForPlan(const std::string& what) const {
+  CopyRoute c;
+  c.what = what;
+  c.from = from;
+  c.to = to;
+  c.direct = direct;
+  if (direct)
+    c.fabric = subnet.empty() ? target_address : subnet;
+  else
+    c.why_not = why_not_short.empty() ? why_not : why_not_short;
+  return c;
+}
+
 nlohmann::json FabricRoute::ToJson() const {
   nlohmann::json j = {{"direct", direct}, {"from", from}, {"to", to}};
   if (direct) {
@@ -33,6 +46,7 @@ nlohmann::json FabricRoute::ToJson() const {
     j["subnet"] = subnet;
   } else {
     j["why_not"] = why_not;
+    if (!why_not_short.empty()) j["why_not_short"] = why_not_short;
   }
   return j;
 }
@@ -47,6 +61,7 @@ FabricRoute FabricRoute::FromJson(const nlohmann::json& j) {
   r.target_address = j.value("target_address", "");
   r.subnet = j.value("subnet", "");
   r.why_not = j.value("why_not", "");
+  r.why_not_short = j.value("why_not_short", "");
   if (r.direct && r.target_address.empty()) r.direct = false;
   return r;
 }
@@ -58,11 +73,11 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
   r.to = to;
   const char* env = std::getenv("FLEET_FABRIC");
   if (env != nullptr && std::string(env) == "off") {
-    r.why_not = "FLEET_FABRIC=off";
+    r.why_not = r.why_not_short = "FLEET_FABRIC=off";
     return r;
   }
   if (m == nullptr) {
-    r.why_not = "no manifest to read fabric addresses from";
+    r.why_not = r.why_not_short = "no manifest to read fabric addresses from";
     return r;
   }
   const FabricEndpoint s = NodeFabricEndpoint(*m, facts, from),
@@ -71,11 +86,14 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
     const FabricEndpoint& missing = s.usable() ? t : s;
     r.why_not = (s.usable() ? to : from) + " has no fabric address: " +
                 (missing.note.empty() ? "none declared or probed" : missing.note);
+    r.why_not_short =
+        s.usable() ? "no fabric address on the target" : from + " has no fabric address";
     return r;
   }
   if (!SameFabricSubnet(s, t)) {
     r.why_not =
         from + " (" + s.address + ") and " + to + " (" + t.address + ") share no fabric subnet";
+    r.why_not_short = "no common fabric subnet";
     return r;
   }
   r.direct = true;

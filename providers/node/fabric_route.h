@@ -11,6 +11,7 @@
 
 #include "manifests/manifest.h"
 #include "providers/node/fabric_facts.h"
+#include "src/plan.h"
 #include "src/resource.h"
 #include "src/status.h"
 #include "src/transport.h"
@@ -23,12 +24,17 @@ struct FabricRoute {
   std::string source_address, target_address;  // fabric IPv4s when direct
   std::string subnet;                          // "10.77.0.0/24" ("" when not known)
   std::string why_not;                         // when !direct
+  // why_not in words that name no single target ("no common fabric
+  // subnet"), for the plan's line per source (CopyRoute::why_not).
+  std::string why_not_short;
 
   // "dgx4 → dgx1 over fabric 10.77.0.0/24", or
   // "dgx4 → dgx1 through the controller (dgx1 has no fabric address: ...)".
   std::string Describe() const;
   nlohmann::json ToJson() const;
   static FabricRoute FromJson(const nlohmann::json& j);
+  // The plan's typed view of this route for a copy of `what` ("image b12x").
+  CopyRoute ForPlan(const std::string& what) const;
 };
 
 // The fabric endpoint of `node`: declared in `m` (checked against its

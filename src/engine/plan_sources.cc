@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "src/engine/copy_routes.h"
+
 namespace fleet {
 
 namespace {
@@ -105,6 +107,12 @@ std::string RenderPlanMarkdown(const Plan& plan) {
       md << "| " << ActionName(c.action) << " | " << Code(c.address) << " | " << what << " | "
          << why << " |\n";
     }
+    md << "\n";
+  }
+  const std::vector<std::string> routes = CopyRouteLines(plan);
+  if (!routes.empty()) {
+    md << "#### Copies between nodes, per source\n\n";
+    for (const std::string& r : routes) md << "- " << Code(r) << "\n";
     md << "\n";
   }
   if (!plan.warnings.empty()) {

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "src/engine/copy_routes.h"
+
 namespace fleet {
 
 namespace {
@@ -126,6 +128,12 @@ std::string RenderPlan(const Plan& plan, const RenderOptions& options) {
       for (const std::string& d : c.depends_on) out += " " + d;
       out += "\n";
     }
+    out += "\n";
+  }
+  const std::vector<std::string> routes = CopyRouteLines(plan);
+  if (!routes.empty()) {
+    out += style("1", "Copies between nodes, per source:") + "\n";
+    for (const std::string& r : routes) out += "  " + r + "\n";
     out += "\n";
   }
   auto s = plan.Summary();

@@ -5,20 +5,23 @@
 # - with fabric_env: true, each rank's running container (read through the
 #   node's engine) has NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME and
 #   UCX_NET_DEVICES naming the fabric netdev, NCCL_IB_HCA the active HCA,
-#   NCCL_IB_GID_INDEX the GID, MASTER_ADDR the head's fabric address; the
+#   NCCL_IB_GID_INDEX the GID, MASTER_ADDR the head's fabric address and
+#   MASTER_PORT torch's default 29500; the
 #   worker's {head_fabric_addr} argument is the head's; the recipe's own env
 #   wins; the head serves; converged;
 # - a node declared on another fabric subnet is a plan error naming both
 #   nodes, and nothing is changed.
+# Registered once per engine (tests/meson.build): rootless podman nodes, and
+# a dockerd per node (FLEET_TEST_ENGINE=docker), each in its node's netns.
 source "$(dirname "$0")/lib.sh"
 
-for tool in ip tc nsenter podman busybox; do
+for tool in ip tc nsenter "$CE" busybox; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
-[[ $ENGINE == podman ]] || { echo "SKIP: the two-network fleet runs podman nodes"; exit 77; }
+[[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
 
 env_of() {  # env_of NODE: the env of fleet-pair as the node's engine has it, one per line
-  on_node "$1" "podman container inspect --format '{{range .Config.Env}}{{println .}}{{end}}' fleet-pair"
+  ce "$1" "container inspect --format '{{range .Config.Env}}{{println .}}{{end}}' fleet-pair"
 }
 env_is() {  # env_is NODE NAME VALUE
   local got
@@ -35,7 +38,8 @@ rootfs=$WORK/rootfs
 mkdir -p "$rootfs/bin"
 cp "$(command -v busybox)" "$rootfs/bin/busybox"
 ln -s busybox "$rootfs/bin/sh"
-tar -C "$rootfs" -c . | on_node dgx1 "podman import -q - localhost/fleet/pair:sha256-${D#sha256:} >/dev/null"
+quiet=; [[ $CE == podman ]] && quiet=-q  # docker import has no -q
+tar -C "$rootfs" -c . | ce dgx1 "import $quiet - localhost/fleet/pair:sha256-${D#sha256:} >/dev/null"
 IMG='bb={"ref": "localhost/fleet/pair@'$D'", "source": "node:dgx1"}'
 
 # The head serves {port} with busybox httpd; the worker sleeps and says
@@ -58,6 +62,7 @@ expect_rc 0 validate
 expect_rc 2 plan --detailed-exitcode
 expect_out "deployment.pair@dgx2"
 expect_out "MASTER_ADDR"
+expect_out '"MASTER_PORT":"29500"'
 expect_out "10.77.0.11"
 expect_out "enp1s0f1np1"
 expect_rc 0 apply --auto-approve
@@ -69,10 +74,11 @@ for n in dgx1 dgx2; do
   env_is $n NCCL_IB_HCA rocep1s0f1
   env_is $n NCCL_IB_GID_INDEX 3
   env_is $n MASTER_ADDR 10.77.0.11
+  env_is $n MASTER_PORT 29500
   env_is $n UCX_NET_DEVICES all  # the recipe's own env wins
   env_is $n NCCL_DEBUG INFO
 done
-[[ $(on_node dgx2 "podman container inspect --format '{{.State.Status}}' fleet-pair") == running ]] ||
+[[ $(ce dgx2 "container inspect --format '{{.State.Status}}' fleet-pair") == running ]] ||
   fail "the worker does not run"
 expect_rc 0 logs deployment.pair@dgx2
 expect_out "worker 1 joins 10.77.0.11 over enp1s0f1np1"
@@ -84,9 +90,9 @@ step "a node on another fabric subnet is a plan error naming the nodes"
 mkrepo --image "$IMG" --deployment "$DEP" --fabric 'dgx2={address: 10.99.0.12}'
 expect_rc 1 plan
 expect_out "but its nodes share no fabric subnet: dgx1 10.77.0.11 (10.77.0.0/24) (the head), dgx2 10.99.0.12"
-id_before=$(on_node dgx2 "podman container inspect --format '{{.Id}}' fleet-pair")
+id_before=$(ce dgx2 "container inspect --format '{{.Id}}' fleet-pair")
 expect_rc 1 apply --auto-approve
-[[ $(on_node dgx2 "podman container inspect --format '{{.Id}}' fleet-pair") == "$id_before" ]] ||
+[[ $(ce dgx2 "container inspect --format '{{.Id}}' fleet-pair") == "$id_before" ]] ||
   fail "a plan with a fabric error changed the worker"
 mkrepo --image "$IMG" --deployment "$DEP"
 assert_converged

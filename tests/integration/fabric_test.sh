@@ -95,6 +95,29 @@ C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/fab:sh
 [[ $C =~ ^[0-9a-f]{64}$ ]] || fail "no image id on dgx1: $C"
 IMG='fab={"ref": "'$REF'", "source": "node:dgx1", "nodes": ["dgx1", "dgx2", "dgx3", "dgx4"]}'
 
+# (issue 11's plan view; a block of its own)
+step "the plan shows the copies' routes combined per source (text, Markdown, JSON, saved plan)"
+mkrepo --image "$IMG" --fabric 'dgx4={address: 10.99.0.14}'
+expect_rc 2 plan --detailed-exitcode -out "$WORK/routes.plan" --markdown "$WORK/routes.md"
+expect_out "Copies between nodes, per source:"
+expect_out "  image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24"
+expect_out "  image fab: dgx1 → dgx4 through the controller (no common fabric subnet)"
+grep -qxF -- '- `image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24`' "$WORK/routes.md" ||
+  fail "the Markdown summary lacks the fabric route: $(cat "$WORK/routes.md")"
+grep -qxF -- '- `image fab: dgx1 → dgx4 through the controller (no common fabric subnet)`' "$WORK/routes.md" ||
+  fail "the Markdown summary lacks the controller route"
+expect_rc 0 show "$WORK/routes.plan"
+expect_out "  image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24"
+expect_rc 2 plan --json --detailed-exitcode
+python3 -c '
+import json, sys
+copies = {c["node"]: c["copy"] for c in json.load(open(sys.argv[1]))["changes"] if "copy" in c}
+assert sorted(copies) == ["dgx2", "dgx3", "dgx4"], copies
+assert copies["dgx2"] == {"what": "image fab", "from": "dgx1", "to": "dgx2", "direct": True,
+                          "fabric": "10.77.0.0/24"}, copies
+assert copies["dgx4"]["direct"] is False and copies["dgx4"]["why_not"] == "no common fabric subnet", copies
+' "$WORK/out" || fail "plan --json: the changes' copy routes"
+
 step "copy to dgx2..dgx4 over the fabric, at once"
 mkrepo --image "$IMG"
 expect_rc 2 plan --detailed-exitcode
