@@ -92,7 +92,10 @@ expect_out '"origin": "staged"'
 expect_rc 0 state show model.m@dgx1
 expect_out '"origin": "adopted"'
 expect_rc 0 plan --detailed-exitcode
-expect_no_out "not in this state"
+expect_no_out "fleet-b) but not in this state"
+expect_no_out "image.bb@dgx2: image"
+expect_no_out "staged mark"
+expect_out "so --purge leaves it"  # dgx2's own image: still named, never taken
 assert_converged
 
 step "the state is lost again: apply --purge removes the serve, then its image, and the model"
