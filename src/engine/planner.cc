@@ -263,6 +263,18 @@ void ReverseForDestroy(std::map<std::string, std::vector<std::string>>& dependen
   }
 }
 
+// The nodes whose inventory AddUnrecorded reads: every node probed in a
+// whole plan, but those declared off.
+std::set<std::string> InventoryNodes(const std::vector<DesiredResource>& to_probe,
+                                     const std::set<std::string>& declared_off,
+                                     const PlanOptions& options) {
+  std::set<std::string> nodes;
+  if (options.destroy || !options.targets.empty()) return nodes;
+  for (const DesiredResource& r : to_probe)
+    if (r.type == "node" && !declared_off.count(r.node)) nodes.insert(r.node);
+  return nodes;
+}
+
 // What the nodes hold that neither the manifests nor the state know: each
 // provider names it (or, with --purge, removes it). Only in a whole plan:
 // --target and destroy leave it alone.
@@ -323,16 +335,13 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   const std::set<std::string> declared_off = DeclaredOffNodes(desired);
 
   std::vector<DesiredResource> in_plan, to_probe;
-  std::set<std::string> inventory_nodes;  // AddUnrecorded's
   for (const DesiredResource& r : desired) {
     if (!in_scope(r.address)) continue;
     in_plan.push_back(r);
     if (r.type == "node" || !declared_off.count(r.node)) to_probe.push_back(r);
-    if (r.type == "node" && !declared_off.count(r.node) && !options.destroy &&
-        options.targets.empty())
-      inventory_nodes.insert(r.node);
   }
-  ProbeResult probed = Probe(to_probe, options.probe_parallelism, inventory_nodes);
+  ProbeResult probed =
+      Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
   std::set<std::string> bad_nodes;
   for (const auto& [node, err] : probed.node_errors) {
