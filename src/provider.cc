@@ -28,6 +28,8 @@ std::vector<PlanChange> Provider::DiffUnrecorded(const std::string&, const DiffC
   return {};
 }
 
+std::string Provider::InventoryScript(const std::string&, const Manifest&) const { return ""; }
+
 Result<nlohmann::json> Provider::Adopt(const DesiredResource& desired, const ActualResource&,
                                        const DiffContext&, const StepContext*) const {
   return Result<nlohmann::json>::Error("fleet state adopt does not take over a " + desired.type +

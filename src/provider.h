@@ -64,6 +64,9 @@ struct DiffContext {
   // The state's records themselves (DiffUnrecorded: what the state knows by
   // content, e.g. an image under another name). Null when not known.
   const std::vector<ResourceRecord>* records = nullptr;
+  // What this provider's InventoryScript printed on the node (DiffUnrecorded
+  // only). Null when it did not run.
+  const std::string* inventory = nullptr;
 };
 
 class Provider {
@@ -105,6 +108,13 @@ class Provider {
   // removal. `ctx.facts` are `node`'s. The default finds nothing.
   virtual std::vector<PlanChange> DiffUnrecorded(const std::string& node,
                                                  const DiffContext& ctx) const;
+
+  // A read-only fragment that lists what carries this type's marks on
+  // `node` whatever the manifests declare there (every image with fleet's
+  // tag, every model copy fleet staged), run in the plan's round trip on
+  // every node a whole plan probes; DiffUnrecorded reads what it printed
+  // (ctx.inventory). "" (the default): nothing to list.
+  virtual std::string InventoryScript(const std::string& node, const Manifest& m) const;
 
   // `fleet state adopt`: the record apply would write for `desired`, which
   // the probe found on its node as `actual`, when that matches the

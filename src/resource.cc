@@ -23,6 +23,7 @@ nlohmann::json NodeFacts::ToJson() const {
   j["kernel"] = kernel;
   j["gpu"] = gpu;
   j["fabric"] = fabric;
+  if (fleet_serves_listed) j["fleet_serves"] = fleet_serves;
   return j;
 }
 

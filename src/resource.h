@@ -54,6 +54,10 @@ struct NodeFacts {
   // fleet-probe's wall time on the node in seconds; -1 when it did not run
   // or the node's clock could not say. Measured each plan, not recorded.
   double gpu_probe_s = -1;
+  // The running containers labelled fleet.deployment (fleet's serves), when
+  // the node's container CLI could list them (or it has none).
+  bool fleet_serves_listed = false;
+  std::vector<std::string> fleet_serves;
   nlohmann::json ToJson() const;
 };
 

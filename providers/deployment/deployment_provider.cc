@@ -113,12 +113,14 @@ bool Unrecorded(const DiffContext& ctx, const std::string& address) {
 
 std::string UnrecordedServeNote(const std::string& address, const std::string& node,
                                 const std::string& container, bool declared) {
-  const std::string head = "running on " + node + " (container " + container +
-                           ") but not in this state: `fleet state adopt " + address +
-                           "` takes it over";
-  if (declared) return head + " (it matches the manifests)";
-  return head + " if it matches the manifests (they do not declare it on " + node +
-         "), or `fleet apply --purge` removes it";
+  const std::string head =
+      "running on " + node + " (container " + container + ") but not in this state";
+  if (declared)
+    return head + ": `fleet state adopt " + address + "` takes it over (it matches " +
+           "the manifests)";
+  return head + ", and the manifests do not declare it on " + node +
+         ": `fleet apply --purge` stops and removes it (or declare it there, and `fleet state " +
+         "adopt " + address + "` takes it over if it matches)";
 }
 
 namespace {
@@ -701,19 +703,22 @@ std::vector<PlanChange> DeploymentProvider::DiffUnrecorded(const std::string& no
                                                            const DiffContext& ctx) const {
   std::vector<PlanChange> out;
   if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
-  // The probe lists the serving containers of a node where a deployment's
-  // port is busy (deployment_probe.h).
-  std::set<std::string> seen;
+  // Every fleet serve running on the node (the node probe lists them), and
+  // those the probes of its deployments saw where a port was busy.
+  std::vector<std::string> serving = ctx.facts.fleet_serves;
   for (const auto& [name, d] : ctx.manifest->deployments) {
     if (!DeclaredOn(*ctx.manifest, name, node)) continue;
     auto it = ctx.all_actual->find(ResourceAddress("deployment", name, node));
     if (it == ctx.all_actual->end() || !it->second.probed || !it->second.error.empty()) continue;
-    for (const std::string& container : it->second.attributes.get<ContainerProbe>().serving) {
-      const std::string deployment = DeploymentOf(container);
-      if (deployment.empty() || DeclaredOn(*ctx.manifest, deployment, node)) continue;
-      if (!Unrecorded(ctx, ResourceAddress("deployment", deployment, node))) continue;
-      if (seen.insert(container).second) out.push_back(UnrecordedServe(node, container, ctx));
-    }
+    for (const std::string& c : it->second.attributes.get<ContainerProbe>().serving)
+      serving.push_back(c);
+  }
+  std::set<std::string> seen;
+  for (const std::string& container : serving) {
+    const std::string deployment = DeploymentOf(container);
+    if (deployment.empty() || DeclaredOn(*ctx.manifest, deployment, node)) continue;
+    if (!Unrecorded(ctx, ResourceAddress("deployment", deployment, node))) continue;
+    if (seen.insert(container).second) out.push_back(UnrecordedServe(node, container, ctx));
   }
   return out;
 }

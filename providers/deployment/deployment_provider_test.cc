@@ -604,9 +604,9 @@ TEST_F(UnrecordedTest, AnUnknownServeOnThePortIsAnErrorThatSaysWhatToDo) {
   PlanChange c = DiffWith(absent);
   EXPECT_EQ(c.error,
             "deployment.qwen@dgx5: port 30000 on dgx5 is held by deployment.b@dgx5, running on "
-            "dgx5 (container fleet-b) but not in this state: `fleet state adopt deployment.b@dgx5` "
-            "takes it over if it matches the manifests (they do not declare it on dgx5), or "
-            "`fleet apply --purge` removes it");
+            "dgx5 (container fleet-b) but not in this state, and the manifests do not declare it "
+            "on dgx5: `fleet apply --purge` stops and removes it (or declare it there, and `fleet "
+            "state adopt deployment.b@dgx5` takes it over if it matches)");
   EXPECT_TRUE(c.depends_on.empty());
   // --purge: the plan removes it first.
   c = DiffWith(absent, true);
@@ -627,13 +627,34 @@ TEST_F(UnrecordedTest, DiffUnrecordedNamesOrRemovesUnknownUndeclaredServes) {
   ASSERT_EQ(found.size(), 1u);  // not the declared one, not twice, not another's
   EXPECT_EQ(found[0].address, "deployment.b@dgx5");
   EXPECT_EQ(found[0].action, Action::kNoop);
-  EXPECT_NE(found[0].reasons.at(0).find("`fleet apply --purge` removes it"), std::string::npos);
+  EXPECT_NE(found[0].reasons.at(0).find("`fleet apply --purge` stops and removes it"),
+            std::string::npos);
   found = p_.DiffUnrecorded("dgx5", Ctx(absent, true));
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].action, Action::kDelete);
   EXPECT_EQ(found[0].summary, "stop and remove fleet-b");
   recorded_.insert("deployment.b@dgx5");  // DiffOrphan's, not this
   EXPECT_TRUE(p_.DiffUnrecorded("dgx5", Ctx(absent)).empty());
+}
+
+// The node probe lists every fleet serve on the node, so one that holds no
+// port a deployment wants is named too.
+TEST_F(UnrecordedTest, DiffUnrecordedNamesEveryServeTheNodeProbeListed) {
+  facts_["dgx5"].fleet_serves_listed = true;
+  facts_["dgx5"].fleet_serves = {"fleet-qwen", "fleet-old", "fleet-other"};
+  recorded_.insert("deployment.other@dgx5");  // the state knows it: DiffOrphan's
+  std::vector<PlanChange> found = p_.DiffUnrecorded("dgx5", Ctx(Running(200)));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].address, "deployment.old@dgx5");
+  EXPECT_EQ(found[0].action, Action::kNoop);
+  EXPECT_EQ(found[0].reasons.at(0),
+            "running on dgx5 (container fleet-old) but not in this state, and the manifests do "
+            "not declare it on dgx5: `fleet apply --purge` stops and removes it (or declare it "
+            "there, and `fleet state adopt deployment.old@dgx5` takes it over if it matches)");
+  found = p_.DiffUnrecorded("dgx5", Ctx(Running(200), true));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].action, Action::kDelete);
+  EXPECT_EQ(found[0].summary, "stop and remove fleet-old");
 }
 
 TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {

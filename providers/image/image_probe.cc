@@ -110,6 +110,13 @@ std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
   return s;
 }
 
+std::string ImageInventoryScript(const std::string& cli) {
+  return "cli=" + ShellQuote(cli) +
+         "\n"
+         "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n" +
+         FleetTaggedListing();
+}
+
 ImageLookup ParseInspect(int exit_code, const std::string& output) {
   ImageLookup l;
   l.tried = true;

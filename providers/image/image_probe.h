@@ -63,6 +63,11 @@ std::string DigestAfter(const std::string& name, size_t at);
 // The fragment for `ref` on a node whose container CLI is `cli`.
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref);
 
+// Every image on a node carrying fleet's tag, whatever the manifests
+// declare there: the listing ImageProbeScript makes, on its own (parsed by
+// ParseImageProbe into fleet_tagged).
+std::string ImageInventoryScript(const std::string& cli);
+
 // Parses the fragment's output (lines "ref found ...", "name missing ...").
 ImageProbe ParseImageProbe(const std::string& output);
 

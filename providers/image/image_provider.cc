@@ -466,9 +466,11 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
                                                       const DiffContext& ctx) const {
   std::vector<PlanChange> out;
   if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
-  // What the probes of this node's declared images saw: fleet's tags, and
-  // the images the declared ones are.
+  // Fleet's tags the node's inventory listed, and what the probes of its
+  // declared images saw: fleet's tags, and the images the declared ones are.
   std::map<std::string, FleetTagged> tagged;  // by tag
+  if (ctx.inventory != nullptr)
+    for (const FleetTagged& t : ParseImageProbe(*ctx.inventory).fleet_tagged) tagged[t.name] = t;
   std::set<std::string> declared_ids, declared_digests;
   const std::string suffix = "@" + node;
   for (const auto& [address, a] : *ctx.all_actual) {
@@ -519,6 +521,11 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::string ImageProvider::InventoryScript(const std::string& node, const Manifest& m) const {
+  auto it = m.nodes.find(node);
+  return it == m.nodes.end() ? "" : ImageInventoryScript(it->second.container_cli);
 }
 
 PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {

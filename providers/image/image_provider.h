@@ -58,6 +58,8 @@ class ImageProvider : public Provider {
   // --purge, as DiffOrphan removes a recorded one.
   std::vector<PlanChange> DiffUnrecorded(const std::string& node,
                                          const DiffContext& ctx) const override;
+  // Lists them on every node with a container engine (ImageInventoryScript).
+  std::string InventoryScript(const std::string& node, const Manifest& m) const override;
   // A declared image present on its node, its registry digest verified
   // (RepoDigests, or its config digest against a node that has the digest):
   // the record apply would keep, `via` kViaAdopted when it carries fleet's

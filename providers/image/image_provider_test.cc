@@ -486,6 +486,16 @@ TEST(ImageUnrecordedTest, AFleetTaggedImageNothingDeclaresIsNamedAndPurged) {
   recorded.insert("image.found-eeeeeeeeeeee@a");
   EXPECT_TRUE(f.p.DiffUnrecorded("a", ctx).empty());
   EXPECT_TRUE(f.p.DiffUnrecorded("b", ctx).empty());
+  // The node's inventory lists fleet's images whatever the probes of its
+  // declared images saw (a node may declare none).
+  const std::string inventory = Tagged(kOld, kOldId, "r/old") + Staged(kOld, kOldId, "r/old");
+  DiffContext on_b{f.facts["b"], &f.facts, &f.actual, &f.m, true, nullptr, &recorded};
+  on_b.inventory = &inventory;
+  found = f.p.DiffUnrecorded("b", on_b);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].address, "image.old-aaaaaaaaaaaa@b");
+  EXPECT_EQ(found[0].action, Action::kDelete);
+  EXPECT_NE(f.p.InventoryScript("b", f.m).find("image ls"), std::string::npos);
 }
 
 TEST(ImageProviderTest, DestroyKeepsImages) {

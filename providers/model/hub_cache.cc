@@ -136,6 +136,7 @@ if [ -n "$m" ]; then
     r=$v
   fi
   s="$m/snapshots/$r"
+  if [ -n "$r" ] && [ -f "$m/.fleet-staged/$r" ]; then printf 'stagedmark\t1\n'; fi
   if [ -n "$r" ] && [ -d "$s" ]; then
     printf 'snapshot\t1\n'
     # The listing is framed by tabs and newlines: a name holding one is
@@ -222,6 +223,8 @@ HubProbe ParseHubProbe(const std::string& output) {
       p.top_files.push_back(rest);
     } else if (k == "snapshot") {
       p.snapshot = true;
+    } else if (k == "stagedmark") {
+      p.staged_mark = true;
     } else if (k == "e") {
       if (std::optional<SnapshotEntry> entry = ParseEntryRecord(rest))
         p.entries.push_back(std::move(*entry));
@@ -340,6 +343,7 @@ Json HubProbe::ToJson() const {
       {"now", now},       {"errors", errors}};
   if (!repo_link.empty()) j["repo_link"] = repo_link;
   if (floating) j["resolved"] = resolved;
+  if (staged_mark) j["staged_mark"] = true;
   if (lock)
     j["lock"] = {{"owner", lock->owner}, {"pid", lock->pid},
                  {"host", lock->host},   {"boot_id", lock->boot_id},
@@ -362,6 +366,7 @@ HubProbe HubProbe::FromJson(const Json& j) {
     for (const Json& s : j["snapshots"])
       if (s.is_string()) p.snapshots.push_back(s.get<std::string>());
   p.snapshot = j.value("snapshot", false);
+  p.staged_mark = j.value("staged_mark", false);
   if (j.contains("resolved") && j["resolved"].is_string()) {
     p.floating = true;
     p.resolved = j["resolved"].get<std::string>();

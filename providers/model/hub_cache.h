@@ -84,6 +84,7 @@ struct HubProbe {
   std::vector<SnapshotEntry> entries;       // sorted by path
   std::vector<IncompleteBlob> incomplete;
   std::vector<std::string> top_files;  // files beside refs/ (e.g. a `.done` marker)
+  bool staged_mark = false;            // fleet staged this revision here (staged_mark.h)
   std::optional<StagingLock> lock;
   DiskFree disk;                           // of the cache's filesystem
   std::map<std::string, DiskFree> stores;  // by store name: stores this node mounts

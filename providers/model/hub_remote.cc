@@ -343,6 +343,7 @@ for b in $(find "$s" -type l -printf '%l
   done
 done
 rm -rf -- "$s" || exit 1
+rm -f -- "$m/.fleet-staged/$r"; rmdir -- "$m/.fleet-staged" 2>/dev/null
 find "$m/refs" -type f 2>/dev/null | while IFS= read -r f; do
   v=; IFS= read -r v < "$f" || :; [ "$v" = "$r" ] && rm -f -- "$f"; done
 if [ -z "$(ls -A "$m/snapshots" 2>/dev/null)" ]; then

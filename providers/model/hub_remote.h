@@ -85,8 +85,8 @@ Result<std::map<std::string, uint64_t>> ListBlobs(Transport* t, const HubLocatio
 
 // Removes revision `loc.revision` from the cache (only on request: `--purge`):
 // its snapshot, the blobs no other snapshot links to, the refs naming it,
-// and the repo folder (and a legacy-layout link to it) when nothing is left.
-// Sets *freed to the bytes removed. Idempotent.
+// its staged mark (staged_mark.h), and the repo folder (and a legacy-layout link to it) when
+// nothing is left. Sets *freed to the bytes removed. Idempotent.
 Status RemoveModelRevision(Transport* t, const HubLocation& loc, uint64_t* freed);
 
 // "../../blobs/<blob>" for a snapshot file at `path` (one more "../" per

@@ -14,6 +14,7 @@
 #include "providers/model/hub_remote.h"
 #include "providers/model/model_scope.h"
 #include "providers/model/progress_meter.h"
+#include "providers/model/staged_mark.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 
@@ -191,12 +192,14 @@ Result<Json> ModelStaging::Run() {
   if (s.ok()) s = VerifyHeaders();
   if (s.ok() && step_.want.verify == "deep") s = DeepVerify();
   if (s.ok() && !step_.want.self_source && RefToWrite()) s = WriteBranchRef();
+  const ModelRecord record = Record();
+  if (s.ok() && !unresolved_ && record.origin == "staged") s = MarkStaged();
   s = Release(s);
   if (!s.ok()) return s;
   if (unresolved_)
     return Result<Json>::Error(where_ + ": refs/" + step_.want.branch +
                                " names no commit after staging");
-  return Json(Record());
+  return Json(record);
 }
 
 Result<Json> ModelStaging::VerifyInPlace() {
@@ -339,7 +342,8 @@ Status ModelStaging::FixLayout() {
 
 Status ModelStaging::StageMissing() {
   staged_ = true;
-  Status s;
+  Status s = unresolved_ ? Status::OK() : MarkStaged();
+  if (!s.ok()) return s;
   if (MayDownload()) {
     s = Download();
     downloaded_ = true;
@@ -587,6 +591,10 @@ Status ModelStaging::WriteBranchRef() {
   return s;
 }
 
+Status ModelStaging::MarkStaged() {
+  return RunOnRepo(WriteStagedMarkScript(loc_), "marking the copy as staged by fleet");
+}
+
 ModelRecord ModelStaging::Record() const {
   const Listing present = ListingFromProbe(probe_);
   const bool recorded = IsRecordOf(record_, step_.want);
@@ -602,7 +610,9 @@ ModelRecord ModelStaging::Record() const {
   out.verified_at = NowRfc3339();
   // What --purge may remove: files fleet put there, not a copy it only
   // found and checked (a source, an operator's download).
-  out.origin = staged_                                ? "staged"
+  // A copy found with fleet's mark (a lost record; `fleet state adopt`)
+  // was fleet's before.
+  out.origin = staged_ || probe_.staged_mark          ? "staged"
                : recorded && !record_->origin.empty() ? record_->origin
                                                       : "adopted";
   out.branch = step_.want.branch;

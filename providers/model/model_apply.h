@@ -82,6 +82,10 @@ class ModelStaging {
   Status VerifyHeaders();
   Status DeepVerify();
   Status WriteBranchRef();
+  // Marks the revision as fleet's (staged_mark.h): before this apply writes
+  // it, so that even a copy whose record is never saved stays fleet's, and
+  // again once it is known (a floating revision the download resolved).
+  Status MarkStaged();
   ModelRecord Record() const;
 
  private:

@@ -9,6 +9,7 @@
 #include "providers/model/model_attrs.h"
 #include "providers/model/model_diff.h"
 #include "providers/model/model_scope.h"
+#include "providers/model/staged_mark.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -304,6 +305,109 @@ PlanChange ModelProvider::DiffOrphan(const ResourceRecord& record, const DiffCon
   c.after = nullptr;
   c.detail = {{"forget", true}};
   return c;
+}
+
+namespace {
+
+// The caches whose marks a node's inventory lists: its own, and those of
+// the stores probed through it.
+std::vector<std::pair<std::string, std::string>> CachesSeenFrom(const Manifest& m,
+                                                                const std::string& node) {
+  std::vector<std::pair<std::string, std::string>> caches;
+  if (auto n = m.nodes.find(node); n != m.nodes.end() && !n->second.hf_cache.empty())
+    caches.emplace_back(node, n->second.hf_cache);
+  for (const auto& [name, store] : m.stores)
+    if (StoreNode(m, store) == node) caches.emplace_back(name, store.path);
+  return caches;
+}
+
+// The name an undeclared copy is shown under: the manifests' name for that
+// repo and revision when they have one, else the repo's last part and the
+// revision's first 12 digits.
+std::string NameForUnknown(const Manifest& m, const StagedCopy& copy) {
+  for (const auto& [name, spec] : m.models)
+    if (spec.repo == copy.repo && spec.revision == copy.revision) return name;
+  return copy.repo.substr(copy.repo.rfind('/') + 1) + "-" + ShortRevision(copy.revision);
+}
+
+// A declared copy at the same place holds it: the same repo at that
+// revision, or at a branch (which may name it: its diff decides).
+bool DeclaredThere(const Manifest& m, const StagedCopy& copy, const DiffContext& ctx) {
+  for (const auto& [name, spec] : m.models) {
+    if (spec.repo != copy.repo || (spec.revision != copy.revision && IsCommitId(spec.revision)))
+      continue;
+    if (ctx.all_actual->count(ResourceAddress("model", name, copy.location))) return true;
+  }
+  return false;
+}
+
+// The state knows that copy, under whatever name.
+bool KnownByContent(const StagedCopy& copy, const std::string& cache, const DiffContext& ctx) {
+  if (ctx.records == nullptr) return false;
+  for (const ResourceRecord& r : *ctx.records) {
+    if (r.type != "model") continue;
+    const std::optional<ModelRecord> rec = ModelRecordOf(&r.attributes);
+    if (rec && rec->repo == copy.repo && rec->revision == copy.revision &&
+        (rec->location == copy.location || rec->cache == cache))
+      return true;
+  }
+  return false;
+}
+
+PlanChange UnrecordedCopy(const std::string& node, const StagedCopy& copy, const std::string& cache,
+                          const std::string& address, bool purge) {
+  PlanChange c;
+  c.address = address;
+  c.type = "model";
+  c.node = node;
+  c.before = {{"revision", copy.revision}, {"bytes", copy.bytes}};
+  const std::string what = copy.repo + "@" + ShortRevision(copy.revision) + " (" +
+                           HumanBytes(copy.bytes) + ") in " + cache;
+  const std::string head = "model " + what + " on " + copy.location +
+                           " carries fleet's staged mark but is not in this state, and the " +
+                           "manifests do not declare it there: ";
+  if (!purge) {
+    c.after = c.before;
+    c.reasons.push_back(head + "fleet staged it, and `fleet apply --purge` removes it (or " +
+                        "declare it there, and `fleet state adopt " + address + "` records it)");
+    return c;
+  }
+  c.action = Action::kDelete;
+  c.after = nullptr;
+  c.summary = "remove " + copy.repo + "@" + ShortRevision(copy.revision) + " (" +
+              HumanBytes(copy.bytes) + ") from " + cache + " (--purge)";
+  c.reasons.push_back(head + "--purge removes it; blobs another revision still links to stay");
+  c.detail = ModelRemoval{copy.repo, copy.revision, cache, copy.location};
+  return c;
+}
+
+}  // namespace
+
+std::string ModelProvider::InventoryScript(const std::string& node, const Manifest& m) const {
+  const auto caches = CachesSeenFrom(m, node);
+  return caches.empty() ? "" : StagedMarkInventoryScript(caches);
+}
+
+std::vector<PlanChange> ModelProvider::DiffUnrecorded(const std::string& node,
+                                                      const DiffContext& ctx) const {
+  std::vector<PlanChange> out;
+  if (ctx.inventory == nullptr || ctx.all_actual == nullptr || ctx.recorded == nullptr ||
+      ctx.manifest == nullptr)
+    return out;
+  std::map<std::string, std::string> cache_of;
+  for (const auto& [location, cache] : CachesSeenFrom(*ctx.manifest, node))
+    cache_of[location] = cache;
+  for (const StagedCopy& copy : ParseStagedMarks(*ctx.inventory)) {
+    auto cache = cache_of.find(copy.location);
+    if (cache == cache_of.end() || DeclaredThere(*ctx.manifest, copy, ctx) ||
+        KnownByContent(copy, cache->second, ctx))
+      continue;
+    const std::string address =
+        ResourceAddress("model", NameForUnknown(*ctx.manifest, copy), copy.location);
+    if (ctx.recorded->count(address)) continue;  // a record: DiffOrphan decides
+    out.push_back(UnrecordedCopy(node, copy, cache->second, address, ctx.purge));
+  }
+  return out;
 }
 
 Result<Json> ModelProvider::Adopt(const DesiredResource& desired, const ActualResource& actual,

@@ -74,6 +74,13 @@ class ModelProvider : public Provider {
   PlanChange DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
+  // Revisions carrying fleet's staged mark (staged_mark.h) in the node's
+  // cache, or a store probed through it, that neither the state nor the
+  // manifests (there) know: named, and removed with --purge. A copy
+  // without the mark is never named: fleet did not stage it.
+  std::vector<PlanChange> DiffUnrecorded(const std::string& node,
+                                         const DiffContext& ctx) const override;
+  std::string InventoryScript(const std::string& node, const Manifest& m) const override;
   // A copy found complete (against the source, or with nothing visibly
   // wrong when the hub is the source) whose headers, index (and blobs, with
   // verify: deep) check out on `node`: recorded as apply would, without

@@ -412,6 +412,66 @@ TEST(ModelProvider, PurgeRemovesOnlyWhatFleetStaged) {
   EXPECT_TRUE(a.detail.value("forget", false));  // the record goes, the files stay
 }
 
+// What the node's inventory lists with fleet's staged mark and nothing
+// knows: named, removed with --purge; what is declared there, or recorded
+// under any name, is not.
+TEST(ModelProvider, UnrecordedStagedCopiesAreNamedAndPurged) {
+  Fixture f;
+  f.actual["model.ds@nas"] = Actual(Probe());
+  const std::string inventory = "staged\tdgx1\tmodels--org--qwen\t" + kRev + "\t1000\n" +
+                                "staged\tdgx1\tmodels--org--old\t" + kRev2 + "\t2000000\n" +
+                                "staged\tnas\tmodels--org--ds\t" + kRev + "\t5\n" +  // declared
+                                "staged\tnas\tmodels--org--ds\t" + kRev2 + "\t5\n";
+  NodeFacts facts;
+  std::set<std::string> recorded;
+  DiffContext ctx{facts, &f.facts, &f.actual, &f.m, false, nullptr, &recorded};
+  EXPECT_TRUE(f.p.DiffUnrecorded("dgx1", ctx).empty());  // no inventory: nothing said
+  ctx.inventory = &inventory;
+  std::vector<PlanChange> found = f.p.DiffUnrecorded("dgx1", ctx);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].address, "model.qwen@dgx1");  // the manifests' name for it
+  EXPECT_EQ(found[0].node, "dgx1");
+  EXPECT_EQ(found[0].action, Action::kNoop);
+  EXPECT_EQ(found[1].address, "model.old-fedcba987654@dgx1");
+  EXPECT_EQ(found[1].reasons.at(0),
+            "model org/old@fedcba987654 (2.0 MB) in /srv/hf/hub on dgx1 carries fleet's staged "
+            "mark but is not in this state, and the manifests do not declare it there: fleet "
+            "staged it, and `fleet apply --purge` removes it (or declare it there, and `fleet "
+            "state adopt model.old-fedcba987654@dgx1` records it)");
+  EXPECT_EQ(found[2].address, "model.ds-fedcba987654@nas");
+  EXPECT_EQ(found[2].node, "dgx1");  // the store is read through dgx1
+
+  ctx.purge = true;
+  found = f.p.DiffUnrecorded("dgx1", ctx);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[1].action, Action::kDelete);
+  EXPECT_EQ(found[1].summary, "remove org/old@fedcba987654 (2.0 MB) from /srv/hf/hub (--purge)");
+  const std::optional<ModelRemoval> removal = ModelRemovalOf(found[2].detail);
+  ASSERT_TRUE(removal.has_value());
+  EXPECT_EQ(removal->cache, "/mnt/nas/hub");
+  EXPECT_EQ(removal->revision, kRev2);
+  EXPECT_EQ(removal->location, "nas");
+
+  // Recorded under its address (DiffOrphan's), or by content under another.
+  recorded.insert("model.qwen@dgx1");
+  ResourceRecord other = RecordOf("model.renamed@dgx1", Probe());
+  other.node = "dgx1";
+  other.attributes["repo"] = "org/old";
+  other.attributes["revision"] = kRev2;
+  other.attributes["location"] = "dgx1";
+  const std::vector<ResourceRecord> records = {other};
+  ctx.records = &records;
+  found = f.p.DiffUnrecorded("dgx1", ctx);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].address, "model.ds-fedcba987654@nas");
+
+  // The inventory reads the node's cache and the stores read through it.
+  const std::string on_dgx1 = f.p.InventoryScript("dgx1", f.m);
+  EXPECT_NE(on_dgx1.find("/srv/hf/hub/*/.fleet-staged/*"), std::string::npos) << on_dgx1;
+  EXPECT_NE(on_dgx1.find("/mnt/nas/hub/*/.fleet-staged/*"), std::string::npos);
+  EXPECT_EQ(f.p.InventoryScript("dgx2", f.m).find("/mnt/nas/hub"), std::string::npos);
+}
+
 TEST(ModelProvider, TwoModelsThatFitAloneDoNotFitTogether) {
   Fixture f;
   ModelSpec other = f.m.models["qwen"];

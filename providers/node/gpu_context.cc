@@ -1,5 +1,7 @@
 #include "providers/node/gpu_context.h"
 
+#include <sstream>
+
 #include "providers/deployment/deployment_probe.h"
 #include "src/shell_quote.h"
 
@@ -11,22 +13,46 @@ constexpr const char* kServingPrefix = "serving:";
 
 }  // namespace
 
-std::string GpuContextScript(const std::string& cli, GpuContextMode mode) {
-  if (mode == GpuContextMode::kAlways) return "fpa=\necho gpu_context=asked\n";
+std::string ServeListingScript(const std::string& cli) {
   // The names are joined by spaces: one line whatever the number of serves.
-  return "fpa=--no-context\n"
-         "if ! command -v " +
-         ShellQuote(cli) +
-         " >/dev/null 2>&1; then fpa=; echo gpu_context=no-engine\n"
+  return "if ! command -v " + ShellQuote(cli) +
+         " >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
          "elif gcs=$(" +
          ServingContainersCommand(cli) +
          " 2>&1); then\n"
-         "  gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' ' ')\n"
-         "  if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
-         "  else fpa=; echo gpu_context=idle; fi\n"
-         "else printf 'gpu_context=engine-error:%s\\n' \"$(printf '%s' \"$gcs\" | head -n 1 | cut "
-         "-c1-300)\"; "
-         "fi\n";
+         "  fsl=listed; gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' ' ')\n"
+         "else fsl=engine-error; gcs=$(printf '%s' \"$gcs\" | head -n 1 | cut -c1-300); fi\n"
+         "printf 'fleet_serves=%s:%s\\n' \"$fsl\" \"$gcs\"\n";
+}
+
+ServeListing ParseServeListing(const std::string& value) {
+  ServeListing l;
+  const size_t colon = value.find(':');
+  const std::string word = value.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : value.substr(colon + 1);
+  if (word == "listed") {
+    l.listed = true;
+    std::istringstream names(rest);
+    for (std::string n; names >> n;) l.names.push_back(n);
+  } else if (word == "no-engine") {
+    l.listed = true;
+  } else {
+    l.error = word.empty() ? "not listed (the node's probe script predates the listing)"
+                           : "the container CLI cannot list containers" +
+                                 (rest.empty() ? std::string() : " (" + rest + ")");
+  }
+  return l;
+}
+
+std::string GpuContextScript(GpuContextMode mode) {
+  if (mode == GpuContextMode::kAlways) return "fpa=\necho gpu_context=asked\n";
+  return "fpa=--no-context\n"
+         "case $fsl in\n"
+         "no-engine) fpa=; echo gpu_context=no-engine ;;\n"
+         "listed) if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
+         "  else fpa=; echo gpu_context=idle; fi ;;\n"
+         "*) printf 'gpu_context=engine-error:%s\\n' \"$gcs\" ;;\n"
+         "esac\n";
 }
 
 GpuContextDecision ParseGpuContext(const std::string& value) {

@@ -13,19 +13,42 @@
 //     where it answers, the host's MemAvailable on unified memory).
 // The script prints one `gpu_context=<word>[:<serves>]` line; the parser
 // turns it into the decision and the reason the facts carry.
+//
+// The listing it decides from (ServeListingScript) runs on every node
+// probe, fleet-probe or not, and is a node fact of its own: the plan names
+// the fleet serves on a node that no state record knows from it.
 #ifndef FLEET_PROVIDERS_NODE_GPU_CONTEXT_H_
 #define FLEET_PROVIDERS_NODE_GPU_CONTEXT_H_
 
 #include <string>
+#include <vector>
 
 namespace fleet {
 
 enum class GpuContextMode { kAuto, kAlways };
 
+// sh that lists the running containers labelled fleet.deployment with the
+// node's container CLI `cli` and prints one `fleet_serves=<word>:<rest>`
+// line: "listed:<names, each followed by a space>", "no-engine:" (no CLI)
+// or "engine-error:<its first line>". Defines only $fsl (the word) and
+// $gcs (the rest), which GpuContextScript reads.
+std::string ServeListingScript(const std::string& cli);
+
+// What the fleet_serves line says.
+struct ServeListing {
+  bool listed = false;             // the CLI answered (or there is none: nothing runs)
+  std::vector<std::string> names;  // the serving containers
+  std::string error;               // why the CLI could not list them
+};
+
+// The listing from the value of the fleet_serves line ("": the line is
+// missing, an older script: not listed).
+ServeListing ParseServeListing(const std::string& value);
+
 // sh that sets $fpa to the arguments for fleet-probe ("" or "--no-context")
-// and prints the gpu_context line. `cli` is the node's container CLI.
-// Defines only $fpa and $gcs.
-std::string GpuContextScript(const std::string& cli, GpuContextMode mode);
+// and prints the gpu_context line, from what ServeListingScript (run
+// before it) found. Defines only $fpa.
+std::string GpuContextScript(GpuContextMode mode);
 
 struct GpuContextDecision {
   bool create = true;  // fleet-probe ran with a context

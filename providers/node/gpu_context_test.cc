@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
@@ -54,9 +55,9 @@ class GpuContextTest : public ::testing::Test {
     pclose(p);
     return out;
   }
-  // The decision script, then what it chose for fleet-probe.
+  // The listing and the decision scripts, then what it chose for fleet-probe.
   std::string Decide(const std::string& cli, GpuContextMode mode) {
-    return Run(GpuContextScript(cli, mode) + "printf 'fpa=%s\\n' \"$fpa\"\n");
+    return Run(ServeListingScript(cli) + GpuContextScript(mode) + "printf 'fpa=%s\\n' \"$fpa\"\n");
   }
   std::string Read(const std::string& name) {
     std::stringstream ss;
@@ -70,29 +71,54 @@ class GpuContextTest : public ::testing::Test {
 TEST_F(GpuContextTest, ServeRunningMeansNoContext) {
   Cli("serving=fleet-qwen\nserving=fleet-mimo\n");
   EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "fleet_serves=listed:fleet-qwen fleet-mimo \n"
             "gpu_context=serving:fleet-qwen fleet-mimo \nfpa=--no-context\n");
   EXPECT_EQ(Read("cli.args"), "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
 }
 
 TEST_F(GpuContextTest, NoServeMeansContext) {
   Cli("");
-  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto), "gpu_context=idle\nfpa=\n");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "fleet_serves=listed:\ngpu_context=idle\nfpa=\n");
 }
 
 TEST_F(GpuContextTest, NoContainerCliMeansContext) {
-  EXPECT_EQ(Decide("fleet-no-such-cli", GpuContextMode::kAuto), "gpu_context=no-engine\nfpa=\n");
+  EXPECT_EQ(Decide("fleet-no-such-cli", GpuContextMode::kAuto),
+            "fleet_serves=no-engine:\ngpu_context=no-engine\nfpa=\n");
 }
 
 TEST_F(GpuContextTest, CliThatCannotListMeansNoContext) {
   Cli("Cannot connect to the Docker daemon\n", 1);
   EXPECT_EQ(Decide("docker", GpuContextMode::kAuto),
+            "fleet_serves=engine-error:Cannot connect to the Docker daemon\n"
             "gpu_context=engine-error:Cannot connect to the Docker daemon\nfpa=--no-context\n");
 }
 
-TEST_F(GpuContextTest, AskedMeansContextWithoutAskingTheEngine) {
+// The serves are still listed (a node fact of their own), but the decision
+// does not depend on them.
+TEST_F(GpuContextTest, AskedMeansContextEvenWhileAServeRuns) {
   Cli("serving=fleet-qwen\n");
-  EXPECT_EQ(Decide("docker", GpuContextMode::kAlways), "gpu_context=asked\nfpa=\n");
-  EXPECT_EQ(Read("cli.args"), "");
+  EXPECT_EQ(Decide("docker", GpuContextMode::kAlways),
+            "fleet_serves=listed:fleet-qwen \ngpu_context=asked\nfpa=\n");
+}
+
+TEST(ParseServeListing, NamesOrWhyNot) {
+  ServeListing l = ParseServeListing("listed:fleet-qwen fleet-mimo ");
+  EXPECT_TRUE(l.listed);
+  EXPECT_EQ(l.names, (std::vector<std::string>{"fleet-qwen", "fleet-mimo"}));
+  l = ParseServeListing("listed:");
+  EXPECT_TRUE(l.listed);
+  EXPECT_TRUE(l.names.empty());
+  l = ParseServeListing("no-engine:");
+  EXPECT_TRUE(l.listed);  // no CLI: nothing runs
+  EXPECT_TRUE(l.names.empty());
+  l = ParseServeListing("engine-error:permission denied: a:b");
+  EXPECT_FALSE(l.listed);
+  EXPECT_TRUE(l.names.empty());
+  EXPECT_EQ(l.error, "the container CLI cannot list containers (permission denied: a:b)");
+  l = ParseServeListing("");
+  EXPECT_FALSE(l.listed);
+  EXPECT_FALSE(l.error.empty());
 }
 
 TEST(ParseGpuContext, Reasons) {
@@ -131,18 +157,33 @@ TEST_F(GpuContextTest, NodeFactsCarryTheDecision) {
   EXPECT_EQ(gpu.gpus[0].memory_free_source, "host MemAvailable");
   EXPECT_GE(f.gpu_probe_s, 0.0);
   EXPECT_LT(f.gpu_probe_s, 10.0);
+  EXPECT_TRUE(f.fleet_serves_listed);
+  EXPECT_EQ(f.fleet_serves, std::vector<std::string>{"fleet-qwen"});
 
   Cli("");
   f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
   ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu));
   EXPECT_TRUE(gpu.cuda_context);
   EXPECT_EQ(gpu.context_decision, "a CUDA context: no fleet serve runs on the node");
+  EXPECT_TRUE(f.fleet_serves_listed);
+  EXPECT_TRUE(f.fleet_serves.empty());
 
   Cli("serving=fleet-qwen\n");
   f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker", GpuContextMode::kAlways)));
   ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu));
   EXPECT_TRUE(gpu.cuda_context);
   EXPECT_EQ(Read("probe.args"), "--no-context\n\n\n");
+}
+
+// Without fleet-probe on the node the serves are listed all the same.
+TEST_F(GpuContextTest, NodeFactsListServesWithoutFleetProbe) {
+  Cli("serving=fleet-qwen\nserving=fleet-old\n");
+  NodeFacts f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  EXPECT_TRUE(f.fleet_serves_listed);
+  EXPECT_EQ(f.fleet_serves, (std::vector<std::string>{"fleet-qwen", "fleet-old"}));
+  Cli("Cannot connect to the Docker daemon\n", 1);
+  f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  EXPECT_FALSE(f.fleet_serves_listed);
 }
 
 // The plan's fragment asks the node's own container CLI.

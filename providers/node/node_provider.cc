@@ -76,12 +76,13 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
       "printf 'boot_id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\"\n"
       "printf 'arch=%s\\n' \"$(uname -m)\"\n"
       "printf 'kernel=%s\\n' \"$(uname -r)\"\n";
+  s += ServeListingScript(cli);
   s += std::string("fp=\"") + kProbeInstallPath +
        "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
        // A driver hung in cuInit must not hang the whole plan.
        "t=; command -v timeout >/dev/null 2>&1 && t='timeout 20'\n"
        "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then\n" +
-       GpuContextScript(cli, gpu_context) +
+       GpuContextScript(gpu_context) +
        // Its wall time, for -v (GNU date's %N; elsewhere the figure is dropped).
        "gp0=$(date +%s%N 2>/dev/null)\n"
        "printf 'gpu_probe=%s\\n' \"$($t \"$fp\" $fpa 2>/dev/null | tr -d '\\n')\"\n"
@@ -110,6 +111,9 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   f.arch = kv["arch"];
   f.kernel = kv["kernel"];
   f.fabric = FabricPortsToJson(ParseFabricPorts(output));
+  const ServeListing serves = ParseServeListing(kv["fleet_serves"]);
+  f.fleet_serves_listed = serves.listed;
+  f.fleet_serves = serves.names;
   const std::string& probe_json = kv["gpu_probe"];
   GpuFacts gpu;
   std::string error;

@@ -67,6 +67,12 @@ constexpr const char* kClockBegin = "@clock.begin";
 constexpr const char* kClockEnd = "@clock.end";
 constexpr const char* kClockScript = "date +%s%N 2>/dev/null";
 
+// The section of a provider's InventoryScript: "inventory" is no type, so no
+// resource's address.
+std::string InventoryAddress(const std::string& type, const std::string& node) {
+  return "inventory." + type + "@" + node;
+}
+
 // "probe dgx1: 0.41 s (ssh 0.12 s; fleet-probe 0.05 s, no CUDA context:
 // fleet serve fleet-x runs on the node ...)": the wall time of the node's
 // probe (connect + the one round trip), the part that was not the script
@@ -118,7 +124,8 @@ std::vector<DesiredResource> Planner::Desired() const {
   return all;
 }
 
-ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int parallelism) {
+ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int parallelism,
+                           const std::set<std::string>& inventory_nodes) {
   std::map<std::string, std::vector<const DesiredResource*>> by_node;
   for (const DesiredResource& r : desired) by_node[r.node].push_back(&r);
   std::vector<std::string> nodes;
@@ -146,6 +153,11 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
       std::string script = p->ProbeScript(*r, spec);
       if (!script.empty()) fragments.push_back({r->address, script});
     }
+    if (inventory_nodes.count(node))
+      for (const auto& p : *providers_) {
+        std::string script = p->InventoryScript(node, *manifest_);
+        if (!script.empty()) fragments.push_back({InventoryAddress(p->type(), node), script});
+      }
     fragments.push_back({kClockEnd, kClockScript});
     const std::string nonce = RandomNonce();
     Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
@@ -170,6 +182,11 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
         a.error = "probe exited " + std::to_string(it->second.exit_code);
       out.actual[r->address] = std::move(a);
     }
+    for (const auto& p : *providers_) {
+      auto it = sections.find(InventoryAddress(p->type(), node));
+      if (it != sections.end() && it->second.exit_code == 0)
+        out.inventory[node][p->type()] = it->second.output;
+    }
   });
 
   ProbeResult merged;
@@ -177,6 +194,7 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
     merged.facts.merge(p.facts);
     merged.actual.merge(p.actual);
     merged.node_errors.merge(p.node_errors);
+    merged.inventory.merge(p.inventory);
   }
   return merged;
 }
@@ -245,6 +263,18 @@ void ReverseForDestroy(std::map<std::string, std::vector<std::string>>& dependen
   }
 }
 
+// The nodes whose inventory AddUnrecorded reads: every node probed in a
+// whole plan, but those declared off.
+std::set<std::string> InventoryNodes(const std::vector<DesiredResource>& to_probe,
+                                     const std::set<std::string>& declared_off,
+                                     const PlanOptions& options) {
+  std::set<std::string> nodes;
+  if (options.destroy || !options.targets.empty()) return nodes;
+  for (const DesiredResource& r : to_probe)
+    if (r.type == "node" && !declared_off.count(r.node)) nodes.insert(r.node);
+  return nodes;
+}
+
 // What the nodes hold that neither the manifests nor the state know: each
 // provider names it (or, with --purge, removes it). Only in a whole plan:
 // --target and destroy leave it alone.
@@ -259,7 +289,12 @@ void AddUnrecorded(const std::vector<std::unique_ptr<Provider>>& providers,
     DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest,
                     options.purge, changes,       &recorded};
     ctx.records = &records;
+    const auto inventory = probed.inventory.find(node);
     for (const auto& p : providers) {
+      ctx.inventory = nullptr;
+      if (inventory != probed.inventory.end())
+        if (auto it = inventory->second.find(p->type()); it != inventory->second.end())
+          ctx.inventory = &it->second;
       std::vector<PlanChange> found = p->DiffUnrecorded(node, ctx);
       changes->insert(changes->end(), std::make_move_iterator(found.begin()),
                       std::make_move_iterator(found.end()));
@@ -305,7 +340,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     in_plan.push_back(r);
     if (r.type == "node" || !declared_off.count(r.node)) to_probe.push_back(r);
   }
-  ProbeResult probed = Probe(to_probe, options.probe_parallelism);
+  ProbeResult probed =
+      Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
   std::set<std::string> bad_nodes;
   for (const auto& [node, err] : probed.node_errors) {

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ProbeResult {
   std::map<std::string, NodeFacts> facts;          // by node
   std::map<std::string, ActualResource> actual;    // by address
   std::map<std::string, std::string> node_errors;  // by node: cannot plan it at all
+  // What each provider's InventoryScript printed, by node then type (only
+  // where it ran and exited 0).
+  std::map<std::string, std::map<std::string, std::string>> inventory;
 };
 
 class Planner {
@@ -41,8 +45,11 @@ class Planner {
   // The desired resources of the manifest, from every provider.
   std::vector<DesiredResource> Desired() const;
 
-  // Probes the nodes that hold `desired` (all of them in parallel).
-  ProbeResult Probe(const std::vector<DesiredResource>& desired, int parallelism);
+  // Probes the nodes that hold `desired` (all of them in parallel), and on
+  // those in `inventory_nodes` runs the providers' InventoryScripts too (in
+  // the same round trip).
+  ProbeResult Probe(const std::vector<DesiredResource>& desired, int parallelism,
+                    const std::set<std::string>& inventory_nodes = {});
 
   // Probes and diffs. Plan errors (identity mismatch, unreachable node
   // without a switch, unknown target) land in plan.errors.

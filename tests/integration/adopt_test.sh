@@ -86,8 +86,7 @@ step "an unknown fleet-b on the port a new deployment wants: the plan says what 
 lose_state
 repo beta
 expect_rc 1 plan
-expect_out "deployment.beta@dgx1: port $PORT on dgx1 is held by deployment.b@dgx1, ${NOTE#deployment.b@dgx1: } if it matches the manifests"
-expect_out '`fleet apply --purge` removes it'
+expect_out 'deployment.beta@dgx1: port '$PORT' on dgx1 is held by deployment.b@dgx1, running on dgx1 (container fleet-b) but not in this state, and the manifests do not declare it on dgx1: `fleet apply --purge` stops and removes it (or declare it there, and `fleet state adopt deployment.b@dgx1` takes it over if it matches)'
 expect_no_out "which this plan does not change"
 expect_rc 1 state adopt deployment.b@dgx1
 expect_out "the manifests do not declare it"

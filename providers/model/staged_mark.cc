@@ -1,0 +1,72 @@
+#include "providers/model/staged_mark.h"
+
+#include <set>
+#include <sstream>
+
+#include "providers/model/hub_cache.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+std::string WriteStagedMarkScript(const HubLocation& loc) {
+  // RepoPrelude falls back to the legacy folder even when there is none:
+  // a first download makes the hub layout's.
+  return RepoPrelude(loc) + "[ -d \"$m\" ] || m=\"$c/$d\"\n" +
+         "[ -f \"$m/.fleet-staged/$r\" ] && exit 0\n"
+         "mkdir -p -- \"$m/.fleet-staged\" &&\n"
+         "  printf 'staged by fleet: %s@%s\\n' " +
+         ShellQuote(loc.repo) + " \"$r\" > \"$m/.fleet-staged/$r\"\n";
+}
+
+std::string StagedMarkInventoryScript(
+    const std::vector<std::pair<std::string, std::string>>& caches) {
+  std::string s;
+  for (const auto& [location, cache] : caches)
+    s += "l=" + ShellQuote(location) + "\nfor f in " + NodePathWord(cache) +
+         R"SH(/*/.fleet-staged/*; do
+  [ -f "$f" ] || continue
+  r=${f##*/}; x=${f%/.fleet-staged/*}
+  [ -d "$x/snapshots/$r" ] || continue
+  b=$(find -L "$x/snapshots/$r" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  printf 'staged\t%s\t%s\t%s\t%s\n' "$l" "${x##*/}" "$r" "$b"
+done
+)SH";
+  return s;
+}
+
+std::string RepoOfDirName(const std::string& dir) {
+  const std::string prefix = "models--";
+  if (dir.rfind(prefix, 0) != 0 || dir.size() == prefix.size()) return "";
+  std::string repo = dir.substr(prefix.size());
+  const size_t sep = repo.find("--");
+  if (sep != std::string::npos) repo.replace(sep, 2, "/");
+  if (repo.find("--") != std::string::npos || repo.front() == '/' || repo.back() == '/') return "";
+  return repo;
+}
+
+std::vector<StagedCopy> ParseStagedMarks(const std::string& output) {
+  std::vector<StagedCopy> out;
+  std::set<std::string> seen;
+  std::istringstream lines(output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, '\t');) f.push_back(x);
+    if (f.size() != 5 || f[0] != "staged") continue;
+    StagedCopy c;
+    c.location = f[1];
+    c.repo = RepoOfDirName(f[2]);
+    c.revision = f[3];
+    if (c.location.empty() || c.repo.empty() || !IsCommitId(c.revision)) continue;
+    if (f[4].empty() || f[4].size() > 19 ||
+        f[4].find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    c.bytes = std::stoull(f[4]);
+    if (seen.insert(c.location + "\t" + c.repo + "\t" + c.revision).second)
+      out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace fleet
