@@ -144,7 +144,7 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
          "  kill -0 $job 2>/dev/null || break\n"
          "  [ $n -lt $((cto * 20)) ] || { kill $job 2>/dev/null; break; }\n"
          "  sleep 0.05; n=$((n + 1))\ndone\n"
-         "wait $job; crc=$?; job=\nwait\n"
+         "wait $job 2>/dev/null; crc=$?; job=\nwait 2>/dev/null\n"
          "if ! grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; then\n"
          "  why=$(grep -e 'errno=' -e 'BIO_connect:' \"$d/cerr\" | tail -n 1 | head -c 300)\n"
          "  echo \"fabric: could not connect to $a:$port within $cto s${why:+ ($why)}; no byte "
