@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -173,11 +174,17 @@ std::string FabricSessionPem(const std::string& key_hex) {
   std::unique_ptr<SSL_SESSION, void (*)(SSL_SESSION*)> session(SSL_SESSION_new(), SSL_SESSION_free);
   std::unique_ptr<BIO, int (*)(BIO*)> pem(BIO_new(BIO_s_mem()), BIO_free);
   static const unsigned char kAes128GcmSha256[] = {0x13, 0x01};
+  constexpr long kWeek = 7 * 24 * 3600;
   const SSL_CIPHER* cipher = ssl ? SSL_CIPHER_find(ssl.get(), kAes128GcmSha256) : nullptr;
   bool ok = cipher != nullptr && session && pem &&
             SSL_SESSION_set1_master_key(session.get(), key, sizeof key) == 1 &&
             SSL_SESSION_set_cipher(session.get(), cipher) == 1 &&
             SSL_SESSION_set_protocol_version(session.get(), TLS1_3_VERSION) == 1 &&
+            // OpenSSL refuses an expired session even as an external PSK, by
+            // each node's clock: valid from a week before to a week after
+            // now, whatever the skew between the controller and the nodes.
+            SSL_SESSION_set_time(session.get(), static_cast<long>(time(nullptr)) - kWeek) != 0 &&
+            SSL_SESSION_set_timeout(session.get(), 2 * kWeek) != 0 &&
             PEM_write_bio_SSL_SESSION(pem.get(), session.get()) == 1;
   OPENSSL_cleanse(key, sizeof key);
   if (!ok) return "";

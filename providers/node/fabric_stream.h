@@ -82,7 +82,8 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
 constexpr int kFabricUnconnectedExit = 75;
 
 // `openssl s_server/s_client -psk_session` input: a TLS 1.3 session (PEM)
-// holding `key_hex` (64 hex digits) as its PSK, for TLS_AES_128_GCM_SHA256.
+// holding `key_hex` (64 hex digits) as its PSK, for TLS_AES_128_GCM_SHA256,
+// valid from a week before now to a week after (node clocks may be off).
 // "" when OpenSSL fails or the key is not 64 hex digits.
 std::string FabricSessionPem(const std::string& key_hex);
 

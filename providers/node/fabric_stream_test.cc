@@ -120,6 +120,8 @@ TEST(FabricStream, TheKeyIsOnNoCommandLine) {
   ASSERT_TRUE(r.ok());
   EXPECT_NE(r->out.find(std::string("Resumption PSK: ") + std::string(64, 'C')), std::string::npos)
       << r->out << r->err;
+  // Not expired by a node clock a few days off (OpenSSL's default: 304 s).
+  EXPECT_NE(r->out.find("Timeout   : 1209600 (sec)"), std::string::npos) << r->out;
 }
 
 // The source's transport, but its scripts connect to port 1 of the
