@@ -256,8 +256,9 @@ Result<CommandResult> LocalTransport::Run(const std::string& command,
 
 Result<CommandResult> LocalTransport::RunStreaming(
     const std::string& command,
-    const std::function<bool(std::string_view chunk)>& on_stdout) {
-  return Exec(command, transport_internal::StdinFromView({}), &on_stdout);
+    const std::function<bool(std::string_view chunk)>& on_stdout,
+    std::string_view stdin_data) {
+  return Exec(command, transport_internal::StdinFromView(stdin_data), &on_stdout);
 }
 
 Result<CommandResult> LocalTransport::RunWithInput(

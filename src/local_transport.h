@@ -32,7 +32,8 @@ class LocalTransport : public Transport {
   // process group and returns an error Status.
   Result<CommandResult> RunStreaming(
       const std::string& command,
-      const std::function<bool(std::string_view chunk)>& on_stdout) override;
+      const std::function<bool(std::string_view chunk)>& on_stdout,
+      std::string_view stdin_data = {}) override;
 
   Result<CommandResult> RunWithInput(
       const std::string& command,

@@ -421,8 +421,9 @@ Result<CommandResult> SshTransport::Run(const std::string& command, std::string_
 }
 
 Result<CommandResult> SshTransport::RunStreaming(
-    const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout) {
-  return Exec(command, transport_internal::StdinFromView({}), &on_stdout);
+    const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout,
+    std::string_view stdin_data) {
+  return Exec(command, transport_internal::StdinFromView(stdin_data), &on_stdout);
 }
 
 Result<CommandResult> SshTransport::RunWithInput(

@@ -60,9 +60,9 @@ class SshTransport : public Transport {
   // Chunks are what the server sends per packet (at most 32 KiB with
   // OpenSSH). An abort (on_stdout returned false) sends TERM to the command,
   // closes its channel and returns an error Status.
-  Result<CommandResult> RunStreaming(
-      const std::string& command,
-      const std::function<bool(std::string_view chunk)>& on_stdout) override;
+  Result<CommandResult> RunStreaming(const std::string& command,
+                                     const std::function<bool(std::string_view chunk)>& on_stdout,
+                                     std::string_view stdin_data = {}) override;
 
   Result<CommandResult> RunWithInput(
       const std::string& command,

@@ -52,8 +52,11 @@ class Transport {
   // output as it arrives (for streams too big to hold in memory, e.g. an
   // image or a model file). `on_stdout` returning false aborts the command.
   // stderr is collected into CommandResult.err; CommandResult.out stays empty.
+  // `stdin_data` is fed first, then EOF (e.g. a secret the command reads
+  // before it starts, kept off its command line).
   virtual Result<CommandResult> RunStreaming(
-      const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout) = 0;
+      const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout,
+      std::string_view stdin_data = {}) = 0;
 
   // Runs `command` feeding it standard input pulled from `next_stdin` until it
   // returns false (EOF). Output is collected as in Run.

@@ -10,7 +10,8 @@
 namespace fleet {
 
 Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const Manifest& m,
-                           const ProgressFn& progress) {
+                           const ProgressFn& progress, bool* unconnected) {
+  *unconnected = false;
   auto node = m.nodes.find(spec.source_node);
   if (node == m.nodes.end()) return Status::Error("no node " + spec.source_node);
   std::unique_ptr<Transport> source = MakeTransport(EndpointFor(node->second));
@@ -30,6 +31,10 @@ Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const
     progress("copying " + ShortId(spec.config) + " " + route.Describe() + ": `" +
              stream.source_cmd + "` | TLS-PSK | `" + stream.target_cmd + "`");
   FabricStreamResult r = FabricStream(stream);
+  if (r.unconnected) {
+    *unconnected = true;
+    return Status::Error(r.Problem());
+  }
   std::vector<std::string> loaded;
   if (r.target.ok()) loaded = ParseLoadedNames(r.target->out + "\n" + r.target->err);
   char moved[96];

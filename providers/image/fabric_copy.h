@@ -15,8 +15,10 @@ namespace fleet {
 // `spec.source` is only used for the checks before; the stream gets a
 // transport of its own to the source node (copies from one source to
 // several targets then run at once). `route` must be direct.
+// *unconnected is set (with the error) when no connection could be made
+// over the fabric and no byte was sent: the caller may copy another way.
 Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const Manifest& m,
-                           const ProgressFn& progress);
+                           const ProgressFn& progress, bool* unconnected);
 
 }  // namespace fleet
 

@@ -626,15 +626,23 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
 // The bytes of a copy: straight from the source node over the fabric when
 // the plan routed it so, else save | load through the controller.
 // The plan's direct route is checked again first: a fabric that went away
-// since is the path through the controller, said so.
+// since is the path through the controller, said so. So is a fabric on
+// which no connection could be made (a link down): no byte was sent then.
 Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpec& spec) {
   if (route.direct && ctx.manifest != nullptr) {
     Result<std::string> problem = FabricRouteProblem(spec.source, spec.target, route);
     if (!problem.ok()) return problem.status();
-    if (problem->empty()) return CopyImageOverFabric(spec, route, *ctx.manifest, ctx.progress);
-    if (ctx.progress)
+    if (problem->empty()) {
+      bool unconnected = false;
+      Status s = CopyImageOverFabric(spec, route, *ctx.manifest, ctx.progress, &unconnected);
+      if (!unconnected) return s;
+      if (ctx.progress)
+        ctx.progress("no connection over the fabric (" + s.message() + "): copying " + route.from +
+                     " → " + route.to + " through the controller instead");
+    } else if (ctx.progress) {
       ctx.progress("the fabric is not usable now (" + *problem +
                    "): copying through the controller instead");
+    }
   }
   return CopyImage(spec, ctx.progress);
 }

@@ -34,7 +34,8 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
 namespace {
 
 Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,
-                         const CopyItem& item, const FabricRoute& route) {
+                         const CopyItem& item, const FabricRoute& route,
+                         std::atomic<bool>* unconnected) {
   const Paths p = TargetPaths(item);
   const std::string what = item.path + " (" + std::to_string(item.size) + " bytes)";
   const std::string src_file = "\"$m/snapshots/$r/\"" + ShellQuote(item.path);
@@ -51,6 +52,7 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
                       p.inc;
   stream.target_address = route.target_address;
   FabricStreamResult r = FabricStream(stream);
+  if (r.unconnected) *unconnected = true;
   if (!r.ok())
     return Status::Error("copying " + what + " " + route.Describe() + ": " + r.Problem());
   Result<CommandResult> f =
@@ -64,16 +66,20 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
 
 Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide& dst,
                                             const std::vector<CopyItem>& items,
-                                            const FabricRoute& route, const CopyOptions& options) {
-  return model_copy_internal::CopyInStreams(
+                                            const FabricRoute& route, const CopyOptions& options,
+                                            bool* unconnected) {
+  std::atomic<bool> no_connection{false};
+  Result<CopyReport> report = model_copy_internal::CopyInStreams(
       src, dst, items, options.streams,
       [&](Transport* s, Transport* d, const CopyItem& item, bool* hashed) {
-        Status st = CopyOneOverFabric(s, d, src, dst, item, route);
+        Status st = CopyOneOverFabric(s, d, src, dst, item, route, &no_connection);
         if (!st.ok()) return st;
         if (options.on_bytes) options.on_bytes(item.size - item.offset);
         *hashed = BlobHashKindOf(item.blob) != BlobHashKind::kNone;
         return Status::OK();
       });
+  *unconnected = !report.ok() && no_connection;
+  return report;
 }
 
 }  // namespace fleet

@@ -17,9 +17,13 @@ namespace fleet {
 
 // `route` must be direct. options.streams files at once, each with its own
 // pair of transports; options.on_bytes is called once per finished file.
+// *unconnected is set (with the error) when a file's stream could make no
+// connection over the fabric (no byte of it sent): the caller may copy
+// what is still missing another way.
 Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide& dst,
                                             const std::vector<CopyItem>& items,
-                                            const FabricRoute& route, const CopyOptions& options);
+                                            const FabricRoute& route, const CopyOptions& options,
+                                            bool* unconnected);
 
 // The target-side check of a finished .incomplete file against its blob
 // name (shell; exits 1 and removes the file on a mismatch). "" when the

@@ -394,7 +394,17 @@ Status ModelStaging::RunOnRepo(const std::string& script, const std::string& wha
 }
 
 // Copies what is missing from the source, through this controller.
+// When the fabric could make no connection (a link down), what is still
+// missing is planned again from a fresh probe (a file whose stream never
+// connected got no byte) and copied through the controller.
 Status ModelStaging::CopyFromSource() {
+  Status s = CopyMissing();
+  if (s.ok() || !fabric_unconnected_) return s;
+  Status r = Reprobe();
+  return r.ok() ? CopyMissing() : r;
+}
+
+Status ModelStaging::CopyMissing() {
   Result<std::map<std::string, uint64_t>> blobs = ListBlobs(t_, loc_);
   if (!blobs.ok()) return blobs.status();
   Result<ModelCopyPlan> plan = PlanModelCopy(ref_, probe_, *blobs, step_.want.source_name);
@@ -455,10 +465,16 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
     CopyOptions co;
     co.streams = options_.copy_streams;
     co.on_bytes = [&](uint64_t n) { meter.Add(n); };
-    Result<bool> direct = FabricStillUsable();
+    Result<bool> direct = fabric_unconnected_ ? Result<bool>(false) : FabricStillUsable();
     if (!direct.ok()) return direct.status();
-    cr = *direct ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co)
+    bool unconnected = false;
+    cr = *direct ? CopyModelFilesOverFabric(from, to, plan.items, *step_.route, co, &unconnected)
                  : CopyModelFiles(from, to, plan.items, co);
+    if (unconnected) {
+      fabric_unconnected_ = true;
+      Say("no connection over the fabric (" + cr.status().message() + "): copying " +
+          step_.route->from + " → " + step_.route->to + " through the controller instead");
+    }
     if (!cr.ok()) return cr.status();
     hashed_.insert(cr->hashed.begin(), cr->hashed.end());
   }

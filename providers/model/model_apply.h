@@ -92,6 +92,7 @@ class ModelStaging {
   Status Reprobe();
   Status Download();
   Status CopyFromSource();
+  Status CopyMissing();
   Status CopyItems(const ModelCopyPlan& plan);
   // Whether the plan's direct fabric route is still usable now (said when
   // not: the copy goes through the controller then).
@@ -126,6 +127,9 @@ class ModelStaging {
   bool staged_ = false;           // this apply wrote files (not only checked them)
   bool in_place_ = false;         // VerifyInPlace: write nothing
   std::set<std::string> hashed_;  // paths hashed while copied
+  // No connection could be made over the fabric: the rest goes through
+  // the controller.
+  bool fabric_unconnected_ = false;
 };
 
 }  // namespace fleet

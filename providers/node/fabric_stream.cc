@@ -1,10 +1,15 @@
 #include "providers/node/fabric_stream.h"
 
+#include <openssl/crypto.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -39,21 +44,64 @@ std::string Side(const char* name, const Result<CommandResult>& r) {
          (err.empty() ? "" : ": " + err);
 }
 
-// The shell words both scripts start with.
-std::string Prelude(const std::string& address, const std::string& key, const std::string& id,
-                    int timeout_s) {
-  return "a=" + ShellQuote(address) + "; k=" + ShellQuote(key) + "; id=" + ShellQuote(id) +
+constexpr char kHeartbeat[] = "FLEET-FABRIC-WAIT\n";  // printed by kWatchdog
+// Both ends: TLS 1.3 only, the external PSK's suite (its hash must match).
+constexpr char kTls[] =
+    "-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256 -psk_session \"$d/psk\" "
+    "-psk_identity \"$id\"";
+
+// The shell words both scripts start with: a 0700 temp dir, removed on any
+// exit (`cleanup` first), also on HUP/INT/TERM and on SIGPIPE (the channel
+// gone: the shell may write to it, e.g. dash's "Terminated" for a killed
+// child; untrapped, SIGPIPE would end it before its cleanup). The cleanup
+// writes nowhere. Then the PSK session file, 0600, from stdin.
+std::string Prelude(const std::string& address, const std::string& id, int timeout_s,
+                    const std::string& cleanup) {
+  return "a=" + ShellQuote(address) + "; id=" + ShellQuote(id) +
          "; to=" + std::to_string(timeout_s) +
-         "\nd=$(mktemp -d \"${TMPDIR:-/tmp}/fleet-fabric.XXXXXX\") || exit 1\n"
-         "trap 'rm -rf \"$d\"' EXIT\n";
+         "\numask 077\n"
+         "d=$(mktemp -d \"${TMPDIR:-/tmp}/fleet-fabric.XXXXXX\") || exit 1\n"
+         "trap 'exec >/dev/null 2>&1; " +
+         cleanup +
+         "rm -rf \"$d\"' EXIT\n"
+         "trap 'exit 143' HUP INT PIPE TERM\n"
+         "cat >\"$d/psk\" || exit 1\n";
 }
+
+// Fails when the listener did not come up; prints the ready line.
+constexpr char kListenCheck[] =
+    "listen=$(printf ':%04X 00000000:0000 0A' \"$port\")\n"
+    "i=0\nuntil grep -q \"$listen\" /proc/net/tcp 2>/dev/null; do\n"
+    "  i=$((i + 1))\n"
+    "  if [ $i -gt 200 ] || ! kill -0 $job 2>/dev/null; then\n"
+    "    kill $(cat \"$d/spid\" 2>/dev/null) 2>/dev/null; wait $job 2>/dev/null\n"
+    "    echo \"fabric: no listener came up on $a:$port: $(head -c 600 \"$d/err\" "
+    "2>/dev/null)\" >&2; exit 1\n"
+    "  fi\n  sleep 0.05\ndone\n";
+
+// Until a connection comes: a heartbeat line every 0.5 s (a write that
+// fails, the channel gone, stops the listener); nobody within ato s: the
+// listener is stopped.
+constexpr char kWatchdog[] =
+    "est=$(printf ':%04X [0-9A-F]*:[0-9A-F]* 01' \"$port\")\n"
+    "( trap '' PIPE; n=0\n"
+    "  while [ $n -lt $((ato * 10)) ]; do\n"
+    "    grep -q \"$est\" /proc/net/tcp && exit 0\n"
+    "    if [ $((n % 5)) = 0 ]; then\n"
+    "      printf 'FLEET-FABRIC-WAIT\\n' || { kill $(cat \"$d/spid\"); exit 0; }\n"
+    "    fi\n"
+    "    sleep 0.1 >/dev/null; n=$((n + 1))\n"
+    "  done; : >\"$d/expired\"; kill $(cat \"$d/spid\") ) </dev/null 2>/dev/null &\nwd=$!\n";
 
 }  // namespace
 
-std::string FabricListenScript(const std::string& address, const std::string& key,
-                               const std::string& identity, const std::string& target_cmd,
-                               int accept_timeout_s, int timeout_s) {
-  return Prelude(address, key, identity, timeout_s) + "ato=" + std::to_string(accept_timeout_s) +
+std::string FabricListenScript(const std::string& address, const std::string& identity,
+                               const std::string& target_cmd, int accept_timeout_s, int timeout_s) {
+  // The EXIT trap stops a listener still running (no rc yet) and the watchdog.
+  return "wd=\n" +
+         Prelude(address, identity, timeout_s,
+                 "[ -e \"$d/rc\" ] || kill $(cat \"$d/spid\"); [ -z \"$wd\" ] || kill $wd; ") +
+         "ato=" + std::to_string(accept_timeout_s) +
          "\n"
          "mkfifo \"$d/in\" || exit 1\n"
          // A free port: not in /proc/net/tcp{,6} (a race with another
@@ -65,28 +113,13 @@ std::string FabricListenScript(const std::string& address, const std::string& ke
          "[ -n \"$port\" ] || { echo 'fabric: no free port' >&2; exit 1; }\n"
          // stdin: a FIFO opened read-write never has data nor EOF (s_server
          // closes the connection at EOF on its stdin).
-         "{ timeout \"$to\" openssl s_server -quiet -nocert -naccept 1 -tls1_3 -psk \"$k\" "
-         "-psk_identity \"$id\" -accept \"$a:$port\" 0<>\"$d/in\" 2>\"$d/err\" &\n"
+         "{ timeout \"$to\" openssl s_server -quiet -nocert -naccept 1 " +
+         kTls +
+         " -accept \"$a:$port\" 0<>\"$d/in\" 2>\"$d/err\" &\n"
          "  echo $! >\"$d/spid\"; wait $!; echo $? >\"$d/rc\"; } | (\n" +
-         target_cmd +
-         "\n) &\njob=$!\n"
-         "listen=$(printf ':%04X 00000000:0000 0A' \"$port\")\n"
-         "i=0\nuntil grep -q \"$listen\" /proc/net/tcp 2>/dev/null; do\n"
-         "  i=$((i + 1))\n"
-         "  if [ $i -gt 200 ] || ! kill -0 $job 2>/dev/null; then\n"
-         "    kill $(cat \"$d/spid\" 2>/dev/null) 2>/dev/null; wait $job 2>/dev/null\n"
-         "    echo \"fabric: no listener came up on $a:$port: $(head -c 600 \"$d/err\" "
-         "2>/dev/null)\" >&2; exit 1\n"
-         "  fi\n  sleep 0.05\ndone\n"
-         // Nobody connected within ato seconds: the listener goes.
-         "est=$(printf ':%04X [0-9A-F]*:[0-9A-F]* 01' \"$port\")\n"
-         "( n=0; while [ $n -lt $((ato * 10)) ]; do grep -q \"$est\" /proc/net/tcp && exit 0;\n"
-         "  sleep 0.1; n=$((n + 1)); done; : >\"$d/expired\"; kill $(cat \"$d/spid\") ) "
-         "</dev/null >/dev/null 2>&1 &\nwd=$!\n"
-         "echo \"" +
-         kReady +
-         "$port\"\n"
-         "wait $job; trc=$?\nkill $wd 2>/dev/null\n"
+         target_cmd + "\n) &\njob=$!\n" + kListenCheck + "echo \"" + kReady + "$port\"\n" +
+         kWatchdog +
+         "wait $job; trc=$?\nkill $wd 2>/dev/null; wd=\n"
          "src=$(cat \"$d/rc\" 2>/dev/null)\n"
          "err=$(grep -v -e 'SSL_get_servername' \"$d/err\" 2>/dev/null | head -c 600)\n"
          "if [ -e \"$d/expired\" ]; then echo \"fabric: nobody connected to $a:$port within "
@@ -96,61 +129,130 @@ std::string FabricListenScript(const std::string& address, const std::string& ke
          "  [ $trc = 0 ] && trc=3\nfi\nexit $trc\n";
 }
 
-std::string FabricSendScript(const std::string& address, int port, const std::string& key,
-                             const std::string& identity, const std::string& source_cmd,
-                             int timeout_s) {
-  return Prelude(address, key, identity, timeout_s) + "port=" + std::to_string(port) + "\n{ (\n" +
+std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
+                             const std::string& source_cmd, int connect_timeout_s, int timeout_s) {
+  return "job=\n" + Prelude(address, identity, timeout_s, "[ -z \"$job\" ] || kill $job; ") +
+         "port=" + std::to_string(port) + "; cto=" + std::to_string(connect_timeout_s) + "\n{ (\n" +
          source_cmd +
-         "\n) 2>\"$d/serr\"; echo $? >\"$d/rc\"; } | timeout \"$to\" openssl s_client -quiet "
-         "-no_ign_eof -nocommands -tls1_3 -psk \"$k\" -psk_identity \"$id\" -connect "
-         "\"$a:$port\" >/dev/null 2>\"$d/cerr\"\n"
-         "crc=$?\nsrc=$(cat \"$d/rc\" 2>/dev/null)\n"
+         "\n) </dev/null 2>\"$d/serr\"; echo $? >\"$d/rc\"; } | timeout \"$to\" openssl s_client "
+         "-state -quiet -no_ign_eof -nocommands " +
+         kTls +
+         " -connect \"$a:$port\" >/dev/null 2>\"$d/cerr\" &\njob=$!\n"
+         // Connected once s_client starts its handshake (-state prints
+         // "SSL_connect:" on stderr, unbuffered); no payload byte can leave
+         // before that. Not within cto s: s_client is stopped.
+         "n=0\nuntil grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; do\n"
+         "  kill -0 $job 2>/dev/null || break\n"
+         "  [ $n -lt $((cto * 20)) ] || { kill $job 2>/dev/null; break; }\n"
+         "  sleep 0.05; n=$((n + 1))\ndone\n"
+         "wait $job 2>/dev/null; crc=$?; job=\nwait 2>/dev/null\n"
+         "if ! grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; then\n"
+         "  why=$(grep -e 'errno=' -e 'BIO_connect:' \"$d/cerr\" | tail -n 1 | head -c 300)\n"
+         "  echo \"fabric: could not connect to $a:$port within $cto s${why:+ ($why)}; no byte "
+         "was sent\" >&2; exit " +
+         std::to_string(kFabricUnconnectedExit) +
+         "\nfi\n"
+         "src=$(cat \"$d/rc\" 2>/dev/null)\n"
          "if [ \"$src\" != 0 ]; then echo \"the source command exited ${src:-?}: $(head -c 600 "
          "\"$d/serr\")\" >&2; exit 1; fi\n"
          "if [ $crc != 0 ]; then echo \"fabric: sending to $a:$port failed (exit $crc): $(grep "
-         "-v -e SSL_get_servername -e '^DONE' \"$d/cerr\" | head -c 600)\" >&2; exit 1; fi\n";
+         "-v -e SSL_get_servername -e '^DONE' -e '^SSL_connect:' -e '^SSL3 alert write:warning' "
+         "\"$d/cerr\" | head -c 600)\" >&2; exit 1; fi\n";
+}
+
+std::string FabricSessionPem(const std::string& key_hex) {
+  if (key_hex.size() != 64) return "";
+  unsigned char key[32];
+  for (size_t i = 0; i < 32; ++i) {
+    int hi = OPENSSL_hexchar2int(static_cast<unsigned char>(key_hex[2 * i]));
+    int lo = OPENSSL_hexchar2int(static_cast<unsigned char>(key_hex[2 * i + 1]));
+    if (hi < 0 || lo < 0) return "";
+    key[i] = static_cast<unsigned char>(hi << 4 | lo);
+  }
+  std::unique_ptr<SSL_CTX, void (*)(SSL_CTX*)> ctx(SSL_CTX_new(TLS_method()), SSL_CTX_free);
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl(ctx ? SSL_new(ctx.get()) : nullptr, SSL_free);
+  std::unique_ptr<SSL_SESSION, void (*)(SSL_SESSION*)> session(SSL_SESSION_new(), SSL_SESSION_free);
+  std::unique_ptr<BIO, int (*)(BIO*)> pem(BIO_new(BIO_s_mem()), BIO_free);
+  static const unsigned char kAes128GcmSha256[] = {0x13, 0x01};
+  constexpr long kWeek = 7 * 24 * 3600;
+  const SSL_CIPHER* cipher = ssl ? SSL_CIPHER_find(ssl.get(), kAes128GcmSha256) : nullptr;
+  bool ok = cipher != nullptr && session && pem &&
+            SSL_SESSION_set1_master_key(session.get(), key, sizeof key) == 1 &&
+            SSL_SESSION_set_cipher(session.get(), cipher) == 1 &&
+            SSL_SESSION_set_protocol_version(session.get(), TLS1_3_VERSION) == 1 &&
+            // OpenSSL refuses an expired session even as an external PSK, by
+            // each node's clock: valid from a week before to a week after
+            // now, whatever the skew between the controller and the nodes.
+            SSL_SESSION_set_time(session.get(), static_cast<long>(time(nullptr)) - kWeek) != 0 &&
+            SSL_SESSION_set_timeout(session.get(), 2 * kWeek) != 0 &&
+            PEM_write_bio_SSL_SESSION(pem.get(), session.get()) == 1;
+  OPENSSL_cleanse(key, sizeof key);
+  if (!ok) return "";
+  char* data = nullptr;
+  long n = BIO_get_mem_data(pem.get(), &data);
+  return n > 0 ? std::string(data, static_cast<size_t>(n)) : "";
 }
 
 std::string FabricStreamResult::Problem() const {
+  // The source could not connect: the listener was stopped by us, and its
+  // side of the story is only that.
+  if (unconnected && listening) return Side("source", source);
   std::string p;
   for (const std::string& s : {Side("source", source), Side("target", target)})
     if (!s.empty()) p += (p.empty() ? "" : "; ") + s;
   return p;
 }
 
+namespace {
+
+// What the listener printed after its ready line, heartbeats left out.
+std::string WithoutHeartbeats(std::string out) {
+  const std::string beat = kHeartbeat;
+  for (size_t at = out.find(beat); at != std::string::npos; at = out.find(beat, at))
+    out.erase(at, beat.size());
+  return out;
+}
+
+}  // namespace
+
 FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
   FabricStreamResult result;
   const auto start = std::chrono::steady_clock::now();
   const std::string key = RandomHex(32), id = "fleet-" + RandomHex(6);
-  if (key.empty() || id.size() < 7) {
-    result.target = Status::Error("no random bytes for the transfer's key");
+  const std::string pem = key.empty() ? "" : FabricSessionPem(key);
+  const std::string source_pem =
+      spec.source_key_override.empty() ? pem : FabricSessionPem(spec.source_key_override);
+  if (pem.empty() || source_pem.empty() || id.size() < 7) {
+    result.target = Status::Error("cannot make the transfer's key");
     return result;
   }
   std::mutex mu;
   std::condition_variable cv;
   int port = -1;
-  bool ended = false;
+  bool ended = false, cancel = false;
   std::string head, after;  // target stdout before and after the ready line
+  auto on_stdout = [&](std::string_view chunk) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (cancel) return false;  // stops the listener (it is waiting: heartbeats come)
+    if (port >= 0) {
+      after.append(chunk);
+      return true;
+    }
+    head.append(chunk);
+    size_t at = head.find(kReady);
+    size_t eol = at == std::string::npos ? at : head.find('\n', at);
+    if (eol != std::string::npos) {
+      port = std::atoi(head.c_str() + at + sizeof kReady - 1);
+      after = head.substr(0, at) + head.substr(eol + 1);
+      cv.notify_all();
+    }
+    return true;
+  };
   std::thread listener([&] {
     Result<CommandResult> r =
-        spec.target->RunStreaming(FabricListenScript(spec.target_address, key, id, spec.target_cmd,
+        spec.target->RunStreaming(FabricListenScript(spec.target_address, id, spec.target_cmd,
                                                      spec.accept_timeout_s, spec.timeout_s),
-                                  [&](std::string_view chunk) {
-                                    std::lock_guard<std::mutex> lock(mu);
-                                    if (port >= 0) {
-                                      after.append(chunk);
-                                      return true;
-                                    }
-                                    head.append(chunk);
-                                    size_t at = head.find(kReady);
-                                    size_t eol = at == std::string::npos ? at : head.find('\n', at);
-                                    if (eol != std::string::npos) {
-                                      port = std::atoi(head.c_str() + at + sizeof kReady - 1);
-                                      after = head.substr(0, at) + head.substr(eol + 1);
-                                      cv.notify_all();
-                                    }
-                                    return true;
-                                  });
+                                  on_stdout, pem);
     std::lock_guard<std::mutex> lock(mu);
     result.target = std::move(r);
     ended = true;
@@ -164,14 +266,20 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
   }
   if (the_port > 0) {
     result.listening = true;
-    const std::string& k = spec.source_key_override.empty() ? key : spec.source_key_override;
-    result.source = spec.source->Run(
-        FabricSendScript(spec.target_address, the_port, k, id, spec.source_cmd, spec.timeout_s));
+    result.source =
+        spec.source->Run(FabricSendScript(spec.target_address, the_port, id, spec.source_cmd,
+                                          spec.connect_timeout_s, spec.timeout_s),
+                         source_pem);
+    if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit) {
+      std::lock_guard<std::mutex> lock(mu);
+      result.unconnected = cancel = true;
+    }
   } else {
     result.source = Status::Error("not started: the target's listener did not come up");
+    result.unconnected = true;
   }
   listener.join();
-  if (result.target.ok()) result.target->out = after;
+  if (result.target.ok()) result.target->out = WithoutHeartbeats(after);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

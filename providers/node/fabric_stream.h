@@ -5,24 +5,33 @@
 // every Debian/Ubuntu node has (the `openssl` package; ca-certificates
 // depends on it). No node-to-node SSH key, no daemon, nothing installed:
 //
-//   target: timeout T openssl s_server -naccept 1 -psk K -accept ADDR:PORT | TARGET_CMD
-//   source: SOURCE_CMD | timeout T openssl s_client -psk K -connect ADDR:PORT
+//   target: timeout T openssl s_server -naccept 1 -psk_session D/psk -accept ADDR:PORT | TARGET_CMD
+//   source: SOURCE_CMD | timeout T openssl s_client -psk_session D/psk -connect ADDR:PORT
 //
 // - the listener binds the target's fabric address only, on a free port it
 //   picks, and accepts one connection (-naccept 1): a wrong key or a
 //   foreign client uses it up and the transfer fails;
-// - K is 32 random bytes made for this transfer, with a random identity;
-//   it is on the openssl command lines for the transfer's duration (visible
-//   in the node's process list to its other local users), never in fleet's
-//   output, plan or state;
+// - the key is 32 random bytes made for this transfer, with a random
+//   identity. It reaches each node on the SSH channel's stdin (never a
+//   command line or an environment variable, which other local users can
+//   read in /proc), and lives there in D/psk, mode 0600 in D, a 0700
+//   mktemp dir the script removes when it ends; never in fleet's output,
+//   plan or state. The handshake is psk_dhe_ke (X25519): forward secret;
+//   the cipher suite is pinned (TLS_AES_128_GCM_SHA256), as an external PSK
+//   must match the negotiated suite's hash;
 // - TLS 1.3 encrypts and authenticates every record: a stream cut short
 //   (the source killed) ends without close_notify, which s_server reports
 //   ("unexpected eof"): the target side then fails even if TARGET_CMD took
 //   what it got;
-// - lifetime: a watchdog kills the listener if nobody connects within
-//   `accept_timeout_s`; both ends run under `timeout T`; the target
-//   script's temp dir goes with it. If fleet dies, the listener still ends
-//   by those timeouts.
+// - the source gives up connecting after `connect_timeout_s` (a fabric
+//   link down, no route): it has sent no byte then, the listener is stopped
+//   at once, and the result says `unconnected`: the caller may take the
+//   path through the controller;
+// - lifetime: until a connection comes, the listener prints a heartbeat
+//   line every 0.5 s; fleet stops it by not reading one (cancel), and a
+//   channel closed under it (fleet gone) stops it at the next one. A
+//   watchdog kills it if nobody connects within `accept_timeout_s`; both
+//   ends run under `timeout T`; the scripts' temp dirs go with them.
 #ifndef FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 #define FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 
@@ -40,8 +49,9 @@ struct FabricStreamSpec {
   std::string target_cmd;       // reads the payload on stdin; its stdout comes back
   std::string target_address;   // the target's fabric IPv4: the listener binds it
   int accept_timeout_s = 60;    // the listener dies if nobody connects by then
+  int connect_timeout_s = 10;   // the source gives up connecting after this
   int timeout_s = 6 * 3600;     // both ends die after this, whatever happens
-  // Test hook: the key the source uses ("" = the right one).
+  // Test hook: the key the source uses, 64 hex digits ("" = the right one).
   std::string source_key_override;
 };
 
@@ -49,6 +59,10 @@ struct FabricStreamResult {
   Result<CommandResult> source = Status::Error("not run");
   Result<CommandResult> target = Status::Error("not run");  // out: TARGET_CMD's stdout
   bool listening = false;                                   // the listener came up
+  // No connection was made and no payload byte left the source (the
+  // listener did not come up, or the source could not connect to it); the
+  // listener is stopped. The caller may copy another way.
+  bool unconnected = false;
   double seconds = 0;
   bool ok() const { return Problem().empty(); }
   // What went wrong, naming the side ("" when both exited 0).
@@ -57,13 +71,21 @@ struct FabricStreamResult {
 
 FabricStreamResult FabricStream(const FabricStreamSpec& spec);
 
-// The scripts, for tests and review (key and identity are hex).
-std::string FabricListenScript(const std::string& address, const std::string& key,
-                               const std::string& identity, const std::string& target_cmd,
-                               int accept_timeout_s, int timeout_s);
-std::string FabricSendScript(const std::string& address, int port, const std::string& key,
-                             const std::string& identity, const std::string& source_cmd,
-                             int timeout_s);
+// The scripts, for tests and review. Each reads the PSK session file
+// (FabricSessionPem) on its stdin; no secret is in the script.
+std::string FabricListenScript(const std::string& address, const std::string& identity,
+                               const std::string& target_cmd, int accept_timeout_s, int timeout_s);
+std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
+                             const std::string& source_cmd, int connect_timeout_s, int timeout_s);
+
+// The exit status of the send script when it could not connect (no byte sent).
+constexpr int kFabricUnconnectedExit = 75;
+
+// `openssl s_server/s_client -psk_session` input: a TLS 1.3 session (PEM)
+// holding `key_hex` (64 hex digits) as its PSK, for TLS_AES_128_GCM_SHA256,
+// valid from a week before now to a week after (node clocks may be off).
+// "" when OpenSSL fails or the key is not 64 hex digits.
+std::string FabricSessionPem(const std::string& key_hex);
 
 }  // namespace fleet
 

@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 
 #include "src/local_transport.h"
+#include "src/shell_quote.h"
 
 namespace fleet {
 namespace {
@@ -73,8 +75,8 @@ TEST(FabricStream, ListenerNobodyConnectsToIsStopped) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport dst(Local("b"));
   const auto t0 = std::chrono::steady_clock::now();
-  Result<CommandResult> r = dst.Run(
-      FabricListenScript("127.0.0.1", std::string(64, 'a'), "fleet-test", "cat", 1, 30));
+  Result<CommandResult> r = dst.Run(FabricListenScript("127.0.0.1", "fleet-test", "cat", 1, 30),
+                                    FabricSessionPem(std::string(64, 'a')));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 1);
@@ -96,6 +98,117 @@ TEST(FabricStream, NoListenerOnAForeignAddress) {
   EXPECT_FALSE(r.ok());
   EXPECT_FALSE(r.listening);
   EXPECT_NE(r.Problem().find("no listener came up"), std::string::npos) << r.Problem();
+}
+
+TEST(FabricStream, TheKeyIsOnNoCommandLine) {
+  const std::string key(64, 'c');
+  const std::string pem = FabricSessionPem(key);
+  ASSERT_NE(pem.find("-----BEGIN SSL SESSION PARAMETERS-----"), std::string::npos) << pem;
+  EXPECT_EQ(FabricSessionPem(std::string(63, 'c')), "");
+  EXPECT_EQ(FabricSessionPem(std::string(64, 'x')), "");
+  // The scripts take no key: it comes on their stdin.
+  for (const std::string& script :
+       {FabricListenScript("10.77.0.2", "fleet-id", "cat", 60, 100),
+        FabricSendScript("10.77.0.2", 40000, "fleet-id", "cat f", 10, 100)}) {
+    EXPECT_EQ(script.find("-psk "), std::string::npos) << script;
+    EXPECT_NE(script.find("-psk_session \"$d/psk\""), std::string::npos) << script;
+    EXPECT_NE(script.find("umask 077"), std::string::npos) << script;
+  }
+  // openssl reads the file: the PSK in it is the key.
+  LocalTransport t(Local("a"));
+  Result<CommandResult> r = t.Run("openssl sess_id -noout -text", pem);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->out.find(std::string("Resumption PSK: ") + std::string(64, 'C')), std::string::npos)
+      << r->out << r->err;
+  // Not expired by a node clock a few days off (OpenSSL's default: 304 s).
+  EXPECT_NE(r->out.find("Timeout   : 1209600 (sec)"), std::string::npos) << r->out;
+}
+
+// The source's transport, but its scripts connect to port 1 of the
+// listener's address (nothing listens there): as a fabric link that is
+// down, the connection cannot be made.
+class ToAClosedPort : public Transport {
+ public:
+  explicit ToAClosedPort(Transport* t) : t_(t) {}
+  Status Connect() override { return t_->Connect(); }
+  Result<CommandResult> Run(const std::string& command, std::string_view in) override {
+    std::string c = command;
+    size_t at = c.find("port=");
+    if (at != std::string::npos) c.replace(at, c.find(';', at) - at, "port=1");
+    return t_->Run(c, in);
+  }
+  Result<CommandResult> RunStreaming(const std::string& c,
+                                     const std::function<bool(std::string_view)>& out,
+                                     std::string_view in) override {
+    return t_->RunStreaming(c, out, in);
+  }
+  Result<CommandResult> RunWithInput(const std::string& c,
+                                     const std::function<bool(std::string*)>& in) override {
+    return t_->RunWithInput(c, in);
+  }
+  Status WriteFile(const std::string& p, std::string_view d, int m) override {
+    return t_->WriteFile(p, d, m);
+  }
+  std::string Describe() const override { return t_->Describe(); }
+
+ private:
+  Transport* t_;
+};
+
+TEST(FabricStream, NoConnectionStopsTheListenerAtOnce) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  LocalTransport src_local(Local("a")), dst(Local("b"));
+  ToAClosedPort src(&src_local);
+  // The scripts' temp dirs go here (they honour TMPDIR): nothing may stay.
+  char tmp[] = "/tmp/fleet-fabric-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmp), nullptr);
+  const std::string old_tmpdir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
+  setenv("TMPDIR", tmp, 1);
+  FabricStreamSpec s;
+  s.source = &src;
+  s.source_cmd = "head -c 100000 /dev/zero";
+  s.target = &dst;
+  s.target_cmd = "wc -c";
+  s.target_address = "127.0.0.1";
+  s.connect_timeout_s = 3;
+  const auto t0 = std::chrono::steady_clock::now();
+  FabricStreamResult r = FabricStream(s);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (old_tmpdir.empty())
+    unsetenv("TMPDIR");
+  else
+    setenv("TMPDIR", old_tmpdir.c_str(), 1);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(r.listening);
+  EXPECT_TRUE(r.unconnected);
+  EXPECT_NE(r.Problem().find("could not connect to 127.0.0.1:1"), std::string::npos) << r.Problem();
+  EXPECT_NE(r.Problem().find("no byte was sent"), std::string::npos) << r.Problem();
+  // Not the listener's 60 s accept timeout: it was stopped.
+  EXPECT_LT(secs, 30.0);
+  // Its s_server (the PSK file named under tmp) and temp dir are gone.
+  const std::string t = ShellQuote(tmp);
+  // "/tmp/[f]leet-...": the pattern does not match the shell running pgrep.
+  const std::string no_listener =
+      "! pgrep -f " + ShellQuote("/tmp/[f]" + std::string(tmp).substr(6));
+  const std::string empty = "[ -z \"$(ls -A " + t + ")\" ]";
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    gone = std::system(no_listener.c_str()) == 0 && std::system(empty.c_str()) == 0;
+    if (!gone) std::system("sleep 0.1");
+  }
+  EXPECT_TRUE(gone) << "a listener or a temp dir is left";
+  std::system(("rm -rf " + t).c_str());
+}
+
+TEST(FabricStream, SendScriptGivesUpConnectingInTime) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  LocalTransport src(Local("a"));
+  // Nothing listens on 127.0.0.1:1: refused at once, exit kFabricUnconnectedExit.
+  Result<CommandResult> r = src.Run(FabricSendScript("127.0.0.1", 1, "fleet-id", "echo hi", 2, 30),
+                                    FabricSessionPem(std::string(64, 'a')));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, kFabricUnconnectedExit) << r->err;
+  EXPECT_NE(r->err.find("no byte was sent"), std::string::npos) << r->err;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 # - a node declared on another subnet gets its copy through the controller,
 #   and the plan says why;
 # - a wrong key is refused: the step fails, nothing is named, no listener stays;
+# - during a transfer the key is in 0600 files in 0700 dirs on the two
+#   nodes, and on no process's command line or in its environment;
 # - the source killed mid-transfer: the step fails, nothing half-loaded is
 #   named, the listener is gone, and a re-apply completes;
 # - a model staged from dgx1 over the fabric, verified on arrival;
@@ -15,7 +17,10 @@
 #   .incomplete files are left (no blob name holds a partial file), no
 #   listener stays, and a re-apply resumes and completes;
 # - a fabric address gone between plan and apply: apply sees it, copies
-#   through the controller and says so.
+#   through the controller and says so;
+# - a fabric link down between plan and apply (addresses still there): no
+#   connection can be made, so the image and the model go through the
+#   controller, said so, and nothing is left on the nodes.
 source "$(dirname "$0")/lib.sh"
 
 for tool in ip tc nsenter openssl podman; do
@@ -64,6 +69,51 @@ no_listener_on() {  # no openssl of the node's user runs, no fabric temp dir is 
   fail "$1: a fleet-fabric temp dir is left in /tmp: $(fabric_dirs_of "$user" | xargs ls -la 2>&1 | head -20)"
 }
 has_config() { on_node "$1" "podman image exists $2"; }
+psk_file_of() {  # the PSK session file of a running transfer of the user $1 made by this test
+  find /tmp -maxdepth 2 -path '/tmp/fleet-fabric.*/psk' -user "$1" -newer "$WORK/started" 2>/dev/null | head -n 1
+}
+# check_no_secret_in_procs SOURCE-USER TARGET-USER: while a transfer runs,
+# its key (read from the target's PSK file) is on no process's command line
+# or in its environment (the hex key in either case, any base64 line of the
+# PEM); the key files are 0600 in 0700 dirs; the scan did see both openssl ends.
+check_no_secret_in_procs() {
+  local sf tf key _
+  for _ in $(seq 400); do
+    sf=$(psk_file_of "$1")
+    tf=$(psk_file_of "$2")
+    [[ -n $sf && -n $tf ]] && pgrep -u "$1" -x openssl >/dev/null && break
+    sleep 0.05
+  done
+  [[ -n $sf && -n $tf ]] || fail "never saw the two ends' PSK files"
+  cmp -s "$sf" "$tf" || fail "the two ends hold different PSK files"
+  for f in "$sf" "$tf"; do
+    [[ $(stat -c %a "$f") == 600 && $(stat -c %a "$(dirname "$f")") == 700 ]] ||
+      fail "$f: mode $(stat -c %a "$f"), its dir $(stat -c %a "$(dirname "$f")")"
+  done
+  key=$(openssl sess_id -in "$tf" -noout -text | sed -n 's/^ *Resumption PSK: *//p')
+  [[ $key =~ ^[0-9A-Fa-f]{64}$ ]] || fail "no PSK in $tf"
+  { echo "$key"; sed '/^-----/d' "$tf"; } >"$WORK/needles"
+  python3 - "$WORK/needles" <<'PY' || fail "the transfer's key is visible to other users (above)"
+import os, sys
+needles = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+needles += [n.lower() for n in needles] + [n.upper() for n in needles]
+seen_ends, leaks = 0, []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    for what in ("cmdline", "environ"):
+        try:
+            data = open(f"/proc/{pid}/{what}", "rb").read().decode("latin-1")
+        except OSError:
+            continue
+        if what == "cmdline" and "openssl" in data and "-psk_session" in data:
+            seen_ends += 1
+        leaks += [f"pid {pid} {what}: {data[:120]!r}" for n in needles if n in data]
+print("\n".join(leaks))
+if seen_ends < 2:
+    print(f"the scan saw {seen_ends} openssl end(s) of the transfer, not 2")
+sys.exit(1 if leaks or seen_ends < 2 else 0)
+PY
+  rm -f "$WORK/needles"
+}
 names_of() { on_node "$1" "podman images --format '{{.Repository}}:{{.Tag}}' | grep fleet/fab || true"; }
 
 step "start 4 nodes on two networks"
@@ -160,12 +210,24 @@ expect_out "the stream did not end cleanly"
 [[ -z $(names_of dgx3) ]] || fail "dgx3: names left: $(names_of dgx3)"
 no_listener_on dgx3
 no_listener_on dgx1
-expect_rc 0 apply --auto-approve
+
+step "during the re-apply's transfer the key is on no command line nor in any environment"
+src_user=$(node_field dgx1 user)
+ns1=$(netns_of dgx1)
+# dgx1's fabric egress slowed: the transfer lasts the few seconds the scan needs
+tc -n "$ns1" qdisc replace dev enp1s0f1np1 root tbf rate 400mbit burst 256k latency 200ms
+fl apply --auto-approve &
+apply_pid=$!
+check_no_secret_in_procs "$src_user" "$(node_field dgx3 user)"
+rc=0
+wait "$apply_pid" || rc=$?
+tc -n "$ns1" qdisc del dev enp1s0f1np1 root
+[[ $rc == 0 ]] || fail "the re-apply exited $rc: $(tail -n 5 "$WORK/err")"
 has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+no_listener_on dgx3
 
 step "the source killed mid-transfer"
 on_node dgx2 "podman rmi -f $C >/dev/null"
-src_user=$(node_field dgx1 user)
 apply_killing_sender 0.1 -f s_client
 [[ -n $killed ]] || fail "never saw the source's s_client to kill"
 [[ $rc == 1 ]] || fail "apply exited $rc after the source was killed"
@@ -207,7 +269,6 @@ blobs=$(node_root dgx3)/hf/hub/models--fleet--fab-big/blobs
 src_dirs=$(fabric_dirs_of "$src_user" | sort)
 # dgx1's fabric egress slowed for the kill: on an idle machine 120 MB cross
 # the veth in a fraction of a second, before the kill could land
-ns1=$(netns_of dgx1)
 tc -n "$ns1" qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 256k latency 200ms
 apply_killing_sender 0.3 -x openssl  # the sender, s_client
 tc -n "$ns1" qdisc del dev enp1s0f1np1 root
@@ -249,6 +310,35 @@ ip -n "$ns4" addr add 10.77.0.14/24 dev enp1s0f1np1
 expect_out "the fabric is not usable now (dgx4 no longer has 10.77.0.14 on any interface): copying through the controller instead"
 ((used > 200000000)) || fail "the controller path carried only $used bytes"
 has_config dgx4 "$C" || fail "dgx4 lacks image $C"
+assert_converged
+
+step "a fabric link down between plan and apply: no connection, so through the controller, said so"
+on_node dgx4 "podman rmi -f $C >/dev/null"
+mkrepo --image "$IMG" --model 'm={"repo": "fleet/fab-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2", "dgx4"]}' --model "$BIG"
+expect_rc 0 plan -out "$WORK/fab.plan"
+expect_out "dgx1 → dgx4 over fabric 10.77.0.0/24"
+ip -n "$ns4" link set enp1s0f1np1 down
+before=$(ctl_bytes)
+t0=${EPOCHREALTIME/./}
+rc=0
+fl apply "$WORK/fab.plan" || rc=$?
+ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
+used=$(($(ctl_bytes) - before))
+ip -n "$ns4" link set enp1s0f1np1 up
+[[ $rc == 0 ]] || fail "apply exited $rc with dgx4's fabric link down: $(tail -n 5 "$WORK/err")"
+echo "   apply with dgx4's fabric link down: $ms ms; the controller's LAN carried $used bytes"
+expect_out "no connection over the fabric (source exited 75: fabric: could not connect to 10.77.0.14:"
+expect_out "no byte was sent): copying dgx1 → dgx4 through the controller instead"
+fallbacks=$(cat "$WORK/out" "$WORK/err" | grep -c "copying dgx1 → dgx4 through the controller instead")
+((fallbacks >= 2)) || fail "the image and the model did not both say so ($fallbacks)"
+# the image (120 MB) and the model (25 MB) in and out of the controller
+((used > 250000000)) || fail "the controller path carried only $used bytes"
+has_config dgx4 "$C" || fail "dgx4 lacks image $C"
+[[ -z $(find "$(node_root dgx4)/hf/hub/models--fleet--fab-model/blobs" -name '*.incomplete') ]] ||
+  fail "dgx4: .incomplete blobs left"
+no_listener_on dgx4
+! pgrep -u "$src_user" -x openssl >/dev/null || fail "dgx1: an openssl process is still running"
+[[ $(fabric_dirs_of "$src_user" | sort) == "$src_dirs" ]] || fail "dgx1: a fleet-fabric temp dir is left"
 assert_converged
 
 echo PASS
