@@ -7,10 +7,11 @@
 # Builds the fuzz build (build-fuzz/, clang-16, -Dfuzz=true: libFuzzer with
 # ASan and UBSan), then runs each target (all of fuzz/ by default) for
 # SECONDS, JOBS targets at a time (default 1), and prints a table: target,
-# executions (this run, and in total over every run kept in
-# build-fuzz/fuzz-work/), coverage (edges: libFuzzer's `cov:`), crashes,
-# hangs (an input that replays in > 1 s on its own; "(+N-slow)": inputs
-# that tripped the 1 s limit only under load), leaks, out-of-memory (> 2 GB).
+# executions (this run, its executions per second of wall time, and in
+# total over every run kept in build-fuzz/fuzz-work/), coverage (edges:
+# libFuzzer's `cov:`), crashes, hangs (an input that replays in > 1 s on
+# its own; "(+N-slow)": inputs that tripped the 1 s limit only under load),
+# leaks, out-of-memory (> 2 GB).
 # A finding does not end the run (the target is restarted); the inputs are
 # kept as build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
 # Each target's corpus grows in build-fuzz/fuzz-work/<target>/corpus across
@@ -53,7 +54,7 @@ run_one() {
   mkdir -p "$dir/corpus" "$dir/artifacts"
   : >"$dir/run.log"
   local before; before="$(ls "$dir/artifacts" | sort)"
-  local end=$((SECONDS + seconds)) execs=0 left
+  local start=$SECONDS end=$((SECONDS + seconds)) execs=0 left
   while left=$((end - SECONDS)); ((left > 0)); do
     "$build/fuzz/${name}_fuzzer" -max_total_time="$left" -timeout=1 -rss_limit_mb=2048 \
       -print_final_stats=1 -print_funcs=0 -artifact_prefix="$dir/artifacts/" \
@@ -64,6 +65,7 @@ run_one() {
     execs=$((execs + ${n:-0}))
     grep -q 'Test unit written to' "$dir/last.log" || break  # ran its time out
   done
+  local rate=$((execs / (SECONDS > start ? SECONDS - start : 1)))  # per second of wall time
   comm -13 <(echo "$before") <(ls "$dir/artifacts" | sort) >"$dir/new-artifacts"
   # A hang is one that replays over 1 s on its own: under load a slow
   # moment also trips -timeout; those are renamed slow-* and counted apart.
@@ -80,8 +82,8 @@ run_one() {
   count() { grep -c "^$1-" "$dir/new-artifacts" || true; }
   local hangs; hangs="$(count timeout)"
   (($(count slow) == 0)) || hangs="$hangs(+$(count slow)-slow)"
-  printf '%s %s %s %s %s %s %s %s\n' "$name" "$execs" "$total" "${cov:-?}" \
-    "$(count crash)" "$hangs" "$(count leak)" "$(count oom)" >"$dir/row"
+  printf '%s %s %s %s %s %s %s %s %s\n' "$name" "$execs" "$total" "${cov:-?}" \
+    "$(count crash)" "$hangs" "$(count leak)" "$(count oom)" "$rate" >"$dir/row"
 }
 
 running=0
@@ -96,11 +98,11 @@ done
 wait
 
 echo "fuzzing: ${seconds}s per target (0: last runs), $jobs at a time, $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg), $(date -u +%FT%TZ), $build at $([[ $(optimization) == 0 ]] && echo -O0 || echo -O1)"
-printf '%-18s %12s %14s %7s %7s %6s %6s %5s\n' target execs total-execs edges crashes hangs leaks ooms
+printf '%-18s %12s %8s %14s %7s %7s %6s %6s %5s\n' target execs exec/s total-execs edges crashes hangs leaks ooms
 found=0
 for t in "${targets[@]}"; do
-  read -r name execs total cov crash hang leak oom <"$build/fuzz-work/$t/row"
-  printf '%-18s %12s %14s %7s %7s %6s %6s %5s\n' "$name" "$execs" "$total" "$cov" "$crash" "$hang" "$leak" "$oom"
+  read -r name execs total cov crash hang leak oom rate <"$build/fuzz-work/$t/row"
+  printf '%-18s %12s %8s %14s %7s %7s %6s %6s %5s\n' "$name" "$execs" "${rate:-?}" "$total" "$cov" "$crash" "$hang" "$leak" "$oom"
   hangs_reproduced="${hang%%[(]*}"
   ((crash + hangs_reproduced + leak + oom == 0)) || found=1
 done
