@@ -49,9 +49,17 @@ fi
 # One target for `seconds` in all. libFuzzer stops at its first finding, so
 # it is restarted (the corpus kept) until the time is spent; each finding is
 # kept as build-fuzz/fuzz-work/<target>/artifacts/{crash,timeout,leak,oom}-*.
+# The targets that parse a file (state, manifest) write it at each
+# execution: on tmpfs when there is one, not on a disk (ext4 flushes a file
+# truncated and rewritten to disk at close: half the state target's time).
+scratch_root=/dev/shm
+[[ -d $scratch_root && -w $scratch_root ]] || scratch_root="${TMPDIR:-/tmp}"
+
 run_one() {
   local name="$1" dir="$build/fuzz-work/$1"
   mkdir -p "$dir/corpus" "$dir/artifacts"
+  local TMPDIR; TMPDIR="$(mktemp -d "$scratch_root/fleet-fuzz-run.XXXXXX")"
+  export TMPDIR
   : >"$dir/run.log"
   local before; before="$(ls "$dir/artifacts" | sort)"
   local start=$SECONDS end=$((SECONDS + seconds)) execs=0 left
@@ -76,6 +84,7 @@ run_one() {
       sed -i "s/^$a\$/slow-${a#timeout-}/" "$dir/new-artifacts"
     fi
   done
+  rm -rf "$TMPDIR"
   local total; total=$(( $(cat "$dir/total-execs" 2>/dev/null || echo 0) + execs ))
   echo "$total" >"$dir/total-execs"
   local cov; cov="$(grep -oE 'cov: [0-9]+' "$dir/run.log" | tail -1 | cut -d' ' -f2)"
