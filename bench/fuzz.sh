@@ -24,7 +24,7 @@ jobs="${2:-1}"
 shift $(($# >= 2 ? 2 : 1))
 build=build-fuzz
 # Optimized (meson.build then compiles at -O1 under the sanitizers, as
-# OSS-Fuzz builds): at -O0 the targets ran 3.7 to 15 times slower (README).
+# OSS-Fuzz builds): at -O0 the targets ran 2 to 16 times slower (README).
 # fuzz/replay.sh sets up the same folder at -O0 when run by hand (a quick
 # build for a short run); such a build is switched to optimized here.
 cc=clang-16 cxx=clang++-16
