@@ -47,12 +47,15 @@ def ssh(n, extra=()):
 def run_all(argvs):
     """Starts every argv at once; returns (wall s, children's user+sys s)."""
     t = time.monotonic()
-    pids = [subprocess.Popen(a, stdout=subprocess.DEVNULL).pid for a in argvs]
+    # The Popen objects are kept: one dropped while its child runs is reaped
+    # by the next Popen (subprocess._cleanup), and wait4 then finds no child.
+    procs = [subprocess.Popen(a, stdout=subprocess.DEVNULL) for a in argvs]
     cpu, worst = 0.0, 0
-    for pid in pids:
-        _, status, ru = os.wait4(pid, 0)
+    for p in procs:
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
         cpu += ru.ru_utime + ru.ru_stime
-        worst = max(worst, os.waitstatus_to_exitcode(status))
+        worst = max(worst, p.returncode)
     wall = time.monotonic() - t
     if worst not in (0, 2):  # plan --detailed-exitcode: 2 means changes
         sys.exit("a command failed: %r" % (argvs[0],))
