@@ -962,6 +962,31 @@ std::string PutBackPrevious(const StepContext& ctx, const ContainerSpec& spec) {
                 : "; putting back the container it replaced failed: " + s.message();
 }
 
+// `run --pull=never` of the image by ID. A node that lost power while
+// podman created a container can keep the name in podman's storage with no
+// container podman lists (`run` then says the name "is already in use", and
+// no plan sees it): that storage-only container is removed (`rm --storage`
+// refuses any container podman knows) and the run tried once more.
+Status RunContainer(const StepContext& ctx, const ContainerSpec& spec,
+                    const std::vector<std::string>& options, const std::string& image_id) {
+  const std::string run_command =
+      ShellCommand(RunArgsNoPull(spec.cli, options, image_id, spec.command));
+  Result<CommandResult> run = ctx.transport->Run(run_command);
+  if (run.ok() && run->exit_code != 0 && spec.cli == "podman" &&
+      run->err.find("is already in use") != std::string::npos) {
+    Result<CommandResult> rm =
+        ctx.transport->Run(ShellCommand({spec.cli, "rm", "--storage", spec.container}));
+    if (rm.ok() && rm->exit_code == 0) {
+      if (ctx.progress) ctx.progress("removed a storage-only " + spec.container + " (power loss?)");
+      run = ctx.transport->Run(run_command);
+    }
+  }
+  if (!run.ok()) return run.status();
+  if (run->exit_code != 0)
+    return Status::Error("`" + spec.cli + " run` of " + spec.container + " failed: " + run->err);
+  return Status::OK();
+}
+
 // `run --pull=never` of the image by ID, the env file written right before
 // and removed right after, whatever happens: the container holds the values
 // from then on.
@@ -979,13 +1004,7 @@ Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
   }
   if (started.ok()) {
     if (ctx.progress) ctx.progress("starting " + spec.container + " from " + spec.image_ref);
-    Result<CommandResult> run =
-        ctx.transport->Run(ShellCommand(RunArgsNoPull(spec.cli, options, image_id, spec.command)));
-    started =
-        !run.ok() ? run.status()
-        : run->exit_code != 0
-            ? Status::Error("`" + spec.cli + " run` of " + spec.container + " failed: " + run->err)
-            : Status::OK();
+    started = RunContainer(ctx, spec, options, image_id);
   }
   if (!env.path.empty()) {
     Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env.path})).status();
