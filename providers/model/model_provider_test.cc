@@ -54,6 +54,28 @@ Manifest Lab() {
   return m;
 }
 
+// Two nodes with real caches on this machine under `root` (`address:
+// local`): model "tiny" at `revision`, staged on dst from src.
+Manifest TinyFromPeer(const std::string& root, const std::string& revision) {
+  Manifest m;
+  for (const char* n : {"src", "dst"}) {
+    NodeSpec s;
+    s.name = n;
+    s.address = "local";
+    s.hf_cache = root + "/" + n + "/hub";
+    m.nodes[n] = s;
+  }
+  ModelSpec q;
+  q.name = "tiny";
+  q.repo = testing_hub::kRepo;
+  q.revision = revision;
+  q.store = "local";
+  q.source = "node:src";
+  q.nodes = {"dst"};
+  m.models["tiny"] = q;
+  return m;
+}
+
 const DesiredResource* Find(const std::vector<DesiredResource>& v, const std::string& a) {
   for (const DesiredResource& r : v)
     if (r.address == a) return &r;
@@ -633,23 +655,9 @@ TEST(ModelProvider, FloatingRevisionFromTheHubResolvesAtDownload) {
 // revision staged from a peer, then the peer's branch moves.
 TEST(ModelProvider, FloatingRevisionAppliedFromAPeerWritesTheRef) {
   testing_hub::TempDir dir;
-  Manifest m;
-  for (const char* n : {"src", "dst"}) {
-    NodeSpec s;
-    s.name = n;
-    s.address = "local";
-    s.hf_cache = dir.path() + "/" + n + "/hub";
-    m.nodes[n] = s;
-  }
-  ModelSpec q;
-  q.name = "tiny";
-  q.repo = testing_hub::kRepo;
-  q.revision = "main";
-  q.allow_floating = true;
-  q.store = "local";
-  q.source = "node:src";
-  q.nodes = {"dst"};
-  m.models["tiny"] = q;
+  Manifest m = TinyFromPeer(dir.path(), "main");
+  m.models["tiny"].allow_floating = true;
+  const ModelSpec& q = m.models["tiny"];
   const auto files = testing_hub::ThreeShardModel();
   testing_hub::WriteHubModel(m.nodes["src"].hf_cache, q.repo, kRev, files);
   ModelProvider p;
@@ -727,22 +735,8 @@ TEST(ModelProvider, FloatingRevisionAppliedFromAPeerWritesTheRef) {
 // writing nothing; a broken or missing copy is refused with the reason.
 TEST(ModelProvider, AdoptVerifiesInPlaceAndRecords) {
   testing_hub::TempDir dir;
-  Manifest m;
-  for (const char* n : {"src", "dst"}) {
-    NodeSpec s;
-    s.name = n;
-    s.address = "local";
-    s.hf_cache = dir.path() + "/" + n + "/hub";
-    m.nodes[n] = s;
-  }
-  ModelSpec q;
-  q.name = "tiny";
-  q.repo = testing_hub::kRepo;
-  q.revision = kRev;
-  q.store = "local";
-  q.source = "node:src";
-  q.nodes = {"dst"};
-  m.models["tiny"] = q;
+  Manifest m = TinyFromPeer(dir.path(), kRev);
+  const ModelSpec& q = m.models["tiny"];
   auto files = testing_hub::ThreeShardModel();
   testing_hub::WriteHubModel(m.nodes["src"].hf_cache, q.repo, kRev, files);
   ModelProvider p;
