@@ -5,13 +5,14 @@
 # table: fault, trials, passed, what a failing trial left. Logs of failing
 # trials go to /var/tmp/fleet-faults-logs/ (FAULT_LOG_DIR). Needs root (fleet-sim).
 # The figures in the README come from this script; the core count and load
-# are printed with the table.
+# are printed with the table. FAULT-docker (FAULT-mixed) runs FAULT's script
+# on docker nodes (docker, podman, docker): FAULT_ENGINE (tests/faults/lib.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TRIALS=${1:-50}
 shift || true
 FAULTS=("$@")
-((${#FAULTS[@]})) || FAULTS=(kill9 sshcut power stall concurrent nossh disk)
+((${#FAULTS[@]})) || FAULTS=(kill9 sshcut power stall concurrent nossh disk disk-docker)
 OTHER=${FAULT_TRIALS_OTHER:-12}
 export FAULT_LOG_DIR=${FAULT_LOG_DIR:-/var/tmp/fleet-faults-logs}
 export FLEET=${FLEET:-$PWD/build/src/engine/fleet}
@@ -24,10 +25,13 @@ for f in "${FAULTS[@]}"; do
   echo "== $(date +%T) $f: $n trials" >&2
   # each line to stderr as it comes (tee /dev/stderr would reopen and
   # truncate a log file stderr points at), the summary line kept
-  line=$(TRIALS=$n bash "tests/faults/$f.sh" 2>&1 | while IFS= read -r l; do
+  script=$f engine=${FAULT_ENGINE-}
+  [[ $f != *-@(docker|mixed) ]] || script=${f%-*} engine=${f##*-}
+  line=$(FAULT_ENGINE=$engine TRIALS=$n bash "tests/faults/$script.sh" 2>&1 | while IFS= read -r l; do
     printf '%s\n' "$l" >&2
     [[ $l != FAULT\ * ]] || printf '%s\n' "$l"
   done | tail -1)
+  line=${line/#FAULT $script /FAULT $f }
   results+=("${line:-FAULT $f trials=$n passed=0 left=the script did not finish}")
 done
 printf '\n%-11s %7s %7s  %s\n' fault trials passed "what a failing trial left"

@@ -7,7 +7,15 @@
 #   stage: the target's HF cache fills as its model staging begins (the
 #          files are then written until one meets the full disk);
 #   load:  the target's image storage fills as its image copy begins
-#          (`podman load` then meets the full disk);
+#          (`podman load` or `docker load` then meets the full disk);
+#   layers (when a target runs docker: FAULT_ENGINE docker or mixed): a
+#          docker target's data root is filled before the apply to leave
+#          room for the archive `docker load` unpacks there first but not
+#          for the layers it then applies (1.5 times the image's size): the
+#          load fails applying a layer, not unpacking. (Filled as the copy
+#          begins, the fill races the unpacking: what is unpacked by then
+#          is not counted, and the load may fit.) The plan does not read
+#          an engine's free space, so the apply starts;
 #   before: both of a target's disks are full before the apply: the plan
 #          must refuse the staging (it reads the free space) naming the
 #          node and the figures, and apply nothing.
@@ -20,6 +28,7 @@
 # DISK_FIRST=N starts the rotation at DISK_MOMENTS[N] (faults_test: by the seed).
 #   TRIALS=N bash tests/faults/disk.sh
 DISK_MOMENTS=(stage load before)
+[[ ${FAULT_ENGINE:-${FLEET_TEST_ENGINE:-podman}} == podman ]] || DISK_MOMENTS=(stage load layers before)
 FAULT_DISK_LEAVE=${FAULT_DISK_LEAVE:-256k}
 
 # check_blobs NODE: every finished blob of the model on NODE hashes to its
@@ -46,18 +55,26 @@ PY
 }
 
 # check_images NODE: an image of the scene's repository on NODE is the whole
-# image (the config digest dgx1 holds), not a half-loaded one under its name.
+# image (the config digest dgx1 holds), not a half-loaded one under its name;
+# each engine with its own CLI (the node's, sim.json). On a docker node, no
+# image at all but the whole one (docker 20.10 leaves none when its load
+# meets a full data root: a dangling one would be half-loaded layers), and
+# nothing left in the daemon's temporary directory (a load unpacks the
+# archive there first), which would keep the disk full.
 check_images() {
-  local want rows
-  want=$(on_node dgx1 "podman image inspect --format '{{.Id}}' $R/fleet/serve@$D") ||
+  local want rows e
+  e=$(node_field "$1" engine)
+  want=$(ce dgx1 image inspect --format "'{{.Id}}'" "$R/fleet/serve@$D") ||
     fail "dgx1: cannot read the source image's ID"
-  rows=$(on_node "$1" "podman images --no-trunc --format '{{.Id}} {{.Repository}}:{{.Tag}}'") ||
+  rows=$(ce "$1" images -a --no-trunc --format "'{{.ID}} {{.Repository}}:{{.Tag}}'") ||
     fail "$1: cannot list images"
   while read -r id name; do
-    [[ -z $id || $name != *fleet/serve* ]] && continue
+    [[ -z $id || $e == podman && $name != *fleet/serve* ]] && continue
     [[ ${id#sha256:} == "${want#sha256:}" ]] || fail "$1: $name names image $id, not the source's $want"
-    on_node "$1" "podman image inspect $id >/dev/null" || fail "$1: $name ($id) does not inspect"
+    ce "$1" image inspect "$id" >/dev/null || fail "$1: $name ($id) does not inspect"
   done <<<"$rows"
+  [[ $e != docker ]] || [[ -z $(ls -A "$SIMDIR/nodes/$1/docker/tmp" 2>/dev/null) ]] ||
+    fail "$1: the daemon's tmp holds $(ls -A "$SIMDIR/nodes/$1/docker/tmp" | head -3 | tr '\n' ' ')"
 }
 
 # The events: a target's step has begun (its "Creating..." line: before the
@@ -66,25 +83,38 @@ check_images() {
 event_stage_begun() { step_running 'model\.m@dgx[23]'; }
 event_load_begun() { step_running 'image\.bb@dgx[23]'; }
 
+# fill_before MOMENT: before the apply, fills a random target's disks for the
+# before moment (both, to FAULT_DISK_LEAVE), or a random docker target's data
+# root for the layers moment (room for the archive and half its layers);
+# sets node (not in a subshell: FAULT_SEED replays the choice).
+fill_before() {
+  local n targets=("${TARGETS[@]}") leave=$FAULT_DISK_LEAVE size
+  if [[ $1 == layers ]]; then
+    targets=()
+    for n in "${TARGETS[@]}"; do [[ $(node_field "$n" engine) != docker ]] || targets+=("$n"); done
+    ((${#targets[@]})) || fail "the layers moment needs a docker target"
+    size=$(ce dgx1 image inspect --format "'{{.Size}}'" "$R/fleet/serve@$D") || fail "dgx1: image size"
+    leave=$((size * 3 / 2))
+  fi
+  node=${targets[$((RANDOM % ${#targets[@]}))]}
+  [[ $1 == layers ]] || "$SIM" disk-fill "$SIMDIR" "$node" hf "$leave" || fail "disk-fill $node hf"
+  "$SIM" disk-fill "$SIMDIR" "$node" images "$leave" || fail "disk-fill $node images"
+  note "full-$1=$node"
+}
+
 trial_disk() {
   local moment=${DISK_MOMENTS[$((($1 - 1 + ${DISK_FIRST:-0}) % ${#DISK_MOMENTS[@]}))]} node kind ev rc=0
-  local cause='no space left|ENOSPC'
+  local cause='no space left|ENOSPC' prefill=0
   case $moment in
     stage) kind=hf ev=stage_begun ;;
     load) kind=images ev=load_begun ;;
-    before) cause='needs .* free at' ;;  # the plan's figures (model_diff NoSpaceError)
+    layers) prefill=1 ;;
+    before) cause='needs .* free at' prefill=1 ;;  # the plan's figures (model_diff NoSpaceError)
   esac
   scene_reset
-  if [[ $moment == before ]]; then
-    node=${TARGETS[$((RANDOM % ${#TARGETS[@]}))]}
-    "$SIM" disk-fill "$SIMDIR" "$node" hf "$FAULT_DISK_LEAVE" || fail "disk-fill $node hf"
-    "$SIM" disk-fill "$SIMDIR" "$node" images "$FAULT_DISK_LEAVE" || fail "disk-fill $node images"
-    note "full-before=$node"
-    start_up_apply
-  else
-    start_up_apply
-  fi
-  if [[ $moment == before ]]; then
+  ((prefill == 0)) || fill_before "$moment"
+  start_up_apply
+  if ((prefill)); then
     :
   elif node=$(wait_event "$ev" "$APPLY_PID"); then
     "$SIM" disk-fill "$SIMDIR" "$node" "$kind" "$FAULT_DISK_LEAVE" || fail "disk-fill $node $kind"

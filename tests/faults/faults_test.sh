@@ -15,9 +15,17 @@ source "$HERE/lib.sh"
 # stall is left out for time (each trial waits out the 45 s stall bound);
 # its bound is checked in CI by transport_test (StalledServer...), and the
 # fault itself by bench/faults.sh.
-FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh disk})
-for f in "${FAULTS[@]}"; do source "$HERE/$f.sh"; done
-DISK_FIRST=$((FAULT_SEED % 3))  # one disk trial: staging, load or full before, by the seed
+# disk-docker: one disk trial on a fleet of docker nodes of its own (a run of
+# disk.sh, about 50 s), its moment by the seed too; skipped without dockerd.
+FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh disk disk-docker})
+for f in "${FAULTS[@]}"; do [[ $f == *-docker ]] || source "$HERE/$f.sh"; done
+run_on_docker() {  # run_on_docker FAULT: its script, FAULT_ENGINE=docker, own fleet
+  local rc=0
+  FAULT_ENGINE=docker FAULT_SEED=$FAULT_SEED DISK_FIRST=$((FAULT_SEED % 4)) bash "$HERE/$1.sh" || rc=$?
+  [[ $rc != 77 ]] || { echo "$1 on docker: SKIP (no dockerd)"; return 0; }
+  return $rc
+}
+DISK_FIRST=$((FAULT_SEED % ${#DISK_MOMENTS[@]}))  # one disk trial: staging, load, (layers,) full before, by the seed
 
 step "scene (seed $FAULT_SEED)"
 scene_start
@@ -25,6 +33,10 @@ scene_reset
 rc=0
 for f in "${FAULTS[@]}"; do
   step "$f"
-  run_trials "$f" "trial_$f" || rc=1
+  if [[ $f == *-docker ]]; then
+    run_on_docker "${f%-docker}" || rc=1
+  else
+    run_trials "$f" "trial_$f" || rc=1
+  fi
 done
 exit $rc

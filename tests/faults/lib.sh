@@ -3,7 +3,8 @@
 # trials of a fault at random moments and checks the invariants of issue 14
 # after each one. Source it from a fault script; see tests/faults/README.md.
 #
-# The scene (3 podman nodes, a real registry):
+# The scene (3 nodes, a real registry; their engine FAULT_ENGINE: podman,
+# the default, docker, or mixed: docker, podman, docker):
 #   dgx1 holds image bb (busybox + a random payload) and model m (real
 #   safetensors shards); "up" wants bb on dgx1..dgx3 (copied node to node
 #   through the controller), m staged on dgx2 and dgx3 from dgx1, display RAM
@@ -20,6 +21,7 @@
 #     heartbeat, 5 s) and leaves one container, one image, the model's
 #     blobs once, no .incomplete file, no staging lock;
 #   - plan is then empty and a second apply changes nothing (assert_converged).
+export FLEET_TEST_ENGINE=${FAULT_ENGINE:-${FLEET_TEST_ENGINE:-podman}}
 source "$(dirname "${BASH_SOURCE[0]}")/../integration/lib.sh"
 source "$ROOT/tests/integration/registry.sh"
 
@@ -67,7 +69,7 @@ scene_start() {  # scene_start [fleet-sim start options]
   R=$REGISTRY
   PORT=$(free_port)
   start_fleet 3 --insecure-registry "$R" ${FAULT_DISK_SIZE:+--disk "$FAULT_DISK_SIZE"} "$@"
-  on_node dgx1 "podman pull -q $R/fleet/serve@$D" >/dev/null || fail "pull on dgx1"
+  ce dgx1 pull -q "$R/fleet/serve@$D" >/dev/null || fail "pull on dgx1"
   python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo org/tiny \
     --revision "$REV" --shards "$FAULT_MODEL_SHARDS" --shard-kb "$FAULT_MODEL_KB" \
     --owner "$(node_field dgx1 user)" >/dev/null
@@ -97,7 +99,7 @@ scene_reset() {
   apply_retrying --purge || fail "reset: apply --purge of the down manifests failed"
   local n pids=()
   for n in "${TARGETS[@]}"; do
-    on_node "$n" 'podman rm -af >/dev/null 2>&1; podman rmi -af >/dev/null 2>&1; true' &
+    on_node "$n" "$(wipe_engine_cmd "$n")" &
     pids+=($!)
   done
   wait "${pids[@]}"
@@ -105,6 +107,16 @@ scene_reset() {
     rm -rf "$(node_root "$n")/hf/hub/$MODEL_DIR" "$(node_root "$n")/hf/hub"/.fleet-staging-*
   done
   repo_up
+}
+
+# wipe_engine_cmd NODE: a node command removing every container and image
+# of the node's engine (docker has no `rm -a`).
+wipe_engine_cmd() {
+  local e
+  e=$(node_field "$1" engine)
+  [[ $e == podman ]] && { echo 'podman rm -af >/dev/null 2>&1; podman rmi -af >/dev/null 2>&1; true'; return; }
+  echo "c=\$($e ps -aq); [ -z \"\$c\" ] || $e rm -f \$c >/dev/null 2>&1;" \
+    "i=\$($e images -aq | sort -u); [ -z \"\$i\" ] || $e rmi -f \$i >/dev/null 2>&1; true"
 }
 
 # apply_retrying [ARGS...]: fleet apply --auto-approve; a failure that a
@@ -148,7 +160,7 @@ step_running() {  # step_running ADDR-REGEX: prints the node of a step begun, no
 }
 event_image() {
   local n
-  for n in "${TARGETS[@]}"; do node_runs "$n" 'podman load' && { echo "$n"; return 0; }; done
+  for n in "${TARGETS[@]}"; do node_runs "$n" '(podman|docker) load' && { echo "$n"; return 0; }; done
   step_running 'image\.bb@dgx[23]'
 }
 event_stage() {
@@ -158,7 +170,7 @@ event_stage() {
 }
 event_copy() { event_image || event_stage; }
 event_reload() { node_runs dgx2 'srv/bin/modprobe' && echo dgx2; }
-event_start() { node_runs dgx2 'podman (run|start)' && echo dgx2 || step_running 'deployment\.serve@dgx2'; }
+event_start() { node_runs dgx2 '(podman|docker) (run|start)' && echo dgx2 || step_running 'deployment\.serve@dgx2'; }
 
 # wait_event NAME PID: polls until the event (prints its node) or until the
 # apply PID ends (returns 1: the moment was missed).
@@ -231,11 +243,12 @@ check_state_after_fault() {
 
 # check_clean: after a successful re-apply of up: no duplicate, no leftover.
 check_clean() {
-  local n counts blobs src errs
+  local n e counts blobs src errs
   src=$(ls "$(node_root dgx1)/hf/hub/$MODEL_DIR/blobs" | sort | tr '\n' ' ')
   for n in "${TARGETS[@]}"; do
     # one round trip per node: fleet containers, distinct images
-    counts=$(on_node "$n" 'echo $(podman ps -aq --filter label=fleet.deployment | wc -l) $(podman images -q --no-trunc | sort -u | wc -l)') ||
+    e=$(node_field "$n" engine)
+    counts=$(on_node "$n" "echo \$($e ps -aq --filter label=fleet.deployment | wc -l) \$($e images -q --no-trunc | sort -u | wc -l)") ||
       fail "$n: cannot list containers and images"
     [[ $n == dgx2 && ${counts% *} == 1 || $n != dgx2 && ${counts% *} == 0 ]] ||
       fail "$n has ${counts% *} fleet containers"
@@ -345,8 +358,10 @@ repair_after_failure() {
 # fault_main FAULT [calibrate]: a fault script run by itself: the scene,
 # then TRIALS trials of trial_FAULT; exits 1 if one failed.
 fault_main() {
-  step "$1: scene: 3 nodes, registry, image ${FAULT_IMAGE_MB} MB, model $FAULT_MODEL_SHARDS x $FAULT_MODEL_KB KB, seed $FAULT_SEED"
+  step "$1: scene: 3 $ENGINE nodes, registry, image ${FAULT_IMAGE_MB} MB, model $FAULT_MODEL_SHARDS x $FAULT_MODEL_KB KB, seed $FAULT_SEED"
   scene_start
   if [[ ${2-} == calibrate ]]; then calibrate; else scene_reset; fi
-  run_trials "$1" "trial_$1"
+  local name=$1  # named for the engine when not podman's: disk-docker
+  [[ $ENGINE == podman ]] || name+=-$ENGINE
+  run_trials "$name" "trial_$1"
 }
