@@ -15,6 +15,12 @@ bool ContainsNoSpace(const std::string& text) {
   return it != text.end();
 }
 
+std::string NoSpaceFix(const std::string& text, const std::string& cli, const std::string& node) {
+  if (!ContainsNoSpace(text)) return "";
+  return "; the image storage of " + cli + " on " + node +
+         " is full: free space there and apply again";
+}
+
 std::string CliErrorText(const std::string& output, size_t max) {
   std::vector<std::string> lines;
   std::istringstream in(output);

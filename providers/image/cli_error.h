@@ -17,6 +17,11 @@ std::string CliErrorText(const std::string& output, size_t max = 600);
 // Whether `text` says "no space left on device" (any case): ENOSPC.
 bool ContainsNoSpace(const std::string& text);
 
+// What to do when `text` says ENOSPC, to append to an error about the image
+// storage of `cli` on `node` ("" when it does not): "; the image storage of
+// docker on dgx3 is full: free space there and apply again".
+std::string NoSpaceFix(const std::string& text, const std::string& cli, const std::string& node);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_

@@ -577,8 +577,8 @@ Result<CopyFrom> RecheckSource(const ImageStep& step, const ImageRef& ref, const
 Result<ImageRecord> KeepPresent(const StepContext& ctx, const ImageRef& ref, const FoundImage& here,
                                 ImageRecord record) {
   if (here.how == "by config digest") {
-    Status s = EnsureNames(ctx.transport, ctx.node->container_cli, here.id, NamesForCopy(ref),
-                           ctx.progress);
+    Status s = EnsureNames(ctx.transport, ctx.node->container_cli, ctx.node->name, here.id,
+                           NamesForCopy(ref), ctx.progress);
     if (!s.ok()) return s;
   }
   record.image_id = here.id;
@@ -614,7 +614,7 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
                                       *id + ", other nodes have " + config);
   if (ref.pinned()) {
     // The staged mark: fleet pulled it (DiffUnrecorded, Adopt).
-    Status s = EnsureNames(ctx.transport, cli, *id,
+    Status s = EnsureNames(ctx.transport, cli, node, *id,
                            {ref.TaggedName(), ref.FleetTag(), ref.StagedTag()}, ctx.progress);
     if (!s.ok()) return s;
   }
@@ -668,7 +668,8 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   if (!s.ok()) return s;
   std::vector<std::string> marked = names;
   marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
-  s = EnsureNames(ctx.transport, spec.target_cli, src.config, marked, ctx.progress);
+  s = EnsureNames(ctx.transport, spec.target_cli, spec.target_node, src.config, marked,
+                  ctx.progress);
   if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   return record;
 }

@@ -546,6 +546,16 @@ TEST(CliErrorTest, KeepsTheCauseNotTheProgress) {
             "/payload: no space left on device exit status 1");
   EXPECT_TRUE(ContainsNoSpace("write /x: No space left on device"));
   EXPECT_FALSE(ContainsNoSpace("no space left"));
+  // docker 20.10's load on a full data root, and its tag (tests/faults/disk.sh).
+  EXPECT_EQ(CliErrorText("Error processing tar file(exit status 1): write /payload: no space left "
+                         "on device\n"),
+            "no space left on device: Error processing tar file(exit status 1): write /payload: "
+            "no space left on device");
+  EXPECT_EQ(NoSpaceFix("Error response from daemon: write /d/image/overlay2/"
+                       ".tmp-repositories.json1: no space left on device",
+                       "docker", "dgx3"),
+            "; the image storage of docker on dgx3 is full: free space there and apply again");
+  EXPECT_EQ(NoSpaceFix("Error: no such image", "podman", "dgx3"), "");
   EXPECT_EQ(CliErrorText("a\nb\nc\nd\n"), "b / c / d");
   EXPECT_EQ(CliErrorText(std::string(1000, 'x'), 10), "xxxxxxxxxx...");
   EXPECT_EQ(CliErrorText(""), "");

@@ -88,8 +88,9 @@ Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRe
   return f;
 }
 
-Status EnsureNames(Transport* t, const std::string& cli, const std::string& id,
-                   const std::vector<std::string>& names, const ProgressFn& progress) {
+Status EnsureNames(Transport* t, const std::string& cli, const std::string& node,
+                   const std::string& id, const std::vector<std::string>& names,
+                   const ProgressFn& progress) {
   for (const std::string& name : names) {
     if (name.empty()) continue;
     Result<ImageLookup> l = InspectImage(t, cli, name);
@@ -101,7 +102,7 @@ Status EnsureNames(Transport* t, const std::string& cli, const std::string& id,
     if (!r.ok()) return r.status();
     if (r->exit_code != 0)
       return Status::Error("`" + cmd + "` exited " + std::to_string(r->exit_code) + ": " +
-                           CliErrorText(r->out));
+                           CliErrorText(r->out) + NoSpaceFix(r->out, cli, node));
     l = InspectImage(t, cli, name);
     if (!l.ok()) return l.status();
     if (!l->found || l->id != id)
@@ -126,7 +127,8 @@ Result<std::string> PullImage(Transport* t, const std::string& cli, const ImageR
   if (r->exit_code != 0)
     return Status::Error("pulling " + ref.Lookup() + " on " + node + " failed: `" + cmd +
                          "` exited " + std::to_string(r->exit_code) + ": " +
-                         CliErrorText(r->err.empty() ? r->out : r->err));
+                         CliErrorText(r->err.empty() ? r->out : r->err) +
+                         NoSpaceFix(r->err + r->out, cli, node));
   Result<ImageLookup> l = InspectImage(t, cli, ref.Lookup());
   if (!l.ok()) return l.status();
   if (!l->found || (ref.pinned() && !HasRepoDigest(l->repo_digests, ref.digest)))
@@ -217,9 +219,7 @@ Status FinishImageCopy(const CopySpec& spec, std::string problem,
   } else if (!still.ok()) {
     cleanup += "; could not check for a leftover image: " + still.status().message();
   }
-  if (ContainsNoSpace(problem))
-    cleanup += "; the image storage of " + spec.target_cli + " on " + spec.target_node +
-               " is full: free space there and apply again";
+  cleanup += NoSpaceFix(problem, spec.target_cli, spec.target_node);
   return Status::Error("copy " + what + " failed after " + what_moved + ": " + problem + cleanup);
 }
 

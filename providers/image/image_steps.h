@@ -35,10 +35,13 @@ struct FoundImage {
 Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRef& ref,
                              const std::string& config);
 
-// Gives image `id` each of `names` (skipping empty ones and names already
-// pointing at it). Verifies each name resolves to `id` afterwards.
-Status EnsureNames(Transport* t, const std::string& cli, const std::string& id,
-                   const std::vector<std::string>& names, const ProgressFn& progress);
+// Gives image `id` each of `names` on `node` (skipping empty ones and names
+// already pointing at it). Verifies each name resolves to `id` afterwards. A
+// tag that fails on a full image storage says so and what to do (docker
+// 20.10 then holds the name in memory only, which the next probe sees).
+Status EnsureNames(Transport* t, const std::string& cli, const std::string& node,
+                   const std::string& id, const std::vector<std::string>& names,
+                   const ProgressFn& progress);
 
 // The names fleet gives an image it staged: FleetTag and the ref's
 // repository:tag for a pinned ref copied from a node; the tag for a
