@@ -3,8 +3,9 @@
 # the same run over the same files (this machine is noisy and shared):
 #   1. deep verify: fleet's hashing vs `sha256sum` over the same >= 1 GB of
 #      blobs (target >= 0.9x):
-#        a. `fleet apply --verify=deep` on a simulated node (sha256sum on
-#           the node, several files at once), the step as the operator runs it;
+#        a. `fleet apply --verify=deep` on a simulated node (the installed
+#           fleet-probe's --sha256 on the node, else openssl dgst; the output
+#           names which), the step as the operator runs it;
 #        b. fleet's in-process OpenSSL EVP hasher (what runs for a node whose
 #           address is `local`, and what checks every blob streamed while
 #           staging), 1 and 2 threads (providers/model_hash_bench).
@@ -134,6 +135,8 @@ for ((i = 0; i < RUNS; i++)); do
   # What the node reported: hashers at once, and their CPU (user+sys).
   at_once=$(sed -n 's/.*deep verify: .*hashed .* s ([0-9]* MB\/s, \([0-9]*\) files at once.*/\1/p' <<<"$out" | tail -1)
   cpu+=("$(sed -n 's/.*deep verify: .*; \([0-9.]*\) s CPU on the node.*/\1/p' <<<"$out" | tail -1)")
+  # Which program hashed the sha256 blobs on the node (fleet-probe, openssl dgst, sha256sum).
+  hasher=$(sed -n 's/.*deep verify: .* files at once by \([^;)]*\)[;)].*/\1/p' <<<"$out" | tail -1)
   speed+=("$(openssl speed -seconds 2 -bytes 16777216 -evp sha256 2>/dev/null |
     awk '/^sha256/ {v=$NF; sub(/k$/, "", v); print v * 1000 / 1e6}')")
   evp1+=("$("$HASHER" 1 "$BLOBS2"/* | cut -d' ' -f2)")
@@ -158,6 +161,7 @@ echo "  fleet apply --verify=deep (model step):  ${fd}s  $(mbps "$BYTES" "$fd") 
 echo "  fleet EVP hasher, 1 thread:              ${e1}s  $(mbps "$BYTES" "$e1") MB/s"
 echo "  fleet EVP hasher, 2 threads:             ${e2}s  $(mbps "$BYTES" "$e2") MB/s"
 echo "  of which hashing on the node:           ${fh}s  $(mbps "$BYTES" "$fh") MB/s   runs: ${fleet_hash[*]}"
+echo "  hasher on the node:                      ${hasher:-not reported}"
 echo "  openssl speed sha256, one core:          ${sp} MB/s   (16 MiB blocks, median of $RUNS)"
 echo "  limit = one core x $CORES_USED cores used:        ${limit} MB/s   (cores $(nproc), $at_once files at once, $NBLOBS blobs)"
 echo "  ratio fleet hashing / limit (wall):      $(awk -v b="$BYTES" -v s="$fh" -v l="$limit" 'BEGIN {printf "%.2f", b / s / 1e6 / l}')   (target >= 0.8)"

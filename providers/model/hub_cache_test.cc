@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+
 #include "providers/model/completeness.h"
 #include "providers/model/hub_remote.h"
 #include "providers/model/hub_test_util.h"
@@ -282,15 +285,82 @@ TEST(HubCache, DeepVerifyHashesEveryBlobAgainstItsName) {
   EXPECT_GE(r->files_at_once, 1);
 }
 
+// HOME for the node-side scripts of one test (the local transport's sh
+// inherits this process's environment), restored after.
+class ScopedHome {
+ public:
+  explicit ScopedHome(const std::string& home) {
+    const char* old = getenv("HOME");
+    if (old != nullptr) old_ = old;
+    fs::create_directories(home + "/.fleet/bin");
+    setenv("HOME", home.c_str(), 1);
+  }
+  ~ScopedHome() { old_ ? setenv("HOME", old_->c_str(), 1) : unsetenv("HOME"); }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// The node's installed fleet-probe (FLEET_PROBE: the build's, set by meson)
+// hashes the sha256 blobs; the report names it. A probe without --sha256
+// (an older one) leaves it to OpenSSL's CLI, as strict.
+TEST(HubCache, DeepVerifyHashesWithTheInstalledProbe) {
+  const char* probe = getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "FLEET_PROBE names the fleet-probe build (meson sets it)";
+  TempDir dir;
+  const std::string cache = dir.path() + "/hub";
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel());
+  ScopedHome home(dir.path() + "/home");
+  const std::string installed = dir.path() + "/home/.fleet/bin/fleet-probe";
+  fs::copy_file(probe, installed);
+  auto t = Local();
+  HubLocation loc{cache, kRepo, kRev};
+  Listing listing = ListingFromProbe(RunProbe(t.get(), cache));
+  Result<NodeHashReport> r = DeepVerifyOnNode(t.get(), loc, listing, 2, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->problems.empty()) << JoinProblems(r->problems);
+  EXPECT_EQ(r->hasher, "fleet-probe");
+  EXPECT_EQ(r->files_at_once, 2);
+  EXPECT_GE(r->cpu_seconds, 0.0);
+  const std::string snap = cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/";
+  const std::string shard = fs::canonical(snap + "model-00002-of-00003.safetensors");
+  std::string data = ReadFile(shard);
+  data[data.size() / 2] ^= 1;
+  WriteFile(shard, data);
+  for (const char* kind : {"fleet-probe", "an older probe"}) {
+    if (std::string(kind) != "fleet-probe") WriteFile(installed, "#!/bin/sh\nexit 2\n");
+    r = DeepVerifyOnNode(t.get(), loc, listing, 0, nullptr);
+    ASSERT_TRUE(r.ok()) << kind << ": " << r.status().message();
+    EXPECT_EQ(r->hasher == "fleet-probe", std::string(kind) == "fleet-probe") << r->hasher;
+    ASSERT_EQ(r->problems.size(), 1u) << kind << ": " << JoinProblems(r->problems);
+    EXPECT_EQ(r->problems[0].rfind("model-00002-of-00003.safetensors: content hash ", 0), 0u)
+        << r->problems[0];
+  }
+  // A blob the probe cannot read: the step fails naming it.
+  fs::copy_file(probe, installed, fs::copy_options::overwrite_existing);
+  fs::remove(fs::canonical(snap + "model-00003-of-00003.safetensors"));
+  r = DeepVerifyOnNode(t.get(), loc, listing, 0, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(
+      r.status().message().find("fleet-probe: ./model-00003-of-00003.safetensors: No such file"),
+      std::string::npos)
+      << r.status().message();
+}
+
 TEST(HubCache, NodeHashTimesReadBashTimesOutput) {
   NodeHashReport r;
-  ParseNodeHashTimes("noise\nfleet-hash-times 3\n0m0.010s 0m0.002s\n1m2.500s 0m0.250s\n", &r);
+  ParseNodeHashTimes(
+      "noise\nfleet-hasher fleet-probe\nfleet-hash-times 3\n0m0.010s 0m0.002s\n1m2.500s "
+      "0m0.250s\n",
+      &r);
   EXPECT_EQ(r.files_at_once, 3);
   EXPECT_DOUBLE_EQ(r.cpu_seconds, 62.75);
+  EXPECT_EQ(r.hasher, "fleet-probe");
   NodeHashReport none;
   ParseNodeHashTimes("fleet-hash-times 2\n0m0.010s 0m0.002s\nnot times\n", &none);
   EXPECT_EQ(none.files_at_once, 2);
   EXPECT_EQ(none.cpu_seconds, -1);
+  EXPECT_EQ(none.hasher, "");
   NodeHashReport absent;
   ParseNodeHashTimes("", &absent);
   EXPECT_EQ(absent.files_at_once, 0);

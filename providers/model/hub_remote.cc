@@ -145,10 +145,54 @@ Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc
 
 namespace {
 
+// Sets $hasher (and $fp, $h) for the sha256 blobs and names it on stderr
+// ("fleet-hasher NAME"): fleet-probe --sha256 where the installed probe has
+// that mode and libcrypto loads (it maps the files instead of copying them
+// out of the page cache: ~0.9 of `openssl speed`'s per-core rate per
+// CPU-second, `openssl dgst` ~0.8); else OpenSSL's CLI (the CPU's SHA
+// extensions: several times coreutils' sha256sum where both exist); else
+// sha256sum. The probe's path is the one probe.<node> installs (probe_provider.h).
+constexpr char kChooseSha256Hasher[] = R"SH(
+fp="$HOME/.fleet/bin/fleet-probe"; [ -x "$fp" ] || fp=$(command -v fleet-probe 2>/dev/null)
+if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
+elif command -v openssl >/dev/null 2>&1; then hasher='openssl dgst'; h='openssl dgst -sha256 -r'
+elif command -v sha256sum >/dev/null 2>&1; then hasher=sha256sum; h=sha256sum
+else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi
+echo "fleet-hasher $hasher" >&2
+)SH";
+
+// Git's blob sha1 of each file: sha1("blob <size>\0" + content).
+std::string GitBlobHashScript(const std::vector<std::string>& git) {
+  std::string script =
+      "command -v sha1sum >/dev/null || { echo 'sha1sum not found on the node' >&2; exit 127; }\n"
+      "for f in";
+  for (const std::string& p : git) script += " " + ShellQuote(p);
+  return script +
+         "; do s=$(wc -c < \"$f\") && h=$({ printf 'blob %s\\000' \"$s\"; cat -- \"$f\"; } | "
+         "sha1sum) && printf '%s  %s\\n' \"${h%% *}\" \"$f\"; done\n";
+}
+
+// The sha256 blobs, $p at a time: fleet-probe's threads, else one process
+// per file. Paths go as ./path so that none reads as an option.
+std::string Sha256HashScript(const std::vector<std::string>& sha256, int parallel) {
+  std::vector<std::string> dotted;
+  for (const std::string& p : sha256) dotted.push_back("./" + p);
+  std::string script = kChooseSha256Hasher;
+  // Up to four files per core: all at once, so that 3 shards (and a few
+  // small files) on 2 cores take 1.5 shards' time, not 2 (the kernel
+  // shares the cores). More: one per core, largest first.
+  const std::string n = std::to_string(sha256.size());
+  if (parallel <= 0) script += "[ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
+  return script + "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
+         " | if [ \"$hasher\" = fleet-probe ]; then xargs -0 \"$fp\" --sha256 --threads \"$p\"\n"
+         "else xargs -0 -n 1 -P \"$p\" $h; fi || exit $?\n";
+}
+
 // The node-side hashing script: one line "<hex>  <path>" or "<hex> *<path>"
-// per file on stdout; on stderr, the processes at once and bash's `times`
-// (the second line is the CPU of every process it waited for, the hashers
-// included), so the report can say what the hashing cost the node.
+// per file on stdout; on stderr, the sha256 hasher, the files at once and
+// bash's `times` (the second line is the CPU of every process it waited
+// for, the hashers included), so the report can say what the hashing cost
+// the node.
 std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::string>& sha256,
                              const std::vector<std::string>& git, int parallel) {
   std::string script = RepoPrelude(loc) +
@@ -157,34 +201,8 @@ std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::stri
                        "p=" +
                        std::to_string(std::max(0, parallel)) +
                        "; [ \"$p\" -gt 0 ] || p=$(nproc 2>/dev/null) || p=4\n";
-  if (!git.empty()) {
-    script +=
-        "command -v sha1sum >/dev/null || { echo 'sha1sum not found on the node' >&2; exit 127; "
-        "}\n";
-    script += "for f in";
-    for (const std::string& p : git) script += " " + ShellQuote(p);
-    script +=
-        "; do s=$(wc -c < \"$f\") && h=$({ printf 'blob %s\\000' \"$s\"; cat -- \"$f\"; } | "
-        "sha1sum) && printf '%s  %s\\n' \"${h%% *}\" \"$f\"; done\n";
-  }
-  if (!sha256.empty()) {
-    // OpenSSL's CLI hashes with the CPU's SHA extensions (EVP): several
-    // times coreutils' sha256sum where both exist. Paths go as ./path so
-    // that none reads as an option.
-    std::vector<std::string> dotted;
-    for (const std::string& p : sha256) dotted.push_back("./" + p);
-    script +=
-        "if command -v openssl >/dev/null 2>&1; then h='openssl dgst -sha256 -r'\n"
-        "elif command -v sha256sum >/dev/null 2>&1; then h=sha256sum\n"
-        "else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi\n";
-    // Up to four files per core: all at once, so that 3 shards (and a few
-    // small files) on 2 cores take 1.5 shards' time, not 2 (the kernel
-    // shares the cores). More: one per core, largest first.
-    const std::string n = std::to_string(sha256.size());
-    if (parallel <= 0) script += "[ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
-    script += "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
-              " | xargs -0 -n 1 -P \"$p\" $h || exit $?\n";
-  }
+  if (!git.empty()) script += GitBlobHashScript(git);
+  if (!sha256.empty()) script += Sha256HashScript(sha256, parallel);
   return script + "echo \"fleet-hash-times $p\" >&2; times >&2\n";
 }
 
@@ -204,8 +222,8 @@ double TimesSeconds(const std::string& word) {
 void ParseNodeHashTimes(const std::string& err, NodeHashReport* report) {
   std::istringstream in(err);
   std::string line;
-  while (std::getline(in, line) && line.rfind("fleet-hash-times ", 0) != 0) {
-  }
+  while (std::getline(in, line) && line.rfind("fleet-hash-times ", 0) != 0)
+    if (line.rfind("fleet-hasher ", 0) == 0) report->hasher = line.substr(13);
   if (!in) return;
   report->files_at_once = std::atoi(line.c_str() + 17);
   std::string shell, children;

@@ -55,19 +55,24 @@ struct NodeHashReport {
   std::vector<std::string> problems;  // one per file that does not match its blob name
   int files_at_once = 0;              // hashing processes run at once (0: not reported)
   double cpu_seconds = -1;            // the hashing processes' user+sys CPU (-1: not reported)
+  // What hashed the sha256 blobs: "fleet-probe", "openssl dgst", "sha256sum"
+  // on a node, "in-process EVP" here; "" when not reported.
+  std::string hasher;
 };
 
-// Hashes the listed files in place on the node (OpenSSL's CLI, else
-// sha256sum, for sha256 blobs; git's blob sha1 for the others), `parallel`
-// files at a time, largest first; when `parallel` <= 0, as many as the node
-// has cores, or all at once when that is up to four per core.
+// Hashes the listed files in place on the node (the installed fleet-probe's
+// --sha256 mode, else OpenSSL's CLI, else sha256sum, for sha256 blobs; git's
+// blob sha1 for the others), `parallel` files at a time, largest first; when
+// `parallel` <= 0, as many as the node has cores, or all at once when that is
+// up to four per core.
 // `on_file` is called as each file is done (path, size), for progress.
 Result<NodeHashReport> DeepVerifyOnNode(
     Transport* t, const HubLocation& loc, const Listing& files, int parallel,
     const std::function<void(const std::string& path, uint64_t size)>& on_file);
 
-// Reads the hashing script's trailer on stderr ("fleet-hash-times P" and
-// bash's `times` lines) into `report`. Exposed for tests.
+// Reads the hashing script's trailer on stderr ("fleet-hasher NAME" before
+// "fleet-hash-times P" and bash's `times` lines) into `report`. Exposed for
+// tests.
 void ParseNodeHashTimes(const std::string& err, NodeHashReport* report);
 
 // Legacy layout: makes <cache>/models--x a RELATIVE symlink to

@@ -526,6 +526,7 @@ Status ModelStaging::VerifyHeaders() {
 // a time (<= 0: as many as this machine has cores).
 Result<NodeHashReport> ModelStaging::HashHere(const Listing& todo, ProgressMeter* meter) {
   NodeHashReport report;
+  report.hasher = "in-process EVP";
   std::vector<LocalHashJob> jobs;
   const std::string base = ExpandHome(loc_.cache) + "/" + HubRepoDirName(loc_.repo) +
                            "/snapshots/" + loc_.revision + "/";
@@ -545,16 +546,18 @@ Result<NodeHashReport> ModelStaging::HashHere(const Listing& todo, ProgressMeter
 
 namespace {
 
-// "hashed 805 MB in 0.52 s (1548 MB/s, 2 files at once; 0.61 s CPU on the
-// node, 1320 MB per CPU-second)": what a benchmark compares with the node's
-// per-core hashing limit. The CPU figure does not depend on what else runs
-// on the node's cores; the wall time does.
-std::string HashRate(uint64_t bytes, std::chrono::steady_clock::duration took, int files_at_once,
-                     double cpu_seconds) {
+// "hashed 805 MB in 0.52 s (1548 MB/s, 2 files at once by fleet-probe;
+// 0.61 s CPU on the node, 1320 MB per CPU-second)": what a benchmark
+// compares with the node's per-core hashing limit. The CPU figure does not
+// depend on what else runs on the node's cores; the wall time does.
+std::string HashRate(uint64_t bytes, std::chrono::steady_clock::duration took,
+                     const NodeHashReport& report) {
   const double s = std::chrono::duration<double>(took).count(), mb = bytes / 1e6;
-  char buf[200];
-  int n = snprintf(buf, sizeof buf, "hashed %.0f MB in %.2f s (%.0f MB/s, %d files at once", mb, s,
-                   s > 0 ? mb / s : 0.0, std::max(1, files_at_once));
+  const double cpu_seconds = report.cpu_seconds;
+  char buf[240];
+  int n = snprintf(buf, sizeof buf, "hashed %.0f MB in %.2f s (%.0f MB/s, %d files at once%s%s", mb,
+                   s, s > 0 ? mb / s : 0.0, std::max(1, report.files_at_once),
+                   report.hasher.empty() ? "" : " by ", report.hasher.c_str());
   if (cpu_seconds > 0)
     snprintf(buf + n, sizeof buf - n, "; %.2f s CPU on the node, %.0f MB per CPU-second)",
              cpu_seconds, mb / cpu_seconds);
@@ -587,8 +590,7 @@ Status ModelStaging::DeepVerify() {
     return Status::Error(where_ + ": deep verify: " + JoinProblems(report->problems));
   Say("deep verify: " + std::to_string(present.size()) + " file(s) match their blob names (" +
       std::to_string(hashed_.size()) + " hashed while copied); " +
-      HashRate(todo_bytes, std::chrono::steady_clock::now() - start, report->files_at_once,
-               report->cpu_seconds));
+      HashRate(todo_bytes, std::chrono::steady_clock::now() - start, *report));
   return Status::OK();
 }
 

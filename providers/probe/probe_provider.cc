@@ -178,8 +178,8 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
         std::string_view(reinterpret_cast<const char*>(kFleetProbeSource), kFleetProbeSourceSize),
         0644);
     if (s.ok())
-      s = RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-o",
-                                       std::string(kBinary) + ".tmp"}) +
+      s = RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-pthread",
+                                       "-o", std::string(kBinary) + ".tmp"}) +
                              " && " +
                              ShellCommand({"mv", "-f", std::string(kBinary) + ".tmp", kBinary}))
               .status();

@@ -288,6 +288,7 @@ assert_converged
 step "deep verify: blobs hashed against their names; a flipped byte is found"
 expect_rc 0 apply --auto-approve --verify=deep
 expect_out "deep verify: 7 file(s) match their blob names"
+expect_out "files at once by fleet-probe"  # the probe apply installed hashes (mmap), not openssl dgst
 printf 'X' | dd of="$(blob_of dgx2 model-00003-of-00003.safetensors)" bs=1 seek=5000 conv=notrunc status=none
 expect_rc 0 plan --detailed-exitcode  # same size: a sizes plan cannot see it
 expect_rc 1 apply --auto-approve --verify=deep
