@@ -51,7 +51,9 @@ sleep 1
 
 walls=()
 for ((i = 0; i < RUNS; i++)); do
-  for n in dgx1 dgx2 dgx3; do : >"$(node_root "$n")/sim/ce-calls"; done
+  for n in dgx1 dgx2 dgx3; do
+    : >"$(node_root "$n")/sim/ce-calls" && chmod 0666 "$(node_root "$n")/sim/ce-calls"
+  done
   for l in "$SIMDIR"/nodes/*/sshd/sshd.log; do : >"$l"; done
   t0=$(date +%s%N)
   expect_rc 0 -v plan --detailed-exitcode
