@@ -23,7 +23,8 @@
 
 namespace fleet {
 
-// One `image inspect` lookup.
+// One lookup: in the node's image listing (pinned refs), or by `image
+// inspect` (a floating ref).
 struct ImageLookup {
   bool tried = false;
   bool found = false;
