@@ -58,6 +58,12 @@ struct NodeFacts {
   // the node's container CLI could list them (or it has none).
   bool fleet_serves_listed = false;
   std::vector<std::string> fleet_serves;
+  // Every image on the node (providers/image/image_listing.h, ImageListing
+  // JSON), listed once by the plan's node probe and read by every image
+  // resource on the node and by the search for images no state knows; null
+  // where the node's probe did not list (`fleet probe`, apply's re-reads).
+  // Not in ToJson: it is the image provider's input, not a node fact to show.
+  nlohmann::json images;
   nlohmann::json ToJson() const;
 };
 

@@ -39,36 +39,6 @@ bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
   return true;
 }
 
-// Docker finds `repo@sha256:D` only under that repository name, podman
-// under any name that holds D (`other/x@D` pulled, or `x:tag` then D). For
-// the same answer on both, a docker miss looks D up among every image's
-// registry digests (`image ls --digests`, listing everything: never
-// `image ls REF`, which says nothing for a digest ref) and inspects that
-// image by ID: its RepoDigests then name D.
-std::string DockerDigestFallback(const std::string& cli, const ImageRef& ref,
-                                 const std::string& inspect) {
-  const size_t slash = cli.rfind('/');
-  if (!ref.pinned() || cli.substr(slash == std::string::npos ? 0 : slash + 1) != "docker")
-    return "";
-  return "if [ \"$rc\" != 0 ]; then\n"
-         "  id=$(\"$cli\" image ls --digests --no-trunc --format '{{.Digest}} {{.ID}}' "
-         "2>/dev/null | awk -v d=" +
-         ShellQuote(ref.digest) +
-         " '$1 == d { print $2; exit }')\n"
-         "  if [ -n \"$id\" ]; then out=$(" +
-         inspect +
-         "\"$id\" 2>&1); rc=$?; fi\n"
-         "fi\n";
-}
-
-// One "tagged <name> <id>" line per image carrying fleet's tag. Listing
-// (not looking up a ref) is what `image ls` is for; both CLIs print one line
-// per tag and the full ID with --no-trunc.
-std::string FleetTaggedListing() {
-  return "\"$cli\" image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}' 2>/dev/null | "
-         "awk '$1 ~ /:(staged-)?sha256-[0-9a-f]+$/ { print \"tagged \" $1 \" \" $2 }'\n";
-}
-
 }  // namespace
 
 std::string DigestOfFleetTag(const std::string& name) {
@@ -90,31 +60,16 @@ std::string DigestAfter(const std::string& name, size_t at) {
 }
 
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
-  // One line per lookup: "<what> <exit status> <inspect's output, newlines
-  // turned into spaces>". 2>&1 keeps the reason of a miss; the parser skips
-  // warnings around the answer.
-  const std::string inspect = "\"$cli\" image inspect --format " + ShellQuote(kInspectFormat) + " ";
-  std::string s = "cli=" + ShellQuote(cli) +
-                  "\n"
-                  "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n" +
-                  FleetTaggedListing() + "out=$(" + inspect + ShellQuote(ref.Lookup()) +
-                  " 2>&1); rc=$?\n" + DockerDigestFallback(cli, ref, inspect) +
-                  "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
-  const std::string name = ref.FleetTag();
-  if (!name.empty())
-    s += "[ \"$rc\" = 0 ] && exit 0\n"
-         "out=$(" +
-         inspect + ShellQuote(name) +
-         " 2>&1); rc=$?\n"
-         "printf 'name %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
-  return s;
-}
-
-std::string ImageInventoryScript(const std::string& cli) {
+  // One line: "ref <exit status> <inspect's output, newlines turned into
+  // spaces>". 2>&1 keeps the reason of a miss; the parser skips warnings
+  // around the answer.
   return "cli=" + ShellQuote(cli) +
          "\n"
-         "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n" +
-         FleetTaggedListing();
+         "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
+         "out=$(\"$cli\" image inspect --format " +
+         ShellQuote(kInspectFormat) + " " + ShellQuote(ref.Lookup()) +
+         " 2>&1); rc=$?\n"
+         "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
 }
 
 ImageLookup ParseInspect(int exit_code, const std::string& output) {
@@ -160,7 +115,6 @@ ImageProbe ParseImageProbe(const std::string& output) {
   ImageProbe p;
   std::istringstream in(output);
   std::string line;
-  std::vector<std::string> staged_ids;
   while (std::getline(in, line)) {
     if (line == "cli missing") {
       p.cli_found = false;
@@ -168,14 +122,6 @@ ImageProbe ParseImageProbe(const std::string& output) {
     }
     std::istringstream words(line);
     std::string what;
-    if (line.rfind("tagged ", 0) == 0) {
-      std::string name, id;
-      words >> what >> name >> id;
-      if (NormalizeImageId(id).empty()) continue;
-      if (!DigestOfFleetTag(name).empty()) p.fleet_tagged.push_back({name, NormalizeImageId(id)});
-      if (!DigestOfStagedTag(name).empty()) staged_ids.push_back(NormalizeImageId(id));
-      continue;
-    }
     int rc = -1;
     if (!(words >> what >> rc)) continue;
     std::string rest;
@@ -186,8 +132,6 @@ ImageProbe ParseImageProbe(const std::string& output) {
     else if (what == "name")
       p.by_name = l;
   }
-  for (FleetTagged& t : p.fleet_tagged)
-    t.staged = std::find(staged_ids.begin(), staged_ids.end(), t.id) != staged_ids.end();
   return p;
 }
 

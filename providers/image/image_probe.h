@@ -1,14 +1,17 @@
-// The image probe: a read-only sh fragment that asks the node's container
-// CLI about one image, and the parser of what it printed.
+// The image probe: what fleet knows of one image on a node, and the
+// fragment that asks a node's container CLI about a floating ref.
 //
-// Only `<cli> image inspect` is used: never `image ls` (it prints nothing for
-// a `repo@sha256:` reference, the log's "pinned recipe looks absent" trap) and
-// never `.Digest` (podman may report another digest than the registry's). The
-// fragment looks the image up by the manifest's ref (by registry digest when
-// pinned) and, when that fails, by the name fleet tags copied images with
-// (ImageRef::FleetTag), and prints for each lookup whether it found an image,
-// its RepoDigests and its ID (the config digest). Whether that counts as
-// "present" is the diff's call: it compares IDs across nodes.
+// Pinned refs (repo@sha256:D) are answered from the node's image listing
+// (image_listing.h, one per node and plan): the image whose RepoDigests carry
+// D, else the one carrying fleet's tag (ImageRef::FleetTag), since `save |
+// load` drops D. A floating ref (repo:tag, allow_floating) keeps its own
+// `<cli> image inspect repo:tag`: which image a tag names (short names,
+// docker.io/library, podman's aliases) is the CLI's to resolve, and a listing
+// would have to copy that logic. Never `image ls REF` (it prints nothing for
+// a `repo@sha256:` reference, the log's "pinned recipe looks absent" trap)
+// and never `.Digest` (podman may report another digest than the
+// registry's). Whether what was found counts as "present" is the diff's
+// call: it compares IDs across nodes.
 #ifndef FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
 #define FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
 
@@ -20,7 +23,8 @@
 
 namespace fleet {
 
-// One `image inspect` lookup.
+// One lookup: in the node's image listing (pinned refs), or by `image
+// inspect` (a floating ref).
 struct ImageLookup {
   bool tried = false;
   bool found = false;
@@ -39,7 +43,7 @@ struct FleetTagged {
 
 struct ImageProbe {
   bool cli_found = true;
-  ImageLookup by_ref;   // ref.Lookup()
+  ImageLookup by_ref;   // ref.Lookup(): by registry digest when pinned
   ImageLookup by_name;  // ref.FleetTag(); tried only when by_ref found nothing
   // Every image on the node carrying fleet's tag (any repository), so that
   // the plan can name those this state does not know.
@@ -60,15 +64,11 @@ std::string DigestOfStagedTag(const std::string& name);
 // "sha256:" + the 64 lowercase hex digits of `name` from `at` on; "" else.
 std::string DigestAfter(const std::string& name, size_t at);
 
-// The fragment for `ref` on a node whose container CLI is `cli`.
+// The fragment for a floating `ref` on a node whose container CLI is `cli`:
+// `image inspect` of ref.Lookup(), one "ref <exit status> <output>" line.
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref);
 
-// Every image on a node carrying fleet's tag, whatever the manifests
-// declare there: the listing ImageProbeScript makes, on its own (parsed by
-// ParseImageProbe into fleet_tagged).
-std::string ImageInventoryScript(const std::string& cli);
-
-// Parses the fragment's output (lines "ref found ...", "name missing ...").
+// Parses the fragment's output (lines "ref found ...", "cli missing").
 ImageProbe ParseImageProbe(const std::string& output);
 
 // Parses what `<cli> image inspect --format kInspectFormat X 2>&1` printed,

@@ -8,6 +8,7 @@
 #include "providers/image/engine_check.h"
 #include "providers/image/fabric_copy.h"
 #include "providers/image/image_json.h"
+#include "providers/image/image_listing.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -98,26 +99,44 @@ std::vector<DesiredResource> ImageProvider::Expand(const Manifest& m) const {
   return out;
 }
 
+// A pinned ref needs no fragment of its own: the node's image listing
+// (NodeFacts::images, read by the node's probe) answers it. A floating one
+// keeps its `image inspect repo:tag` (image_probe.h says why).
 std::string ImageProvider::ProbeScript(const DesiredResource& r, const NodeSpec& node) const {
-  return ImageProbeScript(node.container_cli, ParseImageRef(r.attributes.get<ImageWant>().ref));
+  const ImageRef ref = ParseImageRef(r.attributes.get<ImageWant>().ref);
+  return ref.pinned() ? "" : ImageProbeScript(node.container_cli, ref);
 }
 
+namespace {
+
+// Why the image could not be read on the node, "" when it could.
+std::string ProbeError(const ImageProbe& p, const ImageListing& listing, const std::string& cli) {
+  if (!p.cli_found) return "container_cli '" + cli + "' not found on the node's PATH";
+  if (!listing.listed) return "the node's probe did not list its images";
+  if (!listing.error.empty()) return listing.error;
+  if (!p.by_ref.tried) return "the image probe printed nothing";
+  if (!p.by_ref.error.empty()) return p.by_ref.error;
+  return p.by_name.error;
+}
+
+}  // namespace
+
 ActualResource ImageProvider::ParseProbe(const DesiredResource& r, const std::string& output,
-                                         const NodeFacts&) const {
+                                         const NodeFacts& facts) const {
+  const ImageWant want = r.attributes.get<ImageWant>();
+  const ImageRef ref = ParseImageRef(want.ref);
+  const ImageListing listing = ImageListing::FromJson(facts.images);
+  ImageProbe p = ImageProbeFromListing(listing, ref);
+  if (!ref.pinned()) {
+    const ImageProbe own = ParseImageProbe(output);
+    p.by_ref = own.by_ref;
+    p.cli_found = p.cli_found && own.cli_found;
+  }
   ActualResource a;
   a.probed = true;
-  ImageProbe p = ParseImageProbe(output);
   a.attributes = p;
   a.exists = p.by_ref.found || p.by_name.found;
-  const std::string cli = r.attributes.get<ImageWant>().cli;
-  if (!p.cli_found)
-    a.error = "container_cli '" + cli + "' not found on the node's PATH";
-  else if (!p.by_ref.tried)
-    a.error = "the image probe printed nothing";
-  else if (!p.by_ref.error.empty())
-    a.error = p.by_ref.error;
-  else if (!p.by_name.error.empty())
-    a.error = p.by_name.error;
+  a.error = ProbeError(p, listing, want.cli);
   return a;
 }
 
@@ -466,11 +485,11 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
                                                       const DiffContext& ctx) const {
   std::vector<PlanChange> out;
   if (ctx.all_actual == nullptr || ctx.recorded == nullptr || ctx.manifest == nullptr) return out;
-  // Fleet's tags the node's inventory listed, and what the probes of its
-  // declared images saw: fleet's tags, and the images the declared ones are.
+  // Fleet's tags in the node's image listing, and what the probes of its
+  // declared images saw: the images the declared ones are.
   std::map<std::string, FleetTagged> tagged;  // by tag
-  if (ctx.inventory != nullptr)
-    for (const FleetTagged& t : ParseImageProbe(*ctx.inventory).fleet_tagged) tagged[t.name] = t;
+  for (const FleetTagged& t : FleetTaggedIn(ImageListing::FromJson(ctx.facts.images)))
+    tagged[t.name] = t;
   std::set<std::string> declared_ids, declared_digests;
   const std::string suffix = "@" + node;
   for (const auto& [address, a] : *ctx.all_actual) {
@@ -479,7 +498,6 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
         !a.error.empty())
       continue;
     const ImageProbe p = a.attributes.get<ImageProbe>();
-    for (const FleetTagged& t : p.fleet_tagged) tagged[t.name] = t;
     if (p.by_ref.found) declared_ids.insert(p.by_ref.id);
     if (p.by_name.found) declared_ids.insert(p.by_name.id);
     const std::string name = address.substr(6, address.size() - 6 - suffix.size());
@@ -521,11 +539,6 @@ std::vector<PlanChange> ImageProvider::DiffUnrecorded(const std::string& node,
     out.push_back(std::move(c));
   }
   return out;
-}
-
-std::string ImageProvider::InventoryScript(const std::string& node, const Manifest& m) const {
-  auto it = m.nodes.find(node);
-  return it == m.nodes.end() ? "" : ImageInventoryScript(it->second.container_cli);
 }
 
 PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const {

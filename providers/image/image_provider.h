@@ -5,8 +5,9 @@
 // on the nodes its `nodes:` lists.
 //
 // Presence (decided in Diff, from the probe of every node): the node has the
-// image when `<cli> image inspect repo@sha256:D` finds an image whose
-// RepoDigests carry D (under any repository name), or when it has an image
+// image when its image listing (image_listing.h, made once per node by the
+// node's probe) has an image whose RepoDigests carry D (under any
+// repository name), or when it has an image
 // whose ID equals the config digest that D points to. That config digest is
 // read where D is known (a node that pulled it: its ID), or from this
 // resource's state record; copied images are found by the name fleet tags
@@ -58,8 +59,8 @@ class ImageProvider : public Provider {
   // --purge, as DiffOrphan removes a recorded one.
   std::vector<PlanChange> DiffUnrecorded(const std::string& node,
                                          const DiffContext& ctx) const override;
-  // Lists them on every node with a container engine (ImageInventoryScript).
-  std::string InventoryScript(const std::string& node, const Manifest& m) const override;
+  // They are read from the node's image listing (NodeFacts::images), which
+  // the node's probe makes on every probed node.
   // A declared image present on its node, its registry digest verified
   // (RepoDigests, or its config digest against a node that has the digest):
   // the record apply would keep, `via` kViaAdopted when it carries fleet's

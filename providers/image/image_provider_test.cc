@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "providers/image/cli_error.h"
+#include "providers/image/image_listing.h"
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
@@ -19,6 +20,31 @@ const std::string kD = "sha256:" + std::string(64, 'd');
 const std::string kC = "sha256:" + std::string(64, 'c');
 const std::string kX = "sha256:" + std::string(64, 'e');
 const std::string kRepo = "127.0.0.1:5000/team/vllm";
+
+// The node's image listing as its probe prints it (image_listing.h): one
+// image per line, its RepoDigests and tags.
+std::string Img(const std::string& id, const std::vector<std::string>& digests,
+                const std::vector<std::string>& tags) {
+  return "image_out=img " + id + " " + nlohmann::json(digests).dump() + " " +
+         nlohmann::json(tags).dump() + "\n";
+}
+std::string HasByDigest(const std::string& id = std::string(64, 'c')) {
+  return Img(id, {kRepo + "@" + kD}, {});
+}
+std::string HasByFleetTag(const std::string& id = std::string(64, 'c')) {
+  return Img(id, {}, {kRepo + ":sha256-" + kD.substr(7)});
+}
+const std::string kMissing = "";
+const std::string kNoCli = "images=cli-missing\n";
+
+// What the node's probe printed: the listing's status line, then `out`.
+NodeFacts ListedFacts(const std::string& out) {
+  NodeFacts f;
+  f.reachable = true;
+  const std::string status = out.find("images=") == std::string::npos ? "images=inspect 0\n" : "";
+  f.images = ParseImageListing(status + out).ToJson();
+  return f;
+}
 
 TEST(ImageRefTest, SplitsRepositoryTagDigest) {
   ImageRef r = ParseImageRef(kRepo + ":nightly@" + kD);
@@ -66,38 +92,27 @@ TEST(ImageRefTest, NormalisesIdsAndMatchesDigestsUnderAnyName) {
   EXPECT_EQ(ShortId(kC), "cccccccccccc");
 }
 
-TEST(ImageProbeTest, ScriptUsesInspectOnlyAndQuotes) {
-  std::string s = ImageProbeScript("podman", ParseImageRef(kRepo + "@" + kD));
-  EXPECT_NE(s.find("image inspect --format '{{json .RepoDigests}} {{.Id}}'"), std::string::npos);
-  EXPECT_NE(s.find(kRepo + "@" + kD), std::string::npos);
-  EXPECT_NE(s.find(kRepo + ":sha256-"), std::string::npos);
-  // `image ls` only lists the images carrying fleet's tag (issue 12); a ref
-  // is never looked up with it (it says nothing for a digest ref).
-  const std::string listing =
-      "\"$cli\" image ls --no-trunc --format '{{.Repository}}:{{.Tag}} {{.ID}}'";
-  EXPECT_NE(s.find(listing), std::string::npos);
-  EXPECT_EQ(s.find("image ls", s.find(listing) + listing.size()), std::string::npos);
-  EXPECT_EQ(s.find("images"), std::string::npos);
-  EXPECT_EQ(s.find(".Digest"), std::string::npos);
-  // A hostile CLI name stays one quoted word.
-  std::string h = ImageProbeScript("podman; rm -rf /", ParseImageRef(kRepo + "@" + kD));
-  EXPECT_NE(h.find("cli='podman; rm -rf /'"), std::string::npos);
-  // Floating: only the tag is looked up.
+TEST(ImageProbeTest, FloatingScriptInspectsTheTagOnlyAndQuotes) {
   std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
-  EXPECT_EQ(f.find("name "), std::string::npos);
-  EXPECT_EQ(f.find("image ls", f.find(listing) + listing.size()), std::string::npos);
+  EXPECT_NE(f.find("image inspect --format '{{json .RepoDigests}} {{.Id}}' repo:latest"),
+            std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("image ls"), std::string::npos);
+  EXPECT_EQ(f.find(".Digest"), std::string::npos);
+  // A hostile CLI name stays one quoted word.
+  std::string h = ImageProbeScript("podman; rm -rf /", ParseImageRef("repo:latest"));
+  EXPECT_NE(h.find("cli='podman; rm -rf /'"), std::string::npos);
 }
 
-TEST(ImageProbeTest, DockerLooksTheDigestUpUnderAnyName) {
-  // docker inspects repo@D only under that name; podman under any name that
-  // holds D. On a miss, docker lists every image's digests (never `image ls
-  // REF`, which prints nothing for a digest ref) and inspects the match by ID.
-  std::string s = ImageProbeScript("docker", ParseImageRef(kRepo + "@" + kD));
-  EXPECT_NE(s.find("image ls --digests --no-trunc --format '{{.Digest}} {{.ID}}' 2>/dev/null"),
-            std::string::npos)
-      << s;
-  EXPECT_EQ(s.find("image ls " + kRepo), std::string::npos);
-  EXPECT_NE(s.find("awk -v d=" + kD + " '$1 == d"), std::string::npos) << s;
+TEST(ImageProviderTest, OnlyAFloatingRefHasAFragmentOfItsOwn) {
+  ImageProvider p;
+  NodeSpec node;
+  node.container_cli = "podman";
+  DesiredResource r;
+  r.attributes = {{"ref", kRepo + "@" + kD}, {"cli", "podman"}};
+  EXPECT_EQ(p.ProbeScript(r, node), "");  // the node's image listing answers it
+  r.attributes = {{"ref", kRepo + ":latest"}, {"cli", "podman"}};
+  EXPECT_NE(p.ProbeScript(r, node).find("image inspect"), std::string::npos);
 }
 
 TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
@@ -147,12 +162,24 @@ TEST(ImageProviderTest, ParseProbeReportsMissingCliAsError) {
   ImageProvider p;
   DesiredResource r;
   r.attributes = {{"ref", kRepo + "@" + kD}, {"cli", "podman"}};
-  ActualResource a = p.ParseProbe(r, "cli missing\n", NodeFacts{});
+  ActualResource a = p.ParseProbe(r, "", ListedFacts(kNoCli));
   EXPECT_NE(a.error.find("'podman' not found"), std::string::npos);
-  a = p.ParseProbe(r, "", NodeFacts{});
-  EXPECT_FALSE(a.error.empty());
-  a = p.ParseProbe(r, "ref 125 Error: x: image not known\nname 125 Error: y: image not known\n",
-                   NodeFacts{});
+  a = p.ParseProbe(r, "", NodeFacts{});  // the node's probe did not list
+  EXPECT_NE(a.error.find("did not list"), std::string::npos) << a.error;
+  a = p.ParseProbe(r, "", ListedFacts(kMissing));
+  EXPECT_TRUE(a.error.empty()) << a.error;
+  EXPECT_FALSE(a.exists);
+  a = p.ParseProbe(r, "", ListedFacts(HasByFleetTag()));
+  EXPECT_TRUE(a.exists);
+  a = p.ParseProbe(r, "",
+                   ListedFacts("images=ls 1\nimage_out=Cannot connect to the Docker daemon at "
+                               "unix:///var/run/docker.sock\n"));
+  EXPECT_NE(a.error.find("`image ls` exited 1: Cannot connect"), std::string::npos) << a.error;
+  // A floating ref reads its own fragment, and the listing for fleet's tags.
+  r.attributes = {{"ref", kRepo + ":latest"}, {"cli", "podman"}};
+  a = p.ParseProbe(r, "cli missing\n", ListedFacts(kMissing));
+  EXPECT_NE(a.error.find("'podman' not found"), std::string::npos);
+  a = p.ParseProbe(r, "ref 125 Error: x: image not known\n", ListedFacts(kMissing));
   EXPECT_TRUE(a.error.empty());
   EXPECT_FALSE(a.exists);
 }
@@ -194,15 +221,6 @@ TEST(ImageProviderTest, ExpandScopesDeploymentNodesAndListedNodes) {
   EXPECT_EQ(rs[1].attributes["digest"], kD);
 }
 
-// Probe outputs as the node would print them.
-std::string HasByDigest(const std::string& id = std::string(64, 'c')) {
-  return "ref 0 [\"" + kRepo + "@" + kD + "\"] " + id + "\n";
-}
-std::string HasByFleetTag(const std::string& id = std::string(64, 'c')) {
-  return "ref 125 Error: image not known\nname 0 [] " + id + "\n";
-}
-const std::string kMissing = "ref 125 Error: image not known\nname 125 Error: image not known\n";
-
 struct Fixture {
   Manifest m;
   ImageProvider p;
@@ -216,7 +234,7 @@ struct Fixture {
     desired = p.Expand(m);
     for (const DesiredResource& r : desired) {
       NodeFacts f;
-      f.reachable = outputs.count(r.node) > 0;
+      if (outputs.count(r.node)) f = ListedFacts(outputs.at(r.node));
       if (!f.reachable) f.unreachable_reason = "connection refused";
       facts[r.node] = f;
       if (f.reachable) actual[r.address] = p.ParseProbe(r, outputs.at(r.node), f);
@@ -328,8 +346,7 @@ TEST(ImageDiffTest, UnreachableTargetIsPlannedAndCheckedAtApply) {
 }
 
 TEST(ImageDiffTest, ProbeErrorIsAPlanError) {
-  Fixture f(kRepo + "@" + kD, "registry",
-            {{"a", "cli missing\n"}, {"b", kMissing}, {"c", kMissing}});
+  Fixture f(kRepo + "@" + kD, "registry", {{"a", kNoCli}, {"b", kMissing}, {"c", kMissing}});
   EXPECT_NE(f.Diff("a").error.find("not found on the node's PATH"), std::string::npos);
 }
 
@@ -361,31 +378,36 @@ TEST(ImageDiffTest, FloatingTagSaysWhatItIsOnEachNode) {
 
 std::string Tagged(const std::string& digest, const std::string& id,
                    const std::string& repo = kRepo) {
-  return "tagged " + repo + ":sha256-" + digest.substr(7) + " " + id + "\n";
+  return Img(id, {}, {repo + ":sha256-" + digest.substr(7)});
 }
 std::string Staged(const std::string& digest, const std::string& id,
                    const std::string& repo = kRepo) {
-  return "tagged " + repo + ":staged-sha256-" + digest.substr(7) + " " + id + "\n";
+  return Img(id, {}, {repo + ":staged-sha256-" + digest.substr(7)});
 }
 
-TEST(ImageProbeTest, ParsesFleetTaggedImagesAndKeepsThemThroughJson) {
-  ImageProbe p = ParseImageProbe(Tagged(kD, kC) + Staged(kD, kC) + "tagged " + kRepo + ":latest " +
-                                 kC + "\n" + "tagged r:sha256-short " + kC + "\n" + HasByDigest());
+TEST(ImageListingTest, FleetTaggedImagesKeepThroughJson) {
+  const ImageListing l =
+      ParseImageListing("images=inspect 0\n" + Tagged(kD, kC) + Staged(kD, kC) +
+                        Img(kC, {}, {kRepo + ":latest", "r:sha256-short"}) + HasByDigest());
+  ASSERT_EQ(l.images.size(), 1u);  // one image, its lines merged
+  const ImageProbe p = ImageProbeFromListing(l, ParseImageRef(kRepo + "@" + kD));
   ASSERT_EQ(p.fleet_tagged.size(), 1u);  // only fleet's tag, whole
   EXPECT_EQ(p.fleet_tagged[0].name, kRepo + ":sha256-" + std::string(64, 'd'));
   EXPECT_EQ(p.fleet_tagged[0].id, kC);
   EXPECT_TRUE(p.fleet_tagged[0].staged);  // fleet pulled or copied it
-  EXPECT_FALSE(ParseImageProbe(Tagged(kD, kC)).fleet_tagged[0].staged);  // found in place
+  EXPECT_FALSE(FleetTaggedIn(ParseImageListing("images=inspect 0\n" + Tagged(kD, kC)))[0].staged);
   EXPECT_EQ(ParseImageRef(kRepo + "@" + kD).StagedTag(),
             kRepo + ":staged-sha256-" + std::string(64, 'd'));
   const ImageProbe q = ImageProbe::FromJson(p.ToJson());
   ASSERT_EQ(q.fleet_tagged.size(), 1u);
   EXPECT_EQ(q.fleet_tagged[0].id, kC);
   EXPECT_TRUE(q.fleet_tagged[0].staged);
+  const ImageListing back = ImageListing::FromJson(l.ToJson());
+  ASSERT_EQ(back.images.size(), 1u);
+  EXPECT_EQ(back.images[0].tags, l.images[0].tags);
+  EXPECT_EQ(back.images[0].repo_digests, l.images[0].repo_digests);
   EXPECT_EQ(DigestOfFleetTag(kRepo + ":sha256-" + std::string(64, 'd')), kD);
   EXPECT_EQ(DigestOfFleetTag(kRepo + ":v1"), "");
-  EXPECT_NE(ImageProbeScript("podman", ParseImageRef(kRepo + "@" + kD)).find("image ls --no-trunc"),
-            std::string::npos);
 }
 
 TEST(ImageUnrecordedTest, PresentWithFleetsTagButNoRecordSaysAdopt) {
@@ -485,17 +507,17 @@ TEST(ImageUnrecordedTest, AFleetTaggedImageNothingDeclaresIsNamedAndPurged) {
   recorded.insert("image.old-aaaaaaaaaaaa@a");  // a record: DiffOrphan's call
   recorded.insert("image.found-eeeeeeeeeeee@a");
   EXPECT_TRUE(f.p.DiffUnrecorded("a", ctx).empty());
-  EXPECT_TRUE(f.p.DiffUnrecorded("b", ctx).empty());
-  // The node's inventory lists fleet's images whatever the probes of its
-  // declared images saw (a node may declare none).
-  const std::string inventory = Tagged(kOld, kOldId, "r/old") + Staged(kOld, kOldId, "r/old");
-  DiffContext on_b{f.facts["b"], &f.facts, &f.actual, &f.m, true, nullptr, &recorded};
-  on_b.inventory = &inventory;
+  DiffContext b_ctx{f.facts["b"], &f.facts, &f.actual, &f.m, false, nullptr, &recorded};
+  EXPECT_TRUE(f.p.DiffUnrecorded("b", b_ctx).empty());  // ctx.facts: the node's own
+  // The node's image listing names fleet's images whatever the probes of
+  // its declared images saw (a node may declare none).
+  const NodeFacts b_facts =
+      ListedFacts(Tagged(kOld, kOldId, "r/old") + Staged(kOld, kOldId, "r/old"));
+  DiffContext on_b{b_facts, &f.facts, &f.actual, &f.m, true, nullptr, &recorded};
   found = f.p.DiffUnrecorded("b", on_b);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].address, "image.old-aaaaaaaaaaaa@b");
   EXPECT_EQ(found[0].action, Action::kDelete);
-  EXPECT_NE(f.p.InventoryScript("b", f.m).find("image ls"), std::string::npos);
 }
 
 TEST(ImageProviderTest, DestroyKeepsImages) {

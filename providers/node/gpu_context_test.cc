@@ -195,5 +195,29 @@ TEST(NodeProviderProbeScript, AsksTheNodesContainerCli) {
   EXPECT_EQ(script.find("docker"), std::string::npos);
 }
 
+// The plan's node probe lists the node's images once (image_listing.h) for
+// every image resource on it: its facts carry the listing, or why not.
+TEST_F(GpuContextTest, ThePlansNodeProbeListsImagesOnce) {
+  NodeSpec spec;
+  spec.container_cli = "docker";
+  spec.sysfs = "/nonexistent";
+  const std::string script = NodeProvider().ProbeScript(DesiredResource{}, spec);
+  const size_t ls = script.find("image ls");
+  ASSERT_NE(ls, std::string::npos);
+  EXPECT_EQ(script.find("image ls", ls + 1), std::string::npos);
+  Cli(std::string(64, 'c') + "\n");  // `image ls -q` prints the ID; so does inspect
+  NodeFacts f = ParseNodeFacts(Run(script));
+  EXPECT_EQ(f.images.value("listed", false), true) << f.images.dump();
+  EXPECT_EQ(f.images.value("error", "?"), "") << f.images.dump();
+  EXPECT_NE(Read("cli.args").find("image inspect --format"), std::string::npos);
+  Cli("Cannot connect to the Docker daemon\n", 1);
+  f = ParseNodeFacts(Run(script));
+  EXPECT_NE(f.images.value("error", "").find("`image ls` exited 1: Cannot connect"),
+            std::string::npos)
+      << f.images.dump();
+  // fleet probe and apply's re-reads do not list.
+  EXPECT_TRUE(ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker"))).images.is_null());
+}
+
 }  // namespace
 }  // namespace fleet

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "providers/image/image_listing.h"
 #include "providers/node/fabric_facts.h"
 #include "providers/node/gpu_facts.h"
 #include "src/power_switch.h"
@@ -111,6 +112,7 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   f.arch = kv["arch"];
   f.kernel = kv["kernel"];
   f.fabric = FabricPortsToJson(ParseFabricPorts(output));
+  if (kv.count("images")) f.images = ParseImageListing(output).ToJson();
   const ServeListing serves = ParseServeListing(kv["fleet_serves"]);
   f.fleet_serves_listed = serves.listed;
   f.fleet_serves = serves.names;
@@ -259,8 +261,10 @@ std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
   return s;
 }
 
+// The plan's node probe also lists the node's images, once for every image
+// resource on it and for the images no state knows (image_listing.h).
 std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
-  return NodeFactsScript(spec.sysfs, spec.container_cli);
+  return NodeFactsScript(spec.sysfs, spec.container_cli) + ImageListingScript(spec.container_cli);
 }
 
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,

@@ -147,11 +147,15 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
       return;
     }
     // Node facts first: the other fragments' parsers may need them.
+    // A resource with no fragment is read from the node facts alone (an
+    // image pinned by digest: the node's image listing).
     std::vector<ProbeFragment> fragments = {{kClockBegin, kClockScript}};
+    std::set<std::string> from_facts;
     for (const DesiredResource* r : by_node[node]) {
       const Provider* p = ProviderFor(r->type);
       std::string script = p->ProbeScript(*r, spec);
       if (!script.empty()) fragments.push_back({r->address, script});
+      if (script.empty()) from_facts.insert(r->address);
     }
     if (inventory_nodes.count(node))
       for (const auto& p : *providers_) {
@@ -175,7 +179,7 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
     spdlog::info("{}", DescribeProbeTime(node, wall_s, sections, facts));
     for (const DesiredResource* r : by_node[node]) {
       auto it = sections.find(r->address);
-      if (it == sections.end() && r->type != "node") continue;
+      if (it == sections.end() && r->type != "node" && !from_facts.count(r->address)) continue;
       const Provider* p = ProviderFor(r->type);
       ActualResource a = p->ParseProbe(*r, it == sections.end() ? "" : it->second.output, facts);
       if (it != sections.end() && it->second.exit_code != 0 && a.error.empty())

@@ -1,0 +1,205 @@
+#include "providers/image/image_listing.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+std::vector<std::string> StringsOf(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const auto& s : j)
+      if (s.is_string()) out.push_back(s.get<std::string>());
+  return out;
+}
+
+// "img <id> <RepoDigests json> <RepoTags json>": one image of the inspect.
+bool ParseListedLine(const std::string& line, ListedImage* out) {
+  std::istringstream words(line);
+  std::string img, id, digests, tags, extra;
+  if (!(words >> img >> id >> digests >> tags) || img != "img" || (words >> extra)) return false;
+  out->id = NormalizeImageId(id);
+  const nlohmann::json d = nlohmann::json::parse(digests, nullptr, false);
+  const nlohmann::json t = nlohmann::json::parse(tags, nullptr, false);
+  if (out->id.empty() || d.is_discarded() || t.is_discarded()) return false;
+  out->repo_digests = StringsOf(d);
+  out->tags = StringsOf(t);
+  return true;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// An image removed between `image ls` and `image inspect` is no failure.
+bool OnlyMisses(const std::string& messages) {
+  std::istringstream in(messages);
+  for (std::string line; std::getline(in, line);) {
+    const std::string l = Lower(line);
+    if (l.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (l.find("no such image") == std::string::npos &&
+        l.find("image not known") == std::string::npos &&
+        l.find("no such object") == std::string::npos && l.find("warn") == std::string::npos)
+      return false;
+  }
+  return true;
+}
+
+std::string Joined(const std::string& messages) {
+  std::string s = messages;
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  const size_t b = s.find_first_not_of(' ');
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(' ') - b + 1).substr(0, 300);
+}
+
+// Docker names hub images "repo" and "library/x" short ("x"), podman in
+// full ("docker.io/library/x"), and podman tags a name without a registry
+// as "localhost/name": one spelling for comparing fleet's tags.
+std::string Familiar(std::string name) {
+  for (const char* prefix : {"docker.io/", "index.docker.io/", "localhost/", "library/"})
+    if (name.rfind(prefix, 0) == 0) name = name.substr(std::string(prefix).size());
+  return name;
+}
+
+// One entry per image: a second line of the same ID adds its names.
+void Merge(ListedImage image, std::vector<ListedImage>* images) {
+  for (ListedImage& known : *images)
+    if (known.id == image.id) {
+      known.repo_digests.insert(known.repo_digests.end(), image.repo_digests.begin(),
+                                image.repo_digests.end());
+      known.tags.insert(known.tags.end(), image.tags.begin(), image.tags.end());
+      return;
+    }
+  images->push_back(std::move(image));
+}
+
+}  // namespace
+
+std::string ImageListingScript(const std::string& cli) {
+  // The IDs are checked to be hex before they reach the inspect unquoted.
+  return "ilc=" + ShellQuote(cli) +
+         "\n"
+         "if ! command -v \"$ilc\" >/dev/null 2>&1; then echo images=cli-missing\n"
+         "else\n"
+         "  ilo=$(\"$ilc\" image ls -q --no-trunc 2>&1); ilr=$?\n"
+         "  ili=$(printf '%s\\n' \"$ilo\" | awk '/^(sha256:)?[0-9a-f]+$/ && !seen[$0]++')\n"
+         "  if [ \"$ilr\" = 0 ] && [ -n \"$ili\" ]; then\n"
+         "    ilo=$(\"$ilc\" image inspect --format "
+         "'img {{.Id}} {{json .RepoDigests}} {{json .RepoTags}}' $ili 2>&1); ilr=$?; ili=inspect\n"
+         "  elif [ \"$ilr\" = 0 ]; then ilo=; ili=inspect\n"
+         "  else ili=ls; fi\n"
+         "  printf 'images=%s %s\\n' \"$ili\" \"$ilr\"\n"
+         "  [ -z \"$ilo\" ] || printf '%s\\n' \"$ilo\" | sed 's/^/image_out=/'\n"
+         "fi\n";
+}
+
+ImageListing ParseImageListing(const std::string& output) {
+  ImageListing l;
+  std::string step, messages;
+  int rc = 0;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line == "images=cli-missing") {
+      l.listed = true;
+      l.cli_found = false;
+    } else if (line.rfind("images=", 0) == 0) {
+      std::istringstream words(line.substr(7));
+      l.listed = static_cast<bool>(words >> step >> rc);
+    } else if (line.rfind("image_out=", 0) == 0) {
+      ListedImage image;
+      if (ParseListedLine(line.substr(10), &image))
+        Merge(std::move(image), &l.images);
+      else
+        messages += line.substr(10) + "\n";
+    }
+  }
+  if (!l.listed || rc == 0 || (step == "inspect" && OnlyMisses(messages))) return l;
+  l.error = "`image " + step + "` exited " + std::to_string(rc) + ": " + Joined(messages);
+  l.images.clear();
+  return l;
+}
+
+std::vector<FleetTagged> FleetTaggedIn(const ImageListing& listing) {
+  std::vector<FleetTagged> out;
+  for (const ListedImage& image : listing.images) {
+    bool staged = false;
+    for (const std::string& tag : image.tags) staged = staged || !DigestOfStagedTag(tag).empty();
+    for (const std::string& tag : image.tags)
+      if (!DigestOfFleetTag(tag).empty()) out.push_back({tag, image.id, staged});
+  }
+  return out;
+}
+
+namespace {
+
+ImageLookup Found(const ListedImage& image) {
+  ImageLookup l;
+  l.tried = l.found = true;
+  l.repo_digests = image.repo_digests;
+  l.id = image.id;
+  return l;
+}
+
+// The image whose RepoDigests carry `ref`'s digest, under any name.
+ImageLookup ByRegistryDigest(const ImageListing& listing, const ImageRef& ref) {
+  for (const ListedImage& image : listing.images)
+    if (HasRepoDigest(image.repo_digests, ref.digest)) return Found(image);
+  ImageLookup miss;
+  miss.tried = true;
+  return miss;
+}
+
+// The image carrying fleet's tag for `ref` (ImageRef::FleetTag).
+ImageLookup ByFleetTag(const ImageListing& listing, const ImageRef& ref) {
+  const std::string name = Familiar(ref.FleetTag());
+  for (const ListedImage& image : listing.images)
+    for (const std::string& tag : image.tags)
+      if (Familiar(tag) == name) return Found(image);
+  ImageLookup miss;
+  miss.tried = true;
+  return miss;
+}
+
+}  // namespace
+
+ImageProbe ImageProbeFromListing(const ImageListing& listing, const ImageRef& ref) {
+  ImageProbe p;
+  p.cli_found = listing.cli_found;
+  if (!listing.listed || !listing.cli_found || !listing.error.empty()) return p;
+  p.fleet_tagged = FleetTaggedIn(listing);
+  if (!ref.pinned()) return p;
+  p.by_ref = ByRegistryDigest(listing, ref);
+  if (!p.by_ref.found && !ref.FleetTag().empty()) p.by_name = ByFleetTag(listing, ref);
+  return p;
+}
+
+nlohmann::json ImageListing::ToJson() const {
+  nlohmann::json j = {{"listed", listed}, {"cli_found", cli_found}, {"error", error}};
+  j["images"] = nlohmann::json::array();
+  for (const ListedImage& i : images)
+    j["images"].push_back({{"id", i.id}, {"repo_digests", i.repo_digests}, {"tags", i.tags}});
+  return j;
+}
+
+ImageListing ImageListing::FromJson(const nlohmann::json& j) {
+  ImageListing l;
+  if (!j.is_object()) return l;
+  l.listed = j.value("listed", false);
+  l.cli_found = j.value("cli_found", true);
+  l.error = j.value("error", "");
+  if (auto it = j.find("images"); it != j.end() && it->is_array())
+    for (const auto& i : *it)
+      if (i.is_object())
+        l.images.push_back({i.value("id", ""), StringsOf(i.value("repo_digests", nlohmann::json())),
+                            StringsOf(i.value("tags", nlohmann::json()))});
+  return l;
+}
+
+}  // namespace fleet
