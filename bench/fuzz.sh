@@ -124,7 +124,8 @@ sort_findings() {
   done
   for a in $(grep -E '^(crash|leak)-' "$dir/new-artifacts" || true); do
     mkdir -p "$dir/reports"
-    ASAN_OPTIONS="malloc_context_size=30${asan_given:+:$asan_given}" "$build/fuzz/${name}_fuzzer" "$dir/artifacts/$a" >"$dir/reports/$a.txt" 2>&1 || true
+    ASAN_OPTIONS="malloc_context_size=30${asan_given:+:$asan_given}" \
+      "$build/fuzz/${name}_fuzzer" "$dir/artifacts/$a" >"$dir/reports/$a.txt" 2>&1 || true
   done
 }
 
