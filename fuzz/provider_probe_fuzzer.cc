@@ -61,21 +61,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const DesiredResource& r = f.resources[data[0] % f.resources.size()];
   const std::string output(fuzz::AsText(data + 1, size - 1));
   bool exact = true;  // what fleet prints need not read back the same
-  NodeFacts node_facts = f.facts.at(r.node);
+  NodeFacts parsed_facts;
+  const NodeFacts* node_facts = &f.facts.at(r.node);
   if (std::string_view(FLEET_FUZZ_TYPE) == "node") {  // the facts section is the input
-    node_facts = ParseNodeFacts(output);
-    node_facts.reachable = true;
-    (void)fuzz::JsonText(node_facts.ToJson(), &exact);
+    parsed_facts = ParseNodeFacts(output);
+    parsed_facts.reachable = true;
+    (void)fuzz::JsonText(parsed_facts.ToJson(), &exact);
+    node_facts = &parsed_facts;
   }
-  const NodeFacts& facts = node_facts;
-  ActualResource actual = f.provider->ParseProbe(r, output, facts);
+  const NodeFacts& facts = *node_facts;
+  std::map<std::string, ActualResource> all_actual;  // what was probed, moved in (not copied)
+  const ActualResource& actual = all_actual[r.address] = f.provider->ParseProbe(r, output, facts);
   (void)fuzz::JsonText(actual.attributes, &exact);
-  std::map<std::string, ActualResource> all_actual = {{r.address, actual}};
   DiffContext ctx{facts, &f.facts, &all_actual, &f.manifest, false, nullptr};
-  PlanChange change = f.provider->Diff(r, actual, nullptr, ctx);
-  PlanChange destroy = f.provider->DiffDestroy(r, actual, nullptr, ctx);
   Plan plan;
-  plan.changes = {change, destroy};
+  plan.changes.push_back(f.provider->Diff(r, actual, nullptr, ctx));
+  plan.changes.push_back(f.provider->DiffDestroy(r, actual, nullptr, ctx));
   (void)fuzz::JsonText(plan.ToJson(), &exact);
   return 0;
 }

@@ -39,7 +39,11 @@ for bin in "$build"/fuzz/*_fuzzer; do
       "$seeds" >"$log" 2>&1; then
     echo "FAIL $name: replaying fuzz/corpus/$name"; tail -40 "$log"; failed=1; continue
   fi
-  if ! "$bin" -seed=1 -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+  # bench/fuzz.sh's throughput settings (more executions in the same time);
+  # the seeds above were replayed with ASan's full stacks.
+  if ! ASAN_OPTIONS="malloc_context_size=2${ASAN_OPTIONS:+:$ASAN_OPTIONS}" "$bin" -seed=1 \
+      -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
+      -entropic_feature_frequency_threshold=32 -entropic_number_of_rarest_features=50 \
       -artifact_prefix="$work/$name/artifacts/" "$work/$name/new" "$seeds" >"$log" 2>&1; then
     echo "FAIL $name: fuzzing ${seconds}s found:"; tail -40 "$log"; failed=1
     for a in "$work/$name/artifacts"/*; do

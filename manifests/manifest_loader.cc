@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,7 @@
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
 #include "manifests/smoke_schema.h"
+#include "manifests/utf8.h"
 #include "manifests/yaml_schema.h"
 
 namespace fleet {
@@ -83,6 +86,8 @@ class ManifestLoader {
   void Load();
 
  private:
+  // Reports the first byte of fleet.yaml that is not UTF-8 (manifests/utf8.h).
+  bool IsUtf8(std::string_view text);
   void ReadTop(const YAML::Node& root);
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
@@ -121,6 +126,19 @@ class ManifestLoader {
   std::map<std::string, Recipe> recipes_;  // by resolved path
 };
 
+bool ManifestLoader::IsUtf8(std::string_view text) {
+  const size_t at = FirstNonUtf8(text);
+  if (at == std::string_view::npos) return true;
+  const size_t line_start = text.rfind('\n', at) + 1;  // npos + 1: the first line
+  const auto line = std::count(text.begin(), text.begin() + at, '\n');
+  char byte[8];
+  std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(text[at]));
+  reporter_.Error(reporter_.At(static_cast<int>(line), static_cast<int>(at - line_start)),
+                  std::string("byte ") + byte +
+                      " is not UTF-8: fleet.yaml must be UTF-8 text (save it as UTF-8)");
+  return false;
+}
+
 void ManifestLoader::Load() {
   const fs::path file = fs::path(manifest_->root_dir) / kManifestFile;
   std::error_code ec;
@@ -134,6 +152,7 @@ void ManifestLoader::Load() {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
+  if (!IsUtf8(text)) return;
   YAML::Node root;
   try {
     root = YAML::Load(text);

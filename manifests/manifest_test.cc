@@ -526,6 +526,23 @@ TEST(ManifestTest, CopyPastedSwitchEntity) {
             "dgx4 (fleet.yaml:12:15); each node needs its own switch");
 }
 
+TEST(ManifestTest, BytesThatAreNotUtf8AreRefused) {
+  // Found by the manifest fuzz target: a switch entity holding byte 0xCB
+  // loaded, then Home Assistant's request body (JSON) threw in dump().
+  const Loaded l =
+      LoadYaml(std::string(kBase) + "    power: {switch: switch.d\xCBx3, state: off}\n");
+  EXPECT_FALSE(l.ok);
+  ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
+  EXPECT_EQ(l.diags[0].ToString(),
+            "fleet.yaml:8:29: error: byte 0xCB is not UTF-8: fleet.yaml must be UTF-8 text "
+            "(save it as UTF-8)");
+  // A first line, and UTF-8 before the byte (columns count bytes).
+  const Loaded first = LoadYaml("fleet: caf\xC3\xA9\xFF\n");
+  ASSERT_EQ(first.diags.size(), 1u) << Dump(first.diags);
+  EXPECT_EQ(first.diags[0].loc.ToString(), "fleet.yaml:1:13");
+  EXPECT_TRUE(LoadYaml(std::string(kBase) + "    hostname: caf\xC3\xA9\n").ok);
+}
+
 TEST(ManifestTest, NodePowerWithoutController) {
   const Loaded l = LoadYaml(std::string(kBase) + "    power: {switch: switch.dgx2, state: of}\n");
   EXPECT_DIAG(l.diags,
