@@ -2,10 +2,7 @@
 
 namespace fleet {
 
-namespace {
-
-// The length of the UTF-8 sequence at text[i], or 0 when it is not one.
-size_t SequenceLength(std::string_view text, size_t i) {
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
   const auto lead = static_cast<unsigned char>(text[i]);
   if (lead < 0x80) return 1;
   size_t length = 0;
@@ -31,11 +28,9 @@ size_t SequenceLength(std::string_view text, size_t i) {
   return length;
 }
 
-}  // namespace
-
 size_t FirstNonUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t length = SequenceLength(text, i);
+    const size_t length = Utf8SequenceLength(text, i);
     if (length == 0) return i;
     i += length;
   }

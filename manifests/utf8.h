@@ -11,6 +11,10 @@
 
 namespace fleet {
 
+// The length of the well-formed UTF-8 sequence (RFC 3629) that starts at
+// text[i], or 0 when none does. REQUIRES: i < text.size().
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
 // The offset of the first byte of `text` that is not part of well-formed
 // UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
 // U+10FFFF, no sequence cut short), or std::string_view::npos when all is.

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "manifests/utf8.h"
+
 namespace fleet {
 namespace {
 
@@ -212,20 +214,8 @@ std::string ValidUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
-    const unsigned char c = s[i];
-    const size_t n = c < 0x80                 ? 1
-                     : c >= 0xC2 && c <= 0xDF ? 2
-                     : c >= 0xE0 && c <= 0xEF ? 3
-                     : c >= 0xF0 && c <= 0xF4 ? 4
-                                              : 0;
-    bool ok = n > 0 && i + n <= s.size();
-    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && n >= 3) {
-      const unsigned char c1 = s[i + 1];
-      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 > 0x9F) &&  // overlong, surrogates
-           !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 > 0x8F);    // overlong, > U+10FFFF
-    }
-    if (ok) {
+    const size_t n = Utf8SequenceLength(s, i);
+    if (n > 0) {
       out.append(s.substr(i, n));
       i += n;
     } else {
