@@ -2,11 +2,16 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 namespace fleet {
@@ -76,44 +81,113 @@ std::string HashBlobData(BlobHashKind kind, std::string_view data) {
   return h.HexDigest();
 }
 
+namespace {
+
+// Why mmap: hashing a page-cached file through read() copies every byte out
+// of the page cache first; mapped, the node's fleet-probe measured ~15% less
+// CPU per byte (system time about halved), and this hasher the same
+// (bench/model_bench.sh's "fleet EVP hasher" lines). Files are mapped a
+// window at a time, hashed in steps that move `bytes_done`.
+constexpr uint64_t kLocalWindowBytes = uint64_t{64} << 20;
+constexpr uint64_t kLocalStepBytes = uint64_t{8} << 20;
+
+// A file that shrinks under its mapping raises SIGBUS in the thread reading
+// it: that thread's jump (set while it hashes a window) makes it an error for
+// that file. Any other SIGBUS goes to the handler there was before.
+thread_local sigjmp_buf* tls_sigbus_jump = nullptr;
+struct sigaction previous_sigbus;
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  if (tls_sigbus_jump != nullptr) siglongjmp(*tls_sigbus_jump, 1);
+  if (previous_sigbus.sa_flags & SA_SIGINFO) {
+    previous_sigbus.sa_sigaction(sig, info, context);
+  } else if (previous_sigbus.sa_handler != SIG_DFL && previous_sigbus.sa_handler != SIG_IGN) {
+    previous_sigbus.sa_handler(sig);
+  } else {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+void CatchSigbusOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &previous_sigbus);
+  });
+}
+
+// Feeds bytes [offset, offset + length) of `fd` to `h` through a mapping;
+// "" or why not.
+std::string HashWindow(int fd, uint64_t offset, size_t length, BlobHasher* h,
+                       std::atomic<uint64_t>* bytes_done) {
+  void* data = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
+  if (data == MAP_FAILED) return std::string("mmap: ") + strerror(errno);
+  madvise(data, length, MADV_SEQUENTIAL);
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {  // 1: the handler's blocked SIGBUS is unblocked again
+    tls_sigbus_jump = nullptr;
+    munmap(data, length);
+    return "the file shrank while it was hashed";
+  }
+  tls_sigbus_jump = &jump;
+  for (size_t at = 0; at < length;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kLocalStepBytes, length - at));
+    h->Update(std::string_view(static_cast<const char*>(data) + at, n));
+    at += n;
+    if (bytes_done) *bytes_done += n;
+  }
+  tls_sigbus_jump = nullptr;
+  munmap(data, length);
+  return "";
+}
+
+// Hashes one job's file into `r` (digest, or error).
+void HashLocalFile(const LocalHashJob& job, std::atomic<uint64_t>* bytes_done, LocalHashResult* r) {
+  r->path = job.path;
+  r->blob = job.blob;
+  const BlobHashKind kind = BlobHashKindOf(r->blob);
+  if (kind == BlobHashKind::kNone) {
+    r->error = "blob name '" + r->blob + "' is not a sha256 or git sha1";
+    return;
+  }
+  const int fd = open(r->path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
+  if (fd < 0) {
+    r->error = std::string("cannot open: ") + strerror(errno);
+    return;
+  }
+  struct stat before, after;
+  if (fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) {
+    r->error = "cannot hash: not a regular file";
+    close(fd);
+    return;
+  }
+  const uint64_t size = static_cast<uint64_t>(before.st_size);
+  BlobHasher h(kind, size);
+  for (uint64_t offset = 0; r->error.empty() && offset < size; offset += kLocalWindowBytes)
+    r->error =
+        HashWindow(fd, offset, static_cast<size_t>(std::min(kLocalWindowBytes, size - offset)), &h,
+                   bytes_done);
+  if (r->error.empty() && (fstat(fd, &after) != 0 || after.st_size != before.st_size))
+    r->error = "the file changed size while it was hashed";
+  close(fd);
+  if (r->error.empty()) r->digest = h.HexDigest();
+}
+
+}  // namespace
+
 std::vector<LocalHashResult> HashLocalFiles(const std::vector<LocalHashJob>& jobs, int threads,
                                             std::atomic<uint64_t>* bytes_done) {
+  CatchSigbusOnce();
   std::vector<LocalHashResult> out(jobs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    std::vector<char> buf(1 << 20);
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      LocalHashResult& r = out[i];
-      r.path = jobs[i].path;
-      r.blob = jobs[i].blob;
-      BlobHashKind kind = BlobHashKindOf(r.blob);
-      if (kind == BlobHashKind::kNone) {
-        r.error = "blob name '" + r.blob + "' is not a sha256 or git sha1";
-        continue;
-      }
-      int fd = open(r.path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) {
-        r.error = std::string("cannot open: ") + strerror(errno);
-        continue;
-      }
-      posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-      off_t size = lseek(fd, 0, SEEK_END);
-      lseek(fd, 0, SEEK_SET);
-      BlobHasher h(kind, size < 0 ? 0 : static_cast<uint64_t>(size));
-      while (true) {
-        ssize_t n = read(fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-          r.error = std::string("read error: ") + strerror(errno);
-          break;
-        }
-        if (n == 0) break;
-        h.Update(std::string_view(buf.data(), static_cast<size_t>(n)));
-        if (bytes_done) *bytes_done += static_cast<uint64_t>(n);
-      }
-      close(fd);
-      if (r.error.empty()) r.digest = h.HexDigest();
-    }
+    for (size_t i = next++; i < jobs.size(); i = next++)
+      HashLocalFile(jobs[i], bytes_done, &out[i]);
   };
   int n = std::max(1, std::min<int>(threads, static_cast<int>(jobs.size())));
   std::vector<std::thread> pool;

@@ -55,9 +55,12 @@ struct LocalHashResult {
   bool ok() const { return error.empty() && digest == blob; }
 };
 
-// Hashes the files on this machine, `threads` files at a time, each read
-// sequentially in 1 MiB pieces. `bytes_done` (optional) is bumped as data is
-// hashed, for progress.
+// Hashes the files on this machine, `threads` files at a time, each mapped
+// (mmap) 64 MiB at a time. `bytes_done` (optional) is bumped as data is
+// hashed (8 MiB steps), for progress. A file that is not a regular file, or
+// shrinks or grows while it is hashed, gets an error, not a digest (a SIGBUS
+// from a shrinking mapping is caught: the first call installs a handler that
+// passes any other SIGBUS on to the one before).
 std::vector<LocalHashResult> HashLocalFiles(const std::vector<LocalHashJob>& jobs, int threads,
                                             std::atomic<uint64_t>* bytes_done = nullptr);
 

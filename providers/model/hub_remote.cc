@@ -178,11 +178,14 @@ std::string Sha256HashScript(const std::vector<std::string>& sha256, int paralle
   std::vector<std::string> dotted;
   for (const std::string& p : sha256) dotted.push_back("./" + p);
   std::string script = kChooseSha256Hasher;
-  // Up to four files per core: all at once, so that 3 shards (and a few
-  // small files) on 2 cores take 1.5 shards' time, not 2 (the kernel
-  // shares the cores). More: one per core, largest first.
+  // fleet-probe: a thread per core; it keeps them all busy to the end itself
+  // (the last files in steps, the one with the most left first), so that 3
+  // shards on 2 cores take 1.5 shards' time. Other hashers (a process per
+  // file), up to four files per core: all at once, for the kernel to share
+  // the cores likewise. More: one per core, largest first.
   const std::string n = std::to_string(sha256.size());
-  if (parallel <= 0) script += "[ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
+  if (parallel <= 0)
+    script += "[ \"$hasher\" = fleet-probe ] || [ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
   return script + "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
          " | if [ \"$hasher\" = fleet-probe ]; then xargs -0 \"$fp\" --sha256 --threads \"$p\"\n"
          "else xargs -0 -n 1 -P \"$p\" $h; fi || exit $?\n";
@@ -201,8 +204,11 @@ std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::stri
                        "p=" +
                        std::to_string(std::max(0, parallel)) +
                        "; [ \"$p\" -gt 0 ] || p=$(nproc 2>/dev/null) || p=4\n";
-  if (!git.empty()) script += GitBlobHashScript(git);
+  // The small git blobs in the background, beside the sha256 ones: their
+  // few processes each (~15 ms for 3 files) no longer delay the big files.
+  if (!git.empty()) script += "{\n" + GitBlobHashScript(git) + "} &\ngit_hashes=$!\n";
   if (!sha256.empty()) script += Sha256HashScript(sha256, parallel);
+  if (!git.empty()) script += "wait \"$git_hashes\" || exit $?\n";
   return script + "echo \"fleet-hash-times $p\" >&2; times >&2\n";
 }
 

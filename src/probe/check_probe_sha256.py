@@ -2,7 +2,8 @@
 """Checks `fleet-probe --sha256`, the hasher of fleet's deep verify.
 
 Known vectors (empty file, "abc"), a file larger than the probe's 64 MiB
-mapping window (against hashlib), several files on several threads, files it
+mapping window (against hashlib), several files on several threads, the
+largest file first, files hashed in steps by more than one thread, files it
 cannot hash (missing, a directory, a FIFO) named on stderr with exit 1 while
 the others are still hashed, no file (exit 0: libcrypto loads), and bad
 arguments (exit 2).
@@ -53,6 +54,25 @@ def main():
             r = run(probe, "--threads", threads, "--", big, empty, abc)
             assert r.returncode == 0 and r.stderr == "", r
             assert digests(r.stdout) == want, (threads, r.stdout)
+        # The largest file first, not the order given: on one thread, of 3
+        # files (more than 2 x threads) the largest is hashed whole first.
+        step = 8 << 20
+        sized = {}
+        for name, size in (("small", 1000), ("medium", 2 * step + 7), ("large", 3 * step + 5)):
+            data = os.urandom(size)
+            sized[write(os.path.join(d, name), data)] = hashlib.sha256(data).hexdigest()
+        r = run(probe, "--threads", "1", *sized)
+        assert r.returncode == 0 and r.stderr == "", r
+        order = [line.partition("  ")[2] for line in r.stdout.splitlines()]
+        assert order[0] == os.path.join(d, "large"), order
+        assert digests(r.stdout) == sized, r.stdout
+        # The last files go from thread to thread in 8 MiB steps (each
+        # file's hash state with them): more files of several steps than
+        # threads, each digest still the file's.
+        for threads in ("2", "3"):
+            r = run(probe, "--threads", threads, *sized, big)
+            assert r.returncode == 0 and r.stderr == "", r
+            assert digests(r.stdout) == {**sized, big: want[big]}, (threads, r.stdout)
         missing, fifo = os.path.join(d, "missing"), os.path.join(d, "fifo")
         os.mkfifo(fifo)
         failing = [(missing, "No such file"), (d, "not a regular file"),

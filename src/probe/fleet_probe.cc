@@ -38,8 +38,10 @@
 //   was created.
 // - `fleet-probe --sha256 [--threads N] [--] FILE...` is the hasher of
 //   fleet's deep verify instead: one line "<sha256 hex>  FILE" per file on
-//   stdout as each is done (sha256sum's format), N files at a time (default:
-//   the online CPUs), in the order given. A file it cannot hash is named on
+//   stdout as each is done (sha256sum's format), on N threads (default: the
+//   online CPUs), the largest file first; the last 2N files are hashed in
+//   8 MiB steps, the one with the most left first, so that all N threads stay
+//   busy until the end (a thread per core, no more). A file it cannot hash is named on
 //   stderr ("fleet-probe: FILE: why") and makes the exit 1; the others are
 //   still hashed. libcrypto (OpenSSL 1.1 or 3) is dlopen()ed: without it the
 //   exit is 3, so `fleet-probe --sha256` with no file (exit 0) says whether
@@ -116,29 +118,22 @@ using CuGetErrorTextFn = CUresult (*)(CUresult, const char**);
 #ifdef FLEET_PROBE_HAVE_CUDA_H
 static_assert(CUDA_SUCCESS == kCudaSuccess);
 static_assert(CU_DEVICE_ATTRIBUTE_INTEGRATED == kAttrIntegrated);
-static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
-              kAttrComputeCapabilityMajor);
-static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
-              kAttrComputeCapabilityMinor);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == kAttrComputeCapabilityMajor);
+static_assert(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == kAttrComputeCapabilityMinor);
 static_assert(sizeof(CUresult) == sizeof(int));
 static_assert(sizeof(CUdevice_attribute) == sizeof(int));
 static_assert(std::is_same_v<CUdevice, int>);
 static_assert(sizeof(CUuuid) == 16);
 static_assert(std::is_same_v<CuInitFn, decltype(&cuInit)>);
-static_assert(
-    std::is_same_v<CuDriverGetVersionFn, decltype(&cuDriverGetVersion)>);
+static_assert(std::is_same_v<CuDriverGetVersionFn, decltype(&cuDriverGetVersion)>);
 static_assert(std::is_same_v<CuDeviceGetCountFn, decltype(&cuDeviceGetCount)>);
 static_assert(std::is_same_v<CuDeviceGetFn, decltype(&cuDeviceGet)>);
 static_assert(std::is_same_v<CuDeviceGetNameFn, decltype(&cuDeviceGetName)>);
 static_assert(std::is_same_v<CuDeviceGetUuidFn, decltype(&cuDeviceGetUuid_v2)>);
-static_assert(
-    std::is_same_v<CuDeviceGetAttributeFn, decltype(&cuDeviceGetAttribute)>);
-static_assert(
-    std::is_same_v<CuDeviceTotalMemFn, decltype(&cuDeviceTotalMem_v2)>);
-static_assert(std::is_same_v<CuDevicePrimaryCtxRetainFn,
-                             decltype(&cuDevicePrimaryCtxRetain)>);
-static_assert(std::is_same_v<CuDevicePrimaryCtxReleaseFn,
-                             decltype(&cuDevicePrimaryCtxRelease_v2)>);
+static_assert(std::is_same_v<CuDeviceGetAttributeFn, decltype(&cuDeviceGetAttribute)>);
+static_assert(std::is_same_v<CuDeviceTotalMemFn, decltype(&cuDeviceTotalMem_v2)>);
+static_assert(std::is_same_v<CuDevicePrimaryCtxRetainFn, decltype(&cuDevicePrimaryCtxRetain)>);
+static_assert(std::is_same_v<CuDevicePrimaryCtxReleaseFn, decltype(&cuDevicePrimaryCtxRelease_v2)>);
 static_assert(std::is_same_v<CuCtxSetCurrentFn, decltype(&cuCtxSetCurrent)>);
 static_assert(std::is_same_v<CuMemGetInfoFn, decltype(&cuMemGetInfo_v2)>);
 static_assert(std::is_same_v<CuGetErrorTextFn, decltype(&cuGetErrorName)>);
@@ -165,10 +160,9 @@ using NvmlInitFn = nvmlReturn_t (*)();
 using NvmlShutdownFn = nvmlReturn_t (*)();
 using NvmlErrorStringFn = const char* (*)(nvmlReturn_t);
 using NvmlSystemGetDriverVersionFn = nvmlReturn_t (*)(char*, unsigned int);
-using NvmlDeviceGetHandleByUuidFn = nvmlReturn_t (*)(const char*,
-                                                     nvmlDevice_t*);
-using NvmlDeviceGetComputeRunningProcessesFn =
-    nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, NvmlProcessInfo*);
+using NvmlDeviceGetHandleByUuidFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
+using NvmlDeviceGetComputeRunningProcessesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*,
+                                                                NvmlProcessInfo*);
 // nvmlMemory_t (v1): what nvidia-smi's memory.total/free show.
 struct NvmlMemory {
   unsigned long long total;
@@ -420,8 +414,7 @@ void ReadHostMemory(HostReport* host) {
 
 std::string DlError(const char* library) {
   const char* e = dlerror();
-  return e != nullptr ? std::string(e)
-                      : std::string(library) + ": dlopen failed";
+  return e != nullptr ? std::string(e) : std::string(library) + ": dlopen failed";
 }
 
 template <typename Fn>
@@ -447,8 +440,7 @@ struct Cuda {
 
   void Resolve(void* lib) {
     init = Symbol<CuInitFn>(lib, "cuInit");
-    driver_get_version =
-        Symbol<CuDriverGetVersionFn>(lib, "cuDriverGetVersion");
+    driver_get_version = Symbol<CuDriverGetVersionFn>(lib, "cuDriverGetVersion");
     device_get_count = Symbol<CuDeviceGetCountFn>(lib, "cuDeviceGetCount");
     device_get = Symbol<CuDeviceGetFn>(lib, "cuDeviceGet");
     device_get_name = Symbol<CuDeviceGetNameFn>(lib, "cuDeviceGetName");
@@ -456,13 +448,10 @@ struct Cuda {
     if (device_get_uuid == nullptr) {  // drivers before CUDA 11.4
       device_get_uuid = Symbol<CuDeviceGetUuidFn>(lib, "cuDeviceGetUuid");
     }
-    device_get_attribute =
-        Symbol<CuDeviceGetAttributeFn>(lib, "cuDeviceGetAttribute");
+    device_get_attribute = Symbol<CuDeviceGetAttributeFn>(lib, "cuDeviceGetAttribute");
     device_total_mem = Symbol<CuDeviceTotalMemFn>(lib, "cuDeviceTotalMem_v2");
-    primary_ctx_retain =
-        Symbol<CuDevicePrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
-    primary_ctx_release = Symbol<CuDevicePrimaryCtxReleaseFn>(
-        lib, "cuDevicePrimaryCtxRelease_v2");
+    primary_ctx_retain = Symbol<CuDevicePrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
+    primary_ctx_release = Symbol<CuDevicePrimaryCtxReleaseFn>(lib, "cuDevicePrimaryCtxRelease_v2");
     ctx_set_current = Symbol<CuCtxSetCurrentFn>(lib, "cuCtxSetCurrent");
     mem_get_info = Symbol<CuMemGetInfoFn>(lib, "cuMemGetInfo_v2");
     get_error_name = Symbol<CuGetErrorTextFn>(lib, "cuGetErrorName");
@@ -474,17 +463,15 @@ struct Cuda {
     std::string text = std::string(call) + ": ";
     const char* name = nullptr;
     const char* description = nullptr;
-    if (get_error_name != nullptr &&
-        static_cast<int>(get_error_name(rc, &name)) != kCudaSuccess) {
+    if (get_error_name != nullptr && static_cast<int>(get_error_name(rc, &name)) != kCudaSuccess) {
       name = nullptr;
     }
     if (get_error_string != nullptr &&
         static_cast<int>(get_error_string(rc, &description)) != kCudaSuccess) {
       description = nullptr;
     }
-    text += name != nullptr
-                ? std::string(name)
-                : "CUDA error " + std::to_string(static_cast<int>(rc));
+    text +=
+        name != nullptr ? std::string(name) : "CUDA error " + std::to_string(static_cast<int>(rc));
     if (description != nullptr) text += std::string(" (") + description + ")";
     return text;
   }
@@ -492,8 +479,7 @@ struct Cuda {
   // Calls fn(args...); on failure (or a symbol the driver lacks) appends the
   // reason to *errors and returns false.
   template <typename Fn, typename... Args>
-  bool Call(std::vector<std::string>* errors, const char* call, Fn fn,
-            Args... args) const {
+  bool Call(std::vector<std::string>* errors, const char* call, Fn fn, Args... args) const {
     if (fn == nullptr) {
       errors->push_back(std::string(call) + ": not exported by libcuda.so.1");
       return false;
@@ -537,28 +523,21 @@ GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_c
     gpu.uuid = FormatUuid(uuid);
   }
   int major = 0, minor = 0;
-  if (cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)",
-              cu.device_get_attribute, &major,
-              static_cast<CUdevice_attribute>(kAttrComputeCapabilityMajor),
-              dev) &&
-      cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)",
-              cu.device_get_attribute, &minor,
-              static_cast<CUdevice_attribute>(kAttrComputeCapabilityMinor),
-              dev)) {
-    gpu.compute_capability =
-        std::to_string(major) + "." + std::to_string(minor);
+  if (cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", cu.device_get_attribute,
+              &major, static_cast<CUdevice_attribute>(kAttrComputeCapabilityMajor), dev) &&
+      cu.Call(errors, "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", cu.device_get_attribute,
+              &minor, static_cast<CUdevice_attribute>(kAttrComputeCapabilityMinor), dev)) {
+    gpu.compute_capability = std::to_string(major) + "." + std::to_string(minor);
   }
   // An integrated GPU shares the host's memory (GB10): its "GPU memory" is the
   // same RAM the OS hands out, which is why NVML reports it as N/A.
   int integrated = 0;
-  if (cu.Call(errors, "cuDeviceGetAttribute(INTEGRATED)",
-              cu.device_get_attribute, &integrated,
+  if (cu.Call(errors, "cuDeviceGetAttribute(INTEGRATED)", cu.device_get_attribute, &integrated,
               static_cast<CUdevice_attribute>(kAttrIntegrated), dev)) {
     gpu.unified_memory = integrated != 0;
   }
   size_t total = 0;
-  if (cu.Call(errors, "cuDeviceTotalMem_v2", cu.device_total_mem, &total,
-              dev)) {
+  if (cu.Call(errors, "cuDeviceTotalMem_v2", cu.device_total_mem, &total, dev)) {
     gpu.memory_total_bytes = total;
   }
 
@@ -568,22 +547,18 @@ GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_c
   // Hence --no-context, which the plan passes while a serve runs.
   if (!with_context) return gpu;
   CUcontext ctx = nullptr;
-  if (cu.Call(errors, "cuDevicePrimaryCtxRetain", cu.primary_ctx_retain, &ctx,
-              dev)) {
+  if (cu.Call(errors, "cuDevicePrimaryCtxRetain", cu.primary_ctx_retain, &ctx, dev)) {
     *context_created = true;
     if (cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current, ctx)) {
       size_t free_bytes = 0, total_bytes = 0;
-      if (cu.Call(errors, "cuMemGetInfo_v2", cu.mem_get_info, &free_bytes,
-                  &total_bytes)) {
+      if (cu.Call(errors, "cuMemGetInfo_v2", cu.mem_get_info, &free_bytes, &total_bytes)) {
         gpu.memory_free_bytes = free_bytes;
         gpu.memory_free_source = "cuMemGetInfo";
         if (!gpu.memory_total_bytes) gpu.memory_total_bytes = total_bytes;
       }
-      cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current,
-              static_cast<CUcontext>(nullptr));
+      cu.Call(errors, "cuCtxSetCurrent", cu.ctx_set_current, static_cast<CUcontext>(nullptr));
     }
-    cu.Call(errors, "cuDevicePrimaryCtxRelease_v2", cu.primary_ctx_release,
-            dev);
+    cu.Call(errors, "cuDevicePrimaryCtxRelease_v2", cu.primary_ctx_release, dev);
   }
   return gpu;
 }
@@ -606,8 +581,8 @@ void ProbeCuda(Report* report, bool with_context) {
   std::vector<std::string> errors;
   int version = 0;
   if (cu.Call(&errors, "cuDriverGetVersion", cu.driver_get_version, &version)) {
-    status.driver_version = std::to_string(version / 1000) + "." +
-                            std::to_string(version % 1000 / 10);
+    status.driver_version =
+        std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
   }
   int count = 0;
   if (cu.Call(&errors, "cuInit", cu.init, 0u)) {
@@ -620,8 +595,7 @@ void ProbeCuda(Report* report, bool with_context) {
   }
   if (!errors.empty()) {
     std::string joined;
-    for (const std::string& e : errors)
-      joined += (joined.empty() ? "" : "; ") + e;
+    for (const std::string& e : errors) joined += (joined.empty() ? "" : "; ") + e;
     status.error = joined;
   }
 }
@@ -654,8 +628,7 @@ void ProbeNvml(Report* report) {
   const auto error_string = Symbol<NvmlErrorStringFn>(lib, "nvmlErrorString");
   const auto driver_version =
       Symbol<NvmlSystemGetDriverVersionFn>(lib, "nvmlSystemGetDriverVersion");
-  const auto by_uuid =
-      Symbol<NvmlDeviceGetHandleByUuidFn>(lib, "nvmlDeviceGetHandleByUUID");
+  const auto by_uuid = Symbol<NvmlDeviceGetHandleByUuidFn>(lib, "nvmlDeviceGetHandleByUUID");
   const auto processes = Symbol<NvmlDeviceGetComputeRunningProcessesFn>(
       lib, "nvmlDeviceGetComputeRunningProcesses_v3");
   const auto memory_info = Symbol<NvmlDeviceGetMemoryInfoFn>(lib, "nvmlDeviceGetMemoryInfo");
@@ -663,8 +636,7 @@ void ProbeNvml(Report* report) {
   const auto error_text = [&](const char* call, nvmlReturn_t rc) {
     const char* text = error_string != nullptr ? error_string(rc) : nullptr;
     return std::string(call) + ": " +
-           (text != nullptr ? std::string(text)
-                            : "NVML error " + std::to_string(rc));
+           (text != nullptr ? std::string(text) : "NVML error " + std::to_string(rc));
   };
   if (init == nullptr) {
     status.error = "nvmlInit_v2: not exported by libnvidia-ml.so.1";
@@ -715,8 +687,7 @@ void ProbeNvml(Report* report) {
       }
       answered = true;
       if (prc != kNvmlSuccess) {
-        gpu.errors.push_back(
-            error_text("nvmlDeviceGetComputeRunningProcesses_v3", prc));
+        gpu.errors.push_back(error_text("nvmlDeviceGetComputeRunningProcesses_v3", prc));
         break;
       }
       std::vector<ProcessReport> list;
@@ -732,8 +703,7 @@ void ProbeNvml(Report* report) {
       gpu.processes = std::move(list);
     }
     if (!answered) {
-      gpu.errors.push_back(
-          "nvmlDeviceGetComputeRunningProcesses_v3: process list kept growing");
+      gpu.errors.push_back("nvmlDeviceGetComputeRunningProcesses_v3: process list kept growing");
     }
   }
   if (shutdown != nullptr) shutdown();
@@ -760,8 +730,20 @@ void FillFromHost(Report* report) {
 // per-core figure per CPU-second that way, a mapped file ~0.93 (measured on
 // 256 MB files, user+sys). Files are mapped a window at a time, so that a
 // 32-bit node maps no more than that and pages already hashed are let go.
+// (MAP_POPULATE or MADV_POPULATE_READ per window, whole-file mappings and
+// 16-256 MiB windows measured the same CPU per byte within noise.)
+//
+// Why steps: one file's SHA-256 runs on one core, so what keeps every thread
+// busy to the end is the order. A thread takes the largest file first and
+// keeps it while more than 2 x threads files are unfinished (few files open
+// at once, a line as each ends); among the last 2 x threads, a thread takes,
+// every step, the file with the most bytes left (longest remaining first:
+// the shortest finish on identical cores), so the last files end together
+// instead of one core hashing the last file alone: 3 equal shards on 2
+// threads take 1.5 shards' time, not 2, without more threads than cores.
 
-constexpr uint64_t kHashWindowBytes = uint64_t{64} << 20;
+constexpr uint64_t kHashWindowBytes = uint64_t{64} << 20;  // mapped at a time, per file
+constexpr uint64_t kHashStepBytes = uint64_t{8} << 20;     // hashed before a thread may switch
 
 // The EVP calls, unchanged from OpenSSL 1.1 to 3.x, by their C prototypes.
 using EvpMdCtxNewFn = void* (*)();
@@ -820,30 +802,6 @@ void CatchSigbus() {
   sigaction(SIGBUS, &sa, nullptr);
 }
 
-// Feeds bytes [offset, offset + length) of `fd` to `ctx` through a mapping.
-bool HashWindow(const Crypto& c, void* ctx, int fd, uint64_t offset, size_t length,
-                std::string* error) {
-  void* data = mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset));
-  if (data == MAP_FAILED) {
-    *error = std::string("mmap: ") + std::strerror(errno);
-    return false;
-  }
-  madvise(data, length, MADV_SEQUENTIAL);
-  sigjmp_buf jump;
-  if (sigsetjmp(jump, 1) != 0) {  // 1: the handler's blocked SIGBUS is unblocked again
-    tls_sigbus_jump = nullptr;
-    munmap(data, length);
-    *error = "the file shrank while it was hashed";
-    return false;
-  }
-  tls_sigbus_jump = &jump;
-  const bool ok = c.update(ctx, data, length) == 1;
-  tls_sigbus_jump = nullptr;
-  munmap(data, length);
-  if (!ok) *error = "EVP_DigestUpdate failed";
-  return ok;
-}
-
 std::string Hex(const unsigned char* bytes, size_t n) {
   static const char kDigits[] = "0123456789abcdef";
   std::string hex;
@@ -854,45 +812,114 @@ std::string Hex(const unsigned char* bytes, size_t n) {
   return hex;
 }
 
-// The sha256 hex of the first `size` bytes of `fd`; "" with *error set.
-std::string HashOpenFile(const Crypto& c, int fd, uint64_t size, std::string* error) {
-  void* ctx = c.ctx_new();
-  bool ok = ctx != nullptr && c.init(ctx, c.sha256(), nullptr) == 1;
-  for (uint64_t offset = 0; ok && offset < size; offset += kHashWindowBytes) {
-    const size_t length = static_cast<size_t>(std::min(kHashWindowBytes, size - offset));
-    ok = HashWindow(c, ctx, fd, offset, length, error);
-  }
-  unsigned char digest[32];
-  unsigned int digest_size = 0;
-  ok = ok && c.final(ctx, digest, &digest_size) == 1 && digest_size == sizeof digest;
-  if (ctx != nullptr) c.ctx_free(ctx);
-  if (!ok && error->empty()) *error = "libcrypto's SHA-256 failed";
-  return ok ? Hex(digest, sizeof digest) : "";
+// One file: opened when a thread first takes it; its EVP context and mapped
+// window go from thread to thread between steps (one thread at a time).
+struct HashJob {
+  const char* path = nullptr;
+  uint64_t size = 0;  // stat()'s before it is opened, fstat()'s after
+  uint64_t done = 0;
+  int fd = -1;
+  void* ctx = nullptr;
+  void* window = nullptr;
+  uint64_t window_offset = 0;
+  size_t window_length = 0;
+  bool busy = false;  // a thread is hashing a step of it
+  bool finished = false;
+  uint64_t left() const { return size - done; }
+};
+
+void ReleaseJob(const Crypto& c, HashJob* job) {
+  if (job->window != nullptr) munmap(job->window, job->window_length);
+  if (job->ctx != nullptr) c.ctx_free(job->ctx);
+  if (job->fd >= 0) close(job->fd);
+  job->window = nullptr;
+  job->ctx = nullptr;
+  job->fd = -1;
 }
 
-// The sha256 hex of the file at `path`; "" with *error set. A file whose
-// size changes while it is hashed is an error, not the digest of a part.
-std::string HashFile(const Crypto& c, const char* path, std::string* error) {
-  const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
-  if (fd < 0) {
+bool OpenJob(const Crypto& c, HashJob* job, std::string* error) {
+  job->fd = open(job->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
+  struct stat st;
+  if (job->fd < 0 || fstat(job->fd, &st) != 0) {
     *error = std::strerror(errno);
-    return "";
+    return false;
   }
-  struct stat before, after;
-  std::string hex;
-  if (fstat(fd, &before) != 0) {
-    *error = std::strerror(errno);
-  } else if (!S_ISREG(before.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     *error = "not a regular file";
-  } else {
-    hex = HashOpenFile(c, fd, static_cast<uint64_t>(before.st_size), error);
-    if (!hex.empty() && (fstat(fd, &after) != 0 || after.st_size != before.st_size)) {
-      hex.clear();
-      *error = "the file changed size while it was hashed";
-    }
+    return false;
   }
-  close(fd);
+  job->size = static_cast<uint64_t>(st.st_size);
+  job->ctx = c.ctx_new();
+  if (job->ctx != nullptr && c.init(job->ctx, c.sha256(), nullptr) == 1) return true;
+  *error = "libcrypto's SHA-256 failed";
+  return false;
+}
+
+// Maps the window holding byte `done` of the file where the current one
+// does not: windows start at multiples of kHashWindowBytes.
+bool MapWindow(HashJob* job, std::string* error) {
+  if (job->window != nullptr && job->done < job->window_offset + job->window_length) return true;
+  if (job->window != nullptr) munmap(job->window, job->window_length);
+  job->window = nullptr;
+  job->window_offset = job->done;
+  job->window_length = static_cast<size_t>(std::min(kHashWindowBytes, job->left()));
+  void* data = mmap(nullptr, job->window_length, PROT_READ, MAP_SHARED, job->fd,
+                    static_cast<off_t>(job->window_offset));
+  if (data == MAP_FAILED) {
+    *error = std::string("mmap: ") + std::strerror(errno);
+    return false;
+  }
+  madvise(data, job->window_length, MADV_SEQUENTIAL);
+  job->window = data;
+  return true;
+}
+
+// Feeds the next step (kHashStepBytes or what is left) of the file to its
+// context, opening the file first where no thread has yet.
+bool HashStep(const Crypto& c, HashJob* job, std::string* error) {
+  if (job->fd < 0 && !OpenJob(c, job, error)) return false;
+  if (job->left() == 0) return true;
+  if (!MapWindow(job, error)) return false;
+  const uint64_t in_window = job->window_offset + job->window_length - job->done;
+  const size_t length = static_cast<size_t>(std::min(kHashStepBytes, in_window));
+  const char* data = static_cast<const char*>(job->window) + (job->done - job->window_offset);
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {  // 1: the handler's blocked SIGBUS is unblocked again
+    tls_sigbus_jump = nullptr;
+    *error = "the file shrank while it was hashed";
+    return false;
+  }
+  tls_sigbus_jump = &jump;
+  const bool ok = c.update(job->ctx, data, length) == 1;
+  tls_sigbus_jump = nullptr;
+  if (!ok) *error = "EVP_DigestUpdate failed";
+  job->done += length;
+  return ok;
+}
+
+// The sha256 hex of a file hashed to its end; "" with *error set. A file
+// whose size changed while it was hashed is an error, not the digest of a part.
+std::string FinishJob(const Crypto& c, HashJob* job, std::string* error) {
+  unsigned char digest[32];
+  unsigned int digest_size = 0;
+  struct stat after;
+  std::string hex;
+  if (c.final(job->ctx, digest, &digest_size) != 1 || digest_size != sizeof digest)
+    *error = "libcrypto's SHA-256 failed";
+  else if (fstat(job->fd, &after) != 0 || static_cast<uint64_t>(after.st_size) != job->size)
+    *error = "the file changed size while it was hashed";
+  else
+    hex = Hex(digest, sizeof digest);
   return hex;
+}
+
+// The unfinished file a free thread hashes next: the one with the most bytes
+// left that no thread holds (ties: the earlier one); nullptr when none.
+HashJob* MostLeft(std::vector<HashJob>& jobs) {
+  HashJob* best = nullptr;
+  for (HashJob& job : jobs)
+    if (!job.busy && !job.finished && (best == nullptr || job.left() > best->left())) best = &job;
+  return best;
 }
 
 // Runs `work` on `workers` threads (this one included). Where a thread
@@ -910,8 +937,8 @@ void RunWorkers(const std::function<void()>& work, int workers) {
   for (std::thread& t : pool) t.join();
 }
 
-// Hashes `paths`, `workers` files at a time, each worker taking the next
-// file in the order given. Exit status as the contract says.
+// Hashes `paths` on `workers` threads in the order the comment above
+// explains. Exit status as the contract says.
 int HashFiles(const std::vector<const char*>& paths, int workers) {
   Crypto crypto;
   std::string error;
@@ -920,23 +947,47 @@ int HashFiles(const std::vector<const char*>& paths, int workers) {
     return 3;
   }
   CatchSigbus();
-  std::atomic<size_t> next{0};
-  std::mutex output;
+  std::vector<HashJob> jobs(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) {
+    struct stat st;
+    jobs[i].path = paths[i];
+    if (stat(paths[i], &st) == 0 && S_ISREG(st.st_mode)) jobs[i].size = st.st_size;
+  }
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const HashJob& a, const HashJob& b) { return a.size > b.size; });
+  const int threads = std::max(1, std::min<int>(workers, static_cast<int>(paths.size())));
+  const size_t keep_while_unfinished_over = 2 * static_cast<size_t>(threads);
+  size_t unfinished = jobs.size();
+  std::mutex mu;  // the jobs' busy/finished, `unfinished`, stdout
   bool failed = false;
   auto work = [&] {
-    for (size_t i; (i = next++) < paths.size();) {
+    HashJob* job = nullptr;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (job != nullptr) job->busy = false;
+        if (job == nullptr || unfinished <= keep_while_unfinished_over) job = MostLeft(jobs);
+        if (job == nullptr) return;
+        job->busy = true;
+      }
       std::string why;
-      const std::string hex = HashFile(crypto, paths[i], &why);
-      std::lock_guard<std::mutex> lock(output);
+      const bool ok = HashStep(crypto, job, &why);
+      if (ok && job->left() > 0) continue;
+      const std::string hex = ok ? FinishJob(crypto, job, &why) : "";
+      ReleaseJob(crypto, job);
+      std::lock_guard<std::mutex> lock(mu);
+      job->finished = true;
+      --unfinished;
       if (hex.empty()) {
-        std::fprintf(stderr, "fleet-probe: %s: %s\n", paths[i], why.c_str());
+        std::fprintf(stderr, "fleet-probe: %s: %s\n", job->path, why.c_str());
         failed = true;
-      } else if (std::printf("%s  %s\n", hex.c_str(), paths[i]) < 0 || std::fflush(stdout) != 0) {
+      } else if (std::printf("%s  %s\n", hex.c_str(), job->path) < 0 || std::fflush(stdout) != 0) {
         failed = true;
       }
+      job = nullptr;
     }
   };
-  RunWorkers(work, std::max(1, std::min<int>(workers, static_cast<int>(paths.size()))));
+  RunWorkers(work, threads);
   return failed ? 1 : 0;
 }
 
@@ -977,9 +1028,8 @@ std::string Render(const Report& report, bool pretty) {
   w.Key("swap_free_bytes");
   w.OptUint(report.host.swap_free_bytes);
   w.EndObject();
-  for (const auto& [key, lib] :
-       {std::pair<const char*, const LibraryReport*>{"cuda", &report.cuda},
-        {"nvml", &report.nvml}}) {
+  for (const auto& [key, lib] : {std::pair<const char*, const LibraryReport*>{"cuda", &report.cuda},
+                                 {"nvml", &report.nvml}}) {
     w.Key(key);
     w.BeginObject();
     w.Key("available");
@@ -1045,8 +1095,8 @@ constexpr char kUsage[] =
     "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
     "--no-context: create no CUDA context (free memory from NVML or, on\n"
     "unified memory, the host's MemAvailable).\n"
-    "--sha256: prints \"<sha256 hex>  FILE\" per file, N files at a time\n"
-    "(default: the CPUs); exit 1 when a file could not be hashed, 3 when\n"
+    "--sha256: prints \"<sha256 hex>  FILE\" per file, on N threads\n"
+    "(default: the CPUs), largest first; exit 1 when a file could not be hashed, 3 when\n"
     "OpenSSL's libcrypto cannot be loaded.\n";
 
 }  // namespace
@@ -1065,8 +1115,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else {
-      std::fprintf(stderr, "fleet-probe: unknown argument '%s'\n%s", argv[i],
-                   kUsage);
+      std::fprintf(stderr, "fleet-probe: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
     }
   }
@@ -1078,8 +1127,7 @@ int main(int argc, char** argv) {
   FillFromHost(&report);
 
   const std::string json = Render(report, pretty);
-  if (std::fwrite(json.data(), 1, json.size(), stdout) != json.size() ||
-      std::fflush(stdout) != 0) {
+  if (std::fwrite(json.data(), 1, json.size(), stdout) != json.size() || std::fflush(stdout) != 0) {
     std::perror("fleet-probe: writing stdout");
     return 1;
   }
