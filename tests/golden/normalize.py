@@ -10,7 +10,11 @@ Two kinds of replacement, in this order:
 1. Known values, by name (they say which node or role they belong to):
    the test's temp dir (<work>), the source tree (<root>), the sim's random
    user prefix (<prefix>: node users are <prefix>dgx1 ...), each node's
-   machine-id and simulated GPU uuid (<machine-id:dgx1>, <gpu-uuid:dgx2>).
+   machine-id and simulated GPU uuid (<machine-id:dgx1>, <gpu-uuid:dgx2>),
+   and the sha256 of the tree's src/probe/fleet_probe.cc
+   (<fleet-probe-source>): the probe@node step records it, and it changes
+   with every edit of the probe, which is not what these files guard; a
+   recorded hash that is not the tree's still shows as a difference.
    Ports are NOT replaced: the test runs in a network namespace of its own
    with fixed ports.
 
@@ -30,6 +34,7 @@ Image and blob digests are NOT replaced: the test's images and models are
 built reproducibly, so their digests are part of what is compared.
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -60,6 +65,9 @@ def read(path):
 def known_values(args):
     """(value, placeholder) for everything named in the sim."""
     out = [(args.work, "<work>"), (args.root, "<root>")]
+    probe_source = os.path.join(args.root, "src", "probe", "fleet_probe.cc")
+    with open(probe_source, "rb") as f:
+        out.append((hashlib.sha256(f.read()).hexdigest(), "<fleet-probe-source>"))
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
     if sim.get("prefix"):
         out.append((sim["prefix"], "<prefix>"))
