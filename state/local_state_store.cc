@@ -9,8 +9,6 @@
 // Temp files left by a killed writer are removed by the next Save.
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/rand.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -21,7 +19,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -152,41 +149,6 @@ Status MakeDirs(const std::string& dir) {
 
 bool SameFile(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-std::string RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1) {
-    // Only uniqueness matters for a lock id; fall back to the OS generator.
-    std::random_device rd;
-    for (auto& c : raw) c = static_cast<char>(rd());
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes * 2);
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "unknown-host";
-  return buf;
-}
-
-std::string UserName() {
-  uid_t uid = ::geteuid();
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  char buf[4096];
-  if (::getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found) {
-    return found->pw_name;
-  }
-  if (const char* u = std::getenv("USER"); u && *u) return u;
-  return "uid" + std::to_string(uid);
 }
 
 json LockInfoToJson(const LockInfo& i) {
@@ -477,13 +439,7 @@ Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(const std::string& oper
     if (::stat(lock_path_.c_str(), &now) != 0 || !SameFile(mine, now)) {
       continue;  // unlinked after we opened it: that lock is dead, retry
     }
-    LockInfo info;
-    info.id = RandomHex(16);
-    info.pid = static_cast<int>(::getpid());
-    info.hostname = HostName();
-    info.holder = UserName() + "@" + info.hostname + " pid " + std::to_string(info.pid);
-    info.operation = operation;
-    info.created = NowRfc3339();
+    LockInfo info = ThisProcessLock(operation);
     std::string text;
     try {
       text = LockInfoToJson(info).dump() + "\n";

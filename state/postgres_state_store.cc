@@ -22,8 +22,6 @@
 // The connection string comes from the environment and never appears in a
 // message: libpq's errors are redacted before they leave this file.
 #include <libpq-fe.h>
-#include <openssl/rand.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -79,33 +77,6 @@ int64_t LockKey(const std::string& schema) {
     h *= 1099511628211ull;
   }
   return static_cast<int64_t>(h);
-}
-
-std::string HexId() {
-  unsigned char raw[16];
-  if (RAND_bytes(raw, sizeof raw) != 1) {
-    for (auto& c : raw) c = static_cast<unsigned char>(std::rand());
-  }
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
-
-std::string UserName() {
-  struct passwd pw, *found = nullptr;
-  char buf[4096];
-  if (getpwuid_r(geteuid(), &pw, buf, sizeof buf, &found) == 0 && found) return found->pw_name;
-  return "uid" + std::to_string(geteuid());
-}
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
-  return buf;
 }
 
 class PostgresStateStore;
@@ -343,7 +314,7 @@ Status PostgresStateStore::Save(const State& state) {
   }
   std::lock_guard<std::recursive_mutex> l(mu_);
   if (saved_by_.empty())
-    saved_by_ = UserName() + "@" + HostName() + " pid " + std::to_string(getpid());
+    saved_by_ = ProcessUserName() + "@" + ProcessHostName() + " pid " + std::to_string(getpid());
   auto r =
       Exec("saving the state",
            "INSERT INTO " + q_ +
@@ -394,24 +365,18 @@ std::string PostgresStateStore::HeldMessage() {
 
 Result<std::unique_ptr<StateLock>> PostgresStateStore::Lock(const std::string& operation) {
   std::lock_guard<std::recursive_mutex> l(mu_);
-  LockInfo info;
-  info.id = HexId();
-  info.pid = static_cast<int>(getpid());
-  info.hostname = HostName();
-  info.holder = UserName() + "@" + info.hostname + " pid " + std::to_string(info.pid);
-  info.operation = operation;
-  info.created = NowRfc3339();
-  auto r =
-      Exec("taking the lock",
-           "WITH got AS (SELECT pg_try_advisory_lock(" + std::to_string(key_) +
-               ") AS ok) INSERT INTO " + q_ +
-               ".lock (name, id, operation, holder, username, hostname, pid, backend_pid, "
-               "created) SELECT 'state', $1, $2, $3, $4, $5, $6, pg_backend_pid(), now() "
-               "FROM got WHERE ok ON CONFLICT (name) DO UPDATE SET id = EXCLUDED.id, "
-               "operation = EXCLUDED.operation, holder = EXCLUDED.holder, username = "
-               "EXCLUDED.username, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid, "
-               "backend_pid = EXCLUDED.backend_pid, created = EXCLUDED.created RETURNING id",
-           {info.id, operation, info.holder, UserName(), info.hostname, std::to_string(info.pid)});
+  LockInfo info = ThisProcessLock(operation);
+  auto r = Exec("taking the lock",
+                "WITH got AS (SELECT pg_try_advisory_lock(" + std::to_string(key_) +
+                    ") AS ok) INSERT INTO " + q_ +
+                    ".lock (name, id, operation, holder, username, hostname, pid, backend_pid, "
+                    "created) SELECT 'state', $1, $2, $3, $4, $5, $6, pg_backend_pid(), now() "
+                    "FROM got WHERE ok ON CONFLICT (name) DO UPDATE SET id = EXCLUDED.id, "
+                    "operation = EXCLUDED.operation, holder = EXCLUDED.holder, username = "
+                    "EXCLUDED.username, hostname = EXCLUDED.hostname, pid = EXCLUDED.pid, "
+                    "backend_pid = EXCLUDED.backend_pid, created = EXCLUDED.created RETURNING id",
+                {info.id, operation, info.holder, ProcessUserName(), info.hostname,
+                 std::to_string(info.pid)});
   if (!r.ok()) {
     // The advisory lock may have been taken before the insert failed.
     PgResult u(PQexec(conn_, ("SELECT pg_advisory_unlock(" + std::to_string(key_) + ")").c_str()));

@@ -26,6 +26,15 @@ struct LockInfo {
   std::string hostname;
 };
 
+// The user running this process ("uid1000" when it has no passwd entry).
+std::string ProcessUserName();
+// This machine's hostname ("unknown-host" when gethostname fails).
+std::string ProcessHostName();
+// A lock record for `operation` held by this process, now: a random 32-hex
+// id (for force-unlock), "user@host pid N" as holder, the RFC 3339 time.
+// Both stores take their locks with it, so a holder reads the same in each.
+LockInfo ThisProcessLock(const std::string& operation);
+
 // An acquired lock; released by the destructor or when the process dies
 // (the kernel drops the flock), so a kill -9 never leaves the state locked.
 class StateLock {

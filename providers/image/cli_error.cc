@@ -7,6 +7,12 @@
 
 namespace fleet {
 
+std::string AsciiLower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 bool ContainsNoSpace(const std::string& text) {
   static const std::string kNoSpace = "no space left on device";
   auto it =

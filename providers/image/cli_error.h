@@ -14,6 +14,10 @@ namespace fleet {
 // is the cause wherever it is: then "no space left on device: LINE" alone.
 std::string CliErrorText(const std::string& output, size_t max = 600);
 
+// `s` with ASCII letters lowered: container CLIs word the same error in
+// either case, so their output is matched lowered.
+std::string AsciiLower(std::string s);
+
 // Whether `text` says "no space left on device" (any case): ENOSPC.
 bool ContainsNoSpace(const std::string& text);
 

@@ -3,17 +3,12 @@
 #include <algorithm>
 #include <cctype>
 
+#include "providers/image/cli_error.h"
 #include "src/provider.h"
 
 namespace fleet {
 
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 bool Has(const std::string& haystack, const char* needle) {
   return haystack.find(needle) != std::string::npos;
@@ -32,7 +27,7 @@ std::string Evidence(const std::string& output) {
 }  // namespace
 
 EngineProblem ClassifyEngineOutput(const std::string& output) {
-  const std::string s = Lower(output);
+  const std::string s = AsciiLower(output);
   if (Has(s, "permission denied while trying to connect to the docker daemon") ||
       (Has(s, "docker") && Has(s, ".sock") && Has(s, "permission denied")))
     return EngineProblem::kPermissionDenied;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "providers/image/cli_error.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -31,17 +32,11 @@ bool ParseListedLine(const std::string& line, ListedImage* out) {
   return true;
 }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // An image removed between `image ls` and `image inspect` is no failure.
 bool OnlyMisses(const std::string& messages) {
   std::istringstream in(messages);
   for (std::string line; std::getline(in, line);) {
-    const std::string l = Lower(line);
+    const std::string l = AsciiLower(line);
     if (l.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (l.find("no such image") == std::string::npos &&
         l.find("image not known") == std::string::npos &&

@@ -4,17 +4,12 @@
 #include <cctype>
 #include <sstream>
 
+#include "providers/image/cli_error.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -101,7 +96,7 @@ ImageLookup ParseInspect(int exit_code, const std::string& output) {
     l.error = "cannot read `image inspect` output: " + Trim(output).substr(0, 300);
     return l;
   }
-  const std::string lower = Lower(output);
+  const std::string lower = AsciiLower(output);
   if (lower.find("image not known") != std::string::npos ||
       lower.find("no such image") != std::string::npos ||
       lower.find("no such object") != std::string::npos)

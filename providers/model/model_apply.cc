@@ -306,7 +306,8 @@ bool ModelStaging::RefToWrite() const {
 bool ModelStaging::Writes() const {
   const bool self_source = step_.want.self_source;
   return (!comp_.complete && !self_source) || MayDownload() || probe_.layout == "legacy" ||
-         !comp_.absolute_links.empty() || (!self_source && RefToWrite());
+         !comp_.absolute_links.empty() || (!self_source && RefToWrite()) ||
+         (step_.clear_stale_lock.value_or(false) && probe_.lock.has_value());
 }
 
 // One writer per model and cache: a second apply reports the first.

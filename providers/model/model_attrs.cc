@@ -81,6 +81,7 @@ void to_json(Json& j, const ModelStep& s) {
   if (s.fix_links) j["fix_links"] = *s.fix_links;
   if (s.expected_bytes) j["expected_bytes"] = *s.expected_bytes;
   if (s.route) j["route"] = s.route->ToJson();
+  if (s.clear_stale_lock) j["clear_stale_lock"] = *s.clear_stale_lock;
 }
 
 void from_json(const Json& j, ModelStep& s) {
@@ -93,6 +94,7 @@ void from_json(const Json& j, ModelStep& s) {
   if (j.contains("fix_links")) s.fix_links = Strings(j, "fix_links");
   if (j.contains("expected_bytes")) s.expected_bytes = j["expected_bytes"].get<uint64_t>();
   if (j.contains("route")) s.route = FabricRoute::FromJson(j["route"]);
+  if (j.contains("clear_stale_lock")) s.clear_stale_lock = j["clear_stale_lock"].get<bool>();
 }
 
 void to_json(Json& j, const ModelRemoval& r) {

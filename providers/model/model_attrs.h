@@ -78,6 +78,9 @@ struct ModelStep {
   // Staged from a peer node onto a node: over the fabric or through the
   // controller (key absent for other sources).
   std::optional<FabricRoute> route;
+  // A staging lock on this host whose owner is gone (a crash, a power
+  // loss): apply takes it over and releases it, whatever else it does.
+  std::optional<bool> clear_stale_lock;
 };
 void to_json(nlohmann::json& j, const ModelStep& s);
 void from_json(const nlohmann::json& j, ModelStep& s);

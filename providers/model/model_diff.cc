@@ -86,6 +86,15 @@ std::optional<std::string> BranchDisagreement(const ModelDiffInput& in) {
   return "nodes disagree on what " + in.want.branch + " is: " + split;
 }
 
+// A staging lock taken on this node whose process is gone, or that was
+// taken before the node's last boot: its owner can never release it. One
+// from another host (a shared store) cannot be judged from here.
+bool StaleLockHere(const ModelDiffInput& in, const HubProbe& p) {
+  const NodeFacts& facts = in.ctx->facts;
+  const bool same_host = !facts.hostname.empty() && p.lock && p.lock->host == facts.hostname;
+  return same_host && (!p.lock->pid_alive || p.lock->boot_id != facts.boot_id);
+}
+
 // What the probe shows that every outcome says: layout notes, the store's
 // path, a staging lock, a download that seems to run.
 std::vector<std::string> ObservedReasons(const ModelDiffInput& in, const ModelAssessment& as) {
@@ -95,10 +104,8 @@ std::vector<std::string> ObservedReasons(const ModelDiffInput& in, const ModelAs
     out.push_back("store " + in.want.location + " is read through " + node + ": " +
                   as.where.substr(off + 2, as.where.size() - off - 3));
   const HubProbe& p = as.probe;
-  const NodeFacts& facts = in.ctx->facts;
   if (p.lock) {
-    const bool same_host = !facts.hostname.empty() && p.lock->host == facts.hostname;
-    if (same_host && (!p.lock->pid_alive || p.lock->boot_id != facts.boot_id))
+    if (StaleLockHere(in, p))
       out.push_back("a stale staging lock (pid " + std::to_string(p.lock->pid) +
                     " is gone): apply takes it over");
     else
@@ -293,7 +300,12 @@ ModelAssessment Assess(const ModelDiffInput& in, HubProbe p, std::vector<std::st
   if (as.deep)
     as.fixes.push_back("deep verify: hash " + std::to_string(as.files) + " file(s), " +
                        HumanBytes(as.total));
+  const bool stale_lock = StaleLockHere(in, as.probe);
+  if (stale_lock)
+    as.fixes.push_back("remove the stale staging lock of pid " +
+                       std::to_string(as.probe.lock->pid));
   as.step = in.step;
+  if (stale_lock) as.step.clear_stale_lock = true;
   as.step.legacy = legacy;
   as.step.fix_links = as.comp.absolute_links;
   as.step.want.verify = as.deep ? "deep" : "sizes";

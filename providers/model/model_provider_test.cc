@@ -319,6 +319,39 @@ TEST(ModelProvider, LegacyLayoutLocksAndDestroy) {
   EXPECT_NE(k.summary.find("kept"), std::string::npos);
 }
 
+// The power fault's leftover: a node that lost power while staging keeps
+// the lock directory; a re-apply that finds the model complete removes it,
+// so the plan after converges with no lock left.
+TEST(ModelProvider, CompleteModelWithAStaleLockRemovesIt) {
+  Fixture f;
+  f.actual["model.qwen@dgx5"] = Actual(Probe());
+  HubProbe here = Probe();
+  here.lock = StagingLock{"77 dgx2 boot 1700000000", 77, "dgx2", "boot", 1700000000, false};
+  f.actual["model.qwen@dgx2"] = Actual(here);
+  ResourceRecord rec = RecordOf("model.qwen@dgx2", Probe());
+  PlanChange c = f.Diff("model.qwen@dgx2", &rec);
+  EXPECT_EQ(c.action, Action::kUpdate);
+  EXPECT_EQ(c.summary, "remove the stale staging lock of pid 77");
+  EXPECT_EQ(c.detail["op"], "fix");
+  EXPECT_EQ(c.detail["clear_stale_lock"], true);
+
+  // Taken before the node's last boot: stale although pid 77 runs again.
+  here.lock->pid_alive = true;
+  here.lock->boot_id = "an-earlier-boot";
+  f.actual["model.qwen@dgx2"] = Actual(here);
+  EXPECT_EQ(f.Diff("model.qwen@dgx2", &rec).summary, "remove the stale staging lock of pid 77");
+
+  // A live staging, or one held from another host, is not fleet's to remove.
+  here.lock->boot_id = "boot";
+  f.actual["model.qwen@dgx2"] = Actual(here);
+  c = f.Diff("model.qwen@dgx2", &rec);
+  EXPECT_EQ(c.action, Action::kNoop);
+  EXPECT_FALSE(c.detail.contains("clear_stale_lock"));
+  here.lock = StagingLock{"77 dgx9 boot 1700000000", 77, "dgx9", "boot", 1700000000, false};
+  f.actual["model.qwen@dgx2"] = Actual(here);
+  EXPECT_EQ(f.Diff("model.qwen@dgx2", &rec).action, Action::kNoop);
+}
+
 TEST(ModelProvider, HubModelWithoutReferenceIsVerifiedThenDownloaded) {
   Fixture f;
   f.actual["model.ds@nas"] = Actual(Empty(uint64_t{1} << 40));

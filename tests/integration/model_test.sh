@@ -258,16 +258,34 @@ done
 REPO=$REPO_SAVE
 [[ $(grep -c download "$(node_root dgx3)/sim/hf.log") == 1 ]] || fail "hf ran again"
 
+# plant_lock PID BOOT_ID: dgx3's staging lock of model h as a keeper that
+# died would leave it (the owner line it writes).
+plant_lock() {
+  mkdir "$(hub dgx3)/.fleet-staging-$DH.lock"
+  echo "$1 dgx3 $2 1700000000" >"$(hub dgx3)/.fleet-staging-$DH.lock/owner"
+  give dgx3 "$(hub dgx3)/.fleet-staging-$DH.lock"
+}
+
 step "a stale lock (dead pid) is taken over, and said"
 rm -rf "$(hub dgx3)/$DH/snapshots"
-mkdir "$(hub dgx3)/.fleet-staging-$DH.lock"
-echo "999999 dgx3 $(cat "$SIMDIR/nodes/dgx3/boot_id") 1700000000" >"$(hub dgx3)/.fleet-staging-$DH.lock/owner"
-give dgx3 "$(hub dgx3)/.fleet-staging-$DH.lock"
+plant_lock 999999 "$(cat "$SIMDIR/nodes/dgx3/boot_id")"
 expect_rc 2 plan --detailed-exitcode
 expect_out "a stale staging lock (pid 999999 is gone): apply takes it over"
 expect_rc 0 apply --auto-approve
 expect_out "took over a stale staging lock (999999 dgx3"
 [[ ! -e $(hub dgx3)/.fleet-staging-$DH.lock ]] || fail "lock left behind"
+assert_converged
+
+step "a stale lock beside a complete model (power lost as staging ended) is removed, not kept"
+downloads=$(grep -c download "$(node_root dgx3)/sim/hf.log")
+plant_lock 999998 an-earlier-boot
+expect_rc 2 plan --detailed-exitcode
+expect_out "remove the stale staging lock of pid 999998"
+expect_rc 0 apply --auto-approve
+expect_out "took over a stale staging lock (999998 dgx3"
+[[ ! -e $(hub dgx3)/.fleet-staging-$DH.lock ]] || fail "stale lock beside a complete model left behind"
+[[ $(grep -c download "$(node_root dgx3)/sim/hf.log") == "$downloads" ]] ||
+  fail "removing a stale lock downloaded again"
 assert_converged
 
 step "a download that exits 0 with nothing (the log's .done) is an error, not a success"
