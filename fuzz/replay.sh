@@ -20,9 +20,9 @@ if [[ ! -f "$build/build.ninja" ]]; then
   CC=clang-16 CXX=clang++-16 meson setup "$build" "$src" -Dfuzz=true -Doptimization=0 \
     -Ddebug=false >/dev/null
 fi
-# At nice 19: meson runs this beside the integration tests, whose timeouts
-# matter more than this build's speed (FUZZ_BUILD_NICE=0 to build at full
-# priority). The runs below are not niced: their -timeout must not fire
+# At nice 19: tests/run-all.sh runs this beside the integration tests,
+# whose timeouts matter more than this build's speed (FUZZ_BUILD_NICE=0 to
+# build at full priority). The runs below are not niced: their -timeout must not fire
 # because other tests had the cores.
 nice -n "${FUZZ_BUILD_NICE:-19}" ninja -C "$build" fuzzers >/dev/null
 

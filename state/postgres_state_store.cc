@@ -313,8 +313,7 @@ Status PostgresStateStore::Save(const State& state) {
     return Status::Error(std::string("cannot serialize the state: ") + e.what());
   }
   std::lock_guard<std::recursive_mutex> l(mu_);
-  if (saved_by_.empty())
-    saved_by_ = ProcessUserName() + "@" + ProcessHostName() + " pid " + std::to_string(getpid());
+  if (saved_by_.empty()) saved_by_ = ProcessHolder();
   auto r =
       Exec("saving the state",
            "INSERT INTO " + q_ +

@@ -66,12 +66,16 @@ std::string ProcessUserName() {
   return "uid" + std::to_string(uid);
 }
 
+std::string ProcessHolder() {
+  return ProcessUserName() + "@" + ProcessHostName() + " pid " + std::to_string(::getpid());
+}
+
 LockInfo ThisProcessLock(const std::string& operation) {
   LockInfo info;
   info.id = RandomHex(16);
   info.pid = static_cast<int>(::getpid());
   info.hostname = ProcessHostName();
-  info.holder = ProcessUserName() + "@" + info.hostname + " pid " + std::to_string(info.pid);
+  info.holder = ProcessHolder();
   info.operation = operation;
   info.created = NowRfc3339();
   return info;

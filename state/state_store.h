@@ -30,6 +30,8 @@ struct LockInfo {
 std::string ProcessUserName();
 // This machine's hostname ("unknown-host" when gethostname fails).
 std::string ProcessHostName();
+// Who holds a lock or saved a state: "user@host pid N" for this process.
+std::string ProcessHolder();
 // A lock record for `operation` held by this process, now: a random 32-hex
 // id (for force-unlock), "user@host pid N" as holder, the RFC 3339 time.
 // Both stores take their locks with it, so a holder reads the same in each.
