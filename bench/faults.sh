@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 TRIALS=${1:-50}
 shift || true
 FAULTS=("$@")
-((${#FAULTS[@]})) || FAULTS=(kill9 sshcut power stall concurrent nossh disk disk-docker)
+((${#FAULTS[@]})) || FAULTS=(kill9 sshcut power silent stall concurrent nossh disk disk-docker)
 OTHER=${FAULT_TRIALS_OTHER:-12}
 export FAULT_LOG_DIR=${FAULT_LOG_DIR:-/var/tmp/fleet-faults-logs}
 export FLEET=${FLEET:-$PWD/build/src/engine/fleet}

@@ -5,7 +5,7 @@ packages=(
   build-essential g++ meson ninja-build pkg-config
   libyaml-cpp-dev libtomlplusplus-dev nlohmann-json3-dev libssh-dev libssl-dev
   libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev libpq-dev
-  openssh-server openssh-client python3 iproute2 util-linux procps passwd
+  openssh-server openssh-client python3 iproute2 nftables util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
   # docker on the simulated nodes (fleet-sim start --engine docker): dockerd 20.10

@@ -204,6 +204,24 @@ check_eq "systemctl poweroff switches the node off" off "$state"
 check "node-start after a poweroff" "$SIM" node-start "$DIR" dgx2
 check "... and the node answers again" ssh_node 1 true
 
+# ---------------------------------------------------------------- crash-silent
+# a silent power loss: an open connection gets no FIN/RST (a read times out
+# rather than ending), a new connect is not refused but unanswered; node-start
+# brings the node back and lifts the drop.
+exec {sock}<>"/dev/tcp/127.0.0.1/${PORTS[1]}"
+read -r -t 5 -u "$sock" banner || true
+check_if "dgx2 greets a raw TCP connection with an SSH banner" "$banner" globs "$banner" 'SSH-2.0-*'
+check "crash-silent dgx2" "$SIM" crash-silent "$DIR" dgx2
+check_eq "crash-silent: dgx2 is off" off "$("$SIM" node-status "$DIR" dgx2)"
+read -r -t 2 -u "$sock" line && rc=0 || rc=$?
+check_if "crash-silent: the open connection sees no end (read times out)" "read rc=$rc" test "$rc" -gt 128
+exec {sock}>&-
+timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/${PORTS[1]}" 2>/dev/null && rc=0 || rc=$?
+check_eq "crash-silent: a new connect hangs (not refused)" 124 "$rc"
+check "node-start after crash-silent" "$SIM" node-start "$DIR" dgx2
+check "... and the node answers again" ssh_node 1 true
+check "... with no drop table left" bash -c "! nft list tables | grep -q fleetsim_silent_${PORTS[1]}"
+
 # ---------------------------------------------------------------- rekey
 check "rekey dgx1" "$SIM" rekey "$DIR" dgx1
 out=$(ssh_node 0 true 2>&1) && rc=0 || rc=$?
