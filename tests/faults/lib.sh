@@ -322,7 +322,7 @@ run_trials() {
     if ("$fn" "$i") >"$WORK/trial.log" 2>&1; then
       passed=$((passed + 1))
       echo "$fault trial $i: ok $(cat "$WORK/note") ($((SECONDS - t0)) s)"
-      [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$i.apply.log"; }
+      [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$i.apply.log"; cp "$WORK/trial.log" "$FAULT_KEEP_LOGS/$fault-trial$i.log"; }
     else
       line=$(grep -m1 '^FAIL: ' "$WORK/trial.log" | cut -c7- | cut -c1-200) || true
       left+=("trial $i: ${line:-exited without FAIL line} $(cat "$WORK/note")")

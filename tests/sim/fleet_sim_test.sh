@@ -211,7 +211,11 @@ check "... and the node answers again" ssh_node 1 true
 exec {sock}<>"/dev/tcp/127.0.0.1/${PORTS[1]}"
 read -r -t 5 -u "$sock" banner || true
 check_if "dgx2 greets a raw TCP connection with an SSH banner" "$banner" globs "$banner" 'SSH-2.0-*'
+ssh_node 1 'sudo -n modprobe -r nvidia_drm' >/dev/null 2>&1 || true
+check "dgx2: nvidia_drm unloaded before the crash" test ! -e "${ROOTS[1]}/sys/module/nvidia_drm/parameters/modeset"
 check "crash-silent dgx2" "$SIM" crash-silent "$DIR" dgx2
+check_eq "crash-silent: dgx2's nvidia_drm is back at its boot defaults" "N Y" \
+	"$(cat "${ROOTS[1]}/sys/module/nvidia_drm/parameters/modeset" "${ROOTS[1]}/sys/module/nvidia_drm/parameters/fbdev" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 check_eq "crash-silent: dgx2 is off" off "$("$SIM" node-status "$DIR" dgx2)"
 read -r -t 2 -u "$sock" line && rc=0 || rc=$?
 check_if "crash-silent: the open connection sees no end (read times out)" "read rc=$rc" test "$rc" -gt 128
