@@ -12,9 +12,10 @@ export FAULT_DISK_SIZE=${FAULT_DISK_SIZE:-256m}  # disk.sh fills these tmpfs
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 # Faults known to fail are left out here and listed by bench/faults.sh.
-# stall is left out for time (each trial waits out the 45 s stall bound);
-# its bound is checked in CI by transport_test (StalledServer...), and the
-# fault itself by bench/faults.sh.
+# stall and silent are left out for time (each trial waits out the 45 s
+# stall bound); the bound is checked in CI by transport_test
+# (StalledServer...), crash-silent by fleet_sim_test, and the faults
+# themselves by bench/faults.sh.
 # disk-docker: one disk trial on a fleet of docker nodes of its own (a run of
 # disk.sh, about 50 s), its moment by the seed too; skipped without dockerd.
 FAULTS=(${FAULTS_TEST_FAULTS:-kill9 sshcut power concurrent nossh disk disk-docker})
