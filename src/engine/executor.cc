@@ -182,10 +182,32 @@ class ApplyRun {
     return Status::OK();
   }
 
+  // Why step i is not tried at all: its node could not be reached by an
+  // earlier step of this apply (a node that lost power, as Ansible drops an
+  // UNREACHABLE host from the play), so it fails at once instead of waiting
+  // out a connect timeout of its own. Power steps reach the node themselves.
+  std::optional<std::string> NodeGoneDark(const PlanChange& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = dark_nodes_.find(c.node);
+    if (c.node.empty() || c.type == "node" || it == dark_nodes_.end()) return std::nullopt;
+    return "not tried: " + c.node + " could not be reached earlier in this apply (" + it->second +
+           "); apply again once it answers";
+  }
+
+  // What step i's outcome says of its node. REQUIRES: mu_ held.
+  void NoteReachability(const PlanChange& c, const Status& s) {
+    if (c.node.empty()) return;
+    if (s.ok() && c.type == "node")
+      dark_nodes_.erase(c.node);  // a power-on step brought it up
+    else if (!s.ok() && s.unreachable())
+      dark_nodes_.emplace(c.node, s.message());
+  }
+
   // The provider's Apply for step i, with its context (outside mu_).
   Result<nlohmann::json> ApplyStep(size_t i) {
     const PlanChange& c = *steps_[i];
     if (IsForget(c)) return nlohmann::json();
+    if (std::optional<std::string> why = NodeGoneDark(c)) return Status::Unreachable(*why);
     StepContext ctx;
     std::optional<ResourceRecord> rec;
     {
@@ -205,6 +227,7 @@ class ApplyRun {
                   std::chrono::steady_clock::time_point start) {
     const PlanChange& c = *steps_[i];
     Status s = result.status();
+    NoteReachability(c, s);
     if (s.ok()) {
       applied_[i] = result.value();
       if (result.value().is_null())
@@ -333,6 +356,7 @@ class ApplyRun {
   std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> busy_nodes_;
+  std::map<std::string, std::string> dark_nodes_;  // node -> why it could not be reached
   size_t pending_ = 0;
   bool serial_bumped_ = false;
   bool state_unwritable_ = false;  // a save failed: apply stops

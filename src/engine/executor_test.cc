@@ -32,6 +32,8 @@ class FakeProvider : public Provider {
     if (!r.ok() || r->out != "ran\n") return Result<nlohmann::json>::Error("transport broken");
     Add("apply " + c.address);
     if (c.detail.value("fail", false)) return Result<nlohmann::json>::Error("boom");
+    if (c.detail.value("unreachable", false))
+      return Status::Unreachable("cannot connect (timeout 10 s)");
     return nlohmann::json{{"applied", true}};
   }
   Status Undo(const PlanChange& c, const nlohmann::json&, const StepContext&,
@@ -136,6 +138,31 @@ TEST_F(ExecutorTest, FailureSkipsDependentsAndRollsBackItsUnit) {
   EXPECT_EQ(loaded->Find("fake.unlock@n1"), nullptr);  // undone: record gone
   EXPECT_NE(loaded->Find("fake.stage@n1"), nullptr);   // kept: still recorded
   EXPECT_EQ(loaded->Find("fake.serve@n1"), nullptr);
+}
+
+// A node that could not be reached (powered off mid-apply) is not tried again
+// by its later steps, each of which would wait out a connect timeout; other
+// nodes go on, and a plain failure does not mark the node.
+TEST_F(ExecutorTest, AnUnreachableNodeIsNotTriedAgainInTheSameApply) {
+  Plan p;
+  p.changes = {Change("fake.copy@n1", "n1", {}, {{"unreachable", true}}),
+               Change("fake.stage@n1", "n1", {}), Change("fake.serve@n1", "n1", {}),
+               Change("fake.fails@n2", "n2", {}, {{"fail", true}}),
+               Change("fake.other@n2", "n2", {})};
+  ApplyReport r = Run(p, /*rollback=*/false);
+  EXPECT_FALSE(r.ok());
+  ASSERT_EQ(r.failed.size(), 4u);
+  for (const char* addr : {"fake.stage@n1", "fake.serve@n1"}) {
+    auto f = std::find_if(r.failed.begin(), r.failed.end(),
+                          [&](const std::string& m) { return m.rfind(addr, 0) == 0; });
+    ASSERT_NE(f, r.failed.end()) << addr;
+    EXPECT_NE(f->find("not tried: n1 could not be reached earlier in this apply (cannot connect"),
+              std::string::npos)
+        << *f;
+    EXPECT_EQ(std::count(log_.begin(), log_.end(), std::string("apply ") + addr), 0) << addr;
+  }
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "apply fake.copy@n1"), 1);
+  EXPECT_NE(std::find(r.done.begin(), r.done.end(), "fake.other@n2"), r.done.end());
 }
 
 TEST_F(ExecutorTest, NoRollbackLeavesTheUnit) {
