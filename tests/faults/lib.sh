@@ -274,6 +274,18 @@ check_clean() {
 }
 
 # recover_and_check: the re-apply, then no leftover, then converged.
+# power_back_and_recover [NODE]: after a power fault, NODE (if one lost
+# power) boots again; then what the fault left is checked and the re-apply
+# must converge.
+power_back_and_recover() {
+  if [[ -n ${1-} ]]; then
+    "$SIM" node-start "$SIMDIR" "$1" >/dev/null 2>&1 || fail "fleet-sim node-start $1"
+    node_fields_reload
+  fi
+  check_state_after_fault "$WORK/apply.log"
+  recover_and_check
+}
+
 recover_and_check() {
   apply_retrying || fail "the re-apply failed after $RETRIES retries"
   [[ $RETRIES == 0 ]] || note "re-apply-retries=$RETRIES ($RETRY_WHY)"

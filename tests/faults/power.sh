@@ -23,12 +23,7 @@ trial_power() {
   fi
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc=$?
   check_apply_outcome "$rc" "${node-}"
-  if [[ -n ${node-} ]]; then
-    "$SIM" node-start "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim node-start $node"
-    node_fields_reload
-  fi
-  check_state_after_fault "$WORK/apply.log"
-  recover_and_check
+  power_back_and_recover "${node-}"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

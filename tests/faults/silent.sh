@@ -41,12 +41,7 @@ trial_silent() {
   note "ended-after=$((SECONDS - t0))s"
   [[ -z $waker ]] || wait "$waker" || fail "fleet-sim node-start $node (while the apply ran)"
   FAULT_APPLY_LIMIT=$SILENT_LIMIT check_apply_outcome "$rc" "${node-}"
-  if [[ -n ${node-} ]]; then
-    "$SIM" node-start "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim node-start $node"
-    node_fields_reload
-  fi
-  check_state_after_fault "$WORK/apply.log"
-  recover_and_check
+  power_back_and_recover "${node-}"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
