@@ -138,6 +138,9 @@ class ApplyRun {
   }
 
   static bool IsForget(const PlanChange& c) { return c.detail.value("forget", false); }
+  // Power steps (type node) reach the node themselves; every other step
+  // needs it up.
+  static bool ReachesNodeItself(const PlanChange& c) { return c.type == "node"; }
 
   // REQUIRES: mu_ held.
   void SkipDependents(size_t i) {
@@ -174,30 +177,30 @@ class ApplyRun {
       state_->Upsert(RecordOf(*steps_[i], attrs));
       return Save();
     };
-    // Power steps reach the node themselves; everything else needs it up.
-    if (ctx->transport && c.type != "node") {
+    if (ctx->transport && !ReachesNodeItself(c)) {
       Status s = ctx->transport->Connect();
       if (!s.ok()) return s;
     }
     return Status::OK();
   }
 
-  // Why step i is not tried at all: its node could not be reached by an
+  // Why step `c` is not tried at all: its node could not be reached by an
   // earlier step of this apply (a node that lost power, as Ansible drops an
   // UNREACHABLE host from the play), so it fails at once instead of waiting
-  // out a connect timeout of its own. Power steps reach the node themselves.
+  // out a connect timeout of its own.
   std::optional<std::string> NodeGoneDark(const PlanChange& c) {
+    if (c.node.empty() || ReachesNodeItself(c)) return std::nullopt;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = dark_nodes_.find(c.node);
-    if (c.node.empty() || c.type == "node" || it == dark_nodes_.end()) return std::nullopt;
+    if (it == dark_nodes_.end()) return std::nullopt;
     return "not tried: " + c.node + " could not be reached earlier in this apply (" + it->second +
            "); apply again once it answers";
   }
 
-  // What step i's outcome says of its node. REQUIRES: mu_ held.
+  // What the outcome `s` of step `c` says of its node. REQUIRES: mu_ held.
   void NoteReachability(const PlanChange& c, const Status& s) {
     if (c.node.empty()) return;
-    if (s.ok() && c.type == "node")
+    if (s.ok() && ReachesNodeItself(c))
       dark_nodes_.erase(c.node);  // a power-on step brought it up
     else if (!s.ok() && s.unreachable())
       dark_nodes_.emplace(c.node, s.message());

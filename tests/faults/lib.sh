@@ -273,7 +273,6 @@ check_clean() {
     fail "after the re-apply: ${errs//$'\n'/; }"
 }
 
-# recover_and_check: the re-apply, then no leftover, then converged.
 # power_back_and_recover [NODE]: after a power fault, NODE (if one lost
 # power) boots again; then what the fault left is checked and the re-apply
 # must converge.
@@ -286,6 +285,7 @@ power_back_and_recover() {
   recover_and_check
 }
 
+# recover_and_check: the re-apply, then no leftover, then converged.
 recover_and_check() {
   apply_retrying || fail "the re-apply failed after $RETRIES retries"
   [[ $RETRIES == 0 ]] || note "re-apply-retries=$RETRIES ($RETRY_WHY)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fault: a node loses power silently in the middle of a step. `fleet-sim
-# crash-silent` first drops every packet to and from the node's sshd port,
+# crash-silent` first drops every packet to and from the node's sshd address
+# and port,
 # then SIGKILLs all its processes: the controller gets no FIN or RST (the sim's
 # plain crash, power.sh, closes the sockets and fleet sees EOF at once), and
 # what it sends is never acknowledged, as with a real box whose power went.

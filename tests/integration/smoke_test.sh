@@ -175,11 +175,11 @@ done
 # new, and loopback reuses TIME_WAIT 4-tuples (tcp_tw_reuse=2) of
 # connections made before the rules. fleet failing to name both every time
 # still fails the step.
+said() { grep -qF -- "$1" "$WORK/out" "$WORK/err"; }  # expect_out without the fail
 exchanged=
 for attempt in 1 2 3; do
   rc=0
   fl check || rc=$?
-  said() { grep -qF -- "$1" "$WORK/out" "$WORK/err"; }
   if [[ $rc == 1 ]] && said "does not reach fleet-a on dgx1" && said "it reaches deployment.b@dgx2" &&
     said "does not reach fleet-b on dgx2" && said "it reaches deployment.a@dgx1"; then
     exchanged=$attempt
