@@ -287,6 +287,13 @@ for n in json.load(open(sys.argv[1]))["nodes"]:
     print(n["name"], n["port"], n["user"], n["root"], n["gpu"])
 ' "$GPU_DIR/sim.json")
 check_eq "sim.json: each node's GPU" "gb10 h200 none" "${GPUS[*]}"
+# The next sim's users may be given the purged sim's uids (newusers reuses
+# freed ones). Stopping the purged sim again must not touch them: its first
+# node's recorded uid set to spark's, as such a reuse leaves it.
+purged_env=$(ls "$DIR"/nodes/*/node.env | head -1)
+sed -i "s/^uid=.*/uid=$(id -u "${USERS[0]}")/" "$purged_env"
+check "fleet-sim stop of the purged sim again" "$SIM" stop "$DIR"
+check_eq "a node given a purged node's uid is still on" on "$("$SIM" node-status "$GPU_DIR" spark 2>&1)"
 DIR=$GPU_DIR # for ssh_node
 # shellcheck disable=SC2016 # expanded on the node
 for i in 0 1 2; do
