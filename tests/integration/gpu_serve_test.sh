@@ -23,7 +23,9 @@ D=$(image_push fleet/gpu v1)
 start_fleet 3 --insecure-registry "$R" --engine dgx1=docker,dgx2=podman,dgx3=docker \
   --gpu dgx1=gb10,dgx2=gb10
 mkdir -p "$REPO/recipes"
-serve='busybox mkdir -p /www/v1 && echo ok > /www/v1/models && env > /www/v1/env && (ulimit -s > /www/v1/stack) && exec busybox httpd -f -p {port} -h /www'
+# sh traps TERM: as PID 1 of a docker container, httpd would ignore it and
+# every stop would wait out its 30 s.
+serve='busybox mkdir -p /www/v1 && echo ok > /www/v1/models && env > /www/v1/env && (ulimit -s > /www/v1/stack) && { busybox httpd -f -p {port} -h /www & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid; }'
 recipe() {  # recipe FILE EXTRA-TOML
   cat >"$REPO/recipes/$1" <<TOML
 model = ""

@@ -487,6 +487,11 @@ static long env_long(const char* name, long dflt) {
   return v && *v ? strtol(v, NULL, 10) : dflt;
 }
 
+static void on_sigterm(int sig) {
+  (void)sig;
+  _exit(0);
+}
+
 int main(int argc, char** argv) {
   const char* host = "0.0.0.0";
   int port = 8000;
@@ -507,6 +512,9 @@ int main(int argc, char** argv) {
   if (getenv("FAKE_ENGINE_SERVED_AS"))
     snprintf(g_served_as, sizeof g_served_as, "%s", getenv("FAKE_ENGINE_SERVED_AS"));
   signal(SIGPIPE, SIG_IGN);
+  // As PID 1 of a docker container, SIGTERM's default action is ignored: a
+  // real engine exits on it (`docker stop` would otherwise wait out -t).
+  signal(SIGTERM, on_sigterm);
   int s = socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
   setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
