@@ -64,6 +64,10 @@ class ApplyRun {
   // Undoes, newest first, the done steps a failed step needed that nothing
   // done still needs. REQUIRES: Walk returned.
   void Rollback() {
+    // A node that went dark may answer again by now: it gets one more try.
+    // Should that undo step not reach it either, its other undo steps fail
+    // at once (each would wait out its own connect timeout).
+    dark_nodes_.clear();
     std::set<size_t> unit = FailedUnit();
     for (auto it = completion_order_.rbegin(); it != completion_order_.rend(); ++it)
       if (unit.count(*it) && !StillNeeded(*it)) UndoStep(*it);
@@ -323,11 +327,20 @@ class ApplyRun {
     const Provider* p = ProviderFor(c.type);
     if (p == nullptr || IsForget(c)) return;
     StepContext ctx;
-    Status s = MakeContext(i, &ctx);
-    ctx.record = state_->Find(c.address);
     bool undone = false;
-    if (s.ok()) s = p->Undo(c, applied_[i], ctx, &undone);
+    Status s = Status::OK();
+    if (std::optional<std::string> why = NodeGoneDark(c)) {
+      s = Status::Unreachable(*why);
+    } else {
+      s = MakeContext(i, &ctx);
+      ctx.record = state_->Find(c.address);
+      if (s.ok()) s = p->Undo(c, applied_[i], ctx, &undone);
+    }
     if (!s.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        NoteReachability(c, s);
+      }
       report_.rollback_failed.push_back(c.address + ": " + s.message());
       deps_.log("Error: rolling back " + c.address + ": " + s.message());
       return;

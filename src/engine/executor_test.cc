@@ -39,6 +39,8 @@ class FakeProvider : public Provider {
   Status Undo(const PlanChange& c, const nlohmann::json&, const StepContext&,
               bool* undone) const override {
     Add("undo " + c.address);
+    if (c.detail.value("undo_unreachable", false))
+      return Status::Unreachable("cannot connect (timeout 10 s)");
     *undone = c.detail.value("undoable", false);
     return Status::OK();
   }
@@ -163,6 +165,28 @@ TEST_F(ExecutorTest, AnUnreachableNodeIsNotTriedAgainInTheSameApply) {
   }
   EXPECT_EQ(std::count(log_.begin(), log_.end(), "apply fake.copy@n1"), 1);
   EXPECT_NE(std::find(r.done.begin(), r.done.end(), "fake.other@n2"), r.done.end());
+}
+
+// Rollback gives a node that went dark one more try (it may be back), and
+// once an undo step cannot reach it, its other undo steps are not tried.
+TEST_F(ExecutorTest, RollbackTriesADarkNodeOnceAndThenNoMore) {
+  Plan p;
+  nlohmann::json undo_unreachable = {{"undoable", true}, {"undo_unreachable", true}};
+  p.changes = {
+      Change("fake.unlock@n1", "n1", {}, undo_unreachable),
+      Change("fake.limit@n1", "n1", {}, undo_unreachable),
+      Change("fake.copy@n1", "n1", {"fake.unlock@n1", "fake.limit@n1"}, {{"unreachable", true}})};
+  ApplyReport r = Run(p);
+  EXPECT_FALSE(r.ok());
+  // Undone newest first: the first undo is tried despite the copy's mark.
+  EXPECT_EQ(std::count(log_.begin(), log_.end(), "undo fake.unlock@n1") +
+                std::count(log_.begin(), log_.end(), "undo fake.limit@n1"),
+            1);
+  ASSERT_EQ(r.rollback_failed.size(), 2u);
+  EXPECT_NE(r.rollback_failed[0].find("@n1: cannot connect"), std::string::npos)
+      << r.rollback_failed[0];
+  EXPECT_NE(r.rollback_failed[1].find("@n1: not tried: n1 could not be reached"), std::string::npos)
+      << r.rollback_failed[1];
 }
 
 TEST_F(ExecutorTest, NoRollbackLeavesTheUnit) {
