@@ -19,8 +19,7 @@ if [[ ! -f "$build/build.ninja" ]]; then
   # -O0, no debug info, unity: the quickest build to compile, enough for a
   # short run. Unity (8 sources a translation unit) parses json, yaml-cpp and
   # the standard headers once for 8 files, not 8 times: 388 CPU-s instead of
-  # 675 here (2026-12-02, 2 cores). The main build stays one file a unit, so
-  # a source missing an include of its own still fails there.
+  # 675 here (2026-12-02, 2 cores), as scripts/build.sh's.
   CC=clang-16 CXX=clang++-16 meson setup "$build" "$src" -Dfuzz=true -Doptimization=0 \
     -Ddebug=false -Dunity=on -Dunity_size=8 >/dev/null
 fi
