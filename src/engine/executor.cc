@@ -328,14 +328,10 @@ class ApplyRun {
     if (p == nullptr || IsForget(c)) return;
     StepContext ctx;
     bool undone = false;
-    Status s = Status::OK();
-    if (std::optional<std::string> why = NodeGoneDark(c)) {
-      s = Status::Unreachable(*why);
-    } else {
-      s = MakeContext(i, &ctx);
-      ctx.record = state_->Find(c.address);
-      if (s.ok()) s = p->Undo(c, applied_[i], ctx, &undone);
-    }
+    std::optional<std::string> why = NodeGoneDark(c);
+    Status s = why ? Status::Unreachable(*why) : MakeContext(i, &ctx);
+    ctx.record = state_->Find(c.address);
+    if (s.ok()) s = p->Undo(c, applied_[i], ctx, &undone);
     if (!s.ok()) {
       {
         std::lock_guard<std::mutex> lock(mu_);
