@@ -146,10 +146,17 @@ grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "math with a big 
 fault "$U2" none
 
 step "a stream that stalls is reported as a stall"
+# a's math check alone: every check of a stalled serve waits out its own
+# timeout (the four of SMOKE_A took 25 s), and one shows the report.
+SMOKE_A_ALL=$SMOKE_A
+SMOKE_A='[{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"}]'
+repo
 fault "$U1" stall
 expect_rc 1 check a
 expect_out "stalled after 1 tokens"
 fault "$U1" none
+SMOKE_A=$SMOKE_A_ALL
+repo
 
 step "the container stopped, another process of the node on its port: identity fails"
 on_node dgx1 "$(node_field dgx1 engine) stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
