@@ -1,5 +1,7 @@
 #include "src/plan.h"
 
+#include "src/json_number.h"
+
 namespace fleet {
 
 namespace {
@@ -99,7 +101,11 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
                                  j.value("format_version", "") + "' (expected 1)");
     Plan p;
     p.lineage = j.at("lineage").get<std::string>();
-    p.serial = j.at("serial").get<uint64_t>();
+    const std::optional<uint64_t> serial = NonNegativeInteger(j.at("serial"));
+    if (!serial)
+      return Result<Plan>::Error("plan serial: expected a non-negative integer, got " +
+                                 j.at("serial").dump());
+    p.serial = *serial;
     p.destroy = j.value("destroy", false);
     p.targets = j.value("targets", std::vector<std::string>{});
     p.errors = j.value("errors", std::vector<std::string>{});

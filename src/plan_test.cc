@@ -58,5 +58,24 @@ TEST(PlanTest, RejectsMalformed) {
   EXPECT_FALSE(Plan::FromJson(j).ok());
 }
 
+// The plan fuzzer's finding: a serial too large for 64 bits parses as a
+// double, and converting it was undefined behaviour (UBSan: "4.77778e+62 is
+// outside the range of representable values of type 'unsigned long'").
+TEST(PlanTest, RejectsASerialThatIsNotANonNegativeInteger) {
+  for (const char* serial : {"477777777777777777777777777777777777777777777777777777777777777",
+                             "-1", "7.5", "7.0", "\"7\"", "null"}) {
+    nlohmann::json j = SamplePlan().ToJson();
+    j["serial"] = nlohmann::json::parse(serial);
+    Result<Plan> r = Plan::FromJson(j);
+    ASSERT_FALSE(r.ok()) << serial;
+    EXPECT_NE(r.status().message().find("serial"), std::string::npos) << r.status().message();
+  }
+  nlohmann::json j = SamplePlan().ToJson();
+  j["serial"] = nlohmann::json::parse("18446744073709551615");
+  Result<Plan> r = Plan::FromJson(j);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->serial, 18446744073709551615u);
+}
+
 }  // namespace
 }  // namespace fleet

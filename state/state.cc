@@ -9,6 +9,8 @@
 #include <random>
 #include <utility>
 
+#include "src/json_number.h"
+
 namespace fleet {
 
 namespace {
@@ -99,12 +101,12 @@ Result<State> FromJsonUnchecked(const json& j) {
 
   auto serial = j.find("serial");
   if (serial == j.end()) return Result<State>::Error("state: missing \"serial\"");
-  if (!serial->is_number_unsigned() &&
-      !(serial->is_number_integer() && serial->get<int64_t>() >= 0)) {
+  const std::optional<uint64_t> serial_value = NonNegativeInteger(*serial);
+  if (!serial_value) {
     return Result<State>::Error(std::string("state.serial: expected a non-negative integer, got ") +
                                 (serial->is_number() ? "a " + serial->dump() : TypeName(*serial)));
   }
-  st.serial = serial->get<uint64_t>();
+  st.serial = *serial_value;
 
   auto res = j.find("resources");
   if (res != j.end() && !res->is_null()) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "src/json_number.h"
+
 namespace fleet {
 
 namespace {
@@ -15,15 +17,9 @@ Result<SafetensorsHeader> Fail(const std::string& why) {
 
 // A JSON number that is a non-negative integer.
 bool AsUnsigned(const Json& v, uint64_t* out) {
-  if (v.is_number_unsigned()) {
-    *out = v.get<uint64_t>();
-    return true;
-  }
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) {
-    *out = static_cast<uint64_t>(v.get<int64_t>());
-    return true;
-  }
-  return false;
+  const std::optional<uint64_t> n = NonNegativeInteger(v);
+  if (n) *out = *n;
+  return n.has_value();
 }
 
 std::string Quoted(const std::string& s) {
