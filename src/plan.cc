@@ -101,10 +101,11 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
                                  j.value("format_version", "") + "' (expected 1)");
     Plan p;
     p.lineage = j.at("lineage").get<std::string>();
-    const std::optional<uint64_t> serial = NonNegativeInteger(j.at("serial"));
+    const nlohmann::json& serial_json = j.at("serial");
+    const std::optional<uint64_t> serial = NonNegativeInteger(serial_json);
     if (!serial)
       return Result<Plan>::Error("plan serial: expected a non-negative integer, got " +
-                                 j.at("serial").dump());
+                                 serial_json.dump());
     p.serial = *serial;
     p.destroy = j.value("destroy", false);
     p.targets = j.value("targets", std::vector<std::string>{});

@@ -55,7 +55,8 @@ ${2:-}
 TOML
 }
 # Short timeouts: a stalled stream is declared after min(timeout, 30 s) without a byte.
-SMOKE_A='[{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"},
+MATH_A='{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"}'
+SMOKE_A="[$MATH_A,"'
   {"name": "paris", "chat": "What is the capital of France? One word.", "expect": "(?i)paris", "timeout": "5s"},
   {"name": "tools", "tools": true, "timeout": "5s"},
   {"name": "needle", "needle_tokens": 4000, "timeout": "10s"}]'
@@ -149,7 +150,7 @@ step "a stream that stalls is reported as a stall"
 # a's math check alone: every check of a stalled serve waits out its own
 # timeout (the four of SMOKE_A took 25 s), and one shows the report.
 SMOKE_A_ALL=$SMOKE_A
-SMOKE_A='[{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"}]'
+SMOKE_A="[$MATH_A]"
 repo
 fault "$U1" stall
 expect_rc 1 check a
