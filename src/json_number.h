@@ -1,25 +1,50 @@
 // Whole numbers read from JSON that fleet did not write itself (a saved
-// plan, the state, what a node printed). nlohmann::json parses an integer
-// too large for 64 bits as a double, and get<uint64_t>() of a double out of
-// range is undefined behaviour (the plan fuzzer found a saved plan whose
-// serial was 4.7e62); a negative integer wraps, a fraction is cut.
+// plan, the state, what a node or a serve printed). nlohmann::json parses an
+// integer too large for 64 bits as a double, and get<T>() (or value(key, T))
+// of a double out of T's range is undefined behaviour (the plan fuzzer found
+// a saved plan whose serial was 4.7e62); a negative integer wraps into an
+// unsigned T, a fraction is cut.
 #ifndef FLEET_SRC_JSON_NUMBER_H_
 #define FLEET_SRC_JSON_NUMBER_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 namespace fleet {
 
-// The value when `v` is an integer in [0, 2^64), else nullopt (a double,
-// even 3.0, a negative number, anything not a number). Header-only: the
-// state library depends on no other fleet library.
-inline std::optional<uint64_t> NonNegativeInteger(const nlohmann::json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(v.get<int64_t>());
+// The value when `v` is an integer that T can hold, else nullopt (a double,
+// even 3.0, a number out of T's range, anything not a number). Header-only:
+// the state library depends on no other fleet library.
+template <class T>
+std::optional<T> JsonInteger(const nlohmann::json& v) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (std::in_range<T>(u)) return static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    if (std::in_range<T>(i)) return static_cast<T>(i);
+  }
   return std::nullopt;
+}
+
+inline std::optional<uint64_t> NonNegativeInteger(const nlohmann::json& v) {
+  return JsonInteger<uint64_t>(v);
+}
+
+// `obj[key]` when it is an integer that T can hold, else `fallback` (the key
+// missing, null, of another type or out of range; `obj` not an object). The
+// drop-in for obj.value(key, fallback) where the JSON may be hostile: it
+// never throws and never converts out of range.
+template <class T>
+T IntegerOr(const nlohmann::json& obj, const char* key, T fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  return JsonInteger<T>(*it).value_or(fallback);
 }
 
 }  // namespace fleet

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <mutex>
 
+#include "src/json_number.h"
+
 namespace fleet {
 namespace {
 
@@ -170,7 +172,7 @@ void ParseCompletion(const std::string& body, ChatReply* reply) {
   reply->reasoning = Str(m, "reasoning_content") + Str(m, "reasoning");
   if (m.contains("tool_calls") && m["tool_calls"].is_array()) reply->tool_calls = m["tool_calls"];
   if (j.contains("usage") && j["usage"].is_object())
-    reply->completion_tokens = j["usage"].value("completion_tokens", 0);
+    reply->completion_tokens = IntegerOr(j["usage"], "completion_tokens", 0);
 }
 
 }  // namespace

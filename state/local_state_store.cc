@@ -24,6 +24,7 @@
 #include <thread>
 #include <utility>
 
+#include "src/json_number.h"
 #include "state/state_store.h"
 
 namespace fleet {
@@ -166,7 +167,7 @@ bool LockInfoFromText(const std::string& text, LockInfo* out) {
     out->holder = j.value("holder", std::string());
     out->operation = j.value("operation", std::string());
     out->created = j.value("created", std::string());
-    out->pid = j.value("pid", 0);
+    out->pid = IntegerOr(j, "pid", 0);
     out->hostname = j.value("hostname", std::string());
     return !out->id.empty();
   } catch (const std::exception&) {

@@ -1,5 +1,7 @@
 #include "providers/deployment/deployment_json.h"
 
+#include "src/json_number.h"
+
 namespace fleet {
 namespace {
 
@@ -24,7 +26,7 @@ void from_json(const nlohmann::json& j, FabricValues& v) {
   v.address = j.value("address", "");
   v.interface = j.value("interface", "");
   v.hcas = j.value("hcas", "");
-  v.gid_index = j.value("gid_index", -1);
+  v.gid_index = IntegerOr(j, "gid_index", -1);
   v.head_address = j.value("head_address", "");
   v.subnet = j.value("subnet", "");
 }
@@ -42,7 +44,7 @@ void from_json(const nlohmann::json& j, ContainerShown& v) {
   v.container = j.value("container", "");
   v.image = j.value("image", "");
   v.model = StringOrNone(j, "model");
-  v.port = j.value("port", 0);
+  v.port = IntegerOr(j, "port", 0);
   v.health = j.value("health", "");
   v.rank = StringOrNone(j, "rank");
   v.options = j.value("options", std::vector<std::string>());
@@ -70,8 +72,8 @@ void to_json(nlohmann::json& j, const DeploymentWant& v) {
 void from_json(const nlohmann::json& j, DeploymentWant& v) {
   v.shown = j.get<ContainerShown>();
   v.cli = j.value("cli", "");
-  v.health_timeout_s = j.value("health_timeout_s", 1800);
-  v.gpu_memory_bytes = j.value("gpu_memory_bytes", uint64_t{0});
+  v.health_timeout_s = IntegerOr(j, "health_timeout_s", 1800);
+  v.gpu_memory_bytes = IntegerOr(j, "gpu_memory_bytes", uint64_t{0});
   v.rows = RowSource{};
   if (auto it = j.find("rows"); it != j.end() && it->is_object()) {
     v.rows.tensors = it->value("tensors", std::vector<std::string>());
@@ -127,12 +129,12 @@ void from_json(const nlohmann::json& j, ContainerProbe& v) {
   v.cli_found = j.value("cli_found", true);
   v.exists = j.value("exists", false);
   v.state = j.value("state", "");
-  v.exit_code = j.value("exit_code", 0);
+  v.exit_code = IntegerOr(j, "exit_code", 0);
   v.spec = j.value("spec", "");
   v.id = j.value("id", "");
   v.image = j.value("image", "");
-  v.age_s = j.value("age_s", -1L);
-  v.health = j.value("health", -1);
+  v.age_s = IntegerOr(j, "age_s", -1L);
+  v.health = IntegerOr(j, "health", -1);
   v.health_tool = j.value("health_tool", "");
   v.port_busy = j.value("port_busy", false);
   v.serving = j.value("serving", std::vector<std::string>());

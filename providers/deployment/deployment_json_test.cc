@@ -62,5 +62,20 @@ TEST(DeploymentJsonTest, ProbeRoundTrips) {
   EXPECT_EQ(nlohmann::json::object().get<ContainerProbe>().health, -1);
 }
 
+// A saved plan carries probes; a number out of an int's range read with
+// value() was undefined behaviour (UBSan: "outside the range of
+// representable values"); now it reads as not set.
+TEST(DeploymentJsonTest, ProbeNumbersOutOfRangeReadAsNotSet) {
+  const ContainerProbe p =
+      nlohmann::json::parse(
+          R"({"exit_code": 1e300, "age_s": 4.7e62, "health": 99999999999, "exists": true})")
+          .get<ContainerProbe>();
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_EQ(p.age_s, -1);
+  EXPECT_EQ(p.health, -1);
+  EXPECT_TRUE(p.exists);
+  EXPECT_EQ(nlohmann::json::parse(R"({"age_s": 12})").get<ContainerProbe>().age_s, 12);
+}
+
 }  // namespace
 }  // namespace fleet

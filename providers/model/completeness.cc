@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "src/json_number.h"
+
 namespace fleet {
 
 namespace {
@@ -55,7 +57,8 @@ Listing ListingFromJson(const Json& j) {
   if (!j.is_array()) return l;
   for (const Json& o : j) {
     if (!o.is_object() || !o.contains("path") || !o["path"].is_string()) continue;
-    l.push_back({o["path"].get<std::string>(), o.value("size", uint64_t{0}), o.value("blob", "")});
+    l.push_back(
+        {o["path"].get<std::string>(), IntegerOr(o, "size", uint64_t{0}), o.value("blob", "")});
   }
   std::sort(l.begin(), l.end(),
             [](const ListedFile& a, const ListedFile& b) { return a.path < b.path; });

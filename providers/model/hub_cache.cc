@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "src/json_number.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -65,7 +66,7 @@ DiskFree DiskFromJson(const Json& j) {
   d.known = j.value("known", false);
   d.path = j.value("path", "");
   d.mount = j.value("mount", "");
-  d.avail_bytes = j.value("avail_bytes", uint64_t{0});
+  d.avail_bytes = IntegerOr(j, "avail_bytes", uint64_t{0});
   return d;
 }
 
@@ -377,7 +378,7 @@ HubProbe HubProbe::FromJson(const Json& j) {
       SnapshotEntry e;
       e.path = f.value("path", "");
       e.link = LinkKindFromName(f.value("link", "none"));
-      e.size = f.value("size", uint64_t{0});
+      e.size = IntegerOr(f, "size", uint64_t{0});
       e.resolved = f.value("resolved", false);
       e.target = f.value("target", "");
       e.blob = f.value("blob", "");
@@ -386,14 +387,14 @@ HubProbe HubProbe::FromJson(const Json& j) {
   if (j.contains("incomplete") && j["incomplete"].is_array())
     for (const Json& b : j["incomplete"]) {
       if (!b.is_object()) continue;
-      p.incomplete.push_back(
-          {b.value("name", ""), b.value("size", uint64_t{0}), b.value("mtime", int64_t{0})});
+      p.incomplete.push_back({b.value("name", ""), IntegerOr(b, "size", uint64_t{0}),
+                              IntegerOr(b, "mtime", int64_t{0})});
     }
   if (j.contains("top_files") && j["top_files"].is_array())
     for (const Json& s : j["top_files"])
       if (s.is_string()) p.top_files.push_back(s.get<std::string>());
   p.disk = DiskFromJson(j.value("disk", Json::object()));
-  p.now = j.value("now", int64_t{0});
+  p.now = IntegerOr(j, "now", int64_t{0});
   if (j.contains("errors") && j["errors"].is_array())
     for (const Json& s : j["errors"])
       if (s.is_string()) p.errors.push_back(s.get<std::string>());
@@ -401,10 +402,10 @@ HubProbe HubProbe::FromJson(const Json& j) {
     const Json& l = j["lock"];
     StagingLock lock;
     lock.owner = l.value("owner", "");
-    lock.pid = l.value("pid", 0L);
+    lock.pid = IntegerOr(l, "pid", 0L);
     lock.host = l.value("host", "");
     lock.boot_id = l.value("boot_id", "");
-    lock.since = l.value("since", int64_t{0});
+    lock.since = IntegerOr(l, "since", int64_t{0});
     lock.pid_alive = l.value("pid_alive", false);
     p.lock = lock;
   }

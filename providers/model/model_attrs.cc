@@ -1,5 +1,7 @@
 #include "providers/model/model_attrs.h"
 
+#include "src/json_number.h"
+
 namespace fleet {
 
 namespace {
@@ -92,7 +94,7 @@ void from_json(const Json& j, ModelStep& s) {
   if (j.contains("write_ref")) s.write_ref = j["write_ref"].get<bool>();
   if (j.contains("legacy")) s.legacy = j["legacy"].get<bool>();
   if (j.contains("fix_links")) s.fix_links = Strings(j, "fix_links");
-  if (j.contains("expected_bytes")) s.expected_bytes = j["expected_bytes"].get<uint64_t>();
+  if (j.contains("expected_bytes")) s.expected_bytes = NonNegativeInteger(j["expected_bytes"]);
   if (j.contains("route")) s.route = FabricRoute::FromJson(j["route"]);
   if (j.contains("clear_stale_lock")) s.clear_stale_lock = j["clear_stale_lock"].get<bool>();
 }
@@ -131,7 +133,7 @@ void from_json(const Json& j, ModelHoldings& h) {
   if (!j.is_object()) return;
   h.revision = j.value("revision", "");
   h.files = j.value("files", size_t{0});
-  h.bytes = j.value("bytes", uint64_t{0});
+  h.bytes = IntegerOr(j, "bytes", uint64_t{0});
   h.complete = j.value("complete", false);
   if (j.contains("layout")) h.layout = j["layout"].get<std::string>();
   h.verified = j.value("verified", "");
@@ -156,7 +158,7 @@ void from_json(const Json& j, ModelRecord& r) {
   r.location = j.value("location", "");
   r.source = j.value("source", "");
   if (j.contains("files")) r.files = ListingFromJson(j["files"]);
-  r.bytes = j.value("bytes", uint64_t{0});
+  r.bytes = IntegerOr(j, "bytes", uint64_t{0});
   r.verified = j.value("verified", "");
   r.verified_at = j.value("verified_at", "");
   r.origin = j.value("origin", "");

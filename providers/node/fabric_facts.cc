@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "src/json_number.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -125,13 +126,13 @@ std::vector<FabricPort> FabricPortsFromJson(const nlohmann::json& j) {
     if (!e.is_object()) continue;
     FabricPort p;
     p.hca = e.value("hca", "");
-    p.port = e.value("port", 0);
+    p.port = IntegerOr(e, "port", 0);
     p.state = e.value("state", "");
     p.netdev = e.value("netdev", "");
-    p.rate_gbps = e.value("rate_gbps", 0);
-    p.gid_index = e.value("gid_index", -1);
+    p.rate_gbps = IntegerOr(e, "rate_gbps", 0);
+    p.gid_index = IntegerOr(e, "gid_index", -1);
     p.ipv4 = e.value("ipv4", "");
-    p.prefix_len = e.value("prefix_len", 0);
+    p.prefix_len = IntegerOr(e, "prefix_len", 0);
     ports.push_back(std::move(p));
   }
   return ports;

@@ -56,6 +56,19 @@ TEST(FabricFacts, JsonRoundTrip) {
   EXPECT_TRUE(FabricPortsFromJson(nlohmann::json::object()).empty());
 }
 
+// Facts travel in saved plans and the state: a rate too large for an int
+// (or a fraction) reads as unknown, not as whatever a cast out of range gives.
+TEST(FabricFacts, JsonNumbersOutOfRangeReadAsUnknown) {
+  std::vector<FabricPort> q = FabricPortsFromJson(nlohmann::json::parse(
+      R"([{"hca": "rocep1s0f1", "port": 1e300, "rate_gbps": 4294967496, "gid_index": 3.5,
+           "prefix_len": 24}])"));
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].port, 0);
+  EXPECT_EQ(q[0].rate_gbps, 0);
+  EXPECT_EQ(q[0].gid_index, -1);
+  EXPECT_EQ(q[0].prefix_len, 24);
+}
+
 TEST(FabricFacts, ResolvesFromProbe) {
   FabricEndpoint e = ResolveFabric("", "", ParseFabricPorts(kSpark));
   EXPECT_EQ(e.source, "probe");
