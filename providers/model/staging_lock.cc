@@ -93,7 +93,7 @@ fi
 trap 'rm -rf -- "$l"; exit 0' EXIT HUP INT TERM PIPE
 printf '%s\n' "$me" > "$l/owner.tmp" && mv -f -- "$l/owner.tmp" "$l/owner"
 printf 'acquired\t%s\t%s\n' "$me" "$took"
-while [ -d "$l" ]; do sleep 5 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n' || exit 0; done
+while [ -d "$l" ]; do sleep 1 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n' || exit 0; done
 )SH";
 
   std::unique_ptr<StagingLockHolder> h(new StagingLockHolder());
@@ -171,7 +171,7 @@ Status StagingLockHolder::Release(Transport* control) {
       s = Status::Error("releasing the staging lock: kill exited " + std::to_string(r->exit_code) +
                         ": " + r->err);
   }
-  // Without the kill, the keeper's next heartbeat (<= 5 s) ends it.
+  // Without the kill, the keeper's next heartbeat (<= 1 s) ends it.
   if (thread_.joinable()) thread_.join();
   return s;
 }

@@ -5,7 +5,9 @@
 // mkdir by a keeper shell on the node, which writes "pid host boot_id start"
 // into owner and lives as long as the staging: the controller holds its
 // channel open. When the controller dies the channel closes, the keeper's
-// next heartbeat fails and its trap removes the lock; when the node dies the
+// next heartbeat (one a second: a re-apply right after a kill -9 of fleet
+// would otherwise find the dead run's lock held for up to the interval)
+// fails and its trap removes the lock; when the node dies the
 // lock stays, and a later apply finds its pid gone (or the boot id changed)
 // and takes it over, saying so. A lock held from another host (a shared
 // store) cannot be checked from here and is never taken over.
