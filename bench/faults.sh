@@ -2,8 +2,10 @@
 # bench/faults.sh [TRIALS] [FAULT...]: runs each fault of tests/faults/ with
 # TRIALS trials (default 50 for kill9, 12 for the others: FAULT_TRIALS_OTHER)
 # at random moments, each fault on its own simulated fleet, and prints the
-# table: fault, trials, passed, what a failing trial left. Logs of failing
-# trials go to /var/tmp/fleet-faults-logs/ (FAULT_LOG_DIR). Needs root (fleet-sim).
+# table: fault, trials, passed, unlanded (trials whose fault did not land,
+# run again and not counted: tests/faults/lib.sh), what a failing trial
+# left. Logs of failing trials go to /var/tmp/fleet-faults-logs/
+# (FAULT_LOG_DIR). Needs root (fleet-sim).
 # The figures in the README come from this script; the core count and load
 # are printed with the table. FAULT-docker (FAULT-mixed) runs FAULT's script
 # on docker nodes (docker, podman, docker): FAULT_ENGINE (tests/faults/lib.sh).
@@ -34,13 +36,14 @@ for f in "${FAULTS[@]}"; do
   line=${line/#FAULT $script /FAULT $f }
   results+=("${line:-FAULT $f trials=$n passed=0 left=the script did not finish}")
 done
-printf '\n%-11s %7s %7s  %s\n' fault trials passed "what a failing trial left"
+printf '\n%-11s %7s %7s %9s  %s\n' fault trials passed unlanded "what a failing trial left"
 for r in "${results[@]}"; do
   f=$(awk '{print $2}' <<<"$r")
   trials=$(grep -o 'trials=[0-9]*' <<<"$r" | cut -d= -f2)
   passed=$(grep -o 'passed=[0-9]*' <<<"$r" | cut -d= -f2)
+  unlanded=$(grep -o 'unlanded=[0-9]*' <<<"$r" | cut -d= -f2)
   left=${r#*left=}
-  printf '%-11s %7s %7s  %s\n' "$f" "$trials" "$passed" "$left"
+  printf '%-11s %7s %7s %9s  %s\n' "$f" "$trials" "$passed" "${unlanded:--}" "$left"
 done
 echo
 echo "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) at the end, $((SECONDS - t0)) s, $(date -u +%F)"

@@ -14,9 +14,11 @@ trial_concurrent() {
   (($1 % 2 == 0)) && second=destroy
   scene_reset
   start_up_apply
-  ms=$(random_ms 300)
+  random_ms 300
+  ms=$REPLY
   sleep_ms "$ms"
   note "second=$second+${ms}ms"
+  apply_alive || unlanded "the first apply had ended"
   t0=$EPOCHREALTIME
   "$FLEET" -C "$REPO" --no-color "$second" --auto-approve >"$WORK/second.log" 2>&1 </dev/null &
   pid2=$!

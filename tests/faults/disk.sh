@@ -117,10 +117,11 @@ trial_disk() {
   if ((prefill)); then
     :
   elif node=$(wait_event "$ev" "$APPLY_PID"); then
+    apply_alive || unlanded "the apply had ended"
     "$SIM" disk-fill "$SIMDIR" "$node" "$kind" "$FAULT_DISK_LEAVE" || fail "disk-fill $node $kind"
     note "full=$kind@$node"
   else
-    note "missed=$moment"
+    unlanded "missed=$moment"
   fi
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc=$?
   check_apply_outcome "$rc" "${node-}"

@@ -16,17 +16,20 @@ trial_kill9() {
   scene_reset
   start_up_apply
   if [[ $moment == random ]]; then
-    ms=$(random_ms "$UP_MS")
+    random_ms "$UP_MS"
+    ms=$REPLY
     sleep_ms "$ms"
     note "at=${ms}ms"
   elif node=$(wait_event "$moment" "$APPLY_PID"); then
-    ms=$(random_ms 300)
+    random_ms 300
+    ms=$REPLY
     sleep_ms "$ms"
     note "during=$moment@$node+${ms}ms"
   else
-    note "missed=$moment"
+    unlanded "missed=$moment"
   fi
-  kill -9 "$APPLY_PID" 2>/dev/null || note "(apply had ended)"
+  apply_alive || unlanded "the apply had ended"
+  kill -9 "$APPLY_PID" 2>/dev/null
   wait "$APPLY_PID" 2>/dev/null
   check_state_after_fault "$WORK/apply.log"
   recover_and_check

@@ -99,24 +99,29 @@ scene_reset() {
   apply_retrying --purge || fail "reset: apply --purge of the down manifests failed"
   local n pids=()
   for n in "${TARGETS[@]}"; do
-    on_node "$n" "$(wipe_engine_cmd "$n")" &
+    on_node "$n" "$(wipe_engine_cmd "$n")" >"$WORK/wipe.$n" 2>&1 &
     pids+=($!)
   done
   wait "${pids[@]}"
   for n in "${TARGETS[@]}"; do
+    # A target left with the image would skip the copy the fault aims at.
+    [[ $(cat "$WORK/wipe.$n") == "0 0" ]] ||
+      fail "reset: $n still has containers and images (ps, images): $(head -c 200 "$WORK/wipe.$n")"
     rm -rf "$(node_root "$n")/hf/hub/$MODEL_DIR" "$(node_root "$n")/hf/hub"/.fleet-staging-*
   done
   repo_up
 }
 
 # wipe_engine_cmd NODE: a node command removing every container and image
-# of the node's engine (docker has no `rm -a`).
+# of the node's engine (docker has no `rm -a`), then printing how many of
+# each are left ("0 0").
 wipe_engine_cmd() {
-  local e
+  local e left
   e=$(node_field "$1" engine)
-  [[ $e == podman ]] && { echo 'podman rm -af >/dev/null 2>&1; podman rmi -af >/dev/null 2>&1; true'; return; }
+  left="echo \$($e ps -aq | wc -l) \$($e images -aq | wc -l)"
+  [[ $e == podman ]] && { echo "podman rm -af >/dev/null 2>&1; podman rmi -af >/dev/null 2>&1; $left"; return; }
   echo "c=\$($e ps -aq); [ -z \"\$c\" ] || $e rm -f \$c >/dev/null 2>&1;" \
-    "i=\$($e images -aq | sort -u); [ -z \"\$i\" ] || $e rmi -f \$i >/dev/null 2>&1; true"
+    "i=\$($e images -aq | sort -u); [ -z \"\$i\" ] || $e rmi -f \$i >/dev/null 2>&1; $left"
 }
 
 # apply_retrying [ARGS...]: fleet apply --auto-approve; a failure that a
@@ -186,6 +191,21 @@ wait_event() {
   return 1
 }
 
+# apply_alive: the apply under test is still running (a zombie, ended but
+# not yet reaped, is not: kill -0 succeeds on it).
+apply_alive() {
+  local st
+  st=$(awk '{print $3}' "/proc/$APPLY_PID/stat" 2>/dev/null) && [[ $st != Z ]]
+}
+
+# unlanded WHY: this trial's fault did not land (the event never came, the
+# apply had ended, no session to cut): the trial proves nothing about the
+# fault. run_trials runs another in its place and counts it apart.
+unlanded() {
+  note "UNLANDED($*)"
+  : >"$WORK/unlanded"
+}
+
 # wait_apply PID LIMIT: waits for the apply to end; 124 if it is still
 # running after LIMIT seconds (then it is killed: a hang).
 wait_apply() {
@@ -211,7 +231,7 @@ session_pids() {
   listener=$(cat "$SIMDIR/nodes/$1/sshd/sshd.pid")
   for p in $(pgrep -P "$listener"); do
     echo "$p"
-    pgrep -P "$p" -x sshd || true
+    pgrep -P "$p" -x 'sshd|sshd-session' || true  # OpenSSH 9.8 renamed it
   done
 }
 
@@ -318,12 +338,18 @@ recover_and_check() {
 # The apply under test, in the background: APPLY_PID, output in $WORK/apply.log.
 start_up_apply() {
   cp "$(state_file)" "$WORK/state.before" 2>/dev/null || rm -f "$WORK/state.before"
+  # The redirection below truncates in the background child: until then an
+  # event's first poll would read the last trial's log (a step begun there
+  # and never completed fires at once).
+  rm -f "$WORK/apply.log"
   "$FLEET" -C "$REPO" --no-color apply --auto-approve "$@" >"$WORK/apply.log" 2>&1 </dev/null &
   APPLY_PID=$!
 }
 
-# random_ms MAX_MS: a random whole number of ms in [0, MAX_MS)
-random_ms() { echo $((RANDOM * 32768 + RANDOM)) | awk -v m="$1" '{print $1 % m}'; }
+# random_ms MAX_MS: sets REPLY to a random whole number of ms in [0, MAX_MS).
+# Not through $(...): bash reseeds RANDOM in every subshell, and the trial's
+# seed (run_trials) would not replay it.
+random_ms() { REPLY=$(((RANDOM * 32768 + RANDOM) % $1)); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN{printf "%.3f", m/1000}')"; }
 
 # calibrate: one whole up apply, timed (UP_MS: how long a random moment may
@@ -341,36 +367,53 @@ calibrate() {
 
 # run_trials FAULT FUNC: TRIALS trials of FUNC (a function of the trial
 # number, run in a subshell: `fail` ends the trial, not the script). FUNC
-# may set NOTE (appended to the trial's line) through $WORK/note. Prints
-# one line per trial and the summary line
-#   FAULT trials=N passed=P left=<what failing trials left, or ->
-# and returns 1 if a trial failed.
+# may set NOTE (appended to the trial's line) through $WORK/note. A trial
+# whose fault did not land (FUNC called `unlanded`) and that passed is not
+# counted: another runs in its place, up to FAULT_UNLANDED_MAX of them (a
+# third of TRIALS, at least 2), then the run fails. Each attempt seeds
+# RANDOM with FAULT_SEED + its number, so FAULT_SEED replays the choices.
+# Prints one line per trial and the summary line
+#   FAULT trials=N passed=P unlanded=U seed=S left=<what failing trials left, or ->
+# and returns 1 if a trial failed or too many did not land.
 run_trials() {
-  local fault=$1 fn=$2 i passed=0 left=() t0 line
-  for ((i = 1; i <= TRIALS; i++)); do
+  local fault=$1 fn=$2 n=0 attempt=0 passed=0 unl=0 left=() t0 line
+  local max_unl=${FAULT_UNLANDED_MAX:-$((TRIALS / 3 > 2 ? TRIALS / 3 : 2))}
+  while ((n < TRIALS)); do
+    attempt=$((attempt + 1))
     t0=$SECONDS
     : >"$WORK/note"
-    rm -f "$WORK/out" "$WORK/err"
-    if ("$fn" "$i") >"$WORK/trial.log" 2>&1; then
+    rm -f "$WORK/out" "$WORK/err" "$WORK/unlanded"
+    if (RANDOM=$((FAULT_SEED + attempt)); "$fn" "$((n + 1))") >"$WORK/trial.log" 2>&1; then
+      if [[ -e $WORK/unlanded ]]; then
+        unl=$((unl + 1))
+        echo "$fault trial $((n + 1)): not counted $(cat "$WORK/note")($((SECONDS - t0)) s)"
+        if ((unl > max_unl)); then
+          left+=("the fault did not land in $unl trials (FAULT_UNLANDED_MAX $max_unl)")
+          break
+        fi
+        continue
+      fi
+      n=$((n + 1))
       passed=$((passed + 1))
-      echo "$fault trial $i: ok $(cat "$WORK/note") ($((SECONDS - t0)) s)"
-      [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$i.apply.log"; cp "$WORK/trial.log" "$FAULT_KEEP_LOGS/$fault-trial$i.log"; }
+      echo "$fault trial $n: ok $(cat "$WORK/note") ($((SECONDS - t0)) s)"
+      [[ -z ${FAULT_KEEP_LOGS-} ]] || { mkdir -p "$FAULT_KEEP_LOGS"; cp "$WORK/apply.log" "$FAULT_KEEP_LOGS/$fault-trial$n.apply.log"; cp "$WORK/trial.log" "$FAULT_KEEP_LOGS/$fault-trial$n.log"; }
     else
+      n=$((n + 1))
       line=$(grep -m1 '^FAIL: ' "$WORK/trial.log" | cut -c7- | cut -c1-200) || true
-      left+=("trial $i: ${line:-exited without FAIL line} $(cat "$WORK/note")")
-      echo "$fault trial $i: FAILED $(cat "$WORK/note"): ${line:-see log} ($((SECONDS - t0)) s)"
+      left+=("trial $n: ${line:-exited without FAIL line} $(cat "$WORK/note")")
+      echo "$fault trial $n: FAILED $(cat "$WORK/note"): ${line:-see log} ($((SECONDS - t0)) s)"
       repair_after_failure >>"$WORK/trial.log" 2>&1 || true
       if [[ -n ${FAULT_LOG_DIR-} ]]; then
         mkdir -p "$FAULT_LOG_DIR"
-        cp "$WORK/trial.log" "$FAULT_LOG_DIR/$fault-trial$i.log"
-        cp "$WORK/apply.log" "$FAULT_LOG_DIR/$fault-trial$i.apply.log" 2>/dev/null || true
+        cp "$WORK/trial.log" "$FAULT_LOG_DIR/$fault-trial$n.log"
+        cp "$WORK/apply.log" "$FAULT_LOG_DIR/$fault-trial$n.apply.log" 2>/dev/null || true
       else
         sed 's/^/    | /' "$WORK/trial.log" | tail -40
       fi
     fi
   done
   local IFS='|'
-  echo "FAULT $fault trials=$TRIALS passed=$passed seed=$FAULT_SEED left=${left[*]:--}"
+  echo "FAULT $fault trials=$TRIALS passed=$passed unlanded=$unl seed=$FAULT_SEED left=${left[*]:--}"
   ((passed == TRIALS))
 }
 note() { printf '%s ' "$*" >>"$WORK/note"; }

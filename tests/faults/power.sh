@@ -14,12 +14,14 @@ trial_power() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    ms=$(random_ms 200)
+    random_ms 200
+    ms=$REPLY
     sleep_ms "$ms"
+    apply_alive || unlanded "the apply had ended"
     "$SIM" crash "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash $node"
     note "crash=$ev@$node+${ms}ms"
   else
-    note "missed=$ev"
+    unlanded "missed=$ev"
   fi
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc=$?
   check_apply_outcome "$rc" "${node-}"

@@ -16,6 +16,7 @@
 #   TRIALS=N bash tests/faults/silent.sh
 SILENT_STEPS=(${SILENT_STEPS:-image stage reload start})
 SILENT_LIMIT=${SILENT_LIMIT:-150}
+SILENT_MIN_S=${SILENT_MIN_S:-40}  # fleet gives up on a session silent for 45 s
 
 trial_silent() {
   local i=$(($1 - 1)) ev node ms rc=0 t0 back=0 back_ms waker=
@@ -24,22 +25,30 @@ trial_silent() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    ms=$(random_ms 200)
+    random_ms 200
+    ms=$REPLY
     sleep_ms "$ms"
+    apply_alive || unlanded "the apply had ended"
     "$SIM" crash-silent "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash-silent $node"
     note "silent-crash=$ev@$node+${ms}ms"
     if ((back)); then
-      back_ms=$((2000 + $(random_ms 18000)))
+      random_ms 18000
+      back_ms=$((2000 + REPLY))
       note "back-after=${back_ms}ms"
       (sleep_ms "$back_ms"; "$SIM" node-start "$SIMDIR" "$node" >/dev/null 2>&1) &
       waker=$!
     fi
   else
-    note "missed=$ev"
+    unlanded "missed=$ev"
   fi
   t0=$SECONDS
   FAULT_APPLY_LIMIT=$SILENT_LIMIT wait_apply "$APPLY_PID" "$SILENT_LIMIT" || rc=$?
   note "ended-after=$((SECONDS - t0))s"
+  # A node that stays dark cannot fail the apply sooner than fleet's limit
+  # on silence: failing at once means the drop missed what fleet dialled.
+  if [[ $rc == 1 && -n ${node-} ]] && ((!back && SECONDS - t0 < SILENT_MIN_S)); then
+    fail "the apply failed $((SECONDS - t0)) s after the node went dark, before fleet's silence limit"
+  fi
   [[ -z $waker ]] || wait "$waker" || fail "fleet-sim node-start $node (while the apply ran)"
   FAULT_APPLY_LIMIT=$SILENT_LIMIT check_apply_outcome "$rc" "${node-}"
   power_back_and_recover "${node-}"

@@ -11,11 +11,15 @@
 SSHCUT_STEPS=(image stage reload start)
 
 # cut_sessions NODE: kills (-9) the per-connection sshd processes of the
-# node (lib.sh's session_pids), not the listener: the node stays up.
+# node (lib.sh's session_pids), not the listener: the node stays up. With
+# none to kill, or the apply ended, the cut did not land.
 cut_sessions() {
   local pids
+  apply_alive || { unlanded "the apply had ended"; return; }
   pids=$(session_pids "$1")
-  [[ -z $pids ]] || kill -9 $pids 2>/dev/null || true
+  [[ -n $pids ]] || { unlanded "no session on $1"; return; }
+  kill -9 $pids 2>/dev/null || true
+  note "sessions=$(wc -w <<<"$pids")"
 }
 
 trial_sshcut() {
@@ -23,12 +27,13 @@ trial_sshcut() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    ms=$(random_ms 200)
+    random_ms 200
+    ms=$REPLY
     sleep_ms "$ms"
-    cut_sessions "$node"
     note "cut=$ev@$node+${ms}ms"
+    cut_sessions "$node"
   else
-    note "missed=$ev"
+    unlanded "missed=$ev"
   fi
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc=$?
   check_apply_outcome "$rc" "${node-}"

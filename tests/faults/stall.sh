@@ -10,24 +10,36 @@
 #   TRIALS=N bash tests/faults/stall.sh
 STALL_STEPS=(${STALL_STEPS:-image stage reload start})
 STALL_LIMIT=${STALL_LIMIT:-120}
+STALL_MIN_S=${STALL_MIN_S:-40}  # fleet gives up on a session silent for 45 s
 
 trial_stall() {
   local ev=${STALL_STEPS[$((($1 - 1) % ${#STALL_STEPS[@]}))]} node ms rc=0 stopped= t0
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    ms=$(random_ms 200)
+    random_ms 200
+    ms=$REPLY
     sleep_ms "$ms"
-    stopped=$(session_pids "$node")
-    [[ -z $stopped ]] || kill -STOP $stopped 2>/dev/null || true
     note "stop=$ev@$node+${ms}ms"
+    if ! apply_alive; then
+      unlanded "the apply had ended"
+    else
+      stopped=$(session_pids "$node")
+      [[ -n $stopped ]] || unlanded "no session on $node"
+      [[ -z $stopped ]] || kill -STOP $stopped 2>/dev/null || true
+    fi
   else
-    note "missed=$ev"
+    unlanded "missed=$ev"
   fi
   t0=$SECONDS
   FAULT_APPLY_LIMIT=$STALL_LIMIT wait_apply "$APPLY_PID" "$STALL_LIMIT" || rc=$?
   note "ended-after=$((SECONDS - t0))s"
   [[ -z $stopped ]] || kill -CONT $stopped 2>/dev/null || true
+  # Failed sooner than fleet's limit on a silent session: the stop missed
+  # the sessions fleet used (a refused or reset connection fails at once).
+  if [[ $rc == 1 && -n $stopped ]] && ((SECONDS - t0 < STALL_MIN_S)); then
+    fail "the apply failed $((SECONDS - t0)) s after the stop, before fleet's silence limit"
+  fi
   FAULT_APPLY_LIMIT=$STALL_LIMIT check_apply_outcome "$rc" "${node-}"
   check_state_after_fault "$WORK/apply.log"
   recover_and_check
