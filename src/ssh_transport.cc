@@ -490,8 +490,14 @@ class ChannelRun {
     // Callbacks before the exec request: early output must not land in
     // libssh's own buffers, where our callbacks would never see it.
     ssh_set_channel_callbacks(ch_, &callbacks_);
+    const Clock::time_point asked = Clock::now();
     if (ssh_channel_request_exec(ch_, command.c_str()) != SSH_OK) {
-      return Lost("exec request failed");
+      // libssh gives no reason when the blocking request timed out (a
+      // stopped sshd session: "unknown libssh error"); the wait says it.
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - asked);
+      return Lost(waited.count() >= 2
+                      ? "no answer to the exec request for " + std::to_string(waited.count()) + " s"
+                      : "exec request failed");
     }
     last_activity_ = Clock::now();
     return Status::OK();

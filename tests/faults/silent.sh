@@ -16,7 +16,9 @@
 #   TRIALS=N bash tests/faults/silent.sh
 SILENT_STEPS=(${SILENT_STEPS:-image stage reload start})
 SILENT_LIMIT=${SILENT_LIMIT:-150}
-SILENT_MIN_S=${SILENT_MIN_S:-40}  # fleet gives up on a session silent for 45 s
+# fleet gives up on a session silent for 45 s, and on a connection or an
+# exec request unanswered for 10 s (stall.sh)
+SILENT_MIN_S=${SILENT_MIN_S:-9}
 
 trial_silent() {
   local i=$(($1 - 1)) ev node ms rc=0 t0 back=0 back_ms waker=
