@@ -2,8 +2,8 @@
 # Fault: two fleet commands on one state at once: two applies (odd trials),
 # an apply and a destroy (even trials), the second started 0-300 ms after
 # the first. The state lock must let exactly one run: the other fails fast
-# (CONCURRENT_FAST_S) with exit 1 naming the holder (its pid and operation)
-# and changes nothing. Then the winner's result is checked: an apply's leaves
+# (CONCURRENT_FAST_S; the first too, when the second took the lock first)
+# with exit 1 naming the holder (its pid and operation) and runs no step. Then the winner's result is checked: an apply's leaves
 # no duplicate or leftover and converges (lib.sh); after a destroy, the up
 # apply converges.
 #   TRIALS=N bash tests/faults/concurrent.sh
@@ -14,6 +14,7 @@ trial_concurrent() {
   (($1 % 2 == 0)) && second=destroy
   scene_reset
   start_up_apply
+  local t1=$EPOCHREALTIME  # about when the first started (start_up_apply just ran)
   random_ms 300
   ms=$REPLY
   sleep_ms "$ms"
@@ -32,14 +33,21 @@ trial_concurrent() {
     awk -v t="$t2" -v m="$CONCURRENT_FAST_S" 'BEGIN{exit !(t <= m)}' ||
       fail "the $second that lost took ${t2} s to fail"
   elif [[ $rc1 == 1 && $rc2 == 0 ]]; then
-    loser=apply loser_log=$WORK/apply.log
+    loser=first-apply loser_log=$WORK/apply.log
+    # Its last write (the error) against its start: the first apply, beaten
+    # to the lock, must fail as fast as a second one.
+    awk -v a="$t1" -v b="$(date -r "$WORK/apply.log" +%s.%N)" -v m="$CONCURRENT_FAST_S" \
+      'BEGIN{exit !(b - a <= m)}' || fail "the first apply, which lost, took over $CONCURRENT_FAST_S s to fail"
   else
     fail "expected one command to succeed and one to fail: apply exited $rc1, $second exited $rc2"
   fi
   note "loser=$loser"
+  # The loser changed nothing: it ran no step.
+  ! grep -qE ': (Creating|Modifying|Replacing|Destroying)\.\.\.' "$loser_log" ||
+    fail "the $loser that lost ran a step: $(grep -m1 -E ': (Creating|Modifying|Replacing|Destroying)' "$loser_log")"
   grep -qE 'state is locked by .*\(.*\) since .*lock id' "$loser_log" ||
     fail "the $loser that lost does not name the lock holder: $(grep -m1 -i error "$loser_log")"
-  if [[ $loser == apply ]]; then  # the destroy ran: bring the fleet up again
+  if [[ $loser == first-apply ]]; then  # the second (a destroy) ran: bring the fleet up again
     apply_retrying || fail "the up apply after the destroy failed"
   fi
   check_clean
