@@ -370,14 +370,14 @@ calibrate() {
 # may set NOTE (appended to the trial's line) through $WORK/note. A trial
 # whose fault did not land (FUNC called `unlanded`) and that passed is not
 # counted: another runs in its place, up to FAULT_UNLANDED_MAX of them (a
-# third of TRIALS, at least 2), then the run fails. Each attempt seeds
+# third of TRIALS, at least 3), then the run fails. Each attempt seeds
 # RANDOM with FAULT_SEED + its number, so FAULT_SEED replays the choices.
 # Prints one line per trial and the summary line
 #   FAULT trials=N passed=P unlanded=U seed=S left=<what failing trials left, or ->
 # and returns 1 if a trial failed or too many did not land.
 run_trials() {
   local fault=$1 fn=$2 n=0 attempt=0 passed=0 unl=0 left=() t0 line
-  local max_unl=${FAULT_UNLANDED_MAX:-$((TRIALS / 3 > 2 ? TRIALS / 3 : 2))}
+  local max_unl=${FAULT_UNLANDED_MAX:-$((TRIALS / 3 > 3 ? TRIALS / 3 : 3))}
   while ((n < TRIALS)); do
     attempt=$((attempt + 1))
     t0=$SECONDS
