@@ -132,7 +132,7 @@ void from_json(const Json& j, ModelHoldings& h) {
   h = ModelHoldings();
   if (!j.is_object()) return;
   h.revision = j.value("revision", "");
-  h.files = j.value("files", size_t{0});
+  h.files = IntegerOr(j, "files", size_t{0});
   h.bytes = IntegerOr(j, "bytes", uint64_t{0});
   h.complete = j.value("complete", false);
   if (j.contains("layout")) h.layout = j["layout"].get<std::string>();

@@ -127,5 +127,13 @@ TEST(ModelAttrs, HoldingsAsThePlanShowsThem) {
   EXPECT_EQ(Json(j.get<ModelHoldings>()), j);
 }
 
+// The last value(key, size_t) of a count read back from JSON: 1e300 into a
+// size_t was the undefined cast the plan fuzzer found for the serial.
+TEST(ModelAttrs, HoldingsCountsOutOfRangeReadAsZero) {
+  const ModelHoldings h = Json::parse(R"({"files": 1e300, "bytes": -1})").get<ModelHoldings>();
+  EXPECT_EQ(h.files, 0u);
+  EXPECT_EQ(h.bytes, 0u);
+}
+
 }  // namespace
 }  // namespace fleet
