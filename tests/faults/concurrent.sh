@@ -15,9 +15,8 @@ trial_concurrent() {
   scene_reset
   start_up_apply
   local t1=$EPOCHREALTIME  # about when the first started (start_up_apply just ran)
-  random_ms 300
+  random_pause 300
   ms=$REPLY
-  sleep_ms "$ms"
   note "second=$second+${ms}ms"
   apply_alive || unlanded "the first apply had ended"
   t0=$EPOCHREALTIME

@@ -18,14 +18,12 @@ trial_kill9() {
   if [[ $moment == random ]]; then
     # Within the first 80 % of the calibrated apply: later, a slightly faster
     # apply has often ended (the harness then runs another trial).
-    random_ms $((UP_MS * 8 / 10))
+    random_pause $((UP_MS * 8 / 10))
     ms=$REPLY
-    sleep_ms "$ms"
     note "at=${ms}ms"
   elif node=$(wait_event "$moment" "$APPLY_PID"); then
-    random_ms 300
+    random_pause 300
     ms=$REPLY
-    sleep_ms "$ms"
     note "during=$moment@$node+${ms}ms"
   else
     unlanded "missed=$moment"

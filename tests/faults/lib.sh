@@ -351,6 +351,11 @@ start_up_apply() {
 # seed (run_trials) would not replay it.
 random_ms() { REPLY=$(((RANDOM * 32768 + RANDOM) % $1)); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN{printf "%.3f", m/1000}')"; }
+# random_pause MAX_MS: sleeps a random_ms MAX_MS; REPLY holds how long.
+random_pause() {
+  random_ms "$1"
+  sleep_ms "$REPLY"
+}
 
 # calibrate: one whole up apply, timed (UP_MS: how long a random moment may
 # be; 8 s when not calibrated)

@@ -14,9 +14,8 @@ trial_power() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    random_ms 200
+    random_pause 200
     ms=$REPLY
-    sleep_ms "$ms"
     apply_alive || unlanded "the apply had ended"
     "$SIM" crash "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash $node"
     note "crash=$ev@$node+${ms}ms"

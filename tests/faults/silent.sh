@@ -27,9 +27,8 @@ trial_silent() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    random_ms 200
+    random_pause 200
     ms=$REPLY
-    sleep_ms "$ms"
     apply_alive || unlanded "the apply had ended"
     "$SIM" crash-silent "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash-silent $node"
     note "silent-crash=$ev@$node+${ms}ms"

@@ -27,9 +27,8 @@ trial_sshcut() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    random_ms 200
+    random_pause 200
     ms=$REPLY
-    sleep_ms "$ms"
     note "cut=$ev@$node+${ms}ms"
     cut_sessions "$node"
   else

@@ -21,9 +21,8 @@ trial_stall() {
   scene_reset
   start_up_apply
   if node=$(wait_event "$ev" "$APPLY_PID"); then
-    random_ms 200
+    random_pause 200
     ms=$REPLY
-    sleep_ms "$ms"
     note "stop=$ev@$node+${ms}ms"
     if ! apply_alive; then
       unlanded "the apply had ended"
