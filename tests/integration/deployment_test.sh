@@ -203,23 +203,20 @@ expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not serving after the rename back"
 
 step "a port taken by another process is a plan error"
-python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
-HTTP_PID=$!
-# Listening before the plan (python's start-up takes seconds on a loaded machine).
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$((PORT + 1))/" && break; sleep 0.1; done
+hold_port 0
+TAKEN=$HELD_PORT
 repo ', "display_ram": "unlocked", "shared": true'
-python3 - "$REPO/fleet.yaml" "$PORT" <<'PY'
+python3 - "$REPO/fleet.yaml" "$TAKEN" <<'PY'
 import sys
 p, port = sys.argv[1], int(sys.argv[2])
 s = open(p).read()
 s += ('  other: {"recipe": "recipes/serve.toml", "nodes": ["dgx2"], "image": "bb", "model": "m", '
-      '"port": %d, "shared": true}\n' % (port + 1))
+      '"port": %d, "shared": true}\n' % port)
 open(p, "w").write(s)
 PY
 expect_rc 1 plan
-expect_out "port $((PORT + 1)) on dgx2 is already in use"
-kill $HTTP_PID
-wait $HTTP_PID 2>/dev/null || true
+expect_out "port $TAKEN on dgx2 is already in use"
+release_port
 repo ', "display_ram": "unlocked"'
 
 step "a missing image is an error, never a pull"

@@ -132,9 +132,7 @@ assert_converged
 scenario 4-errors
 repo "" --hostname dgx3=not-dgx3
 cap hostname-mismatch.txt 1 plan
-python3 -m http.server --bind 127.0.0.1 "$((PORT + 1))" >/dev/null 2>&1 &
-HTTP_PID=$!
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$((PORT + 1))/" && break; sleep 0.1; done
+hold_port $((PORT + 1))
 repo ""
 # Two serves on dgx2: shared on both (one serve per node otherwise).
 sed -i 's/^  serve: {/  serve: {"shared": true, /' "$REPO/fleet.yaml"
@@ -142,8 +140,7 @@ cat >>"$REPO/fleet.yaml" <<YAML
   other: {"recipe": "recipes/serve.toml", "nodes": ["dgx2"], "image": "bb", "model": "m", "port": $((PORT + 1)), "shared": true}
 YAML
 cap port-held.txt 1 plan
-kill $HTTP_PID
-wait $HTTP_PID 2>/dev/null || true
+release_port
 repo ""
 
 scenario 5-destroy

@@ -37,6 +37,30 @@ fail() {
 }
 step() { echo "== $(date +%T) $*"; }
 
+# hold_port PORT: a process of the controller's host listens on 127.0.0.1:PORT
+# (0: a port the kernel picks) until release_port or the test's end. Sets
+# HELD_PORT once it listens; waited for, never assumed (python's start-up
+# took over 10 s on a loaded CI machine, and a plan then saw the port free).
+hold_port() {
+  rm -f "$WORK/held-port"
+  python3 -c 'import os, socket, sys, time
+parent = os.getppid()
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+open(sys.argv[2] + ".tmp", "w").write(str(s.getsockname()[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+while os.getppid() == parent: time.sleep(1)' "$1" "$WORK/held-port" >/dev/null 2>&1 &
+  HELD_PID=$!
+  local _
+  for _ in $(seq 600); do [[ -s $WORK/held-port ]] && break; sleep 0.1; done
+  [[ -s $WORK/held-port ]] || fail "nothing listened on port $1 within 60 s"
+  HELD_PORT=$(<"$WORK/held-port")
+}
+release_port() {
+  kill "$HELD_PID" 2>/dev/null || true
+  wait "$HELD_PID" 2>/dev/null || true
+}
+
 # fleet with the test repo; output in $WORK/out and $WORK/err.
 fl() {
   local rc=0

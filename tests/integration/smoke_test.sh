@@ -161,7 +161,8 @@ repo
 
 step "the container stopped, another process of the node on its port: identity fails"
 on_node dgx1 "$(node_field dgx1 engine) stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
-for _ in $(seq 50); do curl -s -o /dev/null "$U1/" && break; sleep 0.1; done
+for _ in $(seq 600); do curl -s -o /dev/null "$U1/" && break; sleep 0.1; done
+curl -s -o /dev/null "$U1/" || fail "the impostor on dgx1 did not answer within 60 s"
 expect_rc 1 check a
 expect_out "fleet-a is not running on dgx1, yet a process there answers"
 on_node dgx1 'kill $(cat impostor.pid)'
