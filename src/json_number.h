@@ -35,16 +35,22 @@ inline std::optional<uint64_t> NonNegativeInteger(const nlohmann::json& v) {
   return JsonInteger<uint64_t>(v);
 }
 
-// `obj[key]` when it is an integer that T can hold, else `fallback` (the key
-// missing, null, of another type or out of range; `obj` not an object). The
-// drop-in for obj.value(key, fallback) where the JSON may be hostile: it
-// never throws and never converts out of range.
+// `obj[key]` when it is an integer that T can hold, else nullopt (the key
+// missing, null, of another type or out of range; `obj` not an object).
+template <class T>
+std::optional<T> OptionalInteger(const nlohmann::json& obj, const char* key) {
+  if (!obj.is_object()) return std::nullopt;
+  const auto it = obj.find(key);
+  if (it == obj.end()) return std::nullopt;
+  return JsonInteger<T>(*it);
+}
+
+// OptionalInteger or `fallback`. The drop-in for obj.value(key, fallback)
+// where the JSON may be hostile: it never throws and never converts out of
+// range.
 template <class T>
 T IntegerOr(const nlohmann::json& obj, const char* key, T fallback) {
-  if (!obj.is_object()) return fallback;
-  const auto it = obj.find(key);
-  if (it == obj.end()) return fallback;
-  return JsonInteger<T>(*it).value_or(fallback);
+  return OptionalInteger<T>(obj, key).value_or(fallback);
 }
 
 }  // namespace fleet

@@ -46,5 +46,15 @@ TEST(JsonNumberTest, IntegerOrFallsBackAndNeverThrows) {
   EXPECT_EQ(IntegerOr(json::array(), "port", 5), 5);
 }
 
+TEST(JsonNumberTest, OptionalIntegerTellsNotSetFromZero) {
+  const json j = json::parse(R"({"free": 0, "big": 18446744073709551616, "neg": -1, "none": null})");
+  EXPECT_EQ(OptionalInteger<uint64_t>(j, "free"), std::optional<uint64_t>(0));
+  EXPECT_FALSE(OptionalInteger<uint64_t>(j, "big"));  // 2^64: parsed as a double
+  EXPECT_FALSE(OptionalInteger<uint64_t>(j, "neg"));
+  EXPECT_FALSE(OptionalInteger<uint64_t>(j, "none"));
+  EXPECT_FALSE(OptionalInteger<uint64_t>(j, "missing"));
+  EXPECT_FALSE(OptionalInteger<uint64_t>(json("free"), "free"));
+}
+
 }  // namespace
 }  // namespace fleet

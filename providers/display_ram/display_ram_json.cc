@@ -1,16 +1,12 @@
 #include "providers/display_ram/display_ram_json.h"
 
+#include "src/json_number.h"
+
 namespace fleet {
 namespace {
 
 nlohmann::json OrNull(const std::optional<uint64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
-std::optional<uint64_t> NumberOrNone(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
-  return it->get<uint64_t>();
 }
 
 }  // namespace
@@ -69,12 +65,12 @@ void from_json(const nlohmann::json& j, DisplayRamRecord& v) {
   if (auto it = j.find("original"); it != j.end()) v.original = it->get<ModuleValues>();
   v.boot_id = j.value("boot_id", "");
   v.reloaded = j.contains("gpu_free_before_bytes");
-  v.gpu_free_before_bytes = NumberOrNone(j, "gpu_free_before_bytes");
+  v.gpu_free_before_bytes = OptionalInteger<uint64_t>(j, "gpu_free_before_bytes");
   v.read_back = j.contains("modeset");
   v.modeset = j.value("modeset", "");
   v.fbdev = j.value("fbdev", "");
   v.card0 = j.value("card0", false);
-  v.gpu_free_after_bytes = NumberOrNone(j, "gpu_free_after_bytes");
+  v.gpu_free_after_bytes = OptionalInteger<uint64_t>(j, "gpu_free_after_bytes");
 }
 
 void to_json(nlohmann::json& j, const DisplayRamStep& v) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "manifests/utf8.h"
+#include "src/json_number.h"
 
 namespace fleet {
 namespace {
@@ -27,18 +28,17 @@ bool GetOptUint(const json& obj, const char* key, const std::string& path,
   out->reset();
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return true;
-  if (!it->is_number_unsigned()) {
-    *error = path + key + ": expected a non-negative integer or null, got " +
-             Show(*it);
+  *out = NonNegativeInteger(*it);
+  if (!*out) {
+    *error = path + key + ": expected a non-negative integer or null, got " + Show(*it);
     return false;
   }
-  *out = it->get<uint64_t>();
   return true;
 }
 
 // Null or missing reads as "".
-bool GetOptString(const json& obj, const char* key, const std::string& path,
-                  std::string* out, std::string* error) {
+bool GetOptString(const json& obj, const char* key, const std::string& path, std::string* out,
+                  std::string* error) {
   out->clear();
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return true;
@@ -51,8 +51,8 @@ bool GetOptString(const json& obj, const char* key, const std::string& path,
 }
 
 // Null or missing reads as false.
-bool GetOptBool(const json& obj, const char* key, const std::string& path,
-                bool* out, std::string* error) {
+bool GetOptBool(const json& obj, const char* key, const std::string& path, bool* out,
+                std::string* error) {
   *out = false;
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return true;
@@ -64,28 +64,22 @@ bool GetOptBool(const json& obj, const char* key, const std::string& path,
   return true;
 }
 
-json OptUintJson(const std::optional<uint64_t>& v) {
-  return v ? json(*v) : json(nullptr);
-}
+json OptUintJson(const std::optional<uint64_t>& v) { return v ? json(*v) : json(nullptr); }
 
-json OptStringJson(const std::string& s) {
-  return s.empty() ? json(nullptr) : json(s);
-}
+json OptStringJson(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 // One GPU object; fleet-probe and GpuFactsToJson share its shape.
-bool GpuFromJson(const json& j, const std::string& path, GpuInfo* gpu,
-                 std::string* error) {
+bool GpuFromJson(const json& j, const std::string& path, GpuInfo* gpu, std::string* error) {
   if (!j.is_object()) {
     *error = path + ": expected an object";
     return false;
   }
-  const auto index = j.find("index");
-  if (index == j.end() || !index->is_number_integer() ||
-      index->get<int64_t>() < 0 || index->get<int64_t>() > 1'000'000) {
+  const std::optional<int> index = OptionalInteger<int>(j, "index");
+  if (!index || *index < 0 || *index > 1'000'000) {
     *error = path + ".index: expected a GPU index";
     return false;
   }
-  gpu->index = index->get<int>();
+  gpu->index = *index;
   const std::string p = path + ".";
   if (!GetOptString(j, "name", p, &gpu->name, error) ||
       !GetOptString(j, "uuid", p, &gpu->uuid, error) ||
@@ -149,8 +143,7 @@ json GpuToJson(const GpuInfo& gpu) {
   if (gpu.processes_known) {
     processes = json::array();
     for (const GpuProcess& p : gpu.processes) {
-      processes.push_back(
-          {{"pid", p.pid}, {"used_bytes", OptUintJson(p.used_bytes)}});
+      processes.push_back({{"pid", p.pid}, {"used_bytes", OptUintJson(p.used_bytes)}});
     }
   }
   return {{"index", gpu.index},
@@ -173,8 +166,7 @@ bool GpusFromJson(const json& j, GpuFacts* facts, std::string* error) {
   }
   for (size_t i = 0; i < gpus->size(); ++i) {
     GpuInfo gpu;
-    if (!GpuFromJson((*gpus)[i], "gpus[" + std::to_string(i) + "]", &gpu,
-                     error)) {
+    if (!GpuFromJson((*gpus)[i], "gpus[" + std::to_string(i) + "]", &gpu, error)) {
       return false;
     }
     facts->gpus.push_back(std::move(gpu));
@@ -189,10 +181,8 @@ bool HostFromJson(const json& j, GpuFacts* facts, std::string* error) {
     *error = "host: expected an object";
     return false;
   }
-  return GetOptUint(*host, "mem_total_bytes", "host.",
-                    &facts->host_mem_total_bytes, error) &&
-         GetOptUint(*host, "mem_available_bytes", "host.",
-                    &facts->host_mem_available_bytes, error);
+  return GetOptUint(*host, "mem_total_bytes", "host.", &facts->host_mem_total_bytes, error) &&
+         GetOptUint(*host, "mem_available_bytes", "host.", &facts->host_mem_available_bytes, error);
 }
 
 // ---------------------------------------------------------------------------
@@ -245,8 +235,7 @@ uint64_t TenthsOfGib(uint64_t bytes) {
 }
 
 std::string FormatTenths(uint64_t tenths) {
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) +
-         " GiB";
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GiB";
 }
 
 std::string Gib(uint64_t bytes) { return FormatTenths(TenthsOfGib(bytes)); }
@@ -268,8 +257,8 @@ std::string FreeSourceNote(const GpuInfo& gpu) {
 }
 
 std::string GpuLabel(const GpuInfo& gpu) {
-  std::string label = "GPU " + std::to_string(gpu.index) + " (" +
-                      (gpu.name.empty() ? "name unknown" : gpu.name);
+  std::string label =
+      "GPU " + std::to_string(gpu.index) + " (" + (gpu.name.empty() ? "name unknown" : gpu.name);
   if (gpu.unified_memory) label += ", unified";
   return label + ")";
 }
@@ -287,8 +276,7 @@ std::string UnknownReason(const GpuFacts& facts, const GpuInfo& gpu) {
 Verdict Judge(const GpuFacts& facts, const GpuInfo& gpu, uint64_t need_bytes) {
   Verdict v;
   if (!gpu.memory_free_bytes) {
-    v.text = GpuLabel(gpu) + " free memory is unknown (" +
-             UnknownReason(facts, gpu) + ")";
+    v.text = GpuLabel(gpu) + " free memory is unknown (" + UnknownReason(facts, gpu) + ")";
     return v;
   }
   // Unified memory (GB10) too is decided on CUDA's free figure, not on the
@@ -307,12 +295,10 @@ Verdict Judge(const GpuFacts& facts, const GpuInfo& gpu, uint64_t need_bytes) {
   if (gpu.memory_total_bytes) v.text += " of " + Gib(*gpu.memory_total_bytes);
   v.text += FreeSourceNote(gpu);
   if (v.fits) {
-    v.text += free > need
-                  ? ": fits with " + FormatTenths(free - need) + " to spare"
-                  : ": fits with under 0.1 GiB to spare";
+    v.text += free > need ? ": fits with " + FormatTenths(free - need) + " to spare"
+                          : ": fits with under 0.1 GiB to spare";
   } else {
-    v.text += need > free ? ": short by " + FormatTenths(need - free)
-                          : ": short by under 0.1 GiB";
+    v.text += need > free ? ": short by " + FormatTenths(need - free) : ": short by under 0.1 GiB";
   }
   if (gpu.unified_memory && facts.host_mem_available_bytes &&
       gpu.memory_free_source != "host MemAvailable") {
@@ -348,8 +334,8 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error) {
     return false;
   }
   if (version->get<int64_t>() != 1) {
-    *error = "probe_version " + Show(*version) +
-             " is not supported (this fleet reads 1): update fleet";
+    *error =
+        "probe_version " + Show(*version) + " is not supported (this fleet reads 1): update fleet";
     return false;
   }
   GpuFacts facts;
@@ -380,15 +366,13 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error) {
   }
   if (facts.gpus.empty()) {
     facts.note =
-        "no GPU: " + (cuda_error.empty() ? std::string("CUDA reports no device")
-                                         : cuda_error);
+        "no GPU: " + (cuda_error.empty() ? std::string("CUDA reports no device") : cuda_error);
   }
   *out = std::move(facts);
   return true;
 }
 
-bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
-                       std::string* error) {
+bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out, std::string* error) {
   GpuFacts facts;
   facts.source = "nvidia-smi";
   std::string unknown_value;  // the first [N/A]-like memory figure
@@ -398,8 +382,7 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
   while (!rest.empty()) {
     const size_t eol = rest.find('\n');
     const std::string_view line = Trim(rest.substr(0, eol));
-    rest = eol == std::string_view::npos ? std::string_view()
-                                         : rest.substr(eol + 1);
+    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
     ++line_number;
     if (line.empty()) continue;
     if (line == "No devices were found") {
@@ -413,35 +396,30 @@ bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
       if (comma == std::string_view::npos) break;
       l.remove_prefix(comma + 1);
     }
-    const std::string where =
-        "nvidia-smi output line " + std::to_string(line_number);
+    const std::string where = "nvidia-smi output line " + std::to_string(line_number);
     if (fields.size() != 6) {
       *error = where +
                ": expected 6 fields (index, name, uuid, memory.total, "
                "memory.free, driver_version), got " +
-               std::to_string(fields.size()) + ": \"" + std::string(line) +
-               "\"";
+               std::to_string(fields.size()) + ": \"" + std::string(line) + "\"";
       return false;
     }
     GpuInfo gpu;
     uint64_t index = 0;
     if (!ParseUint(fields[0], &index) || index > 1'000'000) {
-      *error =
-          where + ": index \"" + std::string(fields[0]) + "\" is not a number";
+      *error = where + ": index \"" + std::string(fields[0]) + "\" is not a number";
       return false;
     }
     gpu.index = static_cast<int>(index);
     if (!IsBracketed(fields[1])) gpu.name = fields[1];
     if (!IsBracketed(fields[2])) gpu.uuid = fields[2];
     const std::pair<const char*, std::optional<uint64_t>*> memory[] = {
-        {"memory.total", &gpu.memory_total_bytes},
-        {"memory.free", &gpu.memory_free_bytes}};
+        {"memory.total", &gpu.memory_total_bytes}, {"memory.free", &gpu.memory_free_bytes}};
     for (size_t k = 0; k < 2; ++k) {
       const std::string_view value = fields[3 + k];
       uint64_t mib = 0;
       if (IsBracketed(value)) {
-        gpu.errors.push_back("nvidia-smi reports " +
-                             std::string(memory[k].first) + " as " +
+        gpu.errors.push_back("nvidia-smi reports " + std::string(memory[k].first) + " as " +
                              std::string(value));
         if (unknown_value.empty()) unknown_value = value;
       } else if (ParseUint(value, &mib) && mib <= UINT64_MAX / kMiB) {
@@ -498,19 +476,16 @@ bool GpuFactsFromJson(const json& j, GpuFacts* out, std::string* error) {
       !HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error)) {
     return false;
   }
-  if (facts.source != "fleet-probe" && facts.source != "nvidia-smi" &&
-      facts.source != "none") {
-    *error =
-        "source: expected \"fleet-probe\", \"nvidia-smi\" or \"none\", got \"" +
-        facts.source + "\"";
+  if (facts.source != "fleet-probe" && facts.source != "nvidia-smi" && facts.source != "none") {
+    *error = "source: expected \"fleet-probe\", \"nvidia-smi\" or \"none\", got \"" + facts.source +
+             "\"";
     return false;
   }
   *out = std::move(facts);
   return true;
 }
 
-BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes,
-                               int gpu_index) {
+BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes, int gpu_index) {
   BudgetAnswer answer;
   const std::string needs = "needs " + Gib(need_bytes);
   if (facts.source == "none" || facts.source.empty()) {
@@ -520,8 +495,8 @@ BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes,
   }
   answer.known = true;
   if (facts.gpus.empty()) {
-    answer.explanation = needs + ", but the node has no GPU" +
-                         (facts.note.empty() ? "" : " (" + facts.note + ")");
+    answer.explanation =
+        needs + ", but the node has no GPU" + (facts.note.empty() ? "" : " (" + facts.note + ")");
     return answer;
   }
 
@@ -535,20 +510,18 @@ BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes,
       have += (have.empty() ? "" : ", ") + std::to_string(gpu.index);
     }
     answer.explanation = needs + " on GPU " + std::to_string(gpu_index) +
-                         ", but the node has no GPU " +
-                         std::to_string(gpu_index) + " (it has " + have + ")";
+                         ", but the node has no GPU " + std::to_string(gpu_index) + " (it has " +
+                         have + ")";
     return answer;
   }
 
   std::vector<Verdict> verdicts;
   const Verdict* best = nullptr;  // the fitting GPU with the most free memory
   bool all_known = true;
-  for (const GpuInfo* gpu : candidates)
-    verdicts.push_back(Judge(facts, *gpu, need_bytes));
+  for (const GpuInfo* gpu : candidates) verdicts.push_back(Judge(facts, *gpu, need_bytes));
   for (const Verdict& v : verdicts) {
     all_known = all_known && v.known;
-    if (v.fits && (best == nullptr || v.free_bytes > best->free_bytes))
-      best = &v;
+    if (v.fits && (best == nullptr || v.free_bytes > best->free_bytes)) best = &v;
   }
   if (best != nullptr) {
     answer.fits = true;
