@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <sstream>
 
@@ -199,6 +201,17 @@ std::optional<SnapshotEntry> ParseEntryRecord(const std::string& rest) {
 
 }  // namespace
 
+StagingLock ParseStagingLockOwner(const std::string& line) {
+  StagingLock l;
+  l.owner = line;
+  std::istringstream o(line);
+  std::string pid, since;
+  o >> pid >> l.host >> l.boot_id >> since >> l.controller;
+  l.pid = static_cast<long>(std::min<uint64_t>(ToU64(pid), std::numeric_limits<long>::max()));
+  l.since = static_cast<int64_t>(std::min<uint64_t>(ToU64(since), INT64_MAX));
+  return l;
+}
+
 HubProbe ParseHubProbe(const std::string& output) {
   HubProbe p;
   std::map<std::string, uint64_t> sizes;
@@ -243,13 +256,7 @@ HubProbe ParseHubProbe(const std::string& output) {
     } else if (k == "now") {
       p.now = static_cast<int64_t>(ToU64(rest));
     } else if (k == "lock") {
-      StagingLock l;
-      l.owner = rest;
-      std::istringstream o(rest);
-      std::string since;
-      o >> l.pid >> l.host >> l.boot_id >> since;
-      l.since = static_cast<int64_t>(ToU64(since));
-      p.lock = l;
+      p.lock = ParseStagingLockOwner(rest);
     } else if (k == "lockalive") {
       if (p.lock) p.lock->pid_alive = true;
     } else if (k == "df") {
@@ -349,6 +356,7 @@ Json HubProbe::ToJson() const {
     j["lock"] = {{"owner", lock->owner}, {"pid", lock->pid},
                  {"host", lock->host},   {"boot_id", lock->boot_id},
                  {"since", lock->since}, {"pid_alive", lock->pid_alive}};
+  if (lock && !lock->controller.empty()) j["lock"]["controller"] = lock->controller;
   Json st = Json::object();
   for (const auto& [name, d] : stores) st[name] = DiskToJson(d);
   j["stores"] = st;
@@ -407,6 +415,7 @@ HubProbe HubProbe::FromJson(const Json& j) {
     lock.boot_id = l.value("boot_id", "");
     lock.since = IntegerOr(l, "since", int64_t{0});
     lock.pid_alive = l.value("pid_alive", false);
+    lock.controller = l.value("controller", "");
     p.lock = lock;
   }
   if (j.contains("stores") && j["stores"].is_object())

@@ -58,15 +58,22 @@ struct IncompleteBlob {
 };
 
 // The staging lock fleet holds on a node while it writes a model
-// (<cache>/.fleet-staging-<dir>.lock/owner: "pid host boot_id start").
+// (<cache>/.fleet-staging-<dir>.lock/owner: "pid host boot_id start
+// controller").
 struct StagingLock {
   std::string owner;  // the raw owner line
-  long pid = 0;
+  long pid = 0;       // the keeper shell's, on `host`
   std::string host;
   std::string boot_id;
   int64_t since = 0;
+  // The fleet process the keeper works for: ThisControllerId() of it. Empty
+  // in a lock an older fleet took.
+  std::string controller;
   bool pid_alive = false;  // kill -0 on the probed node
 };
+
+// The fields of an owner line; missing or malformed ones stay unset.
+StagingLock ParseStagingLockOwner(const std::string& line);
 
 struct DiskFree {
   bool known = false;

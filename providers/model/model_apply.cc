@@ -319,7 +319,7 @@ Status ModelStaging::TakeLock() {
       StagingLockHolder::Acquire(std::move(keeper.value()), loc_.cache, loc_.repo, &took);
   if (!l.ok()) return Status::Error(where_ + ": " + l.status().message());
   lock_ = std::move(l.value());
-  if (!took.empty()) Say("took over a stale staging lock (" + took + ": not running)");
+  if (!took.empty()) Say("took over a stale staging lock (" + took + ")");
   return Status::OK();
 }
 

@@ -292,7 +292,7 @@ TEST(ModelProvider, LegacyLayoutLocksAndDestroy) {
   f.actual["model.qwen@dgx5"] = Actual(Probe());
   HubProbe legacy = Probe();
   legacy.layout = "legacy";
-  legacy.lock = StagingLock{"77 dgx2 boot 1700000000", 77, "dgx2", "boot", 1700000000, true};
+  legacy.lock = StagingLock{"77 dgx2 boot 1700000000", 77, "dgx2", "boot", 1700000000, "", true};
   f.actual["model.qwen@dgx2"] = Actual(legacy);
   ResourceRecord rec = RecordOf("model.qwen@dgx2", Probe());
   PlanChange c = f.Diff("model.qwen@dgx2", &rec);
@@ -326,7 +326,7 @@ TEST(ModelProvider, CompleteModelWithAStaleLockRemovesIt) {
   Fixture f;
   f.actual["model.qwen@dgx5"] = Actual(Probe());
   HubProbe here = Probe();
-  here.lock = StagingLock{"77 dgx2 boot 1700000000", 77, "dgx2", "boot", 1700000000, false};
+  here.lock = StagingLock{"77 dgx2 boot 1700000000", 77, "dgx2", "boot", 1700000000, "", false};
   f.actual["model.qwen@dgx2"] = Actual(here);
   ResourceRecord rec = RecordOf("model.qwen@dgx2", Probe());
   PlanChange c = f.Diff("model.qwen@dgx2", &rec);
@@ -347,7 +347,7 @@ TEST(ModelProvider, CompleteModelWithAStaleLockRemovesIt) {
   c = f.Diff("model.qwen@dgx2", &rec);
   EXPECT_EQ(c.action, Action::kNoop);
   EXPECT_FALSE(c.detail.contains("clear_stale_lock"));
-  here.lock = StagingLock{"77 dgx9 boot 1700000000", 77, "dgx9", "boot", 1700000000, false};
+  here.lock = StagingLock{"77 dgx9 boot 1700000000", 77, "dgx9", "boot", 1700000000, "", false};
   f.actual["model.qwen@dgx2"] = Actual(here);
   EXPECT_EQ(f.Diff("model.qwen@dgx2", &rec).action, Action::kNoop);
 }

@@ -3,8 +3,8 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
-#include <sstream>
 
+#include "src/process_identity.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -21,16 +21,6 @@ std::string UtcTime(int64_t t) {
   return buf;
 }
 
-StagingLock ParseOwner(const std::string& line) {
-  StagingLock l;
-  l.owner = line;
-  std::istringstream in(line);
-  std::string since;
-  in >> l.pid >> l.host >> l.boot_id >> since;
-  l.since = since.empty() ? 0 : std::atoll(since.c_str());
-  return l;
-}
-
 }  // namespace
 
 std::string StagingLockPath(const std::string& cache, const std::string& repo) {
@@ -39,8 +29,13 @@ std::string StagingLockPath(const std::string& cache, const std::string& repo) {
 
 std::string DescribeLockOwner(const StagingLock& lock) {
   if (lock.owner.empty()) return "staging in progress (lock without an owner yet)";
-  return "staging in progress by pid " + std::to_string(lock.pid) + " on " + lock.host + " since " +
-         UtcTime(lock.since);
+  std::string by = "staging in progress by pid " + std::to_string(lock.pid) + " on " + lock.host +
+                   " since " + UtcTime(lock.since);
+  if (size_t a = lock.controller.find('/'), b = lock.controller.find('/', a + 1);
+      a != std::string::npos && b != std::string::npos)
+    by += " for fleet pid " + lock.controller.substr(a + 1, b - a - 1) + " on " +
+          lock.controller.substr(0, a);
+  return by;
 }
 
 struct StagingLockHolder::Shared {
@@ -54,18 +49,23 @@ struct StagingLockHolder::Shared {
   std::string error;  // transport error or the keeper's stderr
 };
 
-Result<std::unique_ptr<StagingLockHolder>> StagingLockHolder::Acquire(
-    std::unique_ptr<Transport> keeper, const std::string& cache, const std::string& repo,
-    std::string* took_over) {
-  using R = Result<std::unique_ptr<StagingLockHolder>>;
-  const std::string lock_path = StagingLockPath(cache, repo);
-  Status c = keeper->Connect();
-  if (!c.ok()) return c;
-  const std::string script = "c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) + "\n" +
-                             R"SH(mkdir -p -- "$c" || exit 3
+namespace {
+
+// The keeper: takes the lock with mkdir (or takes over a stale one), prints
+// "acquired\tOWNER\tTOOK" or "held\tOWNER", then lives until the lock goes
+// or its channel closes. `takeover`: an owner line whose fleet process the
+// controller found gone; a lock still held under exactly that line has its
+// keeper ended first (its trap would remove the lock under us otherwise).
+std::string KeeperScript(const std::string& cache, const std::string& lock_path,
+                         const std::string& controller, const std::string& takeover) {
+  return "c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) +
+         "; ctl=" + ShellQuote(controller) + "; t=" + ShellQuote(takeover) + "\n" +
+         R"SH(mkdir -p -- "$c" || exit 3
 b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); [ -n "$b" ] || b=-
 h=$(uname -n)
-me="$$ $h $b $(date +%s)"
+me="$$ $h $b $(date +%s) $ctl"
+# alive PID: running and not a zombie.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //; s/ .*//' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 took=
 if ! e=$(mkdir -- "$l" 2>&1); then
   # Not there and not made: no write access (a store another node's user owns).
@@ -81,10 +81,16 @@ if ! e=$(mkdir -- "$l" 2>&1); then
   set -- $o
   if [ -z "$o" ]; then
     [ -n "$(find "$l" -maxdepth 0 -mmin +1 2>/dev/null)" ] && stale=1
-  elif [ "$2" = "$h" ] && { [ "$3" != "$b" ] || [ ! -d "/proc/$1" ]; }; then
+  elif [ "$2" = "$h" ] && { [ "$3" != "$b" ] || ! alive "$1"; }; then
     stale=1
+  elif [ -n "$t" ] && [ "$o" = "$t" ] && [ "$2" = "$h" ]; then
+    kill -TERM "$1" 2>/dev/null; i=0
+    while alive "$1" && [ $i -lt 50 ]; do i=$((i+1)); sleep 0.1; done
+    alive "$1" || stale=1
   fi
-  if [ -n "$stale" ] && mv -- "$l" "$l.stale.$$" 2>/dev/null && mkdir -- "$l" 2>/dev/null; then
+  # (The ended keeper's trap may have removed the lock already: then mkdir.)
+  if [ -n "$stale" ] && { { mv -- "$l" "$l.stale.$$" 2>/dev/null && mkdir -- "$l" 2>/dev/null; } ||
+                          mkdir -- "$l" 2>/dev/null; }; then
     rm -rf -- "$l.stale.$$"; took=${o:-"(no owner)"}
   else
     printf 'held\t%s\n' "$o"; exit 75
@@ -95,13 +101,15 @@ printf '%s\n' "$me" > "$l/owner.tmp" && mv -f -- "$l/owner.tmp" "$l/owner"
 printf 'acquired\t%s\t%s\n' "$me" "$took"
 while [ -d "$l" ]; do sleep 1 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n' || exit 0; done
 )SH";
+}
 
-  std::unique_ptr<StagingLockHolder> h(new StagingLockHolder());
-  h->shared_ = std::make_shared<Shared>();
-  h->keeper_ = std::move(keeper);
-  std::shared_ptr<Shared> sh = h->shared_;
-  Transport* t = h->keeper_.get();
-  h->thread_ = std::thread([sh, t, script] {
+}  // namespace
+
+std::string StagingLockHolder::Start(const std::string& script) {
+  shared_ = std::make_shared<Shared>();
+  std::shared_ptr<Shared> sh = shared_;
+  Transport* t = keeper_.get();
+  thread_ = std::thread([sh, t, script] {
     Result<CommandResult> r = t->RunStreaming(script, [sh](std::string_view chunk) {
       std::lock_guard<std::mutex> l(sh->mu);
       if (!sh->answered) {
@@ -125,33 +133,52 @@ while [ -d "$l" ]; do sleep 1 </dev/null >/dev/null 2>&1 & wait $!; printf '.\n'
     sh->answered = true;
     sh->cv.notify_all();
   });
+  std::unique_lock<std::mutex> l(sh->mu);
+  sh->cv.wait(l, [&] { return sh->answered; });
+  return sh->first_line;
+}
 
-  std::string first;
-  {
-    std::unique_lock<std::mutex> l(sh->mu);
-    sh->cv.wait(l, [&] { return sh->answered; });
-    first = sh->first_line;
-  }
-  if (first.rfind("acquired\t", 0) == 0) {
-    std::string rest = first.substr(9);
-    size_t tab = rest.find('\t');
-    h->owner_ = ParseOwner(rest.substr(0, tab));
-    if (took_over) *took_over = tab == std::string::npos ? "" : rest.substr(tab + 1);
-    return R(std::move(h));
-  }
-  h->thread_.join();
-  h->released_ = true;
-  if (first.rfind("held\t", 0) == 0)
-    return R::Error(DescribeLockOwner(ParseOwner(first.substr(5))) + " (lock " + lock_path +
-                    " on " + h->keeper_->Describe() +
+Result<std::unique_ptr<StagingLockHolder>> StagingLockHolder::Acquire(
+    std::unique_ptr<Transport> keeper, const std::string& cache, const std::string& repo,
+    std::string* took_over) {
+  using R = Result<std::unique_ptr<StagingLockHolder>>;
+  const std::string lock_path = StagingLockPath(cache, repo);
+  Status c = keeper->Connect();
+  if (!c.ok()) return c;
+  std::unique_ptr<StagingLockHolder> h(new StagingLockHolder());
+  h->keeper_ = std::move(keeper);
+  std::string takeover, gone;  // a dead controller's owner line, and why
+  for (;;) {
+    const std::string first =
+        h->Start(KeeperScript(cache, lock_path, ThisControllerId(), takeover));
+    if (first.rfind("acquired\t", 0) == 0) {
+      std::string rest = first.substr(9);
+      size_t tab = rest.find('\t');
+      h->owner_ = ParseStagingLockOwner(rest.substr(0, tab));
+      std::string took = tab == std::string::npos ? "" : rest.substr(tab + 1);
+      if (took_over)
+        *took_over = took.empty() ? "" : took + (took == takeover ? gone : ": not running");
+      return R(std::move(h));
+    }
+    h->thread_.join();
+    if (first.rfind("held\t", 0) != 0) break;
+    const StagingLock held = ParseStagingLockOwner(first.substr(5));
+    // The keeper of a controller killed a moment ago lives until its next
+    // heartbeat fails; this host can tell that controller is gone at once.
+    if (takeover.empty() && !held.controller.empty() && ControllerIsGone(held.controller)) {
+      takeover = held.owner;
+      gone = ": its fleet process (" + held.controller + ") is gone";
+      continue;
+    }
+    h->released_ = true;
+    return R::Error(DescribeLockOwner(held) + " (lock " + lock_path + " on " +
+                    h->keeper_->Describe() +
                     "); not starting a duplicate. Run apply again when it is done; if that "
                     "process is gone for good, remove the lock folder");
-  std::string err;
-  {
-    std::lock_guard<std::mutex> l(sh->mu);
-    err = sh->error;
   }
-  return R::Error("cannot take the staging lock " + lock_path + ": " + err);
+  h->released_ = true;
+  std::lock_guard<std::mutex> l(h->shared_->mu);
+  return R::Error("cannot take the staging lock " + lock_path + ": " + h->shared_->error);
 }
 
 Status StagingLockHolder::Release(Transport* control) {

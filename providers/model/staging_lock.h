@@ -2,15 +2,17 @@
 // and operators (the log's duplicate download started beside a running one).
 //
 // <cache>/.fleet-staging-models--org--name.lock/ is created atomically with
-// mkdir by a keeper shell on the node, which writes "pid host boot_id start"
-// into owner and lives as long as the staging: the controller holds its
+// mkdir by a keeper shell on the node, which writes "pid host boot_id start
+// controller" into owner (controller: ThisControllerId() of the fleet
+// process) and lives as long as the staging: the controller holds its
 // channel open. When the controller dies the channel closes, the keeper's
-// next heartbeat (one a second: a re-apply right after a kill -9 of fleet
-// would otherwise find the dead run's lock held for up to the interval)
-// fails and its trap removes the lock; when the node dies the
-// lock stays, and a later apply finds its pid gone (or the boot id changed)
-// and takes it over, saying so. A lock held from another host (a shared
-// store) cannot be checked from here and is never taken over.
+// next heartbeat (one a second) fails and its trap removes the lock. Until
+// then the controller's host can already tell it is gone: a re-apply from
+// there (right after a kill -9 of fleet) ends that keeper and takes the lock
+// at once. When the node dies the lock stays, and a later apply finds its pid
+// gone (or the boot id changed) and takes it over, saying so. A lock held
+// from another host (a shared store) whose controller lives elsewhere cannot
+// be checked from here and is never taken over.
 #ifndef FLEET_PROVIDERS_MODEL_STAGING_LOCK_H_
 #define FLEET_PROVIDERS_MODEL_STAGING_LOCK_H_
 
@@ -34,8 +36,10 @@ class StagingLockHolder {
  public:
   // Takes the lock through `keeper`, a transport used for nothing else
   // (its one command lasts until Release). On success `*took_over` holds the
-  // stale owner line replaced, if any. When another live process holds it:
-  // an error "staging in progress by pid N on H since T (lock PATH)".
+  // stale owner line replaced and why it was stale, if any. A lock whose
+  // keeper still runs for a fleet process of this host that is gone (killed
+  // a moment ago) is taken over at once. When another live process holds
+  // it: an error "staging in progress by pid N on H since T (lock PATH)".
   static Result<std::unique_ptr<StagingLockHolder>> Acquire(std::unique_ptr<Transport> keeper,
                                                             const std::string& cache,
                                                             const std::string& repo,
@@ -50,6 +54,9 @@ class StagingLockHolder {
 
  private:
   StagingLockHolder() = default;
+  // Runs `script` on keeper_ in thread_ and returns its first line ("" when
+  // it ended without one: shared_->error says why).
+  std::string Start(const std::string& script);
   struct Shared;
   std::shared_ptr<Shared> shared_;
   std::unique_ptr<Transport> keeper_;

@@ -3,13 +3,15 @@
 # to two nodes, a model staged on two nodes, a display RAM module reload and
 # a serve start; tests/faults/lib.sh). Trials rotate through the moments:
 # uniform over the apply's calibrated length, during a copy (an image load
-# or a model file being written on a target), during the module reload,
-# during the container start. After each kill the invariants of lib.sh are
+# or a model file being written on a target), during a model's staging
+# (its staging lock held: the re-apply must take the dead controller's lock
+# over at once, not wait for its keeper to notice), during the module
+# reload, during the container start. After each kill the invariants of lib.sh are
 # checked: the state lost nothing and holds every step fleet said was
 # complete, an unlocked display is recorded, and a re-apply leaves no
 # duplicate or leftover and converges.
 #   TRIALS=N bash tests/faults/kill9.sh
-KILL9_MOMENTS=(random copy reload start)
+KILL9_MOMENTS=(random copy stage reload start)
 
 trial_kill9() {
   local moment=${KILL9_MOMENTS[$((($1 - 1) % ${#KILL9_MOMENTS[@]}))]} node ms

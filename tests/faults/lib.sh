@@ -329,6 +329,8 @@ power_back_and_recover() {
 recover_and_check() {
   apply_retrying || fail "the re-apply failed after $RETRIES retries"
   [[ $RETRIES == 0 ]] || note "re-apply-retries=$RETRIES ($RETRY_WHY)"
+  # A dead controller's staging lock whose keeper still ran, taken over at once.
+  grep -q "its fleet process (.*) is gone" "$WORK/out" && note "took-over-lock"
   check_clean
   assert_converged
 }
