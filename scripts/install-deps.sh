@@ -16,6 +16,8 @@ packages=(
   postgresql postgresql-client
   # scripts/check-code-shape.sh (the code_shape_test)
   universal-ctags
+  # tests/faults/concurrent.sh: the losing command's file calls, traced
+  strace
   # fuzzing (fuzz/, bench/fuzz.sh, fuzz_replay_test): clang with libFuzzer, ASan, UBSan
   clang-16 libclang-rt-16-dev libfuzzer-16-dev
 )

@@ -3,24 +3,44 @@
 # an apply and a destroy (even trials), the second started 0-300 ms after
 # the first. The state lock must let exactly one run: the other fails fast
 # (CONCURRENT_FAST_S; the first too, when the second took the lock first)
-# with exit 1 naming the holder (its pid and operation) and runs no step. Then the winner's result is checked: an apply's leaves
+# with exit 1 naming the holder (its pid and operation), runs no step and
+# writes nothing of the state: both commands run under strace, and the
+# loser's successful file calls on the state folder may only open the lock
+# file (and read). Then the winner's result is checked: an apply's leaves
 # no duplicate or leftover and converges (lib.sh); after a destroy, the up
 # apply converges.
 #   TRIALS=N bash tests/faults/concurrent.sh
 CONCURRENT_FAST_S=${CONCURRENT_FAST_S:-10}
+# Only these calls stop the traced process (seccomp filter): cheap enough
+# not to change who wins. -y names the file behind an fd (ftruncate, fchmod).
+TRACE=(strace -f -qq -y --seccomp-bpf -e status=successful
+  -e trace=openat,open,creat,rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,truncate,ftruncate,fchmod,chmod,fchmodat)
+
+# state_writes TRACE...: the traced calls that changed something in the state
+# folder: all but opening the lock file (every command does, to flock it)
+# and read-only opens.
+state_writes() {
+  local dir
+  dir=$(dirname "$(state_file)")
+  grep -hF "$dir/" "$@" | grep -vE 'open(at)?\(.*O_RDONLY' |
+    grep -vE "open(at)?\(.*/$(basename "$(state_file)").lock\", O_RDWR\|O_CREAT\|O_CLOEXEC, 0600\)" || true
+}
 
 trial_concurrent() {
-  local second=apply ms t0 rc1=0 rc2=0 pid2 loser= loser_log
+  local second=apply ms t0 rc1=0 rc2=0 pid2 loser= loser_log loser_trace writes
   (($1 % 2 == 0)) && second=destroy
   scene_reset
+  APPLY_WRAP=("${TRACE[@]}" -o "$WORK/trace.first")
   start_up_apply
+  APPLY_WRAP=()
   local t1=$EPOCHREALTIME  # about when the first started (start_up_apply just ran)
   random_pause 300
   ms=$REPLY
   note "second=$second+${ms}ms"
   apply_alive || unlanded "the first apply had ended"
   t0=$EPOCHREALTIME
-  "$FLEET" -C "$REPO" --no-color "$second" --auto-approve >"$WORK/second.log" 2>&1 </dev/null &
+  "${TRACE[@]}" -o "$WORK/trace.second" \
+    "$FLEET" -C "$REPO" --no-color "$second" --auto-approve >"$WORK/second.log" 2>&1 </dev/null &
   pid2=$!
   wait_apply "$pid2" "$FAULT_APPLY_LIMIT" || rc2=$?
   local t2
@@ -28,11 +48,11 @@ trial_concurrent() {
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc1=$?
   [[ $rc1 != 124 && $rc2 != 124 ]] || fail "a command hung (apply $rc1, $second $rc2)"
   if [[ $rc1 == 0 && $rc2 == 1 ]]; then
-    loser=$second loser_log=$WORK/second.log
+    loser=$second loser_log=$WORK/second.log loser_trace=$WORK/trace.second
     awk -v t="$t2" -v m="$CONCURRENT_FAST_S" 'BEGIN{exit !(t <= m)}' ||
       fail "the $second that lost took ${t2} s to fail"
   elif [[ $rc1 == 1 && $rc2 == 0 ]]; then
-    loser=first-apply loser_log=$WORK/apply.log
+    loser=first-apply loser_log=$WORK/apply.log loser_trace=$WORK/trace.first
     # Its last write (the error) against its start: the first apply, beaten
     # to the lock, must fail as fast as a second one.
     awk -v a="$t1" -v b="$(date -r "$WORK/apply.log" +%s.%N)" -v m="$CONCURRENT_FAST_S" \
@@ -44,6 +64,13 @@ trial_concurrent() {
   # The loser changed nothing: it ran no step.
   ! grep -qE ': (Creating|Modifying|Replacing|Destroying)\.\.\.' "$loser_log" ||
     fail "the $loser that lost ran a step: $(grep -m1 -E ': (Creating|Modifying|Replacing|Destroying)' "$loser_log")"
+  # ... and wrote nothing of the state (the winner's trace shows the check
+  # sees writes: it saved the state).
+  [[ -s $loser_trace ]] || fail "no trace of the $loser that lost ($loser_trace)"
+  writes=$(state_writes "$loser_trace")
+  [[ -z $writes ]] || fail "the $loser that lost wrote in the state folder: $(head -3 <<<"$writes")"
+  [[ -n $(state_writes "$WORK/trace.first" "$WORK/trace.second") ]] ||
+    fail "neither trace shows a state write: the check would see none"
   grep -qE 'state is locked by .*\(.*\) since .*lock id' "$loser_log" ||
     fail "the $loser that lost does not name the lock holder: $(grep -m1 -i error "$loser_log")"
   if [[ $loser == first-apply ]]; then  # the second (a destroy) ran: bring the fleet up again

@@ -338,13 +338,15 @@ recover_and_check() {
 # ---------------------------------------------------------------- the harness
 
 # The apply under test, in the background: APPLY_PID, output in $WORK/apply.log.
+# APPLY_WRAP: a command it runs under (concurrent: strace); empty by default.
+APPLY_WRAP=()
 start_up_apply() {
   cp "$(state_file)" "$WORK/state.before" 2>/dev/null || rm -f "$WORK/state.before"
   # The redirection below truncates in the background child: until then an
   # event's first poll would read the last trial's log (a step begun there
   # and never completed fires at once).
   rm -f "$WORK/apply.log"
-  "$FLEET" -C "$REPO" --no-color apply --auto-approve "$@" >"$WORK/apply.log" 2>&1 </dev/null &
+  "${APPLY_WRAP[@]}" "$FLEET" -C "$REPO" --no-color apply --auto-approve "$@" >"$WORK/apply.log" 2>&1 </dev/null &
   APPLY_PID=$!
 }
 
