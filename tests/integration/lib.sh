@@ -19,7 +19,19 @@ if [[ -x /usr/bin/python3 && $(command -v python3) != /usr/bin/python3 ]]; then
   PATH=$WORK/bin:$PATH
 fi
 
+# Background commands a test started (BG_PIDS+=($!)): killed at its end, so
+# that one a failed check left stopped (kill -STOP) or running never holds
+# the fleet's sessions, or the test, open.
+BG_PIDS=()
+kill_bg() {
+  local p
+  for p in "${BG_PIDS[@]}"; do  # still this shell's child (not a reused pid)
+    [[ $(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) == "$$" ]] && kill -9 "$p" 2>/dev/null
+  done
+  true
+}
 cleanup() {
+  kill_bg
   "$SIM" stop "$SIMDIR" --purge >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }
@@ -36,6 +48,30 @@ fail() {
   exit 1
 }
 step() { echo "== $(date +%T) $*"; }
+
+# bg_apply [ARGS...]: fleet apply --auto-approve ARGS in the background; sets
+# bg, output in $WORK/bg.out (removed first: the redirection truncates it in
+# the child, and until then a wait_output would read the last command's
+# output, see its "Modifying" and act before this apply holds the lock).
+bg_apply() {
+  rm -f "$WORK/bg.out"
+  "$FLEET" -C "$REPO" --no-color apply --auto-approve "$@" >"$WORK/bg.out" 2>&1 </dev/null &
+  bg=$!
+  BG_PIDS+=("$bg")
+}
+
+# wait_output FILE PATTERN [SECONDS]: waits until FILE has a line matching the
+# extended regex PATTERN; fails after SECONDS (60) saying so, never goes on
+# (a loaded CI machine once took over 10 s to reach a step: the test then
+# raced a command that had not started).
+wait_output() {
+  local i
+  for ((i = 0; i < ${3:-60} * 10; i++)); do
+    grep -qE -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no '$2' in $1 within ${3:-60} s: $(tail -c 400 "$1" 2>/dev/null)"
+}
 
 # hold_port PORT: a process of the controller's host listens on 127.0.0.1:PORT
 # (0: a port the kernel picks) until release_port or the test's end. Sets

@@ -28,12 +28,8 @@ expect_out "stale"
 step "a second apply fails fast while the first holds the lock"
 echo 4 >"$(node_root dgx2)/sim/modprobe-delay"
 mkrepo --unlock dgx2
-"$FLEET" -C "$REPO" --no-color apply --auto-approve >"$WORK/bg.out" 2>&1 &
-bg=$!
-for _ in $(seq 50); do
-  grep -q "Modifying" "$WORK/bg.out" 2>/dev/null && break
-  sleep 0.1
-done
+bg_apply
+wait_output "$WORK/bg.out" Modifying
 start=$(date +%s%N)
 expect_rc 1 apply --auto-approve
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
@@ -64,12 +60,8 @@ expect_out "no longer matches the manifests: fleet.yaml changed"
 
 step "force-unlock breaks a lock held by a stuck process, only with its id"
 mkrepo
-"$FLEET" -C "$REPO" --no-color apply --auto-approve >"$WORK/bg.out" 2>&1 &
-bg=$!
-for _ in $(seq 50); do
-  grep -q "Modifying" "$WORK/bg.out" 2>/dev/null && break
-  sleep 0.1
-done
+bg_apply
+wait_output "$WORK/bg.out" Modifying
 kill -STOP $bg
 id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$(state_file).lock")
 expect_rc 1 force-unlock not-the-id

@@ -16,7 +16,7 @@ if ((rc == 77)); then
   exit 77
 fi
 ((rc == 0)) || fail "cannot start the test PostgreSQL"
-trap '"$PG_SIM" kill "$PGDIR"; cleanup' EXIT
+trap 'kill_bg; "$PG_SIM" kill "$PGDIR"; cleanup' EXIT
 # Trust auth ignores the password: it is there to prove it never leaks.
 export FLEET_STATE_PG="$conn password=sekrit-pg-pw"
 PG_STATE='{"backend": "postgres", "conn_env": "FLEET_STATE_PG", "schema": "fleet"}'
@@ -78,12 +78,8 @@ assert_converged
 step "kill -9 of the holder mid-apply: the lock goes with its session"
 echo 5 >"$(node_root dgx3)/sim/modprobe-delay"
 mkrepo --state "$PG_STATE" --unlock dgx1,dgx2,dgx3
-"$FLEET" -C "$REPO" --no-color apply --auto-approve >"$WORK/bg.out" 2>&1 </dev/null &
-bg=$!
-for _ in $(seq 100); do
-  grep -q "Modifying" "$WORK/bg.out" 2>/dev/null && break
-  sleep 0.1
-done
+bg_apply
+wait_output "$WORK/bg.out" Modifying
 [[ $(advisory_locks) == 1 ]] || fail "the apply holds no advisory lock"
 kill -9 $bg
 wait $bg 2>/dev/null || true
@@ -102,12 +98,8 @@ assert_converged
 step "PostgreSQL stopped mid-apply: the unsaved step is reported and apply stops"
 for n in dgx1 dgx2; do echo 3 >"$(node_root $n)/sim/modprobe-delay"; done
 mkrepo --state "$PG_STATE" --unlock dgx3
-"$FLEET" -C "$REPO" --no-color apply --auto-approve --parallelism 1 >"$WORK/bg.out" 2>&1 </dev/null &
-bg=$!
-for _ in $(seq 100); do
-  grep -q "Modifying" "$WORK/bg.out" 2>/dev/null && break
-  sleep 0.1
-done
+bg_apply --parallelism 1
+wait_output "$WORK/bg.out" Modifying
 "$PG_SIM" kill "$PGDIR"
 rc=0
 wait $bg || rc=$?
@@ -165,12 +157,8 @@ mkrepo --state "$PG_STATE" --unlock dgx2,dgx3
 step "force-unlock ends a hung holder's session"
 echo 4 >"$(node_root dgx1)/sim/modprobe-delay"
 mkrepo --state "$PG_STATE" --unlock dgx1,dgx3
-"$FLEET" -C "$REPO" --no-color apply --auto-approve >"$WORK/bg.out" 2>&1 </dev/null &
-bg=$!
-for _ in $(seq 100); do
-  grep -q "Modifying" "$WORK/bg.out" 2>/dev/null && break
-  sleep 0.1
-done
+bg_apply
+wait_output "$WORK/bg.out" Modifying
 kill -STOP $bg
 expect_rc 1 apply --auto-approve
 id=$(sql "SELECT id FROM fleet.lock")
