@@ -181,7 +181,7 @@ repo
 expect_rc 0 apply --auto-approve --target display_ram.dgx2
 [[ $(param dgx2 modeset)/$(param dgx2 fbdev) == N/Y ]] || fail "not restored"
 expect_out "started fleet-serve again"
-for _ in $(seq 50); do [[ $(code) == 200 ]] && break; sleep 0.2; done
+for _ in $(seq 150); do [[ $(code) == 200 ]] && break; sleep 0.2; done
 [[ $(code) == 200 ]] || fail "the serve stayed down after a targeted reload"
 expect_rc 0 apply --auto-approve
 repo ', "display_ram": "unlocked"'
@@ -285,7 +285,8 @@ SH
   on_node $n "sh /srv/sim/poll.sh" >"$WORK/poll.$n" 2>/dev/null &
   POLLERS+=($!)
 done
-for _ in $(seq 100); do [[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] && break; sleep 0.1; done
+[[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] || fail "the pollers on dgx1 and dgx2 did not start within 60 s"
 expect_rc 0 apply --auto-approve
 touch "$(node_root dgx1)/sim/poll.stop" "$(node_root dgx2)/sim/poll.stop"
 wait "${POLLERS[@]}"
