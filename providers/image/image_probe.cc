@@ -101,6 +101,15 @@ ImageLookup ParseInspect(int exit_code, const std::string& output) {
       lower.find("no such image") != std::string::npos ||
       lower.find("no such object") != std::string::npos)
     return l;  // a plain miss
+  // podman's words for a record a crash left half-written ("locating item
+  // named "manifest" for image with ID ... (consider removing the image to
+  // resolve the issue): file does not exist"); tried by hand on this
+  // machine: `rmi ID` then removes it.
+  if (lower.find("consider removing the image") != std::string::npos ||
+      lower.find("you may need to remove the image") != std::string::npos) {
+    l.broken = true;
+    return l;
+  }
   l.error =
       "`image inspect` exited " + std::to_string(exit_code) + ": " + Trim(output).substr(0, 300);
   return l;

@@ -31,6 +31,10 @@ struct ImageLookup {
   std::vector<std::string> repo_digests;
   std::string id;     // normalised "sha256:<hex>"
   std::string error;  // a failure other than "no such image" (daemon down, storage broken)
+  // The engine holds a record of it that it cannot read (podman: its
+  // manifest missing after a load that a crash cut short) and asks for its
+  // removal; not found, no error: the step removes it and loads again.
+  bool broken = false;
 };
 
 // An image on the node carrying fleet's tag ("repo:sha256-<64 hex>",

@@ -718,6 +718,11 @@ Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
   Result<FoundImage> here = FindImage(ctx.transport, ctx.node->container_cli, ref, src.config);
   if (!here.ok()) return here.status();
   if (here->present) return AsAttributes(KeepPresent(ctx, ref, *here, record));
+  if (!here->broken.empty()) {
+    Status s =
+        RemoveBrokenImage(ctx.transport, ctx.node->container_cli, here->broken, ctx.progress);
+    if (!s.ok()) return s;
+  }
   if (step.op == kOpPull) return AsAttributes(Pull(ctx, ref, src.config, record));
   return AsAttributes(Copy(ctx, ref, src, step.route, record));
 }

@@ -135,6 +135,23 @@ TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
   EXPECT_EQ(p.by_name.id, kC);
   EXPECT_TRUE(p.by_name.repo_digests.empty());
 
+  // A record a crash cut short (podman 4.3, reproduced by removing an
+  // image's manifest from its storage): broken, neither found nor an error.
+  ImageLookup broken = ParseInspect(
+      125,
+      "time=\"...\" level=warning msg=\"Failed to determine if an image is a manifest list: "
+      "locating item named \\\"manifest\\\" for image with ID \\\"377ae5b9\\\" (consider "
+      "removing the image to resolve the issue): file does not exist, ignoring the error\"\n"
+      "Error: locating item named \"manifest\" for image with ID \"377ae5b9\" (consider removing "
+      "the image to resolve the issue): file does not exist\n");
+  EXPECT_TRUE(broken.broken);
+  EXPECT_FALSE(broken.found);
+  EXPECT_TRUE(broken.error.empty()) << broken.error;
+  // Another failure stays an error.
+  broken = ParseInspect(125, "Error: database is locked\n");
+  EXPECT_FALSE(broken.broken);
+  EXPECT_NE(broken.error.find("database is locked"), std::string::npos);
+
   // docker's miss and `null` RepoDigests; warnings around the answer.
   p = ParseImageProbe(
       "ref 1 Error: No such image: x\n"

@@ -61,6 +61,7 @@ Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRe
   FoundImage f;
   Result<ImageLookup> l = InspectImage(t, cli, ref.Lookup());
   if (!l.ok()) return l.status();
+  if (l->broken) f.broken = ref.Lookup();
   if (l->found && (!ref.pinned() || HasRepoDigest(l->repo_digests, ref.digest))) {
     f.present = true;
     f.id = l->id;
@@ -71,6 +72,7 @@ Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRe
   if (!config.empty()) {
     l = InspectImage(t, cli, config);
     if (!l.ok()) return l.status();
+    if (l->broken) f.broken = config;
     if (l->found && l->id == config) {
       f.present = true;
       f.id = l->id;
@@ -80,12 +82,24 @@ Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRe
   }
   l = InspectImage(t, cli, ref.FleetTag());
   if (!l.ok()) return l.status();
+  if (l->broken) f.broken = ref.FleetTag();
   if (l->found) {
     f.present = true;
     f.id = l->id;
     f.how = "by fleet's tag " + ref.FleetTag();
   }
   return f;
+}
+
+Status RemoveBrokenImage(Transport* t, const std::string& cli, const std::string& what,
+                         const ProgressFn& progress) {
+  std::string e = Remove(t, cli, what);
+  if (!e.empty())
+    return Status::Error("the engine holds a broken record of " + what +
+                         " (a load cut short?) and could not remove it: " + e);
+  if (progress)
+    progress("removed a broken record of " + what + " (a load cut short) to load again");
+  return Status::OK();
 }
 
 Status EnsureNames(Transport* t, const std::string& cli, const std::string& node,
@@ -210,7 +224,7 @@ Status FinishImageCopy(const CopySpec& spec, std::string problem,
     if (!e.empty()) cleanup += "; could not remove " + name + ": " + e;
   }
   Result<ImageLookup> still = InspectImage(spec.target, spec.target_cli, spec.config);
-  if (still.ok() && still->found) {
+  if (still.ok() && (still->found || still->broken)) {
     std::string e = Remove(spec.target, spec.target_cli, spec.config);
     if (!e.empty())
       cleanup += "; could not remove the loaded image " + spec.config + ": " + e;

@@ -27,6 +27,9 @@ struct FoundImage {
   bool present = false;
   std::string id;   // config digest, "sha256:<hex>"
   std::string how;  // "by registry digest", "by config digest", "by fleet's tag"
+  // A name or ID the engine holds a broken record of (ImageLookup::broken);
+  // not present: the step removes it (RemoveBrokenImage) before it loads.
+  std::string broken;
 };
 
 // Whether the node holds `ref`'s image: by registry digest (pinned) or tag
@@ -34,6 +37,12 @@ struct FoundImage {
 // fleet's tag when `config` is unknown.
 Result<FoundImage> FindImage(Transport* t, const std::string& cli, const ImageRef& ref,
                              const std::string& config);
+
+// Removes `what`, a name or ID whose record the engine cannot read (`rmi`,
+// never -f), and says so through `progress`; an error names the node's
+// answer.
+Status RemoveBrokenImage(Transport* t, const std::string& cli, const std::string& what,
+                         const ProgressFn& progress);
 
 // Gives image `id` each of `names` on `node` (skipping empty ones and names
 // already pointing at it). Verifies each name resolves to `id` afterwards. A
