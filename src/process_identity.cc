@@ -1,10 +1,12 @@
 #include "src/process_identity.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <fstream>
 #include <optional>
@@ -40,25 +42,41 @@ std::string PidScope() {
   return boot + "." + std::to_string(static_cast<unsigned long long>(st.st_ino));
 }
 
-// Field 22 of /proc/PID/stat (starttime); nullopt when the process is gone,
-// a zombie (a killed controller its parent has not reaped: its connections
-// are closed) or its stat cannot be read. The fields are counted after the
-// last ')': the command name may hold spaces and parentheses.
-std::optional<unsigned long long> StartTicks(long pid) {
+// What this process can tell of a pid. kGone only on the kernel's word
+// (kill: ESRCH); a /proc entry this user may not read (hidepid) is
+// kUnknown, never gone.
+enum class ProcState { kGone, kZombie, kUnknown, kRunning };
+struct ProcInfo {
+  ProcState state = ProcState::kUnknown;
+  unsigned long long start = 0;  // field 22 of /proc/PID/stat, when kRunning
+};
+
+// The fields of /proc/PID/stat are counted after the last ')': the command
+// name may hold spaces and parentheses. A zombie is a killed controller its
+// parent has not reaped: its connections are closed.
+ProcInfo ReadProc(long pid) {
+  ProcInfo info;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+    info.state = ProcState::kGone;
+    return info;
+  }
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
-  if (!in || !std::getline(in, stat)) return std::nullopt;
+  if (!in || !std::getline(in, stat)) return info;
   size_t close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
+  if (close == std::string::npos) return info;
   std::istringstream fields(stat.substr(close + 1));
   std::string state, f;
-  if (!(fields >> state) || state == "Z" || state == "X") return std::nullopt;
+  if (!(fields >> state)) return info;
+  if (state == "Z" || state == "X") {
+    info.state = ProcState::kZombie;
+    return info;
+  }
   for (int i = 4; i <= 22; ++i)
-    if (!(fields >> f)) return std::nullopt;
-  unsigned long long ticks = 0;
-  auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), ticks);
-  if (ec != std::errc() || p != f.data() + f.size()) return std::nullopt;
-  return ticks;
+    if (!(fields >> f)) return info;
+  auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), info.start);
+  if (ec == std::errc() && p == f.data() + f.size()) info.state = ProcState::kRunning;
+  return info;
 }
 
 // "N" as a whole positive number, or nullopt.
@@ -74,10 +92,11 @@ std::optional<T> Number(std::string_view s) {
 
 std::string ThisControllerId() {
   const long pid = static_cast<long>(::getpid());
-  std::optional<unsigned long long> start = StartTicks(pid);
+  const ProcInfo self = ReadProc(pid);
   const std::string scope = PidScope();
-  return NodeName() + "/" + std::to_string(pid) + "/" + (start ? std::to_string(*start) : "0") +
-         "/" + (scope.empty() ? "-" : scope);
+  return NodeName() + "/" + std::to_string(pid) + "/" +
+         (self.state == ProcState::kRunning ? std::to_string(self.start) : "0") + "/" +
+         (scope.empty() ? "-" : scope);
 }
 
 bool ControllerIsGone(std::string_view id) {
@@ -96,8 +115,9 @@ bool ControllerIsGone(std::string_view id) {
   std::optional<unsigned long long> start = Number<unsigned long long>(f[2]);
   if (!pid || !start || *pid <= 0 || *start == 0 || *pid == static_cast<long>(::getpid()))
     return false;
-  std::optional<unsigned long long> now = StartTicks(*pid);
-  return !now || *now != *start;
+  const ProcInfo now = ReadProc(*pid);
+  return now.state == ProcState::kGone || now.state == ProcState::kZombie ||
+         (now.state == ProcState::kRunning && now.start != *start);
 }
 
 }  // namespace fleet

@@ -19,8 +19,10 @@ std::string ThisControllerId();
 
 // True only when `id` (a ThisControllerId() of some process) names a
 // process of this pid scope (same boot, same pid namespace: the hostname is
-// only for people) that is no longer running: its pid is gone, a zombie, or
-// now belongs to a process started at another time. False for another
+// only for people) that is no longer running: the kernel says its pid is
+// gone, it is a zombie, or the pid now belongs to a process started at
+// another time. A pid whose /proc entry this user may not read (hidepid) is
+// not gone. False for another
 // machine's or namespace's id, for this process, and for anything
 // unreadable (never a guess that frees a lock).
 bool ControllerIsGone(std::string_view id);

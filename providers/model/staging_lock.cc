@@ -56,45 +56,53 @@ namespace {
 // or its channel closes. `takeover`: an owner line whose fleet process the
 // controller found gone; a lock still held under exactly that line has its
 // keeper ended first (its trap would remove the lock under us otherwise).
+// A pid in an owner line is judged only on the node, boot and pid namespace
+// that wrote it; a lock is only ever moved away while it still holds the
+// owner line judged (another apply may have taken it in between).
 std::string KeeperScript(const std::string& cache, const std::string& lock_path,
                          const std::string& controller, const std::string& takeover) {
-  return "c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) +
+  return "set -f; c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) +
          "; ctl=" + ShellQuote(controller) + "; t=" + ShellQuote(takeover) + "\n" +
          R"SH(mkdir -p -- "$c" || exit 3
 b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null); [ -n "$b" ] || b=-
 h=$(uname -n)
-me="$$ $h $b $(date +%s) $ctl"
-# alive PID: running and not a zombie.
-alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) //; s/ .*//' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+n=$(readlink /proc/self/ns/pid 2>/dev/null | tr -cd 0-9); [ -n "$n" ] || n=-
+me="$$ $h $b $(date +%s) $ctl $n"
+# alive PID: its /proc entry is there and it is not a zombie (a stat this
+# user may not read, as under hidepid, counts as alive).
+alive() { [ -d "/proc/$1" ] && [ "$(sed 's/.*) //; s/ .*//' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# owner_of DIR: its owner line, at most 512 bytes ("" if none yet), in o.
+owner_of() { o=; [ -r "$1/owner" ] && { IFS= read -r o < "$1/owner" || :; }; o=$(printf '%.512s' "$o"); }
+# retake OWNER: the lock, if it still holds OWNER, moved away and made ours.
+retake() {
+  mv -T -- "$l" "$l.stale.$$" 2>/dev/null || return 1
+  w=$1; owner_of "$l.stale.$$"
+  [ "$o" = "$w" ] || { mv -T -- "$l.stale.$$" "$l" 2>/dev/null; o=$w; return 1; }
+  o=$w; rm -rf -- "$l.stale.$$"; mkdir -- "$l" 2>/dev/null
+}
 took=
 if ! e=$(mkdir -- "$l" 2>&1); then
   # Not there and not made: no write access (a store another node's user owns).
   [ -d "$l" ] || { printf '%s\n' "$e" >&2; exit 73; }
   # The holder writes its owner line right after its mkdir: give it 2 s.
-  o=; i=0
-  while [ $i -lt 20 ]; do
-    [ -r "$l/owner" ] && { IFS= read -r o < "$l/owner" || :; }
-    [ -n "$o" ] && break
-    i=$((i+1)); sleep 0.1
-  done
-  stale=
+  i=0
+  while [ $i -lt 20 ]; do owner_of "$l"; [ -n "$o" ] && break; i=$((i+1)); sleep 0.1; done
   set -- $o
+  here=; [ "$2" = "$h" ] && [ "${6:-$n}" = "$n" ] && here=1
+  case $1 in ''|*[!0-9]*) here= ;; esac
+  ok=
   if [ -z "$o" ]; then
-    [ -n "$(find "$l" -maxdepth 0 -mmin +1 2>/dev/null)" ] && stale=1
-  elif [ "$2" = "$h" ] && { [ "$3" != "$b" ] || ! alive "$1"; }; then
-    stale=1
-  elif [ -n "$t" ] && [ "$o" = "$t" ] && [ "$2" = "$h" ]; then
+    [ -n "$(find "$l" -maxdepth 0 -mmin +1 2>/dev/null)" ] && retake "" && ok=1
+  elif [ -n "$here" ] && { [ "$3" != "$b" ] || ! alive "$1"; }; then
+    retake "$o" && ok=1
+  elif [ -n "$here" ] && [ -n "$t" ] && [ "$o" = "$t" ]; then
     kill -TERM "$1" 2>/dev/null; i=0
     while alive "$1" && [ $i -lt 50 ]; do i=$((i+1)); sleep 0.1; done
-    alive "$1" || stale=1
+    # Its trap removed the lock (then mkdir), or it had none (then retake).
+    ! alive "$1" && { mkdir -- "$l" 2>/dev/null || retake "$o"; } && ok=1
   fi
-  # (The ended keeper's trap may have removed the lock already: then mkdir.)
-  if [ -n "$stale" ] && { { mv -- "$l" "$l.stale.$$" 2>/dev/null && mkdir -- "$l" 2>/dev/null; } ||
-                          mkdir -- "$l" 2>/dev/null; }; then
-    rm -rf -- "$l.stale.$$"; took=${o:-"(no owner)"}
-  else
-    printf 'held\t%s\n' "$o"; exit 75
-  fi
+  [ -n "$ok" ] || { printf 'held\t%s\n' "$o"; exit 75; }
+  took=${o:-"(no owner)"}
 fi
 trap 'rm -rf -- "$l"; exit 0' EXIT HUP INT TERM PIPE
 printf '%s\n' "$me" > "$l/owner.tmp" && mv -f -- "$l/owner.tmp" "$l/owner"

@@ -65,6 +65,31 @@ std::string DeadControllerId() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+// A fleet process of this host that runs (until KillLive): its id.
+pid_t live_pid = 0;
+std::string LiveControllerId() {
+  int fds[2];
+  if (::pipe(fds) != 0) return "";
+  live_pid = ::fork();
+  if (live_pid == 0) {
+    std::string id = ThisControllerId();
+    (void)!::write(fds[1], id.data(), id.size());
+    ::close(fds[1]);
+    for (;;) ::pause();
+  }
+  ::close(fds[1]);
+  char buf[256] = {};
+  ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
+  ::close(fds[0]);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+void KillLive() {
+  if (live_pid <= 0) return;
+  ::kill(live_pid, SIGKILL);
+  ::waitpid(live_pid, nullptr, 0);
+  live_pid = 0;
+}
+
 class StagingLockTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -81,7 +106,7 @@ class StagingLockTest : public ::testing::Test {
   // A keeper the way a killed controller leaves it: alive, holding the lock
   // with the owner line "PID HOST BOOT NOW CONTROLLER", removing the lock
   // when it is ended (as the real keeper's trap does).
-  void FakeKeeper(const std::string& controller) {
+  void FakeKeeper(const std::string& controller, const std::string& pid_ns = "") {
     ASSERT_EQ(::mkdir(lock_.c_str(), 0755), 0);
     const std::string pid_file = cache_ + "/fake.pid";
     const std::string cmd = "l=" + ShellQuote(lock_) +
@@ -94,7 +119,8 @@ class StagingLockTest : public ::testing::Test {
     ASSERT_EQ(::uname(&u), 0);
     const std::string owner = std::to_string(fake_pid_) + " " + u.nodename + " " +
                               ReadLine("/proc/sys/kernel/random/boot_id") + " " +
-                              std::to_string(::time(nullptr)) + " " + controller;
+                              std::to_string(::time(nullptr)) + " " + controller +
+                              (pid_ns.empty() ? "" : " " + pid_ns);
     std::ofstream(lock_ + "/owner") << owner << "\n";
     fake_owner_ = owner;
   }
@@ -147,6 +173,38 @@ TEST_F(StagingLockTest, ADeadControllersLiveKeeperIsEndedAndItsLockTakenAtOnce) 
   auto control = Local();
   EXPECT_TRUE(h.value()->Release(control.get()).ok());
   EXPECT_FALSE(Exists(lock_));
+}
+
+TEST_F(StagingLockTest, ALiveControllersLockIsNeverTakenOver) {
+  const std::string live = LiveControllerId();
+  ASSERT_FALSE(ControllerIsGone(live)) << live;
+  FakeKeeper(live);
+  auto h = StagingLockHolder::Acquire(Local(), cache_, "org/tiny", nullptr);
+  KillLive();
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("staging in progress by pid " + std::to_string(fake_pid_)),
+            std::string::npos)
+      << h.status().message();
+  EXPECT_TRUE(Alive(fake_pid_)) << "the live controller's keeper was ended";
+  EXPECT_EQ(ReadLine(lock_ + "/owner"), fake_owner_);
+}
+
+// A keeper of another pid namespace on the same node (a container sharing
+// the cache): its pid means nothing here, dead controller or not.
+TEST_F(StagingLockTest, AKeeperOfAnotherPidNamespaceIsNeverJudged) {
+  const std::string dead = DeadControllerId();
+  FakeKeeper(dead, "1");
+  auto h = StagingLockHolder::Acquire(Local(), cache_, "org/tiny", nullptr);
+  ASSERT_FALSE(h.ok());
+  EXPECT_TRUE(Alive(fake_pid_)) << "a keeper of another pid namespace was ended";
+  // Its pid gone from here changes nothing either.
+  ::kill(static_cast<pid_t>(fake_pid_), SIGKILL);
+  for (int i = 0; i < 100 && Alive(fake_pid_); ++i) ::usleep(20000);
+  std::ofstream(lock_ + "/owner") << fake_owner_ << "\n";  // (no trap ran on SIGKILL)
+  h = StagingLockHolder::Acquire(Local(), cache_, "org/tiny", nullptr);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(ReadLine(lock_ + "/owner"), fake_owner_);
+  fake_pid_ = 0;
 }
 
 TEST_F(StagingLockTest, ALockOfAnotherMachineOrNoControllerIsNeverTakenOver) {

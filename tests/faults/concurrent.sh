@@ -13,17 +13,39 @@
 CONCURRENT_FAST_S=${CONCURRENT_FAST_S:-10}
 # Only these calls stop the traced process (seccomp filter): cheap enough
 # not to change who wins. -y names the file behind an fd (ftruncate, fchmod).
+# Writes through an fd (write, pwrite) are not traced (every socket write
+# would stop the process): the lock file, the one file a loser opens for
+# writing, is checked by content instead (lock_record_kept).
 TRACE=(strace -f -qq -y --seccomp-bpf -e status=successful
-  -e trace=openat,open,creat,rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,truncate,ftruncate,fchmod,chmod,fchmodat)
+  -e trace=open,openat,openat2,creat,rename,renameat,renameat2,unlink,unlinkat,link,linkat,symlink,symlinkat,mkdir,mkdirat,rmdir,truncate,ftruncate,chmod,fchmod,fchmodat,chown,fchown,lchown,fchownat,utimensat)
 
 # state_writes TRACE...: the traced calls that changed something in the state
-# folder: all but opening the lock file (every command does, to flock it)
-# and read-only opens.
+# folder (its paths, or an fd strace names as it, `<DIR>`): all but opening
+# the lock file (every command does, to flock it) and opens with no flag
+# that writes.
 state_writes() {
-  local dir
+  local dir lock
   dir=$(dirname "$(state_file)")
-  grep -hF "$dir/" "$@" | grep -vE 'open(at)?\(.*O_RDONLY' |
-    grep -vE "open(at)?\(.*/$(basename "$(state_file)").lock\", O_RDWR\|O_CREAT\|O_CLOEXEC, 0600\)" || true
+  lock="$(basename "$(state_file)").lock"
+  grep -hF "$dir" "$@" |
+    grep -vE 'open(at)?\(.*O_RDONLY(\|O_(CLOEXEC|NOFOLLOW|DIRECTORY|NONBLOCK|NOCTTY|LARGEFILE|PATH|NOATIME))*[,)]' |
+    grep -vE "open(at)?\(.*/$lock\", O_RDWR\|O_CREAT\|O_CLOEXEC, 0600\)" || true
+}
+
+# lock_record_kept: right after the loser failed, while the winner still
+# holds the state lock, its lock file names a running process (the winner),
+# not the loser that just exited: the loser did not write into it.
+lock_record_kept() {
+  local lock pid
+  lock="$(state_file).lock"
+  [[ -s $lock ]] || return 0  # the winner had finished: nothing held to compare
+  if ! pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$lock" 2>/dev/null); then
+    [[ -e $lock ]] || return 0  # released meanwhile
+    fail "the lock file does not parse right after the loser: $(head -c 200 "$lock")"
+  fi
+  [[ -d /proc/$pid && $pid != "$1" ]] ||
+    fail "right after the loser (strace pid $1) failed, the lock file names pid $pid, not a running holder"
+  note "lock-record-kept"
 }
 
 trial_concurrent() {
@@ -43,6 +65,7 @@ trial_concurrent() {
     "$FLEET" -C "$REPO" --no-color "$second" --auto-approve >"$WORK/second.log" 2>&1 </dev/null &
   pid2=$!
   wait_apply "$pid2" "$FAULT_APPLY_LIMIT" || rc2=$?
+  if [[ $rc2 == 1 ]] && apply_alive; then lock_record_kept "$pid2"; fi
   local t2
   t2=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.1f", b-a}')
   wait_apply "$APPLY_PID" "$FAULT_APPLY_LIMIT" || rc1=$?

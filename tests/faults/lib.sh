@@ -212,6 +212,7 @@ wait_apply() {
   local pid=$1 limit=$2 t=0 rc=0
   while kill -0 "$pid" 2>/dev/null; do
     if ((t >= limit * 10)); then
+      pkill -9 -P "$pid" 2>/dev/null  # a wrapper's child (APPLY_WRAP: strace) too
       kill -9 "$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
       return 124

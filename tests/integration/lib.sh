@@ -26,7 +26,7 @@ BG_PIDS=()
 kill_bg() {
   local p
   for p in "${BG_PIDS[@]}"; do  # still this shell's child (not a reused pid)
-    [[ $(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) == "$$" ]] && kill -9 "$p" 2>/dev/null
+    [[ $(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) == "$$" ]] && kill -9 "$p" 2>/dev/null || true
   done
   true
 }
@@ -88,8 +88,12 @@ os.rename(sys.argv[2] + ".tmp", sys.argv[2])
 while os.getppid() == parent: time.sleep(1)' "$1" "$WORK/held-port" >/dev/null 2>&1 &
   HELD_PID=$!
   local _
-  for _ in $(seq 600); do [[ -s $WORK/held-port ]] && break; sleep 0.1; done
-  [[ -s $WORK/held-port ]] || fail "nothing listened on port $1 within 60 s"
+  for _ in $(seq 600); do
+    [[ -s $WORK/held-port ]] && break
+    kill -0 "$HELD_PID" 2>/dev/null || break  # it could not listen (port taken)
+    sleep 0.1
+  done
+  [[ -s $WORK/held-port ]] || fail "nothing listened on port $1 (the listener exited, or 60 s passed)"
   HELD_PORT=$(<"$WORK/held-port")
 }
 release_port() {
