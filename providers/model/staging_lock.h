@@ -1,10 +1,11 @@
 // The staging lock: one writer per model per cache, across fleet processes
 // and operators (the log's duplicate download started beside a running one).
 //
-// <cache>/.fleet-staging-models--org--name.lock/ is created atomically with
-// mkdir by a keeper shell on the node, which writes "pid host boot_id start
-// controller" into owner (controller: ThisControllerId() of the fleet
-// process) and lives as long as the staging: the controller holds its
+// <cache>/.fleet-staging-models--org--name.lock/ is created atomically by a
+// keeper shell on the node, born with its owner line "pid host boot_id start
+// controller pid_ns" (a folder renamed into place; controller:
+// ThisControllerId() of the fleet process), and the keeper lives as long as
+// the staging: the controller holds its
 // channel open. When the controller dies the channel closes, the keeper's
 // next heartbeat (one a second) fails and its trap removes the lock. Until
 // then the controller's host can already tell it is gone: a re-apply from

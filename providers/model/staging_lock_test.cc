@@ -207,6 +207,25 @@ TEST_F(StagingLockTest, AKeeperOfAnotherPidNamespaceIsNeverJudged) {
   fake_pid_ = 0;
 }
 
+// An owner-less lock folder is an older fleet's (this one's is born with
+// its owner): its holder gets a minute, unless the node booted since.
+TEST_F(StagingLockTest, AnOwnerlessLockWaitsAMinuteUnlessTheNodeBootedSince) {
+  ASSERT_EQ(::mkdir(lock_.c_str(), 0755), 0);
+  auto h = StagingLockHolder::Acquire(Local(), cache_, "org/tiny", nullptr);
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("lock without an owner yet"), std::string::npos)
+      << h.status().message();
+  // Made before the boot: no process of this boot can hold it.
+  ASSERT_EQ(std::system(("touch -d @1000000000 " + ShellQuote(lock_)).c_str()), 0);
+  std::string took;
+  h = StagingLockHolder::Acquire(Local(), cache_, "org/tiny", &took);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  EXPECT_EQ(took, "(no owner): not running");
+  EXPECT_EQ(ReadLine(lock_ + "/owner"), h.value()->owner().owner);
+  auto control = Local();
+  EXPECT_TRUE(h.value()->Release(control.get()).ok());
+}
+
 TEST_F(StagingLockTest, ALockOfAnotherMachineOrNoControllerIsNeverTakenOver) {
   // A dead pid, but named by another host: this host cannot judge it.
   const std::string dead = DeadControllerId();
