@@ -47,24 +47,6 @@ bool Alive(long pid) {
   return close != std::string::npos && stat[close + 2] != 'Z';
 }
 
-// The id of a fleet process of this host that has exited.
-std::string DeadControllerId() {
-  int fds[2];
-  if (::pipe(fds) != 0) return "";
-  pid_t child = ::fork();
-  if (child == 0) {
-    std::string id = ThisControllerId();
-    (void)!::write(fds[1], id.data(), id.size());
-    _exit(0);
-  }
-  ::close(fds[1]);
-  char buf[256] = {};
-  ssize_t n = ::read(fds[0], buf, sizeof buf - 1);
-  ::close(fds[0]);
-  ::waitpid(child, nullptr, 0);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
-}
-
 // A fleet process of this host that runs (until KillLive): its id.
 pid_t live_pid = 0;
 std::string LiveControllerId() {
@@ -88,6 +70,13 @@ void KillLive() {
   ::kill(live_pid, SIGKILL);
   ::waitpid(live_pid, nullptr, 0);
   live_pid = 0;
+}
+
+// The id of a fleet process of this host that has exited.
+std::string DeadControllerId() {
+  const std::string id = LiveControllerId();
+  KillLive();
+  return id;
 }
 
 class StagingLockTest : public ::testing::Test {
