@@ -51,7 +51,8 @@ struct StagingLockHolder::Shared {
 
 namespace {
 
-// The keeper: takes the lock with mkdir (or takes over a stale one), prints
+// The keeper: takes the lock (a folder holding its owner line, renamed into
+// place), or takes over a stale one, prints
 // "acquired\tOWNER\tTOOK" or "held\tOWNER", then lives until the lock goes
 // or its channel closes. `takeover`: an owner line whose fleet process the
 // controller found gone; a lock still held under exactly that line has its
