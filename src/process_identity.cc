@@ -33,13 +33,19 @@ std::string NodeName() {
 // so per machine) and the pid namespace. "" when either cannot be read: then
 // no id is ever judged gone. (A hostname alone is not an identity: two CI
 // runners may both be called "runner"; containers share a kernel's boot.)
-std::string PidScope() {
+// Read once: neither changes in a process's life (setns and unshare of a
+// pid namespace move only the children), and a probe judges every lock.
+std::string ReadPidScope() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string boot;
   if (!std::getline(in, boot) || boot.empty()) return "";
   struct stat st;
   if (::stat("/proc/self/ns/pid", &st) != 0) return "";
   return boot + "." + std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+const std::string& PidScope() {
+  static const std::string scope = ReadPidScope();
+  return scope;
 }
 
 // What this process can tell of a pid. kGone only on the kernel's word
@@ -93,31 +99,37 @@ std::optional<T> Number(std::string_view s) {
 std::string ThisControllerId() {
   const long pid = static_cast<long>(::getpid());
   const ProcInfo self = ReadProc(pid);
-  const std::string scope = PidScope();
+  const std::string& scope = PidScope();
   return NodeName() + "/" + std::to_string(pid) + "/" +
          (self.state == ProcState::kRunning ? std::to_string(self.start) : "0") + "/" +
          (scope.empty() ? "-" : scope);
 }
 
-bool ControllerIsGone(std::string_view id) {
-  // HOST/PID/START/SCOPE
+std::optional<ControllerId> ParseControllerId(std::string_view id) {
   std::string_view f[4];
   for (int i = 0; i < 4; ++i) {
     const size_t slash = i < 3 ? id.find('/') : id.size();
-    if (slash == std::string_view::npos) return false;
+    if (slash == std::string_view::npos) return std::nullopt;
     f[i] = id.substr(0, slash);
     id.remove_prefix(std::min(id.size(), slash + 1));
   }
-  const std::string scope = PidScope();
-  if (scope.empty() || f[3] != scope || f[0] != NodeName() || f[3].find('/') != f[3].npos)
+  const std::optional<long> pid = Number<long>(f[1]);
+  const std::optional<unsigned long long> start = Number<unsigned long long>(f[2]);
+  if (f[0].empty() || !pid || *pid <= 0 || !start || f[3].empty() ||
+      f[3].find('/') != std::string_view::npos)
+    return std::nullopt;
+  return ControllerId{std::string(f[0]), *pid, *start, std::string(f[3])};
+}
+
+bool ControllerIsGone(std::string_view id) {
+  const std::optional<ControllerId> c = ParseControllerId(id);
+  const std::string& scope = PidScope();
+  if (!c || scope.empty() || c->scope != scope || c->host != NodeName() || c->start == 0 ||
+      c->pid == static_cast<long>(::getpid()))
     return false;
-  std::optional<long> pid = Number<long>(f[1]);
-  std::optional<unsigned long long> start = Number<unsigned long long>(f[2]);
-  if (!pid || !start || *pid <= 0 || *start == 0 || *pid == static_cast<long>(::getpid()))
-    return false;
-  const ProcInfo now = ReadProc(*pid);
+  const ProcInfo now = ReadProc(c->pid);
   return now.state == ProcState::kGone || now.state == ProcState::kZombie ||
-         (now.state == ProcState::kRunning && now.start != *start);
+         (now.state == ProcState::kRunning && now.start != c->start);
 }
 
 }  // namespace fleet

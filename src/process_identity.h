@@ -5,6 +5,7 @@
 #ifndef FLEET_SRC_PROCESS_IDENTITY_H_
 #define FLEET_SRC_PROCESS_IDENTITY_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,19 @@ namespace fleet {
 // means this process: the kernel's boot id and the pid namespace
 // ("BOOT_ID.NS_INODE"; "-" when unreadable). One word: no whitespace.
 std::string ThisControllerId();
+
+// The fields of a ThisControllerId() string.
+struct ControllerId {
+  std::string host;
+  long pid = 0;
+  unsigned long long start = 0;  // 0: the process's start time was unreadable
+  std::string scope;             // "BOOT_ID.NS_INODE", or "-"
+};
+
+// nullopt unless `id` is "HOST/PID/START/SCOPE" with a non-empty HOST, PID a
+// whole positive number, START a whole number and a non-empty SCOPE holding
+// no '/'. The one reader of the id: the lock's takeover and its messages.
+std::optional<ControllerId> ParseControllerId(std::string_view id);
 
 // True only when `id` (a ThisControllerId() of some process) names a
 // process of this pid scope (same boot, same pid namespace: the hostname is

@@ -10,29 +10,16 @@
 namespace fleet {
 namespace {
 
-// The four fields of an id: HOST, PID, START, SCOPE.
-std::vector<std::string> Fields(const std::string& id) {
-  std::vector<std::string> f;
-  size_t from = 0;
-  for (int i = 0; i < 3; ++i) {
-    size_t slash = id.find('/', from);
-    if (slash == std::string::npos) break;
-    f.push_back(id.substr(from, slash - from));
-    from = slash + 1;
-  }
-  f.push_back(id.substr(from));
-  return f;
-}
-std::string HostOf(const std::string& id) { return Fields(id)[0]; }
+std::string HostOf(const std::string& id) { return ParseControllerId(id).value().host; }
 
 TEST(ProcessIdentity, ThisProcessIsOneWordAndNotGone) {
   const std::string id = ThisControllerId();
   EXPECT_EQ(id.find_first_of(" \t\n"), std::string::npos) << id;
-  const std::vector<std::string> f = Fields(id);
-  ASSERT_EQ(f.size(), 4u) << id;
-  EXPECT_EQ(f[1], std::to_string(::getpid()));
-  EXPECT_NE(f[2], "0");
-  EXPECT_NE(f[3], "-");  // boot id and pid namespace readable here
+  const std::optional<ControllerId> c = ParseControllerId(id);
+  ASSERT_TRUE(c.has_value()) << id;
+  EXPECT_EQ(c->pid, static_cast<long>(::getpid()));
+  EXPECT_NE(c->start, 0u);
+  EXPECT_NE(c->scope, "-");  // boot id and pid namespace readable here
   EXPECT_FALSE(ControllerIsGone(id));
 }
 
@@ -69,15 +56,14 @@ TEST(ProcessIdentity, ALiveProcessOfThisHostIsNotGone) {
 }
 
 TEST(ProcessIdentity, AReusedPidIsGone) {
-  const std::vector<std::string> f = Fields(ThisControllerId());
-  const std::string other_start = std::to_string(std::stoull(f[2]) + 1);
-  EXPECT_TRUE(ControllerIsGone(f[0] + "/" + std::to_string(::getpid() == 1 ? 2 : 1) + "/" +
-                               other_start + "/" + f[3]));
+  const ControllerId c = ParseControllerId(ThisControllerId()).value();
+  EXPECT_TRUE(ControllerIsGone(c.host + "/" + std::to_string(::getpid() == 1 ? 2 : 1) + "/" +
+                               std::to_string(c.start + 1) + "/" + c.scope));
 }
 
 TEST(ProcessIdentity, AnotherMachineNamespaceOrGarbageIsNeverGone) {
-  const std::vector<std::string> f = Fields(ThisControllerId());
-  const std::string h = f[0], scope = f[3];
+  const ControllerId c = ParseControllerId(ThisControllerId()).value();
+  const std::string h = c.host, scope = c.scope;
   // A pid that runs nowhere, named by another hostname, or by this hostname
   // with another boot or pid namespace (another CI runner called the same).
   EXPECT_TRUE(ControllerIsGone(h + "/999999999/5/" + scope));
@@ -89,6 +75,20 @@ TEST(ProcessIdentity, AnotherMachineNamespaceOrGarbageIsNeverGone) {
            h + "/-3/5/" + scope, h + "/0/5/" + scope, h + "/123/0/" + scope, h + "/123/5",
            h + "/123/5/" + scope + "/6", h + "/99999999999999999999999/5/" + scope})
     EXPECT_FALSE(ControllerIsGone(bad)) << bad;
+}
+
+TEST(ProcessIdentity, AnIdIsReadWholeOrNotAtAll) {
+  const std::optional<ControllerId> c = ParseControllerId("spark-ctl/4242/987/b00t.4026531836");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->host, "spark-ctl");
+  EXPECT_EQ(c->pid, 4242);
+  EXPECT_EQ(c->start, 987u);
+  EXPECT_EQ(c->scope, "b00t.4026531836");
+  EXPECT_TRUE(ParseControllerId("h/1/0/-").has_value());  // start and scope unreadable
+  for (const char* bad :
+       {"", "/", "///", "h", "h/", "h/12", "h//5/s", "/1/5/s", "h/x/5/s", "h/-3/5/s", "h/0/5/s",
+        "h/1/-5/s", "h/1/5/", "h/1/5/s/6", "h/1/5 /s", "h/99999999999999999999999/5/s"})
+    EXPECT_FALSE(ParseControllerId(bad).has_value()) << bad;
 }
 
 }  // namespace

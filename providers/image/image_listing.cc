@@ -54,6 +54,24 @@ std::string Joined(const std::string& messages) {
   return s.substr(b, s.find_last_not_of(' ') - b + 1).substr(0, 300);
 }
 
+// The ID of the broken record podman's message names when it asks for the
+// record's removal ('locating item named "manifest" for image with ID "<hex>"
+// (consider removing the image ...)', 'retrieving label for image "<hex>": you
+// may need to remove the image'); "" when the message is another.
+std::string BrokenRecordId(const std::string& messages) {
+  const std::string lower = AsciiLower(messages);
+  if (lower.find("consider removing the image") == std::string::npos &&
+      lower.find("you may need to remove the image") == std::string::npos)
+    return "";
+  for (const char* before : {"image with id \"", "label for image \""})
+    if (const size_t at = lower.find(before); at != std::string::npos) {
+      const size_t from = at + std::string(before).size();
+      const size_t to = lower.find('"', from);
+      if (to != std::string::npos) return NormalizeImageId(lower.substr(from, to - from));
+    }
+  return "";
+}
+
 // Docker names hub images "repo" and "library/x" short ("x"), podman in
 // full ("docker.io/library/x"), and podman tags a name without a registry
 // as "localhost/name": one spelling for comparing fleet's tags.
@@ -116,8 +134,13 @@ ImageListing ParseImageListing(const std::string& output) {
     }
   }
   if (!l.listed || rc == 0 || (step == "inspect" && OnlyMisses(messages))) return l;
-  l.error = "`image " + step + "` exited " + std::to_string(rc) + ": " + Joined(messages);
   l.images.clear();
+  l.broken_id = BrokenRecordId(messages);
+  l.error = "`image " + step + "` exited " + std::to_string(rc) + ": " +
+            (l.broken_id.empty() ? Joined(messages)
+                                 : "the engine holds a broken record of image " + l.broken_id +
+                                       " (a `load` cut short leaves one) and lists no image "
+                                       "until it is removed");
   return l;
 }
 
@@ -177,6 +200,7 @@ ImageProbe ImageProbeFromListing(const ImageListing& listing, const ImageRef& re
 
 nlohmann::json ImageListing::ToJson() const {
   nlohmann::json j = {{"listed", listed}, {"cli_found", cli_found}, {"error", error}};
+  if (!broken_id.empty()) j["broken_id"] = broken_id;
   j["images"] = nlohmann::json::array();
   for (const ListedImage& i : images)
     j["images"].push_back({{"id", i.id}, {"repo_digests", i.repo_digests}, {"tags", i.tags}});
@@ -189,6 +213,7 @@ ImageListing ImageListing::FromJson(const nlohmann::json& j) {
   l.listed = j.value("listed", false);
   l.cli_found = j.value("cli_found", true);
   l.error = j.value("error", "");
+  l.broken_id = j.value("broken_id", "");
   if (auto it = j.find("images"); it != j.end() && it->is_array())
     for (const auto& i : *it)
       if (i.is_object())

@@ -35,6 +35,10 @@ struct ImageListing {
   bool listed = false;    // false: the node's probe did not list (or failed)
   bool cli_found = true;  // false: the node has no container CLI
   std::string error;      // the CLI failed: `image ls`/`image inspect` exited ...
+  // The failure is podman's for a broken image record (a record whose
+  // manifest a crash cut off, still carrying names): it lists no image until
+  // that record is removed. Its ID, "sha256:<hex>"; "" for any other failure.
+  std::string broken_id;
   std::vector<ListedImage> images;
 
   nlohmann::json ToJson() const;

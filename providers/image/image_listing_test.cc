@@ -123,6 +123,29 @@ TEST(ImageListingTest, AFailingCliIsAnErrorAndAMissingOneSaidSo) {
   EXPECT_FALSE(ImageProbeFromListing(none, ParseImageRef(kRepo + "@" + kD)).cli_found);
 }
 
+TEST(ImageListingTest, ABrokenRecordWithNamesIsNamedByItsId) {
+  // podman 4.3's words, tried on this machine: an image record that still
+  // has names but lost its manifest (rm of it in the store) fails every
+  // `image ls`, naming the record.
+  const std::string id = std::string(32, '7') + std::string(32, 'a');
+  FakeCli cli("Error: retrieving label for image \"" + id +
+                  "\": you may need to remove the image to resolve the error: fallback error "
+                  "checking whether image is a manifest list: locating item named \"manifest\" "
+                  "for image with ID \"" +
+                  id +
+                  "\" (consider removing the image to resolve the issue): file does not exist\n",
+              125, "");
+  const ImageListing l = ParseImageListing(cli.Run());
+  EXPECT_EQ(l.broken_id, "sha256:" + id);
+  EXPECT_EQ(l.error,
+            "`image ls` exited 125: the engine holds a broken record of image sha256:" + id +
+                " (a `load` cut short leaves one) and lists no image until it is removed");
+  EXPECT_EQ(ImageListing::FromJson(l.ToJson()).broken_id, l.broken_id);
+  // Any other failure names no record.
+  FakeCli other("Error: database is locked\n", 125, "");
+  EXPECT_EQ(ParseImageListing(other.Run()).broken_id, "");
+}
+
 TEST(ImageListingTest, FleetsTagIsFoundUnderEitherCLIsSpelling) {
   // podman tags a name without a registry "localhost/name"; docker keeps it.
   const ImageRef ref = ParseImageRef("team/vllm@" + kD);

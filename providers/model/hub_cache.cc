@@ -357,6 +357,7 @@ Json HubProbe::ToJson() const {
                  {"host", lock->host},   {"boot_id", lock->boot_id},
                  {"since", lock->since}, {"pid_alive", lock->pid_alive}};
   if (lock && !lock->controller.empty()) j["lock"]["controller"] = lock->controller;
+  if (lock && lock->controller_gone) j["lock"]["controller_gone"] = true;
   Json st = Json::object();
   for (const auto& [name, d] : stores) st[name] = DiskToJson(d);
   j["stores"] = st;
@@ -416,6 +417,7 @@ HubProbe HubProbe::FromJson(const Json& j) {
     lock.since = IntegerOr(l, "since", int64_t{0});
     lock.pid_alive = l.value("pid_alive", false);
     lock.controller = l.value("controller", "");
+    lock.controller_gone = l.value("controller_gone", false);
     p.lock = lock;
   }
   if (j.contains("stores") && j["stores"].is_object())

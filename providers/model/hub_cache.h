@@ -70,6 +70,10 @@ struct StagingLock {
   // in a lock an older fleet took.
   std::string controller;
   bool pid_alive = false;  // kill -0 on the probed node
+  // `controller` names a fleet process of the controller's host that is
+  // gone (ControllerIsGone), judged where the probe's output was read; apply
+  // then ends the keeper and takes the lock over.
+  bool controller_gone = false;
 };
 
 // The fields of an owner line; missing or malformed ones stay unset.

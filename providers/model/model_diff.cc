@@ -108,6 +108,9 @@ std::vector<std::string> ObservedReasons(const ModelDiffInput& in, const ModelAs
     if (StaleLockHere(in, p))
       out.push_back("a stale staging lock (pid " + std::to_string(p.lock->pid) +
                     " is gone): apply takes it over");
+    else if (p.lock->controller_gone)
+      out.push_back(DescribeLockOwner(*p.lock) +
+                    ", whose fleet process is gone: apply ends its keeper and takes the lock over");
     else
       out.push_back(DescribeLockOwner(*p.lock) +
                     ": apply will not start a duplicate while it runs");

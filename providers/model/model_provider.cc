@@ -10,6 +10,7 @@
 #include "providers/model/model_diff.h"
 #include "providers/model/model_scope.h"
 #include "providers/model/staged_mark.h"
+#include "src/process_identity.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -210,6 +211,7 @@ ActualResource ModelProvider::ParseProbe(const DesiredResource&, const std::stri
   ActualResource a;
   a.probed = true;
   HubProbe p = ParseHubProbe(output);
+  if (p.lock) p.lock->controller_gone = ControllerIsGone(p.lock->controller);
   a.exists = p.snapshot;
   a.attributes = p.ToJson();
   if (!p.errors.empty()) a.error = p.errors.front();

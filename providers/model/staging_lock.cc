@@ -31,10 +31,8 @@ std::string DescribeLockOwner(const StagingLock& lock) {
   if (lock.owner.empty()) return "staging in progress (lock without an owner yet)";
   std::string by = "staging in progress by pid " + std::to_string(lock.pid) + " on " + lock.host +
                    " since " + UtcTime(lock.since);
-  if (size_t a = lock.controller.find('/'), b = lock.controller.find('/', a + 1);
-      a != std::string::npos && b != std::string::npos)
-    by += " for fleet pid " + lock.controller.substr(a + 1, b - a - 1) + " on " +
-          lock.controller.substr(0, a);
+  if (const std::optional<ControllerId> c = ParseControllerId(lock.controller))
+    by += " for fleet pid " + std::to_string(c->pid) + " on " + c->host;
   return by;
 }
 

@@ -288,6 +288,31 @@ expect_out "took over a stale staging lock (999998 dgx3"
   fail "removing a stale lock downloaded again"
 assert_converged
 
+step "a live keeper whose fleet process is gone: the plan says apply takes the lock over, and it does"
+# What a controller killed while its node's sshd had not noticed leaves: a
+# keeper on dgx3 that still holds the lock for a fleet process of this host
+# that no longer runs. It removes the lock on TERM, as the real keeper's trap.
+rm -rf "$(hub dgx3)/$DH/snapshots"
+cat >"$(node_root dgx3)/sim/fake-keeper" <<'EOF2'
+l=/srv/hf/hub/.fleet-staging-$2.lock
+mkdir "$l" || exit 1
+sh -c 'trap "rm -rf -- \"$0\"; exit 0" TERM; while :; do sleep 0.1; done' "$l" </dev/null >/dev/null 2>&1 &
+echo "$! $(uname -n) $(cat /proc/sys/kernel/random/boot_id) $(date +%s) $1 $(readlink /proc/self/ns/pid | tr -cd 0-9)" >"$l/owner"
+echo $!
+EOF2
+gone_pid=$(sh -c 'echo $$')  # a process of this host that has exited
+ctl="$(uname -n)/$gone_pid/12345/$(cat /proc/sys/kernel/random/boot_id).$(stat -L -c %i /proc/self/ns/pid)"
+keeper=$(on_node dgx3 sh /srv/sim/fake-keeper "$ctl" "$DH") || fail "could not start a keeper on dgx3"
+expect_rc 2 plan --detailed-exitcode
+expect_out "for fleet pid $gone_pid on $(uname -n), whose fleet process is gone: apply ends its keeper and takes the lock over"
+expect_rc 0 apply --auto-approve
+expect_out "its fleet process ($ctl) is gone"
+# (The nodes share this host's pid namespace; an ended keeper whose parent
+# went with its ssh session may stay a zombie: ended all the same.)
+[[ $(ps -o stat= -p "$keeper" || true) == @(|Z*) ]] || fail "the dead controller's keeper (pid $keeper) still runs"
+[[ ! -e $(hub dgx3)/.fleet-staging-$DH.lock ]] || fail "lock left behind after the takeover"
+assert_converged
+
 step "a download that exits 0 with nothing (the log's .done) is an error, not a success"
 rm -rf "$(hub dgx3)/$DH/snapshots"
 echo empty >"$(node_root dgx3)/sim/hf-mode"
