@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -33,8 +35,9 @@ std::string NodeName() {
 // so per machine) and the pid namespace. "" when either cannot be read: then
 // no id is ever judged gone. (A hostname alone is not an identity: two CI
 // runners may both be called "runner"; containers share a kernel's boot.)
-// Read once: neither changes in a process's life (setns and unshare of a
-// pid namespace move only the children), and a probe judges every lock.
+// Read once it could be read: neither changes in a process's life (setns
+// and unshare of a pid namespace move only the children), and a probe judges
+// every lock. A failed read (say EMFILE in a long apply) is tried again.
 std::string ReadPidScope() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string boot;
@@ -43,8 +46,11 @@ std::string ReadPidScope() {
   if (::stat("/proc/self/ns/pid", &st) != 0) return "";
   return boot + "." + std::to_string(static_cast<unsigned long long>(st.st_ino));
 }
-const std::string& PidScope() {
-  static const std::string scope = ReadPidScope();
+std::string PidScope() {
+  static std::mutex mu;
+  static std::string scope;
+  std::lock_guard<std::mutex> lock(mu);
+  if (scope.empty()) scope = ReadPidScope();
   return scope;
 }
 
@@ -99,7 +105,7 @@ std::optional<T> Number(std::string_view s) {
 std::string ThisControllerId() {
   const long pid = static_cast<long>(::getpid());
   const ProcInfo self = ReadProc(pid);
-  const std::string& scope = PidScope();
+  const std::string scope = PidScope();
   return NodeName() + "/" + std::to_string(pid) + "/" +
          (self.state == ProcState::kRunning ? std::to_string(self.start) : "0") + "/" +
          (scope.empty() ? "-" : scope);
@@ -115,15 +121,16 @@ std::optional<ControllerId> ParseControllerId(std::string_view id) {
   }
   const std::optional<long> pid = Number<long>(f[1]);
   const std::optional<unsigned long long> start = Number<unsigned long long>(f[2]);
-  if (f[0].empty() || !pid || *pid <= 0 || !start || f[3].empty() ||
-      f[3].find('/') != std::string_view::npos)
+  // A pid beyond pid_t would reach kill() as another (or -1).
+  if (f[0].empty() || !pid || *pid <= 0 || *pid > std::numeric_limits<pid_t>::max() || !start ||
+      f[3].empty() || f[3].find('/') != std::string_view::npos)
     return std::nullopt;
   return ControllerId{std::string(f[0]), *pid, *start, std::string(f[3])};
 }
 
 bool ControllerIsGone(std::string_view id) {
   const std::optional<ControllerId> c = ParseControllerId(id);
-  const std::string& scope = PidScope();
+  const std::string scope = PidScope();
   if (!c || scope.empty() || c->scope != scope || c->host != NodeName() || c->start == 0 ||
       c->pid == static_cast<long>(::getpid()))
     return false;

@@ -27,8 +27,8 @@ struct ControllerId {
 };
 
 // nullopt unless `id` is "HOST/PID/START/SCOPE" with a non-empty HOST, PID a
-// whole positive number, START a whole number and a non-empty SCOPE holding
-// no '/'. The one reader of the id: the lock's takeover and its messages.
+// whole positive number that fits a pid_t, START a whole number and a
+// non-empty SCOPE holding no '/'. The one reader of the id: the lock's takeover and its messages.
 std::optional<ControllerId> ParseControllerId(std::string_view id);
 
 // True only when `id` (a ThisControllerId() of some process) names a

@@ -85,9 +85,9 @@ TEST(ProcessIdentity, AnIdIsReadWholeOrNotAtAll) {
   EXPECT_EQ(c->start, 987u);
   EXPECT_EQ(c->scope, "b00t.4026531836");
   EXPECT_TRUE(ParseControllerId("h/1/0/-").has_value());  // start and scope unreadable
-  for (const char* bad :
-       {"", "/", "///", "h", "h/", "h/12", "h//5/s", "/1/5/s", "h/x/5/s", "h/-3/5/s", "h/0/5/s",
-        "h/1/-5/s", "h/1/5/", "h/1/5/s/6", "h/1/5 /s", "h/99999999999999999999999/5/s"})
+  for (const char* bad : {"", "/", "///", "h", "h/", "h/12", "h//5/s", "/1/5/s", "h/x/5/s",
+                          "h/-3/5/s", "h/0/5/s", "h/1/-5/s", "h/1/5/", "h/1/5/s/6", "h/1/5 /s",
+                          "h/99999999999999999999999/5/s", "h/4294967295/5/s", "h/4295967295/5/s"})
     EXPECT_FALSE(ParseControllerId(bad).has_value()) << bad;
 }
 

@@ -139,8 +139,9 @@ ImageListing ParseImageListing(const std::string& output) {
   l.error = "`image " + step + "` exited " + std::to_string(rc) + ": " +
             (l.broken_id.empty() ? Joined(messages)
                                  : "the engine holds a broken record of image " + l.broken_id +
-                                       " (a `load` cut short leaves one) and lists no image "
-                                       "until it is removed");
+                                       " (a `load` cut short may leave one) and lists no image "
+                                       "until it is removed (" +
+                                       Joined(messages) + ")");
   return l;
 }
 

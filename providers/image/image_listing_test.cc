@@ -137,11 +137,26 @@ TEST(ImageListingTest, ABrokenRecordWithNamesIsNamedByItsId) {
               125, "");
   const ImageListing l = ParseImageListing(cli.Run());
   EXPECT_EQ(l.broken_id, "sha256:" + id);
-  EXPECT_EQ(l.error,
-            "`image ls` exited 125: the engine holds a broken record of image sha256:" + id +
-                " (a `load` cut short leaves one) and lists no image until it is removed");
+  EXPECT_EQ(l.error.rfind("`image ls` exited 125: the engine holds a broken record of image sha256:" +
+                              id +
+                              " (a `load` cut short may leave one) and lists no image until it is "
+                              "removed (Error: retrieving label for image",
+                          0),
+            0u)
+      << l.error;
   EXPECT_EQ(ImageListing::FromJson(l.ToJson()).broken_id, l.broken_id);
-  // Any other failure names no record.
+  // Either of podman's two sentences names it; anything but 64 hex digits
+  // in their quotes names nothing, and neither does any other failure.
+  FakeCli label_only("Error: retrieving label for image \"" + id +
+                         "\": you may need to remove the image to resolve the error\n",
+                     125, "");
+  EXPECT_EQ(ParseImageListing(label_only.Run()).broken_id, "sha256:" + id);
+  FakeCli not_hex("Error: locating item named \"manifest\" for image with ID \"$(reboot)\" "
+                  "(consider removing the image to resolve the issue)\n",
+                  125, "");
+  const ImageListing n = ParseImageListing(not_hex.Run());
+  EXPECT_EQ(n.broken_id, "");
+  EXPECT_NE(n.error.find("$(reboot)"), std::string::npos) << n.error;  // podman's words, as error
   FakeCli other("Error: database is locked\n", 125, "");
   EXPECT_EQ(ParseImageListing(other.Run()).broken_id, "");
 }

@@ -114,11 +114,13 @@ std::string ProbeError(const ImageProbe& p, const ImageListing& listing, const s
   if (!p.cli_found) return "container_cli '" + cli + "' not found on the node's PATH";
   if (!listing.listed) return "the node's probe did not list its images";
   // fleet does not remove a record it cannot tell is its own: the command
-  // is the operator's. -f: podman refuses `rmi ID` of a record with more
-  // than one name (fleet's tag and its staged tag are two).
+  // is the operator's. Never `rmi -f` (it removes the containers made from
+  // the image, running ones too); `rmi ID` refuses a record with more than
+  // one name (fleet's tag and its staged tag are two), so untag it first.
   if (!listing.broken_id.empty())
-    return listing.error + "; remove it with `" + cli + " rmi -f " + listing.broken_id +
-           "` on the node, then plan again";
+    return listing.error + "; remove it with `" + cli + " untag " + listing.broken_id + " && " +
+           cli + " rmi " + listing.broken_id +
+           "` on the node (rmi refuses while a container uses it), then plan again";
   if (!listing.error.empty()) return listing.error;
   if (!p.by_ref.tried) return "the image probe printed nothing";
   if (!p.by_ref.error.empty()) return p.by_ref.error;

@@ -86,13 +86,18 @@ std::optional<std::string> BranchDisagreement(const ModelDiffInput& in) {
   return "nodes disagree on what " + in.want.branch + " is: " + split;
 }
 
-// A staging lock taken on this node whose process is gone, or that was
-// taken before the node's last boot: its owner can never release it. One
-// from another host (a shared store) cannot be judged from here.
-bool StaleLockHere(const ModelDiffInput& in, const HubProbe& p) {
+// A staging lock whose keeper ran on this node. One from another host (a
+// shared store) cannot be judged or ended from here, by the plan or by the
+// keeper script.
+bool LockTakenHere(const ModelDiffInput& in, const HubProbe& p) {
   const NodeFacts& facts = in.ctx->facts;
-  const bool same_host = !facts.hostname.empty() && p.lock && p.lock->host == facts.hostname;
-  return same_host && (!p.lock->pid_alive || p.lock->boot_id != facts.boot_id);
+  return !facts.hostname.empty() && p.lock && p.lock->host == facts.hostname;
+}
+
+// A staging lock taken on this node whose process is gone, or that was
+// taken before the node's last boot: its owner can never release it.
+bool StaleLockHere(const ModelDiffInput& in, const HubProbe& p) {
+  return LockTakenHere(in, p) && (!p.lock->pid_alive || p.lock->boot_id != in.ctx->facts.boot_id);
 }
 
 // What the probe shows that every outcome says: layout notes, the store's
@@ -108,9 +113,10 @@ std::vector<std::string> ObservedReasons(const ModelDiffInput& in, const ModelAs
     if (StaleLockHere(in, p))
       out.push_back("a stale staging lock (pid " + std::to_string(p.lock->pid) +
                     " is gone): apply takes it over");
-    else if (p.lock->controller_gone)
+    else if (p.lock->controller_gone && LockTakenHere(in, p))
       out.push_back(DescribeLockOwner(*p.lock) +
-                    ", whose fleet process is gone: apply ends its keeper and takes the lock over");
+                    ", whose fleet process is gone: an apply from this controller ends its keeper "
+                    "and takes the lock over");
     else
       out.push_back(DescribeLockOwner(*p.lock) +
                     ": apply will not start a duplicate while it runs");

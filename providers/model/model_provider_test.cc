@@ -312,27 +312,33 @@ TEST(ModelProvider, LegacyLayoutLocksAndDestroy) {
     lock_said |= r.find("stale staging lock (pid 77") != std::string::npos;
   EXPECT_TRUE(lock_said);
 
-  // A live keeper whose fleet process this controller finds gone (judged
-  // when the probe's output is read): apply will take the lock over.
+  // A live keeper on dgx2 whose fleet process this controller finds gone
+  // (judged when the probe's output is read): apply will take the lock
+  // over. Not when the keeper runs on another host (a shared store): the
+  // keeper script ends only its own node's keepers. (4194305: above the
+  // kernel's PID_MAX_LIMIT, so no process has it.)
   const ControllerId me = ParseControllerId(ThisControllerId()).value();
-  const std::string gone = me.host + "/1/" + std::to_string(me.start + 1) + "/" + me.scope;
-  for (const std::string& controller : {gone, ThisControllerId()}) {
-    const DesiredResource* r = Find(f.desired, "model.qwen@dgx2");
-    ActualResource a = f.p.ParseProbe(
-        *r, "lock\t77 dgx2 boot 1700000000 " + controller + "\nlockalive\tyes\n", f.facts["dgx2"]);
-    const HubProbe read = HubProbe::FromJson(a.attributes);
-    ASSERT_TRUE(read.lock.has_value());
-    EXPECT_EQ(read.lock->controller_gone, controller == gone) << controller;
-    legacy.lock = read.lock;
-    f.actual["model.qwen@dgx2"] = Actual(legacy);
-    c = f.Diff("model.qwen@dgx2", &rec);
-    lock_said = false;
-    for (const std::string& said : c.reasons)
-      lock_said |= said.find("for fleet pid 1 on " + me.host +
-                             ", whose fleet process is gone: apply ends its keeper and takes the "
-                             "lock over") != std::string::npos;
-    EXPECT_EQ(lock_said, controller == gone) << controller;
-  }
+  const std::string gone = me.host + "/4194305/" + std::to_string(me.start) + "/" + me.scope;
+  for (const std::string& keeper_host : {"dgx2", "dgx9"})
+    for (const std::string& controller : {gone, ThisControllerId()}) {
+      const DesiredResource* r = Find(f.desired, "model.qwen@dgx2");
+      ActualResource a = f.p.ParseProbe(
+          *r, "lock\t77 " + keeper_host + " boot 1700000000 " + controller + "\nlockalive\tyes\n",
+          f.facts["dgx2"]);
+      const HubProbe read = HubProbe::FromJson(a.attributes);
+      ASSERT_TRUE(read.lock.has_value());
+      EXPECT_EQ(read.lock->controller_gone, controller == gone) << controller;
+      legacy.lock = read.lock;
+      f.actual["model.qwen@dgx2"] = Actual(legacy);
+      c = f.Diff("model.qwen@dgx2", &rec);
+      lock_said = false;
+      for (const std::string& said : c.reasons)
+        lock_said |= said.find("for fleet pid 4194305 on " + me.host +
+                               ", whose fleet process is gone: an apply from this controller ends "
+                               "its keeper and takes the lock over") != std::string::npos;
+      EXPECT_EQ(lock_said, controller == gone && keeper_host == "dgx2")
+          << controller << " kept on " << keeper_host;
+    }
 
   // Destroy keeps models.
   const DesiredResource* d = Find(f.desired, "model.qwen@dgx2");

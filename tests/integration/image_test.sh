@@ -170,12 +170,17 @@ if [[ $CE == podman ]]; then
   step "a broken record that kept its names blocks the node's listing: the plan names it and the fix"
   # The same record with its names: podman then fails every `image ls`
   # (tried by hand, podman 4.3). fleet cannot see whose it is, so the plan
-  # stops at the node with the record's ID and the command that removes it.
+  # stops at the node with the record's ID and the commands that remove it,
+  # which are run here as the message gives them.
   on_node dgx3 "rm -- $gr/${C5#sha256:}/manifest" || fail "could not break bb5 on dgx3 again"
   expect_rc 1 plan
-  expect_out "the engine holds a broken record of image sha256:${C5#sha256:} (a \`load\` cut short leaves one)"
-  expect_out "remove it with \`podman rmi -f sha256:${C5#sha256:}\` on the node, then plan again"
-  on_node dgx3 "podman rmi -f ${C5#sha256:}" >/dev/null || fail "podman rmi of the broken record failed"
+  B5=sha256:${C5#sha256:}
+  expect_out "the engine holds a broken record of image $B5 (a \`load\` cut short may leave one)"
+  fix=$(grep -o 'remove it with `[^`]*` on the node (rmi refuses while a container uses it), then plan again' "$WORK/out" "$WORK/err" | head -1)
+  fix=${fix#*\`}
+  fix=${fix%%\`*}
+  [[ $fix == "podman untag $B5 && podman rmi $B5" ]] || fail "the plan's fix is '$fix'"
+  on_node dgx3 "$fix" >/dev/null || fail "the plan's fix ($fix) failed on dgx3"
   expect_rc 0 apply --auto-approve
   [[ $(image_id dgx3 "$C5") == "${C5#sha256:}" ]] || fail "dgx3 lacks bb5 after its named broken record"
   assert_converged

@@ -304,7 +304,7 @@ gone_pid=$(sh -c 'echo $$')  # a process of this host that has exited
 ctl="$(uname -n)/$gone_pid/12345/$(cat /proc/sys/kernel/random/boot_id).$(stat -L -c %i /proc/self/ns/pid)"
 keeper=$(on_node dgx3 sh /srv/sim/fake-keeper "$ctl" "$DH") || fail "could not start a keeper on dgx3"
 expect_rc 2 plan --detailed-exitcode
-expect_out "for fleet pid $gone_pid on $(uname -n), whose fleet process is gone: apply ends its keeper and takes the lock over"
+expect_out "for fleet pid $gone_pid on $(uname -n), whose fleet process is gone: an apply from this controller ends its keeper and takes the lock over"
 expect_rc 0 apply --auto-approve
 expect_out "its fleet process ($ctl) is gone"
 # (The nodes share this host's pid namespace; an ended keeper whose parent
