@@ -1065,10 +1065,19 @@ Status StopOldHead(const StepContext& ctx, const ContainerSpec& spec) {
   return Status::OK();
 }
 
-std::string ContainerId(const StepContext& ctx, const ContainerSpec& spec) {
+// The started container's id, for the state record. A node that stops
+// answering here fails the step: the serve answered a moment ago, but the
+// apply cannot say it still runs (tests/faults/silent.sh found an apply that
+// ended 0 with the node dark since just after the health check).
+Result<std::string> ContainerId(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> id = ctx.transport->Run(
       ShellCommand({spec.cli, "container", "inspect", "--format", "{{.Id}}", spec.container}));
-  std::string cid = id.ok() && id->exit_code == 0 ? id->out : "";
+  if (!id.ok()) return id.status();
+  if (id->exit_code != 0)
+    return Result<std::string>::Error("container " + spec.container +
+                                      " is gone right after it answered: inspect exited " +
+                                      std::to_string(id->exit_code) + ": " + id->err);
+  std::string cid = id->out;
   while (!cid.empty() && cid.back() == '\n') cid.pop_back();
   return cid;
 }
@@ -1106,7 +1115,9 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.
-  DeploymentRecord record{change.after.get<DeploymentWant>(), ContainerId(ctx, *spec), *image_id};
+  Result<std::string> container_id = ContainerId(ctx, *spec);
+  if (!container_id.ok()) return container_id.status();
+  DeploymentRecord record{change.after.get<DeploymentWant>(), *container_id, *image_id};
   if (!record.want.rows.tensors.empty())
     record.want.shown = spec->Shown();  // with the rows read now, if the plan could not
   return nlohmann::json(record);

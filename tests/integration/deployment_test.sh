@@ -153,6 +153,45 @@ expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "not started again"
 assert_converged
 
+step "the node lost right after the serve answered: the apply fails naming it, then converges"
+# The step's last command reads the started container's id for the state;
+# the node lost there once let the apply end 0 (tests/faults/silent.sh). A
+# stand-in for the engine CLI on dgx2 (/srv/bin, first on the node's PATH)
+# holds that one command while the test cuts dgx2's SSH sessions, as a node
+# going away would; every other command reaches the real CLI.
+CLI=$(node_field dgx2 engine)
+HOLD=$(node_root dgx2)/sim/id-read
+cat >"$(node_root dgx2)/bin/$CLI" <<WRAPPER
+#!/bin/sh
+if [ "\$*" = "container inspect --format {{.Id}} fleet-serve" ]; then
+  : >/srv/sim/id-read
+  sleep 20
+  exit 1
+fi
+PATH=/usr/local/bin:/usr/bin:/bin exec $CLI "\$@"
+WRAPPER
+chmod 755 "$(node_root dgx2)/bin/$CLI"
+rm -f "$HOLD"
+on_node dgx2 "$CE stop --time 1 fleet-serve" >/dev/null
+bg_apply
+for _ in $(seq 600); do [[ -e $HOLD ]] && break; sleep 0.1; done
+[[ -e $HOLD ]] || fail "the apply never read the container's id: $(cat "$WORK/bg.out")"
+listener=$(cat "$SIMDIR/nodes/dgx2/sshd/sshd.pid")
+for p in $(pgrep -P "$listener"); do
+  kill -9 $(pgrep -P "$p" -x 'sshd|sshd-session') "$p" 2>/dev/null || true
+done
+rc=0
+wait "$bg" || rc=$?
+out=$(cat "$WORK/bg.out")
+[[ $rc == 1 ]] || fail "the apply exited $rc with dgx2 lost after the health check: $out"
+grep -q "deployment.serve@dgx2" <<<"$out" || fail "the failure does not name the step: $out"
+grep -q "container inspect" <<<"$out" || fail "the failure does not name the command: $out"
+grep -m1 "container inspect" <<<"$out"  # the error, in the test's log
+rm -f "$(node_root dgx2)/bin/$CLI" "$HOLD"
+expect_rc 0 apply --auto-approve
+[[ $(code) == 200 ]] || fail "the serve does not answer after the re-apply"
+assert_converged
+
 step "a replacement failing in the same apply as an unlock: the unlock is rolled back, the old serve serves"
 repo ', "display_ram": "unlocked"'
 recipe v5 'echo "engine: CUDA out of memory" >&2; exit 4'
