@@ -348,9 +348,17 @@ Status PowerOnStep(const StepContext& ctx) {
 }
 
 // Shuts the OS down (when it answers) and waits until it stops answering.
+// Only a node that does not answer at all is already down: one that answers
+// but fails the host-key check or the login runs an OS fleet cannot shut
+// down, so its power stays on (a changed key was once switched off).
 Status ShutdownStep(const StepContext& ctx) {
   const NodeSpec& spec = *ctx.node;
-  if (!ctx.transport->Connect().ok()) return Status();
+  Status connected = ctx.transport->Connect();
+  if (!connected.ok() && connected.unreachable()) return Status();
+  if (!connected.ok())
+    return Status::Error(connected.message() +
+                         "; not switching power off: the node answers but fleet cannot shut "
+                         "its OS down");
   if (ctx.progress) ctx.progress("shutting down: " + spec.poweroff_command);
   Result<CommandResult> r = ctx.transport->Run(spec.poweroff_command);
   // The connection may drop as the node goes down: that is success.

@@ -44,6 +44,26 @@ done
 [[ $(param dgx1 modeset) == Y ]] || fail "dgx1 not unlocked after power on"
 assert_converged
 
+step "a node whose host key changed is never switched off under its OS"
+# A saved plan powers dgx2 off; its key changes before the apply. It answers,
+# so its OS runs: fleet, unable to shut it down, must leave the switch on
+# (it once read any failed connection as "already down" and switched it off).
+mkrepo --power --unlock dgx1 --power-off dgx3,dgx2
+expect_rc 0 plan -out "$WORK/off.json"
+expect_out "power off"
+"$SIM" rekey "$SIMDIR" dgx2 >/dev/null
+expect_rc 1 apply --auto-approve "$WORK/off.json"
+expect_out "host key has CHANGED"
+expect_out "not switching power off"
+[[ $("$SIM" node-status "$SIMDIR" dgx2) == on ]] || fail "dgx2 was switched off under its OS"
+kh=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["known_hosts"])' "$SIMDIR/sim.json")
+entry="[$(node_field dgx2 address)]:$(node_field dgx2 port)"
+grep -vF "$entry " "$kh" >"$WORK/kh" || true
+echo "$entry $(cut -d' ' -f1-2 "$SIMDIR/nodes/dgx2/sshd/ssh_host_ed25519_key.pub")" >>"$WORK/kh"
+cat "$WORK/kh" >"$kh"  # the operator's fix: the node's new key, checked out of band
+mkrepo --power --unlock dgx1 --power-off dgx3
+assert_converged
+
 step "a controller that answers 401: clear error, nothing changed"
 "$SIM" node-stop "$SIMDIR" dgx2 >/dev/null
 serial=$(state_serial)
