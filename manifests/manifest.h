@@ -43,6 +43,9 @@ struct NodePower {
   std::string state = "on";      // "on" | "off"
   int boot_timeout_s = 600;      // power on: how long to wait for SSH
   int shutdown_timeout_s = 300;  // power off: how long to wait for SSH to stop
+  // Power off: how long the OS may still be halting (unmounting disks) after
+  // its SSH stopped answering, before the switch cuts its power.
+  int halt_wait_s = 30;
   SourceLoc loc;
 };
 

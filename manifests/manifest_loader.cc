@@ -37,6 +37,14 @@ namespace fleet {
 
 namespace {
 
+// "0s", "0" or "0m": zero, which ParseDurationSeconds (made for timeouts)
+// refuses.
+bool IsZeroDuration(std::string_view text) {
+  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h'))
+    text.remove_suffix(1);
+  return !text.empty() && text.find_first_not_of('0') == std::string_view::npos;
+}
+
 namespace fs = std::filesystem;
 using manifest_checks::CheckAcrossSections;
 using manifest_checks::DeploymentLocs;
@@ -407,7 +415,7 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   if (!power.ok()) return;
   spec->power.present = true;
   spec->power.loc = entry->key_loc;
-  power.CheckKeys({"switch", "state", "boot_timeout", "shutdown_timeout"});
+  power.CheckKeys({"switch", "state", "boot_timeout", "shutdown_timeout", "halt_wait"});
   if (!manifest_->power.present) {
     reporter_.Error(entry->key_loc,
                     node.what() +
@@ -428,18 +436,25 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
     }
   }
   if (auto state = power.Enum("state", {"on", "off"})) spec->power.state = state->value;
-  // How long power on waits for SSH, and power off for SSH to stop.
-  const std::pair<const char*, int*> timeouts[] = {
-      {"boot_timeout", &spec->power.boot_timeout_s},
-      {"shutdown_timeout", &spec->power.shutdown_timeout_s}};
-  for (const auto& [key, field] : timeouts) {
+  // How long power on waits for SSH, power off for SSH to stop, and then for
+  // the OS to halt (0 s: a node with nothing to flush may be cut at once).
+  struct Duration {
+    const char* key;
+    int* field;
+    int min_s;
+  };
+  const Duration durations[] = {{"boot_timeout", &spec->power.boot_timeout_s, 1},
+                                {"shutdown_timeout", &spec->power.shutdown_timeout_s, 1},
+                                {"halt_wait", &spec->power.halt_wait_s, 0}};
+  for (const auto& [key, field, min_s] : durations) {
     auto value = power.String(key);
     if (!value) continue;
-    const auto seconds = ParseDurationSeconds(value->value);
-    if (!seconds || *seconds <= 0) {
-      reporter_.Error(value->loc, std::string("'") + key + "' in " + what +
-                                      " must be a duration such as 10m or 90s, got '" +
-                                      value->value + "'");
+    const auto seconds =
+        min_s == 0 && IsZeroDuration(value->value) ? 0 : ParseDurationSeconds(value->value);
+    if (!seconds || *seconds < min_s) {
+      reporter_.Error(value->loc, std::string("'") + key + "' in " + what + " must be a duration" +
+                                      (min_s == 0 ? " (0s or more)" : "") +
+                                      " such as 10m or 90s, got '" + value->value + "'");
     } else {
       *field = static_cast<int>(*seconds);
     }

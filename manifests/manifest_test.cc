@@ -556,6 +556,41 @@ TEST(ManifestTest, NodePowerWithoutController) {
               "or off, got 'of'");
 }
 
+TEST(ManifestTest, PowerDurations) {
+  const std::string power =
+      "version: 1\nfleet: lab\n"
+      "power: {kind: home-assistant, url: https://ha.lan, token_env: HA}\n"
+      "nodes:\n"
+      "  dgx1:\n    address: dgx1.lan\n    power: {switch: switch.dgx1}\n"  // 7
+      "  dgx2:\n    address: dgx2.lan\n";                                   // 8, 9
+  const Loaded defaults = LoadYaml(power);
+  ASSERT_TRUE(defaults.ok) << Dump(defaults.diags);
+  const NodePower& p = defaults.manifest.nodes.at("dgx1").power;
+  EXPECT_EQ(p.boot_timeout_s, 600);
+  EXPECT_EQ(p.shutdown_timeout_s, 300);
+  EXPECT_EQ(p.halt_wait_s, 30);  // a real OS may write for a while after sshd stops
+
+  const Loaded set = LoadYaml(power +
+                              "    power: {switch: switch.dgx2, boot_timeout: 5m, "
+                              "shutdown_timeout: 90s, halt_wait: 0s}\n");
+  ASSERT_TRUE(set.ok) << Dump(set.diags);
+  const NodePower& q = set.manifest.nodes.at("dgx2").power;
+  EXPECT_EQ(q.boot_timeout_s, 300);
+  EXPECT_EQ(q.shutdown_timeout_s, 90);
+  EXPECT_EQ(q.halt_wait_s, 0);  // cut as soon as SSH stops: allowed, never a default
+
+  const Loaded bad = LoadYaml(power +
+                              "    power: {switch: switch.dgx2, shutdown_timeout: 0s, "
+                              "halt_wait: -5s}\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_DIAG(bad.diags,
+              "fleet.yaml:10:52: error: 'shutdown_timeout' in node 'dgx2' power must be a "
+              "duration such as 10m or 90s, got '0s'");
+  EXPECT_DIAG(bad.diags,
+              "fleet.yaml:10:67: error: 'halt_wait' in node 'dgx2' power must be a duration "
+              "(0s or more) such as 10m or 90s, got '-5s'");
+}
+
 TEST(ManifestTest, NoTokensInTheManifest) {
   const Loaded l = LoadYaml(std::string(kBase) +
                             "power:\n"                                                  // 8

@@ -347,18 +347,9 @@ Status PowerOnStep(const StepContext& ctx) {
   return Status();
 }
 
-// Shuts the OS down (when it answers) and waits until it stops answering.
-// Only a node that does not answer at all is already down: one that answers
-// but fails the host-key check or the login runs an OS fleet cannot shut
-// down, so its power stays on (a changed key was once switched off).
-Status ShutdownStep(const StepContext& ctx) {
+// Runs the node's poweroff command and waits until SSH stops answering.
+Status ShutDownOs(const StepContext& ctx) {
   const NodeSpec& spec = *ctx.node;
-  Status connected = ctx.transport->Connect();
-  if (!connected.ok() && connected.unreachable()) return Status();
-  if (!connected.ok())
-    return Status::Error(connected.message() +
-                         "; not switching power off: the node answers but fleet cannot shut "
-                         "its OS down");
   if (ctx.progress) ctx.progress("shutting down: " + spec.poweroff_command);
   Result<CommandResult> r = ctx.transport->Run(spec.poweroff_command);
   // The connection may drop as the node goes down: that is success.
@@ -372,6 +363,33 @@ Status ShutdownStep(const StepContext& ctx) {
     return Status::Error("node " + spec.name + " still answers SSH " +
                          std::to_string(spec.power.shutdown_timeout_s) +
                          "s after shutdown; not switching power off under a running OS");
+  }
+  return Status();
+}
+
+// Shuts the OS down when it answers, then gives it power.halt_wait to halt:
+// sshd stops early in a shutdown, before the disks are unmounted, so cutting
+// the power the moment SSH goes quiet can cut that last write. A node that
+// does not answer at all may be halting too (shut down since the plan). One
+// that answers but fails the host-key check or the login runs an OS fleet
+// cannot shut down, so its power stays on (a changed key was once switched
+// off).
+Status ShutdownStep(const StepContext& ctx) {
+  const NodeSpec& spec = *ctx.node;
+  Status connected = ctx.transport->Connect();
+  if (!connected.ok() && !connected.unreachable())
+    return Status::Error(connected.message() +
+                         "; not switching power off: the node answers but fleet cannot shut "
+                         "its OS down");
+  if (connected.ok()) {
+    Status down = ShutDownOs(ctx);
+    if (!down.ok()) return down;
+  }
+  if (spec.power.halt_wait_s > 0) {
+    if (ctx.progress)
+      ctx.progress("SSH is quiet; waiting " + std::to_string(spec.power.halt_wait_s) +
+                   " s (power.halt_wait) for the OS to halt");
+    std::this_thread::sleep_for(std::chrono::seconds(spec.power.halt_wait_s));
   }
   return Status();
 }

@@ -74,7 +74,9 @@ def main():
         if name in fabric:
             lines.append("    fabric: %s" % fabric[name])
         if args.power:
-            lines.append("    power: {switch: switch.%s, state: %s}" %
+            # halt_wait: the simulated OS halts within 1 s of its poweroff
+            # (fleet-sim), a real one takes longer (default 30 s).
+            lines.append("    power: {switch: switch.%s, state: %s, halt_wait: 2s}" %
                          (name, "off" if name in off else "on"))
     if args.image:
         lines.append("images:")

@@ -64,6 +64,35 @@ cat "$WORK/kh" >"$kh"  # the operator's fix: the node's new key, checked out of 
 mkrepo --power --unlock dgx1 --power-off dgx3
 assert_converged
 
+step "power off gives the OS power.halt_wait to halt after SSH stops"
+# fleet-sim's OS halts /srv/sim/halt-ms (1000) after its poweroff, its SSH
+# gone at 0.3 s, and the power server records a switch turned off before the
+# halt ended (nodes/NAME/cuts-while-halting). Every power off above waited
+# mkrepo's halt_wait: 2s.
+cuts() { cat "$SIMDIR/nodes/$1/cuts-while-halting" 2>/dev/null; }
+for n in dgx1 dgx2 dgx3; do [[ -z $(cuts $n) ]] || fail "$n was cut while halting: $(cuts $n)"; done
+# dgx2 now takes 4 s to halt: halt_wait 0s cuts it mid-halt (the control:
+# the check above can fail), halt_wait 5s does not.
+echo 4000 >"$(node_root dgx2)/sim/halt-ms"
+for wait in 0s 5s; do
+  mkrepo --power --unlock dgx1 --power-off dgx3,dgx2
+  sed -i "s/switch.dgx2, state: off, halt_wait: 2s/switch.dgx2, state: off, halt_wait: $wait/" \
+    "$REPO/fleet.yaml"
+  expect_rc 0 apply --auto-approve
+  [[ $("$SIM" node-status "$SIMDIR" dgx2) == off ]] || fail "dgx2 still on (halt_wait $wait)"
+  if [[ $wait == 0s ]]; then
+    [[ -n $(cuts dgx2) ]] || fail "halt_wait 0s: no cut seen during dgx2's 4 s halt"
+    rm -f "$SIMDIR/nodes/dgx2/cuts-while-halting"
+  else
+    expect_out "waiting 5 s (power.halt_wait) for the OS to halt"
+    [[ -z $(cuts dgx2) ]] || fail "halt_wait 5s: dgx2 was cut while halting: $(cuts dgx2)"
+  fi
+  mkrepo --power --unlock dgx1 --power-off dgx3
+  expect_rc 0 apply --auto-approve
+done
+rm -f "$(node_root dgx2)/sim/halt-ms"
+assert_converged
+
 step "a controller that answers 401: clear error, nothing changed"
 "$SIM" node-stop "$SIMDIR" dgx2 >/dev/null
 serial=$(state_serial)

@@ -107,9 +107,28 @@ class Fleet:
             "context": {"id": f"fleet-sim-{name}", "parent_id": None, "user_id": None},
         }
 
+    def note_cut_while_halting(self, name):
+        """A switch turned off while the node's OS still halts (its `systemctl
+        poweroff` stand-in wrote root/sim/halt-until): a cut the real box would
+        take mid-shutdown. Recorded in nodes/NAME/cuts-while-halting."""
+        path = os.path.join(self.dir, "nodes", name, "root", "sim", "halt-until")
+        try:
+            with open(path) as f:
+                until_ms = int(f.read().strip())
+            os.unlink(path)
+        except (OSError, ValueError):
+            return
+        early_ms = until_ms - int(time.time() * 1000)
+        if early_ms > 0:
+            line = f"{now_iso()} switched off {early_ms} ms before its halt ended\n"
+            with open(os.path.join(self.dir, "nodes", name, "cuts-while-halting"), "a") as f:
+                f.write(line)
+
     def switch(self, name, on):
         """Switch a node; returns (changed, error message or None)."""
         with self.locks[name]:
+            if not on:
+                self.note_cut_while_halting(name)
             if self.is_on(name) == on:
                 return False, None
             verb = "node-start" if on else "node-stop"
