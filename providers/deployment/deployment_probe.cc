@@ -90,7 +90,7 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
                      spec.container}) +
        " 2>&1) && fd_rc=0 || fd_rc=$?\n";
   s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
-  s += "else case $fd_out in *[Nn]'o such'*|*'not known'*) echo absent=1 ;;\n";
+  s += std::string("else case $fd_out in ") + kNoSuchContainerPattern + ") echo absent=1 ;;\n";
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
   // A worker (no health URL) neither answers HTTP nor owns the port.
   if (!spec.HealthUrl().empty())
@@ -130,7 +130,8 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     p.image = get("image");
     const long started = ParseStarted(get("started"));
     long now = 0, age = 0;
-    if (started > 0 && ParseSeconds(get("now"), &now) && !__builtin_sub_overflow(now, started, &age))
+    if (started > 0 && ParseSeconds(get("now"), &now) &&
+        !__builtin_sub_overflow(now, started, &age))
       p.age_s = age;
   }
   const std::string health = get("health");

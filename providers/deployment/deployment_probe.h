@@ -15,6 +15,12 @@
 
 namespace fleet {
 
+// A shell `case` pattern matching what docker and podman print for a
+// container that does not exist ("No such container", "no container with
+// name or ID ... found: no such container", "... not known"): the one
+// failure of `container inspect` that means absent, not an engine error.
+inline constexpr char kNoSuchContainerPattern[] = "*[Nn]'o such'*|*'not known'*";
+
 struct ContainerProbe {
   bool cli_found = true;
   bool exists = false;

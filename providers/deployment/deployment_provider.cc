@@ -193,11 +193,14 @@ std::string LogTail(const StepContext& ctx, const ContainerSpec& spec) {
 
 Status RemoveContainer(const StepContext& ctx, const std::string& cli, const std::string& name) {
   // docker and podman alike: stop with a grace period, then remove; a
-  // container that is not there is not an error.
-  return RunOnNode(ctx, "if " + ShellCommand({cli, "container", "inspect", name}) +
-                            " >/dev/null 2>&1; then " +
+  // container that is not there is not an error, an engine that cannot say
+  // (its daemon down, its storage broken) is.
+  return RunOnNode(ctx, "if fd_err=$(" + ShellCommand({cli, "container", "inspect", name}) +
+                            " 2>&1 >/dev/null); then " +
                             ShellCommand({cli, "stop", "-t", "30", name}) + " >/dev/null 2>&1; " +
-                            ShellCommand({cli, "rm", "-f", name}) + " >/dev/null; fi")
+                            ShellCommand({cli, "rm", "-f", name}) +
+                            " >/dev/null; else case $fd_err in " + kNoSuchContainerPattern +
+                            ") ;; *) printf '%s\\n' \"$fd_err\" >&2; exit 1 ;; esac; fi")
       .status();
 }
 
@@ -1008,7 +1011,9 @@ Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
   }
   if (!env.path.empty()) {
     Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env.path})).status();
-    if (!removed.ok() && started.ok()) started = removed;
+    if (!removed.ok())  // the file holds the serve's secrets: say it stayed
+      started = Status::Error((started.ok() ? "" : started.message() + "; ") + "the env file " +
+                              env.path + " stayed on the node: " + removed.message());
   }
   return started;
 }
@@ -1029,8 +1034,9 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   Status started = StartContainer(ctx, spec, *options, *env, image_id, home);
   Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
   if (!healthy.ok()) {
-    RemoveContainer(ctx, spec.cli, spec.container);
-    return Status::Error(healthy.message() + "\n  " + spec.container + " removed" +
+    Status removed = RemoveContainer(ctx, spec.cli, spec.container);
+    return Status::Error(healthy.message() + "\n  " + spec.container +
+                         (removed.ok() ? " removed" : " not removed: " + removed.message()) +
                          (existing.exists ? PutBackPrevious(ctx, spec) : ""));
   }
   if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));

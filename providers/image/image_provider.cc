@@ -451,7 +451,14 @@ Status RemoveImage(const StepContext& ctx, const std::string& id) {
   Result<CommandResult> found =
       ctx.transport->Run(ShellCommand({cli, "image", "inspect", "--format", "{{.Id}}", id}));
   if (!found.ok()) return found.status();
-  if (found->exit_code != 0) return Status::OK();  // not there (any more)
+  if (found->exit_code != 0) {
+    // Gone (any more) is done; an engine that cannot say is not.
+    const ImageLookup lookup = ParseInspect(found->exit_code, found->err + found->out);
+    if (!lookup.error.empty())
+      return Status::Error("on " + ctx.node->name + ": cannot tell whether image " + id +
+                           " is still there: " + lookup.error);
+    if (!lookup.broken) return Status::OK();
+  }
   // -f: the image may carry several names; no container uses it (checked).
   return RunOnNode(ctx, ShellCommand({cli, "rmi", "-f", id})).status();
 }

@@ -159,18 +159,9 @@ step "the node lost right after the serve answered: the apply fails naming it, t
 # stand-in for the engine CLI on dgx2 (/srv/bin, first on the node's PATH)
 # holds that one command while the test cuts dgx2's SSH sessions, as a node
 # going away would; every other command reaches the real CLI.
-CLI=$(node_field dgx2 engine)
 HOLD=$(node_root dgx2)/sim/id-read
-cat >"$(node_root dgx2)/bin/$CLI" <<WRAPPER
-#!/bin/sh
-if [ "\$*" = "container inspect --format {{.Id}} fleet-serve" ]; then
-  : >/srv/sim/id-read
-  sleep 20
-  exit 1
-fi
-PATH=/usr/local/bin:/usr/bin:/bin exec $CLI "\$@"
-WRAPPER
-chmod 755 "$(node_root dgx2)/bin/$CLI"
+engine_stand_in dgx2 "'container inspect --format {{.Id}} fleet-serve'" \
+  ': >/srv/sim/id-read; sleep 20; exit 1'
 rm -f "$HOLD"
 on_node dgx2 "$CE stop --time 1 fleet-serve" >/dev/null
 bg_apply
@@ -187,7 +178,8 @@ out=$(cat "$WORK/bg.out")
 grep -q "deployment.serve@dgx2" <<<"$out" || fail "the failure does not name the step: $out"
 grep -q "container inspect" <<<"$out" || fail "the failure does not name the command: $out"
 grep -m1 "container inspect" <<<"$out"  # the error, in the test's log
-rm -f "$(node_root dgx2)/bin/$CLI" "$HOLD"
+engine_stand_in_off dgx2
+rm -f "$HOLD"
 expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "the serve does not answer after the re-apply"
 assert_converged
@@ -360,6 +352,18 @@ gone dgx2 fleet-pair
 
 step "a deployment the manifests drop is stopped and removed"
 mkrepo --unlock dgx2 --image "bb={\"ref\": \"$R/fleet/serve@$D\", \"source\": \"registry\", \"nodes\": [\"dgx2\"]}"
+expect_rc 2 plan --detailed-exitcode
+expect_out "the manifests no longer declare it"
+# First with an engine that cannot answer the removal's inspect (a docker
+# daemon gone, podman's storage broken): not "already gone". The step fails
+# with the engine's words and the state keeps the serve (fleet once dropped
+# it and left the container running).
+engine_stand_in dgx2 "'container inspect fleet-serve'" "$ENGINE_DOWN"
+expect_rc 1 apply --auto-approve
+expect_out "storage is locked (fleet test)"
+engine_stand_in_off dgx2
+[[ $(container '{{.State.Status}}') == running ]] || fail "the serve stopped though its removal failed"
+grep -q fleet-serve "$(state_file)" || fail "the state dropped the serve its removal did not remove"
 expect_rc 2 plan --detailed-exitcode
 expect_out "the manifests no longer declare it"
 expect_rc 0 apply --auto-approve

@@ -226,6 +226,21 @@ expect_rc 1 apply --auto-approve --purge
 expect_out "is used by container(s) user-of-bb; not removed"
 has_image dgx2 "$C1" || fail "an image a container uses was removed"
 on_node dgx2 "$CE rm user-of-bb" >/dev/null
+# An engine that cannot say whether the image is still there is not "gone":
+# the removal fails with its words and the state keeps the image (fleet
+# once read any failed inspect as removed).
+engine_stand_in dgx2 "'image inspect --format {{.Id}} '*" "$ENGINE_DOWN"
+expect_rc 1 apply --auto-approve --purge
+engine_stand_in_off dgx2
+expect_out "cannot tell whether image"
+expect_out "storage is locked (fleet test)"
+has_image dgx2 "$C1" || fail "bb left dgx2 though its removal failed"
+expect_rc 0 plan --json --purge
+python3 - "$WORK/out" <<'PY'
+import json, sys
+by = {c["address"]: c for c in json.load(open(sys.argv[1]))["changes"]}
+assert by["image.bb@dgx2"]["detail"].get("op") == "remove", by.get("image.bb@dgx2")  # still fleet's
+PY
 expect_rc 0 apply --auto-approve --purge
 ! has_image dgx2 "$C1" || fail "bb (copied by fleet) still on dgx2"
 has_image dgx1 "$C1" || fail "bb on dgx1 (there before fleet) was removed"

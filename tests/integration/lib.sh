@@ -177,6 +177,23 @@ on_node() {  # on_node NAME COMMAND: runs COMMAND as the node user over ssh
     -p "$(node_field "$name" port)" "$(node_field "$name" user)@$(node_field "$name" address)" "$@"
 }
 
+# engine_stand_in NODE PATTERN ACTION: a stand-in for NODE's engine CLI in
+# its /srv/bin (first on the node's PATH): a call whose arguments ("$*")
+# match PATTERN (a case pattern as sh source: quote its spaces) run the sh
+# code ACTION instead; every other call reaches the real CLI.
+# engine_stand_in_off NODE removes it.
+engine_stand_in() {
+  local cli path
+  cli=$(node_field "$1" engine)
+  path=$(node_root "$1")/bin/$cli
+  printf '#!/bin/sh\ncase "$*" in\n%s)\n%s\n;;\nesac\nPATH=/usr/local/bin:/usr/bin:/bin exec %s "$@"\n' \
+    "$2" "$3" "$cli" >"$path"
+  chmod 755 "$path"
+}
+engine_stand_in_off() { rm -f "$(node_root "$1")/bin/$(node_field "$1" engine)"; }
+# ENGINE_DOWN: an ACTION for engine_stand_in: the engine cannot answer.
+ENGINE_DOWN='echo "Cannot connect to the engine: storage is locked (fleet test)" >&2; exit 125'
+
 # After an apply: plan shows nothing to do, and a second apply changes
 # nothing, not even the serial.
 assert_converged() {
