@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "src/json_number.h"
 #include "src/shell_quote.h"
@@ -179,6 +180,15 @@ $to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $
 
 namespace {
 
+// The entries' one order, by path and then by every other field: a listing
+// that names a path twice (a hostile or broken node) must still read back
+// from the plan file as it was printed (the hub_cache fuzz target found
+// std::sort by path alone reordering such twins).
+bool EntryBefore(const SnapshotEntry& a, const SnapshotEntry& b) {
+  return std::tie(a.path, a.link, a.target, a.blob, a.size, a.resolved) <
+         std::tie(b.path, b.link, b.target, b.blob, b.size, b.resolved);
+}
+
 // One "e" record of the listing: %y %Y %P %l (type, type of the target,
 // path, link target).
 std::optional<SnapshotEntry> ParseEntryRecord(const std::string& rest) {
@@ -294,8 +304,7 @@ HubProbe ParseHubProbe(const std::string& output) {
       e.size = it->second;
     }
   }
-  std::sort(p.entries.begin(), p.entries.end(),
-            [](const SnapshotEntry& a, const SnapshotEntry& b) { return a.path < b.path; });
+  std::sort(p.entries.begin(), p.entries.end(), EntryBefore);
   return p;
 }
 
@@ -423,8 +432,7 @@ HubProbe HubProbe::FromJson(const Json& j) {
   if (j.contains("stores") && j["stores"].is_object())
     for (auto it = j["stores"].begin(); it != j["stores"].end(); ++it)
       p.stores[it.key()] = DiskFromJson(it.value());
-  std::sort(p.entries.begin(), p.entries.end(),
-            [](const SnapshotEntry& a, const SnapshotEntry& b) { return a.path < b.path; });
+  std::sort(p.entries.begin(), p.entries.end(), EntryBefore);
   return p;
 }
 

@@ -99,6 +99,19 @@ TEST(HubCache, ParsesProbeOutput) {
   EXPECT_EQ(q.ToJson(), p.ToJson());
 }
 
+TEST(HubCache, APathListedTwiceReadsBackFromThePlanAsPrinted) {
+  // The hub_cache fuzz target: entries sorted by path alone came back from
+  // the plan's JSON in another order when a listing named a path twice.
+  std::string out = "layout\thub\n";
+  for (int i = 0; i < 20; ++i)
+    out += std::string("e\t") + (i % 3 == 0 ? "l\tN" : "f\t") + "\tconfig.json\t" +
+           (i % 3 == 0 ? "../../blobs/" + std::to_string(i) : "") + "\n";
+  const HubProbe p = ParseHubProbe(out);
+  ASSERT_EQ(p.entries.size(), 20u);
+  const nlohmann::json once = p.ToJson();
+  EXPECT_EQ(HubProbe::FromJson(nlohmann::json::parse(once.dump())).ToJson(), once);
+}
+
 TEST(HubCache, ProbesARealLayout) {
   TempDir dir;
   const std::string cache = dir.path() + "/hf hub's";  // a space and a quote
