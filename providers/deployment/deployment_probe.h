@@ -16,10 +16,12 @@
 namespace fleet {
 
 // A shell `case` pattern matching what docker and podman print for a
-// container that does not exist ("No such container", "no container with
-// name or ID ... found: no such container", "... not known"): the one
-// failure of `container inspect` that means absent, not an engine error.
-inline constexpr char kNoSuchContainerPattern[] = "*[Nn]'o such'*|*'not known'*";
+// container that does not exist (docker: "Error: No such container: X";
+// podman 4.3: "Error: inspecting object: no such container X"): the one
+// failure of `container inspect` that means absent, not an engine error. Not
+// "no such" alone: a broken storage says "no such file or directory".
+inline constexpr char kNoSuchContainerPattern[] =
+    "*[Nn]'o such container'*|*'container not known'*";
 
 struct ContainerProbe {
   bool cli_found = true;

@@ -1122,7 +1122,14 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.
   Result<std::string> container_id = ContainerId(ctx, *spec);
-  if (!container_id.ok()) return container_id.status();
+  if (!container_id.ok()) {
+    // What now runs is this spec (a replacement has already removed what it
+    // replaced): the state says so, with no id, before the step fails.
+    if (ctx.checkpoint)
+      (void)ctx.checkpoint(
+          nlohmann::json(DeploymentRecord{change.after.get<DeploymentWant>(), "", *image_id}));
+    return container_id.status();
+  }
   DeploymentRecord record{change.after.get<DeploymentWant>(), *container_id, *image_id};
   if (!record.want.rows.tensors.empty())
     record.want.shown = spec->Shown();  // with the rows read now, if the plan could not

@@ -81,6 +81,7 @@ for wait in 0s 5s; do
   expect_rc 0 apply --auto-approve
   [[ $("$SIM" node-status "$SIMDIR" dgx2) == off ]] || fail "dgx2 still on (halt_wait $wait)"
   if [[ $wait == 0s ]]; then
+    expect_no_out "power.halt_wait"  # the manifest's 0s took effect
     [[ -n $(cuts dgx2) ]] || fail "halt_wait 0s: no cut seen during dgx2's 4 s halt"
     rm -f "$SIMDIR/nodes/dgx2/cuts-while-halting"
   else
