@@ -4,7 +4,7 @@
 
 namespace fleet {
 
-std::optional<int> ParseDurationSeconds(std::string_view text) {
+std::optional<int> ParseDurationSeconds(std::string_view text, int min_seconds) {
   if (text.empty()) return std::nullopt;
   int64_t total = 0;
   size_t i = 0;
@@ -42,7 +42,7 @@ std::optional<int> ParseDurationSeconds(std::string_view text) {
     total += number * scale;
     if (total > INT32_MAX) return std::nullopt;
   }
-  if (total <= 0) return std::nullopt;
+  if (total < min_seconds) return std::nullopt;
   return static_cast<int>(total);
 }
 

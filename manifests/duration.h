@@ -8,10 +8,12 @@
 
 namespace fleet {
 
-// Returns the duration in seconds, or nullopt when `text` is not a positive
-// duration (empty, a unit other than s/m/h, a fraction, a sign, overflow
-// beyond ~68 years). Never throws.
-std::optional<int> ParseDurationSeconds(std::string_view text);
+// Returns the duration in seconds, or nullopt when `text` is not a duration
+// of at least `min_seconds` (empty, a unit other than s/m/h, a fraction, a
+// sign, overflow beyond ~68 years, too short). Timeouts keep the default,
+// 1: a zero timeout is a typo. A wait that may be skipped passes 0.
+// REQUIRES: min_seconds >= 0. Never throws.
+std::optional<int> ParseDurationSeconds(std::string_view text, int min_seconds = 1);
 
 }  // namespace fleet
 

@@ -16,9 +16,11 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,14 +38,6 @@
 namespace fleet {
 
 namespace {
-
-// "0s", "0" or "0m": zero, which ParseDurationSeconds (made for timeouts)
-// refuses.
-bool IsZeroDuration(std::string_view text) {
-  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h'))
-    text.remove_suffix(1);
-  return !text.empty() && text.find_first_not_of('0') == std::string_view::npos;
-}
 
 namespace fs = std::filesystem;
 using manifest_checks::CheckAcrossSections;
@@ -94,8 +88,13 @@ class ManifestLoader {
   void Load();
 
  private:
-  // Reports the first byte of fleet.yaml that is not UTF-8 (manifests/utf8.h).
-  bool IsUtf8(std::string_view text);
+  // Reports the first byte of fleet.yaml that is not UTF-8, or starts a
+  // character YAML does not allow (manifests/utf8.h).
+  bool IsPrintableText(std::string_view text);
+  // Reports each scalar (key or value) whose escapes decode to such a
+  // character; the text was printable, so only an escape gets one here.
+  bool ScalarsArePrintable(const YAML::Node& node, int depth,
+                           std::set<std::tuple<int, int, int>>* seen);
   void ReadTop(const YAML::Node& root);
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
@@ -134,17 +133,46 @@ class ManifestLoader {
   std::map<std::string, Recipe> recipes_;  // by resolved path
 };
 
-bool ManifestLoader::IsUtf8(std::string_view text) {
-  const size_t at = FirstNonUtf8(text);
+bool ManifestLoader::IsPrintableText(std::string_view text) {
+  const size_t at = FirstNonPrintable(text);
   if (at == std::string_view::npos) return true;
   const size_t line_start = text.rfind('\n', at) + 1;  // npos + 1: the first line
   const auto line = std::count(text.begin(), text.begin() + at, '\n');
-  char byte[8];
-  std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(text[at]));
+  const bool utf8 = Utf8SequenceLength(text, at) != 0;
   reporter_.Error(reporter_.At(static_cast<int>(line), static_cast<int>(at - line_start)),
-                  std::string("byte ") + byte +
-                      " is not UTF-8: fleet.yaml must be UTF-8 text (save it as UTF-8)");
+                  DescribeNonPrintable(text, at) +
+                      (utf8 ? ": YAML does not allow it in fleet.yaml (a stray byte from a paste?)"
+                            : ": fleet.yaml must be UTF-8 text (save it as UTF-8)"));
   return false;
+}
+
+bool ManifestLoader::ScalarsArePrintable(const YAML::Node& node, int depth,
+                                         std::set<std::tuple<int, int, int>>* seen) {
+  // An alias is its anchor's node again: visit each node once per depth, or
+  // a "billion laughs" file would take exponential time. Distinct nodes at
+  // one depth start at distinct offsets.
+  if (!seen->emplace(node.Mark().pos, static_cast<int>(node.Type()), depth).second) return true;
+  bool ok = true;
+  if (node.IsMap()) {
+    for (const auto& pair : node) {
+      ok = ScalarsArePrintable(pair.first, depth + 1, seen) && ok;
+      ok = ScalarsArePrintable(pair.second, depth + 1, seen) && ok;
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) ok = ScalarsArePrintable(item, depth + 1, seen) && ok;
+  } else if (node.IsScalar()) {
+    const std::string& text = node.Scalar();
+    const size_t at = FirstNonPrintable(text);
+    if (at == std::string::npos) return true;
+    const bool nel = static_cast<unsigned char>(text[at]) == 0x85;
+    reporter_.Error(reporter_.Loc(node),
+                    "an escape in this string decodes to text fleet cannot use: " +
+                        DescribeNonPrintable(text, at) +
+                        (nel ? " (yaml-cpp decodes \\N to that lone byte)" : "") +
+                        "; write the string without it");
+    ok = false;
+  }
+  return ok;
 }
 
 void ManifestLoader::Load() {
@@ -160,7 +188,7 @@ void ManifestLoader::Load() {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
-  if (!IsUtf8(text)) return;
+  if (!IsPrintableText(text)) return;
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -191,6 +219,8 @@ void ManifestLoader::Load() {
                     "<name> and nodes:");
     return;
   }
+  std::set<std::tuple<int, int, int>> seen;
+  if (!ScalarsArePrintable(root, 0, &seen)) return;
   ReadTop(root);
   CheckAcrossSections(*manifest_, notes_, &reporter_);
 }
@@ -449,9 +479,8 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   for (const auto& [key, field, min_s] : durations) {
     auto value = power.String(key);
     if (!value) continue;
-    const auto seconds =
-        min_s == 0 && IsZeroDuration(value->value) ? 0 : ParseDurationSeconds(value->value);
-    if (!seconds || *seconds < min_s) {
+    const auto seconds = ParseDurationSeconds(value->value, min_s);
+    if (!seconds) {
       reporter_.Error(value->loc, std::string("'") + key + "' in " + what + " must be a duration" +
                                       (min_s == 0 ? " (0s or more)" : "") +
                                       " such as 10m or 90s, got '" + value->value + "'");

@@ -543,6 +543,69 @@ TEST(ManifestTest, BytesThatAreNotUtf8AreRefused) {
   EXPECT_TRUE(LoadYaml(std::string(kBase) + "    hostname: caf\xC3\xA9\n").ok);
 }
 
+TEST(ManifestTest, ControlCharactersAreRefused) {
+  // YAML's c-printable set leaves out C0 controls but tab, LF and CR; DEL;
+  // C1 controls but NEL. A NUL in a value reached yaml-cpp's escape reader.
+  const Loaded l = LoadYaml(std::string(kBase) + "    hostname: dgx\x16" + "2\n");
+  EXPECT_FALSE(l.ok);
+  ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
+  EXPECT_EQ(l.diags[0].ToString(),
+            "fleet.yaml:8:18: error: U+0016 is a control character: YAML does not allow it in "
+            "fleet.yaml (a stray byte from a paste?)");
+  for (const std::string bad : {std::string("\0", 1), std::string("\x7F"), std::string("\xC2\x80"),
+                                std::string("\xEF\xBF\xBE")}) {
+    const Loaded one = LoadYaml(std::string(kBase) + "    hostname: dgx" + bad + "2\n");
+    ASSERT_EQ(one.diags.size(), 1u) << Dump(one.diags);
+    EXPECT_EQ(one.diags[0].loc.ToString(), "fleet.yaml:8:18") << Dump(one.diags);
+  }
+  EXPECT_TRUE(LoadYaml(std::string(kBase) + "    hostname: \"dgx\xC2\xA0" + "2\"\n").ok);
+}
+
+TEST(ManifestTest, EscapesThatDecodeToControlCharactersAreRefused) {
+  // Found by the manifest fuzz target: yaml-cpp decodes "\N" to the lone
+  // byte 0x85 (not UTF-8), and a model's repo holding it loaded; then the
+  // resource's attributes threw in dump().
+  const Loaded l = LoadYaml(std::string(kBase) + "    hostname: \"dgx\\N2\"\n");
+  EXPECT_FALSE(l.ok);
+  ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
+  EXPECT_EQ(l.diags[0].ToString(),
+            "fleet.yaml:8:15: error: an escape in this string decodes to text fleet cannot use: "
+            "byte 0x85 is not UTF-8 (yaml-cpp decodes \\N to that lone byte); write the string "
+            "without it");
+  const Loaded nul = LoadYaml(std::string(kBase) + "    hostname: \"dgx\\0\"\n");
+  ASSERT_EQ(nul.diags.size(), 1u) << Dump(nul.diags);
+  EXPECT_EQ(nul.diags[0].ToString(),
+            "fleet.yaml:8:15: error: an escape in this string decodes to text fleet cannot use: "
+            "U+0000 is a control character; write the string without it");
+  // Keys too, and each string once however many aliases name it.
+  const Loaded key = LoadYaml(std::string(kBase) + "  \"dg\\x7Fx3\":\n    address: &a \"x\\a\"\n" +
+                              "  dgx4:\n    address: *a\n");
+  EXPECT_DIAG(key.diags,
+              "fleet.yaml:8:3: error: an escape in this string decodes to text fleet cannot use: "
+              "U+007F is a control character; write the string without it");
+  EXPECT_DIAG(key.diags,
+              "fleet.yaml:9:14: error: an escape in this string decodes to text fleet cannot use: "
+              "U+0007 is a control character; write the string without it");
+  EXPECT_TRUE(LoadYaml(std::string(kBase) + "    hostname: \"caf\\u00e9\"\n").ok);
+}
+
+TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
+  // Ten levels of ten aliases name 10^10 strings: the check of decoded
+  // strings must visit each node once, or this load takes hours.
+  std::string yaml = std::string(kBase) + "x0: &x0 [a, a, a, a, a, a, a, a, a, a]\n";
+  for (int level = 1; level < 10; ++level) {
+    const std::string below = "*x" + std::to_string(level - 1);
+    yaml += "x" + std::to_string(level) + ": &x" + std::to_string(level) + " [";
+    for (int i = 0; i < 10; ++i) yaml += (i ? ", " : "") + below;
+    yaml += "]\n";
+  }
+  const Loaded l = LoadYaml(yaml);
+  EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments");
+}
+
 TEST(ManifestTest, NodePowerWithoutController) {
   const Loaded l = LoadYaml(std::string(kBase) + "    power: {switch: switch.dgx2, state: of}\n");
   EXPECT_DIAG(l.diags,

@@ -1,5 +1,7 @@
 #include "manifests/utf8.h"
 
+#include <cstdio>
+
 namespace fleet {
 
 size_t Utf8SequenceLength(std::string_view text, size_t i) {
@@ -35,6 +37,48 @@ size_t FirstNonUtf8(std::string_view text) {
     i += length;
   }
   return std::string_view::npos;
+}
+
+namespace {
+
+// The code point of the well-formed sequence of `length` bytes at text[i].
+char32_t CodePoint(std::string_view text, size_t i, size_t length) {
+  static constexpr unsigned char kLeadBits[] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  char32_t c = static_cast<unsigned char>(text[i]) & kLeadBits[length];
+  for (size_t k = 1; k < length; ++k)
+    c = (c << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  return c;
+}
+
+bool IsYamlPrintable(char32_t c) {
+  if (c == '\t' || c == '\n' || c == '\r' || c == 0x85) return true;
+  if (c < 0x20 || (c >= 0x7F && c < 0xA0)) return false;  // C0, DEL, C1
+  return c != 0xFFFE && c != 0xFFFF;                      // surrogates are not UTF-8 already
+}
+
+}  // namespace
+
+size_t FirstNonPrintable(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = Utf8SequenceLength(text, i);
+    if (length == 0 || !IsYamlPrintable(CodePoint(text, i, length))) return i;
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
+std::string DescribeNonPrintable(std::string_view text, size_t at) {
+  char what[48];
+  const size_t length = Utf8SequenceLength(text, at);
+  if (length == 0) {
+    std::snprintf(what, sizeof(what), "byte 0x%02X is not UTF-8",
+                  static_cast<unsigned char>(text[at]));
+  } else {
+    const char32_t c = CodePoint(text, at, length);
+    std::snprintf(what, sizeof(what), "U+%04X is %s", static_cast<unsigned>(c),
+                  c < 0xA0 ? "a control character" : "not a character");
+  }
+  return what;
 }
 
 }  // namespace fleet

@@ -29,5 +29,25 @@ TEST(Utf8Test, FirstByteThatIsNot) {
   EXPECT_EQ(FirstNonUtf8(std::string("a\0\xFF", 3)), 2u);  // NUL is UTF-8
 }
 
+TEST(Utf8Test, PrintableText) {
+  EXPECT_EQ(FirstNonPrintable("a: b\n\tc\r\n"), kAll);
+  EXPECT_EQ(FirstNonPrintable("caf\xC3\xA9 \xC2\x85 \xC2\xA0 \xEF\xBF\xBD \xF0\x9F\x98\x80"), kAll);
+  EXPECT_EQ(FirstNonPrintable("\xEF\xBB\xBFversion: 1"), kAll);  // a BOM
+  EXPECT_EQ(FirstNonPrintable(std::string("a\0", 2)), 1u);
+  EXPECT_EQ(FirstNonPrintable("ab\x1F"), 2u);
+  EXPECT_EQ(FirstNonPrintable("ab\x7F"), 2u);    // DEL
+  EXPECT_EQ(FirstNonPrintable("\xC2\x80"), 0u);  // C1
+  EXPECT_EQ(FirstNonPrintable("x\xC2\x9F"), 1u);
+  EXPECT_EQ(FirstNonPrintable("x\xEF\xBF\xBE"), 1u);  // U+FFFE
+  EXPECT_EQ(FirstNonPrintable("x\x85"), 1u);          // not UTF-8
+}
+
+TEST(Utf8Test, DescribeNonPrintable) {
+  EXPECT_EQ(DescribeNonPrintable("a\x85", 1), "byte 0x85 is not UTF-8");
+  EXPECT_EQ(DescribeNonPrintable("a\x16", 1), "U+0016 is a control character");
+  EXPECT_EQ(DescribeNonPrintable("\xC2\x9B", 0), "U+009B is a control character");
+  EXPECT_EQ(DescribeNonPrintable("\xEF\xBF\xBF", 0), "U+FFFF is not a character");
+}
+
 }  // namespace
 }  // namespace fleet

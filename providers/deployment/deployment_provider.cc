@@ -1113,9 +1113,9 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   // plan neither mistakes it for someone else's nor leaves it running when
   // the manifests drop it (tests/faults/kill9.sh found it lost). If the step
   // fails instead, the record names no container and the next plan starts it.
+  DeploymentRecord record{change.after.get<DeploymentWant>(), "", *image_id};  // no id yet
   if (ctx.record == nullptr && ctx.checkpoint) {
-    Status c = ctx.checkpoint(
-        nlohmann::json(DeploymentRecord{change.after.get<DeploymentWant>(), "", *image_id}));
+    Status c = ctx.checkpoint(nlohmann::json(record));
     if (!c.ok()) return c;
   }
   Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
@@ -1125,12 +1125,10 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
   if (!container_id.ok()) {
     // What now runs is this spec (a replacement has already removed what it
     // replaced): the state says so, with no id, before the step fails.
-    if (ctx.checkpoint)
-      (void)ctx.checkpoint(
-          nlohmann::json(DeploymentRecord{change.after.get<DeploymentWant>(), "", *image_id}));
+    if (ctx.checkpoint) (void)ctx.checkpoint(nlohmann::json(record));
     return container_id.status();
   }
-  DeploymentRecord record{change.after.get<DeploymentWant>(), *container_id, *image_id};
+  record.container_id = *container_id;
   if (!record.want.rows.tensors.empty())
     record.want.shown = spec->Shown();  // with the rows read now, if the plan could not
   return nlohmann::json(record);

@@ -71,12 +71,12 @@ std::unique_ptr<StateLock> TakeLock(Session& s, const std::string& operation,
                                     const std::string& timeout) {
   int64_t ms = 0;
   if (!timeout.empty()) {
-    std::optional<int> secs = ParseDurationSeconds(timeout);
-    if (!secs && timeout != "0") {
+    std::optional<int> secs = ParseDurationSeconds(timeout, 0);  // 0: do not wait
+    if (!secs) {
       std::cerr << "fleet: --lock-timeout " << timeout << " is not a duration (e.g. 90s, 5m)\n";
       return nullptr;
     }
-    ms = int64_t{secs.value_or(0)} * 1000;
+    ms = int64_t{*secs} * 1000;
   }
   Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(s.store.get(), operation, ms);
   if (!lock.ok()) {
