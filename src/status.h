@@ -37,9 +37,15 @@ class Status {
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
   Status Prefixed(const std::string& context) const {
-    if (ok_) return *this;
+    return ok_ ? *this : Reworded(context + ": " + message_);
+  }
+  // Returns a failure with `message` that keeps this one's unreachable
+  // mark (a wrapper that says more must not turn a dark node into an
+  // ordinary failure: later steps on it would each wait out a connect
+  // timeout). REQUIRES: !ok().
+  Status Reworded(std::string message) const {
     Status s = *this;
-    s.message_ = context + ": " + message_;
+    s.message_ = std::move(message);
     return s;
   }
 

@@ -1012,7 +1012,8 @@ Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
   if (!env.path.empty()) {
     Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env.path})).status();
     if (!removed.ok())  // the file holds the serve's secrets: say it stayed
-      started = Status::Error((started.ok() ? "" : started.message() + "; ") + "the env file " +
+      started = (started.ok() ? removed : started)
+                    .Reworded((started.ok() ? "" : started.message() + "; ") + "the env file " +
                               env.path + " stayed on the node: " + removed.message());
   }
   return started;
@@ -1035,9 +1036,9 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
   if (!healthy.ok()) {
     Status removed = RemoveContainer(ctx, spec.cli, spec.container);
-    return Status::Error(healthy.message() + "\n  " + spec.container +
-                         (removed.ok() ? " removed" : " not removed: " + removed.message()) +
-                         (existing.exists ? PutBackPrevious(ctx, spec) : ""));
+    return healthy.Reworded(healthy.message() + "\n  " + spec.container +
+                            (removed.ok() ? " removed" : " not removed: " + removed.message()) +
+                            (existing.exists ? PutBackPrevious(ctx, spec) : ""));
   }
   if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));
   return Status::OK();

@@ -317,7 +317,7 @@ Status ModelStaging::TakeLock() {
   std::string took;
   Result<std::unique_ptr<StagingLockHolder>> l =
       StagingLockHolder::Acquire(std::move(keeper.value()), loc_.cache, loc_.repo, &took);
-  if (!l.ok()) return Status::Error(where_ + ": " + l.status().message());
+  if (!l.ok()) return l.status().Prefixed(where_);
   lock_ = std::move(l.value());
   if (!took.empty()) Say("took over a stale staging lock (" + took + ")");
   return Status::OK();

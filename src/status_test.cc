@@ -1,0 +1,23 @@
+#include "src/status.h"
+
+#include <gtest/gtest.h>
+
+namespace fleet {
+namespace {
+
+TEST(StatusTest, WrappersKeepTheUnreachableMark) {
+  // The executor skips later steps on a node whose step failed unreachable;
+  // a wrapper that adds context must not hide that.
+  const Status dark = Status::Unreachable("cannot connect (timeout 10 s)");
+  EXPECT_TRUE(dark.Prefixed("model.m@dgx2").unreachable());
+  EXPECT_EQ(dark.Prefixed("model.m@dgx2").message(), "model.m@dgx2: cannot connect (timeout 10 s)");
+  const Status reworded = dark.Reworded(dark.message() + " (module restored)");
+  EXPECT_FALSE(reworded.ok());
+  EXPECT_TRUE(reworded.unreachable());
+  EXPECT_EQ(reworded.message(), "cannot connect (timeout 10 s) (module restored)");
+  EXPECT_FALSE(Status::Error("exit 1").Reworded("exit 1; more").unreachable());
+  EXPECT_TRUE(Status::OK().Prefixed("x").ok());
+}
+
+}  // namespace
+}  // namespace fleet
