@@ -232,8 +232,13 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
   return poll;
 }
 
+// Health polls in a row that cannot connect to the node (refused, timed
+// out) before the wait gives up on it.
+constexpr int kDarkPollsToGiveUp = 3;
+
 // Waits until the health URL answers 2xx. Fails at once when the container
-// stops, and after `timeout_s`.
+// stops, after kDarkPollsToGiveUp polls that cannot reach the node, and
+// after `timeout_s`.
 Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   const std::string url = spec.HealthUrl();
   if (url.empty()) {
@@ -250,13 +255,22 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   }
   const auto start = Clock::now();
   auto last_report = start;
+  int dark_polls = 0;  // polls in a row that could not connect to the node
   for (;;) {
     Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, url);
     const long waited =
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
     if (!p.ok()) {
       // One lost SSH round trip must not fail a serve that takes 15 min to
-      // boot: ask again until the timeout.
+      // boot: ask again until the timeout. A node that refuses or ignores
+      // every connection has lost power or its network, and its serve
+      // with it: waiting out health.timeout would only hold the apply.
+      dark_polls = p.status().unreachable() ? dark_polls + 1 : 0;
+      if (dark_polls >= kDarkPollsToGiveUp)
+        return p.status().Reworded("the node stopped answering while " + url + " was awaited (" +
+                                   std::to_string(dark_polls) + " connections in a row failed, " +
+                                   Duration(waited) +
+                                   " into health.timeout): " + p.status().message());
       if (waited >= spec.health_timeout_s) return p.status();
       if (ctx.progress) ctx.progress("health poll failed, retrying: " + p.status().message());
       std::this_thread::sleep_for(std::chrono::seconds(2));

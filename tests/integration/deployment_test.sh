@@ -184,6 +184,31 @@ expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "the serve does not answer after the re-apply"
 assert_converged
 
+step "the node losing power during the health wait fails the apply in seconds, not after health.timeout"
+# A replacement that never answers, with a 5 min health.timeout: the test
+# cuts dgx2's power (every process killed, sshd too) while fleet waits.
+HEALTH_TIMEOUT=5m repo
+recipe v6 'busybox sleep 600 & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid'
+bg_apply
+wait_output "$WORK/bg.out" "starting fleet-serve from" 120
+sleep 2
+"$SIM" crash "$SIMDIR" dgx2 >/dev/null
+t0=$SECONDS
+rc=0
+wait "$bg" || rc=$?
+out=$(cat "$WORK/bg.out")
+[[ $rc == 1 ]] || fail "the apply exited $rc with dgx2 off during the health wait: $out"
+((SECONDS - t0 < 60)) || fail "the apply took $((SECONDS - t0)) s to give up on a dark dgx2"
+grep -q "deployment.serve@dgx2.*the node stopped answering while" <<<"$out" ||
+  fail "the failure does not say the node stopped answering: $out"
+grep -m1 "the node stopped answering" <<<"$out"
+"$SIM" node-start "$SIMDIR" dgx2 >/dev/null
+recipe v2
+repo
+expect_rc 0 apply --auto-approve
+greets "hello v2" || fail "the serve does not answer after the node came back: $(get /v1/greeting)"
+assert_converged
+
 step "a replacement failing in the same apply as an unlock: the unlock is rolled back, the old serve serves"
 repo ', "display_ram": "unlocked"'
 recipe v5 'echo "engine: CUDA out of memory" >&2; exit 4'
