@@ -16,11 +16,10 @@
 #include <map>
 #include <optional>
 #include <regex>
-#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -93,8 +92,7 @@ class ManifestLoader {
   bool IsPrintableText(std::string_view text);
   // Reports each scalar (key or value) whose escapes decode to such a
   // character; the text was printable, so only an escape gets one here.
-  bool ScalarsArePrintable(const YAML::Node& node, int depth,
-                           std::set<std::tuple<int, int, int>>* seen);
+  bool ScalarsArePrintable(const YAML::Node& node, std::unordered_set<const void*>* seen);
   void ReadTop(const YAML::Node& root);
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
@@ -141,34 +139,39 @@ bool ManifestLoader::IsPrintableText(std::string_view text) {
   const bool utf8 = Utf8SequenceLength(text, at) != 0;
   reporter_.Error(reporter_.At(static_cast<int>(line), static_cast<int>(at - line_start)),
                   DescribeNonPrintable(text, at) +
-                      (utf8 ? ": YAML does not allow it in fleet.yaml (a stray byte from a paste?)"
+                      (utf8 ? ": fleet.yaml must not hold one (a stray byte from a paste?)"
                             : ": fleet.yaml must be UTF-8 text (save it as UTF-8)"));
   return false;
 }
 
-bool ManifestLoader::ScalarsArePrintable(const YAML::Node& node, int depth,
-                                         std::set<std::tuple<int, int, int>>* seen) {
-  // An alias is its anchor's node again: visit each node once per depth, or
-  // a "billion laughs" file would take exponential time. Distinct nodes at
-  // one depth start at distinct offsets.
-  if (!seen->emplace(node.Mark().pos, static_cast<int>(node.Type()), depth).second) return true;
+bool ManifestLoader::ScalarsArePrintable(const YAML::Node& node,
+                                         std::unordered_set<const void*>* seen) {
+  // An alias is its anchor's node again: visit each node once, or aliases
+  // of aliases would make the walk exponential (or, once per depth,
+  // quadratic). yaml-cpp has no node id; the address of the tag, which
+  // the node owns and its aliases share, serves as one.
+  if (!seen->insert(&node.Tag()).second) return true;
   bool ok = true;
   if (node.IsMap()) {
     for (const auto& pair : node) {
-      ok = ScalarsArePrintable(pair.first, depth + 1, seen) && ok;
-      ok = ScalarsArePrintable(pair.second, depth + 1, seen) && ok;
+      ok = ScalarsArePrintable(pair.first, seen) && ok;
+      ok = ScalarsArePrintable(pair.second, seen) && ok;
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) ok = ScalarsArePrintable(item, depth + 1, seen) && ok;
+    for (const auto& item : node) ok = ScalarsArePrintable(item, seen) && ok;
   } else if (node.IsScalar()) {
     const std::string& text = node.Scalar();
     const size_t at = FirstNonPrintable(text);
     if (at == std::string::npos) return true;
-    const bool nel = static_cast<unsigned char>(text[at]) == 0x85;
+    // yaml-cpp decodes \N and \_ to lone bytes, not to UTF-8.
+    const auto byte = static_cast<unsigned char>(text[at]);
+    const bool lone = (byte == 0x85 || byte == 0xA0) && Utf8SequenceLength(text, at) == 0;
     reporter_.Error(reporter_.Loc(node),
                     "an escape in this string decodes to text fleet cannot use: " +
                         DescribeNonPrintable(text, at) +
-                        (nel ? " (yaml-cpp decodes \\N to that lone byte)" : "") +
+                        (lone ? " (yaml-cpp decodes \\N and \\_ to lone bytes; \\u0085 and "
+                                "\\u00A0 are their UTF-8)"
+                              : "") +
                         "; write the string without it");
     ok = false;
   }
@@ -219,8 +222,8 @@ void ManifestLoader::Load() {
                     "<name> and nodes:");
     return;
   }
-  std::set<std::tuple<int, int, int>> seen;
-  if (!ScalarsArePrintable(root, 0, &seen)) return;
+  std::unordered_set<const void*> seen;
+  if (!ScalarsArePrintable(root, &seen)) return;
   ReadTop(root);
   CheckAcrossSections(*manifest_, notes_, &reporter_);
 }

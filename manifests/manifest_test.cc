@@ -550,8 +550,8 @@ TEST(ManifestTest, ControlCharactersAreRefused) {
   EXPECT_FALSE(l.ok);
   ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
   EXPECT_EQ(l.diags[0].ToString(),
-            "fleet.yaml:8:18: error: U+0016 is a control character: YAML does not allow it in "
-            "fleet.yaml (a stray byte from a paste?)");
+            "fleet.yaml:8:18: error: U+0016 is a control character: fleet.yaml must not hold one "
+            "(a stray byte from a paste?)");
   for (const std::string bad : {std::string("\0", 1), std::string("\x7F"), std::string("\xC2\x80"),
                                 std::string("\xEF\xBF\xBE")}) {
     const Loaded one = LoadYaml(std::string(kBase) + "    hostname: dgx" + bad + "2\n");
@@ -570,16 +570,28 @@ TEST(ManifestTest, EscapesThatDecodeToControlCharactersAreRefused) {
   ASSERT_EQ(l.diags.size(), 1u) << Dump(l.diags);
   EXPECT_EQ(l.diags[0].ToString(),
             "fleet.yaml:8:15: error: an escape in this string decodes to text fleet cannot use: "
-            "byte 0x85 is not UTF-8 (yaml-cpp decodes \\N to that lone byte); write the string "
-            "without it");
+            "byte 0x85 is not UTF-8 (yaml-cpp decodes \\N and \\_ to lone bytes; \\u0085 and "
+            "\\u00A0 are their UTF-8); write the string without it");
+  const Loaded nbsp = LoadYaml(std::string(kBase) + "    hostname: \"dgx\\_2\"\n");
+  ASSERT_EQ(nbsp.diags.size(), 1u) << Dump(nbsp.diags);
+  EXPECT_NE(nbsp.diags[0].message.find("byte 0xA0 is not UTF-8 (yaml-cpp decodes"),
+            std::string::npos)
+      << Dump(nbsp.diags);
+  EXPECT_TRUE(LoadYaml(std::string(kBase) + "    hostname: \"dgx\\u00A02\"\n").ok);
   const Loaded nul = LoadYaml(std::string(kBase) + "    hostname: \"dgx\\0\"\n");
   ASSERT_EQ(nul.diags.size(), 1u) << Dump(nul.diags);
   EXPECT_EQ(nul.diags[0].ToString(),
             "fleet.yaml:8:15: error: an escape in this string decodes to text fleet cannot use: "
             "U+0000 is a control character; write the string without it");
-  // Keys too, and each string once however many aliases name it.
+  // Keys too, and each string once however many aliases name it, at
+  // whatever depth.
   const Loaded key = LoadYaml(std::string(kBase) + "  \"dg\\x7Fx3\":\n    address: &a \"x\\a\"\n" +
-                              "  dgx4:\n    address: *a\n");
+                              "  dgx4:\n    address: *a\nx: [[*a], {k: [*a]}]\n");
+  EXPECT_EQ(std::count_if(
+                key.diags.begin(), key.diags.end(),
+                [](const Diagnostic& d) { return d.message.find("U+0007") != std::string::npos; }),
+            1)
+      << Dump(key.diags);
   EXPECT_DIAG(key.diags,
               "fleet.yaml:8:3: error: an escape in this string decodes to text fleet cannot use: "
               "U+007F is a control character; write the string without it");
@@ -603,6 +615,18 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments");
+  // A chain of 20,000 aliases, each one level deeper than the one it names:
+  // visited once per depth, that is 2 * 10^8 visits and as deep a
+  // recursion; visited once per node, 20,000.
+  std::string chain = std::string(kBase) + "c0: &c0 [a]\n";
+  for (int i = 1; i < 20000; ++i)
+    chain += "c" + std::to_string(i) + ": &c" + std::to_string(i) + " [*c" + std::to_string(i - 1) +
+             "]\n";
+  const Loaded long_chain = LoadYaml(chain);
+  EXPECT_FALSE(long_chain.ok);
+  EXPECT_DIAG(long_chain.diags,
+              "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
               "fleet, state, ssh, power, nodes, stores, images, models, deployments");
 }
 

@@ -42,9 +42,11 @@ class Status {
   // Returns a failure with `message` that keeps this one's unreachable
   // mark (a wrapper that says more must not turn a dark node into an
   // ordinary failure: later steps on it would each wait out a connect
-  // timeout). REQUIRES: !ok().
+  // timeout). Call it on the latest word on the node: a failure after
+  // which the node answered again is not the one to keep.
   Status Reworded(std::string message) const {
     Status s = *this;
+    s.ok_ = false;
     s.message_ = std::move(message);
     return s;
   }

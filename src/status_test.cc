@@ -16,6 +16,7 @@ TEST(StatusTest, WrappersKeepTheUnreachableMark) {
   EXPECT_TRUE(reworded.unreachable());
   EXPECT_EQ(reworded.message(), "cannot connect (timeout 10 s) (module restored)");
   EXPECT_FALSE(Status::Error("exit 1").Reworded("exit 1; more").unreachable());
+  EXPECT_FALSE(Status::OK().Reworded("a failure after all").ok());
   EXPECT_TRUE(Status::OK().Prefixed("x").ok());
 }
 

@@ -232,13 +232,37 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
   return poll;
 }
 
-// Health polls in a row that cannot connect to the node (refused, timed
-// out) before the wait gives up on it.
-constexpr int kDarkPollsToGiveUp = 3;
+// Whether a node has stopped answering during a health wait: polls that
+// cannot connect to it (refused, timed out), kDarkPolls in a row and over
+// at least kDarkTime. A busy sshd or a LAN blip fails a few connects; a
+// node without power or network fails them all, and its serve is gone.
+class DarkNode {
+ public:
+  static constexpr int kDarkPolls = 3;
+  static constexpr std::chrono::seconds kDarkTime{30};
+
+  // Notes one poll's outcome; true when the wait should give up.
+  bool Note(const Status& poll) {
+    if (!poll.unreachable()) {
+      polls_ = 0;
+      return false;
+    }
+    if (polls_++ == 0) since_ = Clock::now();
+    return polls_ >= kDarkPolls && Clock::now() - since_ >= kDarkTime;
+  }
+  std::string Describe() const {
+    return std::to_string(polls_) + " connections in a row failed over " +
+           Duration(
+               std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since_).count());
+  }
+
+ private:
+  int polls_ = 0;
+  Clock::time_point since_;
+};
 
 // Waits until the health URL answers 2xx. Fails at once when the container
-// stops, after kDarkPollsToGiveUp polls that cannot reach the node, and
-// after `timeout_s`.
+// stops, when the node has gone dark (DarkNode), and after `timeout_s`.
 Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   const std::string url = spec.HealthUrl();
   if (url.empty()) {
@@ -255,22 +279,21 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   }
   const auto start = Clock::now();
   auto last_report = start;
-  int dark_polls = 0;  // polls in a row that could not connect to the node
+  DarkNode dark;
+  if (ctx.progress)
+    ctx.progress("waiting for " + url + " (health.timeout " + Duration(spec.health_timeout_s) +
+                 ")");
   for (;;) {
     Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, url);
     const long waited =
         std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+    if (dark.Note(p.status()))
+      return p.status().Reworded("the node stopped answering while " + url + " was awaited (" +
+                                 dark.Describe() + ", " + Duration(waited) +
+                                 " into health.timeout): " + p.status().message());
     if (!p.ok()) {
       // One lost SSH round trip must not fail a serve that takes 15 min to
-      // boot: ask again until the timeout. A node that refuses or ignores
-      // every connection has lost power or its network, and its serve
-      // with it: waiting out health.timeout would only hold the apply.
-      dark_polls = p.status().unreachable() ? dark_polls + 1 : 0;
-      if (dark_polls >= kDarkPollsToGiveUp)
-        return p.status().Reworded("the node stopped answering while " + url + " was awaited (" +
-                                   std::to_string(dark_polls) + " connections in a row failed, " +
-                                   Duration(waited) +
-                                   " into health.timeout): " + p.status().message());
+      // boot: ask again until the timeout (or until DarkNode gives up).
       if (waited >= spec.health_timeout_s) return p.status();
       if (ctx.progress) ctx.progress("health poll failed, retrying: " + p.status().message());
       std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -1026,9 +1049,8 @@ Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
   if (!env.path.empty()) {
     Status removed = RunOnNode(ctx, ShellCommand({"rm", "-f", env.path})).status();
     if (!removed.ok())  // the file holds the serve's secrets: say it stayed
-      started = (started.ok() ? removed : started)
-                    .Reworded((started.ok() ? "" : started.message() + "; ") + "the env file " +
-                              env.path + " stayed on the node: " + removed.message());
+      started = removed.Reworded((started.ok() ? "" : started.message() + "; ") + "the env file " +
+                                 env.path + " stayed on the node: " + removed.message());
   }
   return started;
 }
@@ -1050,9 +1072,11 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
   if (!healthy.ok()) {
     Status removed = RemoveContainer(ctx, spec.cli, spec.container);
-    return healthy.Reworded(healthy.message() + "\n  " + spec.container +
-                            (removed.ok() ? " removed" : " not removed: " + removed.message()) +
-                            (existing.exists ? PutBackPrevious(ctx, spec) : ""));
+    // The removal is the latest word on the node: it answered, or not.
+    return (removed.ok() ? Status::Error("") : removed)
+        .Reworded(healthy.message() + "\n  " + spec.container +
+                  (removed.ok() ? " removed" : " not removed: " + removed.message()) +
+                  (existing.exists ? PutBackPrevious(ctx, spec) : ""));
   }
   if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));
   return Status::OK();

@@ -420,8 +420,9 @@ Status ReloadUnlocked(const StepContext& ctx, const ModuleState& now,
   if (!s.ok()) {
     // Leave nothing half done: put the module back as it was.
     Status r = Restore(ctx, *record->original);
-    if (!r.ok()) return s.Reworded(s.message() + "; restoring failed too: " + r.message());
-    return s.Reworded(s.message() + " (module restored to " + Describe(*record->original) + ")");
+    // The restore is the latest word on the node: it answered, or not.
+    if (!r.ok()) return r.Reworded(s.message() + "; restoring failed too: " + r.message());
+    return Status::Error(s.message() + " (module restored to " + Describe(*record->original) + ")");
   }
   record->read_back = true;
   record->modeset = after->modeset;

@@ -17,8 +17,8 @@ trial_power() {
     random_pause 200
     ms=$REPLY
     apply_alive || unlanded "the apply had ended"
+    wc -c <"$WORK/apply.log" >"$WORK/apply.bytes-at-crash"  # before: the crash takes a while
     "$SIM" crash "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash $node"
-    cp "$WORK/apply.log" "$WORK/apply.at-crash.log"
     note "crash=$ev@$node+${ms}ms"
   else
     unlanded "missed=$ev"
@@ -31,20 +31,20 @@ trial_power() {
 
 # An apply that succeeds although its node lost power is right only if the
 # node's steps had all ended. A step whose "complete" line came after the
-# crash either ended in the few ms between its last command and that line
-# (the state is saved in between) or read an error as success (as the serve
-# step's id read did). The trial's line says which steps, and its logs are
-# kept in FAULT_LOG_DIR to tell the two apart.
+# crash began either ended in the few ms between its last command and that
+# line (the state is saved in between) or read an error as success (as the
+# serve step's id read did). The trial's line says which steps, and its log
+# is kept in FAULT_LOG_DIR to tell the two apart.
 note_success_after_crash() {
-  local late
-  late=$(comm -13 <(grep -oE "^[^ ]+[.@]$1: complete" "$WORK/apply.at-crash.log" | sort) \
-    <(grep -oE "^[^ ]+[.@]$1: complete" "$WORK/apply.log" | sort) | cut -d: -f1 | tr '\n' ' ')
+  local late at
+  at=$(cat "$WORK/apply.bytes-at-crash")
+  late=$(tail -c +"$((at + 1))" "$WORK/apply.log" | grep -oE "^[^ ]+[.@]$1: complete" |
+    cut -d: -f1 | tr '\n' ' ')
   [[ -n $late ]] || return 0
   note "ended-after-the-crash: ${late% }"
   if [[ -n ${FAULT_LOG_DIR-} ]]; then
     mkdir -p "$FAULT_LOG_DIR"
-    cp "$WORK/apply.log" "$FAULT_LOG_DIR/power-rc0-$(date +%s).apply.log"
-    cp "$WORK/apply.at-crash.log" "$FAULT_LOG_DIR/power-rc0-$(date +%s).at-crash.log"
+    cp "$WORK/apply.log" "$FAULT_LOG_DIR/power-rc0-$(date +%s)-$BASHPID.apply.log"
   fi
 }
 

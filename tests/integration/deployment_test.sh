@@ -184,21 +184,22 @@ expect_rc 0 apply --auto-approve
 [[ $(code) == 200 ]] || fail "the serve does not answer after the re-apply"
 assert_converged
 
-step "the node losing power during the health wait fails the apply in seconds, not after health.timeout"
+step "the node losing power during the health wait fails the apply in about 30 s, not after health.timeout"
 # A replacement that never answers, with a 5 min health.timeout: the test
 # cuts dgx2's power (every process killed, sshd too) while fleet waits.
+# fleet gives up after 3 failed connects in a row over 30 s (DarkNode).
 HEALTH_TIMEOUT=5m repo
 recipe v6 'busybox sleep 600 & pid=$!; trap "kill $pid; exit 0" TERM; wait $pid'
 bg_apply
-wait_output "$WORK/bg.out" "starting fleet-serve from" 120
-sleep 2
+wait_output "$WORK/bg.out" "waiting for http://.*health.timeout 5 min" 120
 "$SIM" crash "$SIMDIR" dgx2 >/dev/null
 t0=$SECONDS
 rc=0
 wait "$bg" || rc=$?
 out=$(cat "$WORK/bg.out")
 [[ $rc == 1 ]] || fail "the apply exited $rc with dgx2 off during the health wait: $out"
-((SECONDS - t0 < 60)) || fail "the apply took $((SECONDS - t0)) s to give up on a dark dgx2"
+((SECONDS - t0 < 120)) || fail "the apply took $((SECONDS - t0)) s to give up on a dark dgx2"
+echo "the apply gave up $((SECONDS - t0)) s after dgx2 went dark"
 grep -q "deployment.serve@dgx2.*the node stopped answering while" <<<"$out" ||
   fail "the failure does not say the node stopped answering: $out"
 grep -m1 "the node stopped answering" <<<"$out"
