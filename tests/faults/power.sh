@@ -17,8 +17,11 @@ trial_power() {
     random_pause 200
     ms=$REPLY
     apply_alive || unlanded "the apply had ended"
-    wc -c <"$WORK/apply.log" >"$WORK/apply.bytes-at-crash"  # before: the crash takes a while
+    # The log's size as the crash begins and once it has returned (every
+    # process of the node dead by then): the kill itself takes some ms.
+    wc -c <"$WORK/apply.log" >"$WORK/apply.bytes-at-crash"
     "$SIM" crash "$SIMDIR" "$node" >/dev/null 2>&1 || fail "fleet-sim crash $node"
+    wc -c <"$WORK/apply.log" >"$WORK/apply.bytes-after-crash"
     note "crash=$ev@$node+${ms}ms"
   else
     unlanded "missed=$ev"
@@ -30,22 +33,31 @@ trial_power() {
 }
 
 # An apply that succeeds although its node lost power is right only if the
-# node's steps had all ended. A step whose "complete" line came after the
-# crash began either ended in the few ms between its last command and that
-# line (the state is saved in between) or read an error as success (as the
-# serve step's id read did). The trial's line says which steps, and its log
-# is kept in FAULT_LOG_DIR to tell the two apart.
+# node's steps had all ended. A step whose "complete" line came while
+# `fleet-sim crash` ran may have ended before the kill (a serve's step takes
+# 0.2 s); one whose line came after it returned ended with every process of
+# its node dead: it read an error as success (as the serve step's id read
+# did), or its state save took longer than the crash command. The trial's
+# line says which, and the log is kept in FAULT_LOG_DIR.
 note_success_after_crash() {
-  local late at
-  at=$(cat "$WORK/apply.bytes-at-crash")
-  late=$(tail -c +"$((at + 1))" "$WORK/apply.log" | grep -oE "^[^ ]+[.@]$1: complete" |
-    cut -d: -f1 | tr '\n' ' ')
-  [[ -n $late ]] || return 0
-  note "ended-after-the-crash: ${late% }"
+  local during after
+  during=$(steps_completed_between "$1" "$(cat "$WORK/apply.bytes-at-crash")" \
+    "$(cat "$WORK/apply.bytes-after-crash")")
+  after=$(steps_completed_between "$1" "$(cat "$WORK/apply.bytes-after-crash")" "")
+  [[ -n $during$after ]] || return 0
+  [[ -z $during ]] || note "ended-while-the-crash-ran: ${during% }"
+  [[ -z $after ]] || note "ENDED-AFTER-THE-CRASH: ${after% }"
   if [[ -n ${FAULT_LOG_DIR-} ]]; then
     mkdir -p "$FAULT_LOG_DIR"
     cp "$WORK/apply.log" "$FAULT_LOG_DIR/power-rc0-$(date +%s)-$BASHPID.apply.log"
   fi
+}
+# steps_completed_between NODE FROM [TO]: the node's steps whose "complete"
+# line lies in bytes FROM..TO of the apply's log (TO empty: to its end).
+steps_completed_between() {
+  local to=${3:-$(wc -c <"$WORK/apply.log")}
+  head -c "$to" "$WORK/apply.log" | tail -c +"$(($2 + 1))" |
+    grep -oE "^[^ ]+[.@]$1: complete" | cut -d: -f1 | tr '\n' ' '
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
