@@ -30,15 +30,6 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
   return length;
 }
 
-size_t FirstNonUtf8(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t length = Utf8SequenceLength(text, i);
-    if (length == 0) return i;
-    i += length;
-  }
-  return std::string_view::npos;
-}
-
 namespace {
 
 // The code point of the well-formed sequence of `length` bytes at text[i].

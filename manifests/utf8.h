@@ -21,19 +21,16 @@ namespace fleet {
 // text[i], or 0 when none does. REQUIRES: i < text.size().
 size_t Utf8SequenceLength(std::string_view text, size_t i);
 
-// The offset of the first byte of `text` that is not part of well-formed
-// UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
-// U+10FFFF, no sequence cut short), or std::string_view::npos when all is.
-size_t FirstNonUtf8(std::string_view text);
-
 // The offset of the first byte of `text` that starts neither well-formed
-// UTF-8 nor a character in YAML 1.2's c-printable set (tab, LF, CR,
-// U+0020-U+007E, U+0085, U+00A0-U+D7FF, U+E000-U+FFFD, U+10000 and up),
-// or std::string_view::npos when none does.
+// UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF, no sequence cut short) nor a character in YAML 1.2's
+// c-printable set (tab, LF, CR, U+0020-U+007E, U+0085, U+00A0-U+D7FF,
+// U+E000-U+FFFD, U+10000 and up), or std::string_view::npos when none does.
 size_t FirstNonPrintable(std::string_view text);
 
-// What is at text[at], for an error: "byte 0xCB is not UTF-8" or
-// "U+0016 is a control character" or "U+FFFE is not a character". REQUIRES: at < text.size().
+// What is at text[at], for an error: "byte 0xCB is not UTF-8",
+// "U+0016 is a control character" or "U+FFFE is not a character".
+// REQUIRES: at < text.size().
 std::string DescribeNonPrintable(std::string_view text, size_t at);
 
 }  // namespace fleet

@@ -10,23 +10,27 @@ namespace {
 constexpr size_t kAll = std::string_view::npos;
 
 TEST(Utf8Test, WellFormedText) {
-  EXPECT_EQ(FirstNonUtf8(""), kAll);
-  EXPECT_EQ(FirstNonUtf8("switch.dgx1\n"), kAll);
-  EXPECT_EQ(FirstNonUtf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), kAll);  // é € 😀
-  EXPECT_EQ(FirstNonUtf8("\xEF\xBB\xBFversion: 1"), kAll);                     // a BOM
-  EXPECT_EQ(FirstNonUtf8("\xF4\x8F\xBF\xBF"), kAll);                           // U+10FFFF
+  EXPECT_EQ(FirstNonPrintable(""), kAll);
+  EXPECT_EQ(FirstNonPrintable("switch.dgx1\n"), kAll);
+  EXPECT_EQ(FirstNonPrintable("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), kAll);  // é € 😀
+  EXPECT_EQ(FirstNonPrintable("\xEF\xBB\xBFversion: 1"), kAll);                     // a BOM
+  EXPECT_EQ(FirstNonPrintable("\xF4\x8F\xBF\xBF"), kAll);                           // U+10FFFF
 }
 
 TEST(Utf8Test, FirstByteThatIsNot) {
-  EXPECT_EQ(FirstNonUtf8("switch.d\xCBx3"), 8u);           // a lead byte without its follower
-  EXPECT_EQ(FirstNonUtf8("ab\x80"), 2u);                   // a lone continuation byte
-  EXPECT_EQ(FirstNonUtf8("\xC0\xAF"), 0u);                 // overlong '/'
-  EXPECT_EQ(FirstNonUtf8("x\xE0\x80\xAF"), 1u);            // overlong, 3 bytes
-  EXPECT_EQ(FirstNonUtf8("\xED\xA0\x80"), 0u);             // a surrogate
-  EXPECT_EQ(FirstNonUtf8("\xF4\x90\x80\x80"), 0u);         // past U+10FFFF
-  EXPECT_EQ(FirstNonUtf8("\xF5\x80\x80\x80"), 0u);         // no such lead byte
-  EXPECT_EQ(FirstNonUtf8("ok \xE2\x82"), 3u);              // cut short at the end
-  EXPECT_EQ(FirstNonUtf8(std::string("a\0\xFF", 3)), 2u);  // NUL is UTF-8
+  EXPECT_EQ(FirstNonPrintable("switch.d\xCBx3"), 8u);    // a lead byte without its follower
+  EXPECT_EQ(FirstNonPrintable("ab\x80"), 2u);            // a lone continuation byte
+  EXPECT_EQ(FirstNonPrintable("\xC0\xAF"), 0u);          // overlong '/'
+  EXPECT_EQ(FirstNonPrintable("x\xE0\x80\xAF"), 1u);     // overlong, 3 bytes
+  EXPECT_EQ(FirstNonPrintable("\xED\xA0\x80"), 0u);      // a surrogate
+  EXPECT_EQ(FirstNonPrintable("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(FirstNonPrintable("\xF5\x80\x80\x80"), 0u);  // no such lead byte
+  EXPECT_EQ(FirstNonPrintable("ok \xE2\x82"), 3u);       // cut short at the end
+  // NUL is UTF-8 (a one-byte sequence); FirstNonPrintable stops at it as
+  // a control character, so the bytes are checked one by one.
+  const std::string nul("a\0\xFF", 3);
+  EXPECT_EQ(Utf8SequenceLength(nul, 1), 1u);
+  EXPECT_EQ(Utf8SequenceLength(nul, 2), 0u);
 }
 
 TEST(Utf8Test, PrintableText) {
