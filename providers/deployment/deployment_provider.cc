@@ -1072,11 +1072,11 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
   Status healthy = started.ok() ? WaitServing(ctx, spec) : started;
   if (!healthy.ok()) {
     Status removed = RemoveContainer(ctx, spec.cli, spec.container);
+    const std::string message = healthy.message() + "\n  " + spec.container +
+                                (removed.ok() ? " removed" : " not removed: " + removed.message()) +
+                                (existing.exists ? PutBackPrevious(ctx, spec) : "");
     // The removal is the latest word on the node: it answered, or not.
-    return (removed.ok() ? Status::Error("") : removed)
-        .Reworded(healthy.message() + "\n  " + spec.container +
-                  (removed.ok() ? " removed" : " not removed: " + removed.message()) +
-                  (existing.exists ? PutBackPrevious(ctx, spec) : ""));
+    return removed.ok() ? Status::Error(message) : removed.Reworded(message);
   }
   if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));
   return Status::OK();
