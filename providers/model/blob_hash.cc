@@ -91,6 +91,22 @@ namespace {
 constexpr uint64_t kLocalWindowBytes = uint64_t{64} << 20;
 constexpr uint64_t kLocalStepBytes = uint64_t{8} << 20;
 
+// Why the touch ahead: each new 4 KiB page's first read waits for its
+// address translation and first lines; prefetching a byte two pages ahead
+// starts both while the current page is hashed (fleet-probe's HashStep
+// explains the figures; it is one file compiled on nodes, so it cannot share
+// this). Prefetches never fault.
+constexpr size_t kPageBytes = 4096;
+constexpr size_t kTouchAheadBytes = 2 * kPageBytes;
+
+// Feeds `n` mapped bytes at `data` to `h`, page by page, touching ahead.
+void UpdateTouchingAhead(const char* data, size_t n, BlobHasher* h) {
+  for (size_t at = 0; at < n; at += kPageBytes) {
+    __builtin_prefetch(data + at + kTouchAheadBytes);
+    h->Update(std::string_view(data + at, std::min(kPageBytes, n - at)));
+  }
+}
+
 // A file that shrinks under its mapping raises SIGBUS in the thread reading
 // it: that thread's jump (set while it hashes a window) makes it an error for
 // that file. Any other SIGBUS goes to the handler there was before.
@@ -137,7 +153,7 @@ std::string HashWindow(int fd, uint64_t offset, size_t length, BlobHasher* h,
   tls_sigbus_jump = &jump;
   for (size_t at = 0; at < length;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kLocalStepBytes, length - at));
-    h->Update(std::string_view(static_cast<const char*>(data) + at, n));
+    UpdateTouchingAhead(static_cast<const char*>(data) + at, n, h);
     at += n;
     if (bytes_done) *bytes_done += n;
   }
