@@ -139,7 +139,7 @@ for ((i = 0; i < RUNS; i++)); do
   fleet_deep+=("$s")
   # MB/s as the node's line gives it: its seconds are rounded to 0.01.
   h=$(sed -n 's/.*deep verify: .*hashed [0-9]* MB in [0-9.]* s (\([0-9]*\) MB\/s.*/\1/p' <<<"$out" | tail -1)
-  [[ -n $h ]] || { echo "no 'hashed ... MB in ... s' in the apply's output:" >&2; echo "$out" >&2; exit 1; }
+  [[ $h =~ ^[1-9][0-9]*$ ]] || { echo "no 'hashed ... MB in ... s' in the apply's output:" >&2; echo "$out" >&2; exit 1; }
   fleet_hash+=("$h")
   # What the node reported: hashers at once, and their CPU (user+sys).
   at_once=$(sed -n 's/.*deep verify: .*hashed .* s ([0-9]* MB\/s, \([0-9]*\) files at once.*/\1/p' <<<"$out" | tail -1)

@@ -95,14 +95,16 @@ constexpr uint64_t kLocalStepBytes = uint64_t{8} << 20;
 // address translation and first lines; prefetching a byte two pages ahead
 // starts both while the current page is hashed (fleet-probe's HashStep
 // explains the figures; it is one file compiled on nodes, so it cannot share
-// this). Prefetches never fault.
+// this). The touch stays inside the mapping: a pointer past its end is
+// undefined.
 constexpr size_t kPageBytes = 4096;
 constexpr size_t kTouchAheadBytes = 2 * kPageBytes;
 
-// Feeds `n` mapped bytes at `data` to `h`, page by page, touching ahead.
-void UpdateTouchingAhead(const char* data, size_t n, BlobHasher* h) {
+// Feeds `n` bytes at `data` to `h`, page by page, touching ahead.
+// REQUIRES: `mapped` (>= n) bytes from `data` on are mapped.
+void UpdateTouchingAhead(const char* data, size_t n, size_t mapped, BlobHasher* h) {
   for (size_t at = 0; at < n; at += kPageBytes) {
-    __builtin_prefetch(data + at + kTouchAheadBytes);
+    if (at + kTouchAheadBytes < mapped) __builtin_prefetch(data + at + kTouchAheadBytes);
     h->Update(std::string_view(data + at, std::min(kPageBytes, n - at)));
   }
 }
@@ -153,7 +155,7 @@ std::string HashWindow(int fd, uint64_t offset, size_t length, BlobHasher* h,
   tls_sigbus_jump = &jump;
   for (size_t at = 0; at < length;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kLocalStepBytes, length - at));
-    UpdateTouchingAhead(static_cast<const char*>(data) + at, n, h);
+    UpdateTouchingAhead(static_cast<const char*>(data) + at, n, length - at, h);
     at += n;
     if (bytes_done) *bytes_done += n;
   }
