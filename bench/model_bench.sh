@@ -121,11 +121,6 @@ fleet_deep=() fleet_hash=() cpu=() sum1=() sum2=() evp1=() evp2=() speed=()
 # OpenSSL's own per-core SHA-256 limit (16 MiB blocks, one process), and the
 # cores a deep verify can use: min(cores, files hashed at once, blobs).
 NBLOBS=$(find "$BLOBS2" -maxdepth 1 -type f -size +1M | wc -l)
-# openssl_sha256_mbs BYTES: one core's SHA-256 rate on blocks of BYTES, MB/s.
-openssl_sha256_mbs() {
-  openssl speed -seconds 2 -bytes "$1" -evp sha256 2>/dev/null |
-    awk '/^sha256/ {v=$NF; sub(/k$/, "", v); print v * 1000 / 1e6}'
-}
 for ((i = 0; i < RUNS; i++)); do
   t0=$(now)
   sha256sum "$BLOBS2"/* >/dev/null
@@ -146,7 +141,8 @@ for ((i = 0; i < RUNS; i++)); do
   cpu+=("$(sed -n 's/.*deep verify: .*; \([0-9.]*\) s CPU on the node.*/\1/p' <<<"$out" | tail -1)")
   # Which program hashed the sha256 blobs on the node (fleet-probe, openssl dgst, sha256sum).
   hasher=$(sed -n 's/.*deep verify: .* files at once by \([^;)]*\)[;)].*/\1/p' <<<"$out" | tail -1)
-  speed+=("$(openssl_sha256_mbs 16777216)")
+  speed+=("$(openssl speed -seconds 2 -bytes 16777216 -evp sha256 2>/dev/null |
+    awk '/^sha256/ {v=$NF; sub(/k$/, "", v); print v * 1000 / 1e6}')")
   evp1+=("$("$HASHER" 1 "$BLOBS2"/* | cut -d' ' -f2)")
   evp2+=("$("$HASHER" 2 "$BLOBS2"/* | cut -d' ' -f2)")
 done
