@@ -133,6 +133,38 @@ struct Recipe {
 struct HealthCheck {
   std::string path = "/health";
   int timeout_s = 1800;
+  // health.grace: how many watch rounds in a row the health URL may fail
+  // before the serve counts as unhealthy (RestartPolicy::on "unhealthy").
+  // A positive count, 1..1000.
+  int grace_rounds = 2;
+};
+
+// What `fleet watch --heal` may do about a serve that went bad: the
+// `restart` key of a deployment, over the `restart` key of the top-level
+// `defaults` map, over the built-in values below (manifests/restart_policy.h
+// reads it). `restart: never` at either level heals nothing, and wins over
+// any map of the other level.
+struct RestartPolicy {
+  // restart: never: the serve is never healed (watch only reports it).
+  bool never = false;
+  // The causes a watch round may heal (each listed once, in this order):
+  //   exit      the container exited or is gone;
+  //   unhealthy the health URL failed for longer than health.grace rounds;
+  //   smoke     a smoke check failed this round.
+  std::vector<std::string> on = {"exit", "unhealthy", "smoke"};
+  // The wait before healing a serve again after its previous heal; it
+  // doubles with each heal in a row, up to max_backoff_s.
+  // 0 < backoff_s <= max_backoff_s.
+  int backoff_s = 30;
+  int max_backoff_s = 600;
+  // limit: "<limit> in <window>": at most `limit` heals (1..1000) of the serve
+  // in any `window_s` seconds; past that, the serve is quarantined (left as
+  // it is and reported) instead of healed.
+  int limit = 5;
+  int window_s = 3600;
+  // Where the policy was declared: the deployment's `restart`, else that of
+  // `defaults`; empty (line 0) for the built-in policy.
+  SourceLoc loc;
 };
 
 // One smoke check of a deployment (`smoke:` list): a question to its
@@ -174,6 +206,9 @@ struct DeploymentSpec {
   bool fabric_env = false;
   // Run after health in apply, and by `fleet check` / `fleet watch`.
   std::vector<SmokeCheck> smoke;
+  // The resolved restart policy (built-in, then defaults.restart, then the
+  // deployment's own restart keys) for `fleet watch --heal`.
+  RestartPolicy restart;
   SourceLoc loc;
 };
 

@@ -29,6 +29,7 @@
 #include "manifests/manifest_checks.h"
 #include "manifests/pinning.h"
 #include "manifests/recipe.h"
+#include "manifests/restart_policy.h"
 #include "manifests/secrets.h"
 #include "manifests/smoke_schema.h"
 #include "manifests/utf8.h"
@@ -50,8 +51,9 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {"version", "fleet",  "state",  "ssh",    "power",
-                                           "nodes",   "stores", "images", "models", "deployments"};
+const std::vector<std::string> kTopKeys = {"version", "fleet",       "state",   "ssh",
+                                           "power",   "nodes",       "stores",  "images",
+                                           "models",  "deployments", "defaults"};
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
@@ -97,6 +99,8 @@ class ManifestLoader {
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
   void ReadPower(const MapReader& top);
+  // The top-level `defaults` map; before any deployment is read.
+  void ReadDefaults(const MapReader& top);
   void ReadNode(const Entry& entry);
   void ReadNodePower(const MapReader& node, NodeSpec* spec);
   void ReadNodePaths(const MapReader& node, NodeSpec* spec);
@@ -129,6 +133,8 @@ class ManifestLoader {
   // Each recipe file is loaded (and reported) once, however many
   // deployments use it.
   std::map<std::string, Recipe> recipes_;  // by resolved path
+  // Built-in, then defaults.restart: what each deployment's restart is over.
+  RestartPolicy default_restart_;
 };
 
 bool ManifestLoader::IsPrintableText(std::string_view text) {
@@ -250,6 +256,7 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   manifest_->ssh.known_hosts = ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
   ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
   ReadPower(top);
+  ReadDefaults(top);
   // Nodes first: the other sections' checks look them up.
   ForEachEntry(top, "nodes", "node", [this](const Entry& e) { ReadNode(e); });
   ForEachEntry(top, "stores", "store", [this](const Entry& e) { ReadStore(e); });
@@ -309,6 +316,13 @@ void ManifestLoader::ReadState(const MapReader& top) {
   } else {
     manifest_->state.path = (fs::path(manifest_->root_dir) / ".fleet" / "state.json").string();
   }
+}
+
+void ManifestLoader::ReadDefaults(const MapReader& top) {
+  const MapReader defaults = top.Map("defaults", "defaults");
+  defaults.CheckKeys({"restart"});
+  if (const Entry* restart = defaults.Find("restart"))
+    ReadRestartPolicy(&reporter_, *restart, "defaults", &default_restart_);
 }
 
 void ManifestLoader::ReadSsh(const MapReader& ssh, SshSettings* out) {
@@ -708,11 +722,12 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   DeploymentSpec spec;
   spec.name = entry.key;
   spec.loc = entry.key_loc;
+  spec.restart = default_restart_;
   notes_.deployment_order.push_back(entry.key);
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
-                          "gpu_memory", "smoke", "shared", "fabric_env"});
+                          "gpu_memory", "smoke", "shared", "fabric_env", "restart"});
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
     if (auto nodes = deployment.StringList("nodes")) {
@@ -742,7 +757,7 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
       reporter_.Error(entry.key_loc, what + " has no 'port' (required: 1-65535)");
     }
     const MapReader health = deployment.Map("health", what + " health");
-    health.CheckKeys({"path", "timeout"});
+    health.CheckKeys({"path", "timeout", "grace"});
     if (auto path = health.String("path")) {
       if (path->value.empty() || path->value[0] != '/') {
         reporter_.Error(path->loc, "'path' in " + health.what() +
@@ -762,6 +777,9 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
                                           timeout->value + "'");
       }
     }
+    if (auto grace = health.Int("grace", 1, 1000)) spec.health.grace_rounds = grace->value;
+    if (const Entry* restart = deployment.Find("restart"))
+      ReadRestartPolicy(&reporter_, *restart, what, &spec.restart);
     if (auto need = deployment.String("gpu_memory")) {
       if (auto bytes = ParseByteSize(need->value)) {
         spec.gpu_memory_bytes = *bytes;

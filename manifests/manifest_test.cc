@@ -218,7 +218,7 @@ TEST(ManifestTest, UnknownKeyWithoutCloseNameListsExpected) {
               "fleet.yaml:8:1: error: unknown key 'frobnicate' in the top "
               "level; expected one of: "
               "version, fleet, state, ssh, power, nodes, stores, images, "
-              "models, deployments");
+              "models, deployments, defaults");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:1: error: unknown key 'stroes' in the top level; "
               "did you mean "
@@ -615,7 +615,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments");
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -627,7 +627,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   EXPECT_FALSE(long_chain.ok);
   EXPECT_DIAG(long_chain.diags,
               "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments");
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
