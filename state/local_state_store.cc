@@ -6,7 +6,18 @@
 //   <path>.lock               the lock: flock()ed while held, holds LockInfo
 //   <path>.tmp.<pid>          a save in progress (or killed mid-way)
 //   <path>.backup.tmp.<pid>   a backup in progress (or killed mid-way)
+//   <path>.events             the history of events: one JSON object a line
+//                             (mode 0600); appenders flock() it (not the
+//                             state lock), then append with O_APPEND, one
+//                             write() per line
+//   <path>.events.tmp.<pid>   a rewrite of the events in progress (or killed)
 // Temp files left by a killed writer are removed by the next Save.
+//
+// The events file is rewritten (temp file, fsync, rename) with its last
+// kEventsKept events when it holds more than kEventsRewriteAbove lines, by
+// the appender that found it so, still holding the flock of the old file.
+// An appender that waited on that flock then finds the path renamed over
+// and takes the flock of the new file instead.
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -15,14 +26,18 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "src/json_number.h"
 #include "state/state_store.h"
@@ -207,7 +222,8 @@ class LocalStateStore : public StateStore {
         dir_(DirName(path_)),
         base_(BaseName(path_)),
         backup_path_(path_ + ".backup"),
-        lock_path_(path_ + ".lock") {}
+        lock_path_(path_ + ".lock"),
+        events_path_(path_ + ".events") {}
 
   Result<State> Load() override;
   Status Save(const State& state) override;
@@ -216,6 +232,8 @@ class LocalStateStore : public StateStore {
   std::string Describe() const override { return path_; }
   Result<std::vector<StateVersion>> History() override;
   Result<State> LoadSerial(uint64_t serial) override;
+  Status AppendEvent(const json& event) override;
+  Result<std::vector<json>> Events(const std::string& since) override;
 
  private:
   Result<State> LoadFile(const std::string& path) const;
@@ -224,12 +242,16 @@ class LocalStateStore : public StateStore {
   void RemoveStaleTemps() const;
   Status WriteBackup(pid_t pid) const;
   std::string HeldMessage(int fd) const;
+  // Rewrites the events file with the last kEventsKept of the events in
+  // `text`. REQUIRES: the caller holds the flock of the events file.
+  Status RewriteEvents(const std::string& text) const;
 
   const std::string path_;
   const std::string dir_;
   const std::string base_;
   const std::string backup_path_;
   const std::string lock_path_;
+  const std::string events_path_;
 };
 
 // The state directory, with a `.gitignore` of `*` when fleet made it or it
@@ -296,7 +318,7 @@ Result<State> LocalStateStore::Load() {
 void LocalStateStore::RemoveStaleTemps() const {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return;
-  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp."};
+  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp.", base_ + ".events.tmp."};
   const pid_t self = ::getpid();
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
@@ -551,6 +573,125 @@ Result<State> LocalStateStore::LoadSerial(uint64_t serial) {
   return Status::Error("serial " + std::to_string(serial) + " is not kept in " + path_ +
                        ": the local backend keeps the current state and the one before it "
                        "(the postgres backend keeps every serial)");
+}
+
+// The lines of `text` that are JSON objects, in order; a torn or otherwise
+// unreadable line is left out.
+std::vector<json> EventLines(const std::string& text) {
+  std::vector<json> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) {
+      json j = json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
+                           text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+      if (!j.is_discarded() && j.is_object()) out.push_back(std::move(j));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+Status LocalStateStore::RewriteEvents(const std::string& text) const {
+  std::vector<json> events = EventLines(text);
+  const size_t skip = events.size() > kEventsKept ? events.size() - kEventsKept : 0;
+  std::string kept;
+  for (size_t i = skip; i < events.size(); ++i)
+    kept += events[i].dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  const std::string tmp = events_path_ + ".tmp." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());  // ours, from an earlier failed rewrite
+  Fd fd(OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (fd.get() < 0) return SysError("create", tmp, errno);
+  Status s;
+  if (::fchmod(fd.get(), 0600) != 0) s = SysError("chmod", tmp, errno);
+  if (s.ok()) s = WriteAll(fd.get(), kept, tmp);
+  if (s.ok()) s = FsyncFd(fd.get(), tmp);
+  if (s.ok() && fd.Close() != 0) s = SysError("close", tmp, errno);
+  if (s.ok() && ::rename(tmp.c_str(), events_path_.c_str()) != 0)
+    s = SysError("rename over", events_path_, errno);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s.Prefixed("keeping the last " + std::to_string(kEventsKept) + " events");
+  }
+  return FsyncDir(dir_);
+}
+
+Status LocalStateStore::AppendEvent(const json& event) {
+  Status s = CheckEvent(event);
+  if (!s.ok()) return s;
+  std::string line;
+  try {
+    // One line: dump() without indent escapes every newline in a string.
+    line = event.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  } catch (const std::exception& e) {
+    return Status::Error("cannot serialize the event for " + events_path_ + ": " + e.what());
+  }
+  s = EnsureDir();
+  if (!s.ok()) return s;
+  // Each retry means the file was rewritten (renamed over) while we waited
+  // for its flock.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Fd fd(OpenRetry(events_path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    if (fd.get() < 0) return SysError("open", events_path_, errno);
+    while (::flock(fd.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return SysError("flock", events_path_, errno);
+    }
+    struct stat mine, now;
+    if (::fstat(fd.get(), &mine) != 0) return SysError("fstat", events_path_, errno);
+    if (::stat(events_path_.c_str(), &now) != 0 || !SameFile(mine, now)) continue;
+    // The umask may have stripped bits, or the file was made by hand.
+    if ((mine.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0)
+      return SysError("chmod", events_path_, errno);
+    std::string out = line;
+    if (mine.st_size > 0) {
+      // A torn last line (a crash mid-append) must not swallow this one.
+      char last = '\n';
+      ssize_t n;
+      do {
+        n = ::pread(fd.get(), &last, 1, mine.st_size - 1);
+      } while (n < 0 && errno == EINTR);
+      if (n < 0) return SysError("read", events_path_, errno);
+      if (n == 1 && last != '\n') out = "\n" + out;
+    }
+    s = WriteAll(fd.get(), out, events_path_);
+    if (!s.ok()) return s;
+    std::string text;
+    s = ReadAll(fd.get(), events_path_, &text);
+    if (!s.ok()) return s;
+    if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) > kEventsRewriteAbove)
+      return RewriteEvents(text);
+    return Status::OK();
+  }
+  return Status::Error("cannot append to " + events_path_ + ": the file keeps being replaced");
+}
+
+Result<std::vector<json>> LocalStateStore::Events(const std::string& since) {
+  std::optional<int64_t> from;
+  if (!since.empty()) {
+    from = ParseRfc3339Micros(since);
+    if (!from)
+      return Status::Error("'" + since +
+                           "' is not an RFC 3339 time (such as 2026-11-29T17:35:24Z)");
+  }
+  Fd fd(OpenRetry(events_path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return std::vector<json>{};
+    return SysError("open", events_path_, errno);
+  }
+  std::string text;
+  Status s = ReadAll(fd.get(), events_path_, &text);
+  if (!s.ok()) return s;
+  std::vector<json> events = EventLines(text);
+  if (!from) return events;
+  std::vector<json> out;
+  for (json& e : events) {
+    const auto time = e.find("time");
+    if (time == e.end() || !time->is_string()) continue;
+    const auto at = ParseRfc3339Micros(time->get<std::string>());
+    if (at && *at >= *from) out.push_back(std::move(e));
+  }
+  return out;
 }
 
 }  // namespace

@@ -8,6 +8,10 @@
 //                             current state is the row with the highest id
 //   lock(name, id, operation, holder, username, hostname, pid, backend_pid, created)
 //                             who holds the lock, for messages and force-unlock
+//   events(id, time, body)    the history of events (AppendEvent), kept
+//                             whole; read in id order. A schema made before
+//                             it gets it on its first append (layout
+//                             version 1 still: an older fleet ignores it)
 //
 // The lock itself is a session advisory lock (pg_try_advisory_lock) on a key
 // derived from the schema name: the server drops it when the holder's
@@ -113,16 +117,23 @@ class PostgresStateStore : public StateStore {
   }
   Result<std::vector<StateVersion>> History() override;
   Result<State> LoadSerial(uint64_t serial) override;
+  Status AppendEvent(const json& event) override;
+  Result<std::vector<json>> Events(const std::string& since) override;
 
   void Release(const std::string& lock_id);
 
  private:
   Status Connect();
   Status EnsureSchema();
+  // CREATE TABLE IF NOT EXISTS of the events table and its index.
+  std::string EventsDdl() const;
   std::string Redact(std::string text) const;
   Status ErrorOf(const std::string& what, const PgResult& r) const;
+  // Runs one statement. On failure, `sqlstate` (when given) gets the
+  // server's SQLSTATE of it ("" when there was none, e.g. no connection).
   Result<PgResult> Exec(const std::string& what, const std::string& sql,
-                        const std::vector<std::string>& params = {});
+                        const std::vector<std::string>& params = {},
+                        std::string* sqlstate = nullptr);
   Result<State> ParseBody(const std::string& body, const std::string& what) const;
   std::string HeldMessage();
   std::string KeyHeld(const std::string& alias) const;
@@ -233,9 +244,10 @@ Status PostgresStateStore::EnsureSchema() {
         q_ + ".states (serial, id); CREATE TABLE IF NOT EXISTS " + q_ +
         ".lock (name text PRIMARY KEY, id text NOT NULL, operation text NOT NULL, holder "
         "text NOT NULL, username text NOT NULL, hostname text NOT NULL, pid integer NOT NULL, "
-        "backend_pid integer NOT NULL, created timestamptz NOT NULL); INSERT INTO " +
-        q_ + ".schema_version (version) SELECT " + std::to_string(kSchemaVersion) +
-        " WHERE NOT EXISTS (SELECT 1 FROM " + q_ + ".schema_version); COMMIT;";
+        "backend_pid integer NOT NULL, created timestamptz NOT NULL); " +
+        EventsDdl() + " INSERT INTO " + q_ + ".schema_version (version) SELECT " +
+        std::to_string(kSchemaVersion) + " WHERE NOT EXISTS (SELECT 1 FROM " + q_ +
+        ".schema_version); COMMIT;";
     PgResult c(PQexec(conn_, ddl.c_str()));
     if (PQresultStatus(c.get()) != PGRES_COMMAND_OK) {
       PgResult rb(PQexec(conn_, "ROLLBACK"));
@@ -253,9 +265,18 @@ Status PostgresStateStore::EnsureSchema() {
   return Status::OK();
 }
 
+std::string PostgresStateStore::EventsDdl() const {
+  return "CREATE TABLE IF NOT EXISTS " + q_ +
+         ".events (id bigserial PRIMARY KEY, time timestamptz NOT NULL, body jsonb NOT NULL); "
+         "CREATE INDEX IF NOT EXISTS events_time ON " +
+         q_ + ".events (time);";
+}
+
 Result<PgResult> PostgresStateStore::Exec(const std::string& what, const std::string& sql,
-                                          const std::vector<std::string>& params) {
+                                          const std::vector<std::string>& params,
+                                          std::string* sqlstate) {
   std::lock_guard<std::recursive_mutex> l(mu_);
+  if (sqlstate) sqlstate->clear();
   Status c = Connect();
   if (!c.ok()) return c;
   std::vector<const char*> p;
@@ -263,7 +284,10 @@ Result<PgResult> PostgresStateStore::Exec(const std::string& what, const std::st
   PgResult r(PQexecParams(conn_, sql.c_str(), static_cast<int>(p.size()), nullptr, p.data(),
                           nullptr, nullptr, 0));
   ExecStatusType st = PQresultStatus(r.get());
-  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) return ErrorOf(what, r);
+  if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+    if (sqlstate) *sqlstate = r.sqlstate();
+    return ErrorOf(what, r);
+  }
   return r;
 }
 
@@ -468,6 +492,80 @@ Result<State> PostgresStateStore::LoadSerial(uint64_t serial) {
   if (r->rows() == 0)
     return Status::Error("no state with serial " + std::to_string(serial) + " in " + Describe());
   return ParseBody(r->at(0, 0), "serial " + std::to_string(serial));
+}
+
+// `j` with every NUL in its strings (keys too) made U+FFFD: jsonb cannot
+// hold \u0000, and an event must not be lost for a byte a serve printed.
+json WithoutNul(const json& j) {
+  auto clean = [](std::string s) {
+    for (size_t at; (at = s.find('\0')) != std::string::npos;) s.replace(at, 1, "\xEF\xBF\xBD");
+    return s;
+  };
+  if (j.is_string()) return clean(j.get<std::string>());
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& v : j) out.push_back(WithoutNul(v));
+    return out;
+  }
+  if (j.is_object()) {
+    json out = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[clean(it.key())] = WithoutNul(it.value());
+    return out;
+  }
+  return j;
+}
+
+// An RFC 3339 time (ParseRfc3339Micros accepted it) as PostgreSQL reads
+// one: 't' and 'z' upper-cased.
+std::string PgTime(std::string t) {
+  for (char& c : t)
+    if (c == 't' || c == 'z') c = static_cast<char>(c - 'a' + 'A');
+  return t;
+}
+
+Status PostgresStateStore::AppendEvent(const json& event) {
+  Status s = CheckEvent(event);
+  if (!s.ok()) return s;
+  std::string body;
+  try {
+    body = WithoutNul(event).dump(-1, ' ', false, json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("cannot serialize the event: ") + e.what());
+  }
+  const std::string time = PgTime(event.at("time").get<std::string>());
+  const std::string sql =
+      "INSERT INTO " + q_ + ".events (time, body) VALUES ($1::timestamptz, $2::jsonb)";
+  std::lock_guard<std::recursive_mutex> l(mu_);
+  std::string state;
+  auto r = Exec("keeping the event", sql, {time, body}, &state);
+  if (r.ok() || state != "42P01") return r.status();
+  // 42P01, no such table: a schema made before events were kept.
+  auto c = Exec("creating the events table", EventsDdl());
+  if (!c.ok()) return c.status();
+  return Exec("keeping the event", sql, {time, body}).status();
+}
+
+Result<std::vector<json>> PostgresStateStore::Events(const std::string& since) {
+  if (!since.empty() && !ParseRfc3339Micros(since))
+    return Status::Error("'" + since + "' is not an RFC 3339 time (such as 2026-11-29T17:35:24Z)");
+  std::string state;
+  auto r =
+      since.empty()
+          ? Exec("reading the events", "SELECT body FROM " + q_ + ".events ORDER BY id", {}, &state)
+          : Exec("reading the events",
+                 "SELECT body FROM " + q_ + ".events WHERE time >= $1::timestamptz ORDER BY id",
+                 {PgTime(since)}, &state);
+  if (!r.ok()) {
+    if (state == "42P01") return std::vector<json>{};  // none appended yet
+    return r.status();
+  }
+  std::vector<json> out;
+  for (int i = 0; i < r->rows(); ++i) {
+    json j = json::parse(r->at(i, 0), nullptr, false);
+    if (j.is_discarded()) return Status::Error("an event in " + Describe() + " is not valid JSON");
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -79,6 +80,95 @@ LockInfo ThisProcessLock(const std::string& operation) {
   info.operation = operation;
   info.created = NowRfc3339();
   return info;
+}
+
+namespace {
+
+// The value of the `n` digits at `text[at]`, or -1 when they are not all digits.
+int Digits(const std::string& text, size_t at, size_t n) {
+  if (at + n > text.size()) return -1;
+  int v = 0;
+  for (size_t i = at; i < at + n; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    v = v * 10 + (text[i] - '0');
+  }
+  return v;
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (Howard
+// Hinnant's days_from_civil).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool IsLeap(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+}  // namespace
+
+std::optional<int64_t> ParseRfc3339Micros(const std::string& t) {
+  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') ||
+      t[13] != ':' || t[16] != ':')
+    return std::nullopt;
+  const int year = Digits(t, 0, 4), month = Digits(t, 5, 2), day = Digits(t, 8, 2);
+  const int hour = Digits(t, 11, 2), minute = Digits(t, 14, 2), second = Digits(t, 17, 2);
+  if (year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 ||
+      minute > 59 || second < 0 || second > 60)
+    return std::nullopt;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (day > kDays[month - 1] + (month == 2 && IsLeap(year) ? 1 : 0)) return std::nullopt;
+  size_t at = 19;
+  int64_t micros = 0;
+  if (at < t.size() && t[at] == '.') {
+    ++at;
+    const size_t first = at;
+    int64_t scale = 100000;
+    for (; at < t.size() && t[at] >= '0' && t[at] <= '9'; ++at, scale /= 10)
+      micros += scale > 0 ? (t[at] - '0') * scale : 0;
+    if (at == first) return std::nullopt;
+  }
+  int64_t offset_s = 0;
+  if (at + 1 == t.size() && (t[at] == 'Z' || t[at] == 'z')) {
+    // UTC
+  } else if (at + 6 == t.size() && (t[at] == '+' || t[at] == '-') && t[at + 3] == ':') {
+    const int oh = Digits(t, at + 1, 2), om = Digits(t, at + 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return std::nullopt;
+    offset_s = (t[at] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+  } else {
+    return std::nullopt;
+  }
+  const int64_t seconds =
+      DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 +
+      hour * 3600 + minute * 60 + second - offset_s;
+  return seconds * 1000000 + micros;
+}
+
+Status CheckEvent(const nlohmann::json& event) {
+  if (!event.is_object()) {
+    return Status::Error(std::string("an event must be a JSON object, got ") + event.type_name());
+  }
+  const auto time = event.find("time");
+  if (time == event.end() || !time->is_string() || !ParseRfc3339Micros(time->get<std::string>())) {
+    return Status::Error(
+        "an event needs \"time\", an RFC 3339 time such as 2026-11-29T17:35:24Z, got " +
+        (time == event.end()
+             ? std::string("none")
+             : time->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  }
+  const auto name = event.find("event");
+  if (name == event.end() || !name->is_string() || name->get<std::string>().empty()) {
+    return Status::Error(
+        "an event needs \"event\", its kind (heal, quarantine, heal_wait, sync), got " +
+        (name == event.end()
+             ? std::string("none")
+             : name->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+  }
+  return Status::OK();
 }
 
 }  // namespace fleet

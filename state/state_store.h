@@ -4,11 +4,17 @@
 // file in the same directory, fsync, rename over the old file, fsync of the
 // directory; the previous version is kept as `<path>.backup`. A crash at any
 // moment leaves either the old or the new state, never a torn one.
+//
+// Beside the state, a store keeps a history of events (what `fleet watch
+// --heal` did: heal, quarantine, heal_wait, sync), appended without the
+// state lock.
 #ifndef FLEET_STATE_STATE_STORE_H_
 #define FLEET_STATE_STATE_STORE_H_
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,7 +89,35 @@ class StateStore {
 
   // The last version saved with `serial`; an error when it is not kept.
   virtual Result<State> LoadSerial(uint64_t serial) = 0;
+
+  // Appends `event` (a JSON object holding at least "time", RFC 3339 UTC, and "event") to this
+  // store's history of events. Does not need the lock; safe against concurrent appenders.
+  // An event without them (see CheckEvent) is refused. The local backend keeps the last
+  // kEventsKept events; the postgres backend keeps every one.
+  virtual Status AppendEvent(const nlohmann::json& event) = 0;
+
+  // The kept events whose "time" is at or after `since` (RFC 3339; "" = all), oldest first.
+  // Oldest first is the order they were appended in. A `since` that is not RFC 3339 is an
+  // error; no events yet is an empty list.
+  virtual Result<std::vector<nlohmann::json>> Events(const std::string& since) = 0;
 };
+
+// The local backend keeps this many events: when its file holds more than
+// kEventsRewriteAbove lines, it is rewritten with the last kEventsKept.
+constexpr size_t kEventsKept = 1000;
+constexpr size_t kEventsRewriteAbove = 1100;
+
+// What AppendEvent requires of `event`: a JSON object whose "time" is an RFC
+// 3339 time (ParseRfc3339Micros) and whose "event" is a non-empty string.
+// The error says what is missing.
+Status CheckEvent(const nlohmann::json& event);
+
+// Microseconds since the Unix epoch of an RFC 3339 date-time such as
+// "2026-11-29T17:35:24Z", "2026-11-29T17:35:24.25Z" or
+// "2026-11-29T18:35:24+01:00" (the offset is honoured; 't', 'z' and a
+// fraction of any length, cut to microseconds, are accepted). nullopt when
+// `text` is not one (a bad field, a day past the month's end, no offset).
+std::optional<int64_t> ParseRfc3339Micros(const std::string& text);
 
 // Lock(), retried until `timeout_ms` passed (0: one try). The last refusal,
 // naming the holder, is the error when the time runs out.
@@ -91,7 +125,10 @@ Result<std::unique_ptr<StateLock>> LockWithTimeout(StateStore* store, const std:
                                                    int64_t timeout_ms);
 
 // The local file backend. `path` is the state file; its directory is created
-// (mode 0700) on first save. The lock file is `<path>.lock`.
+// (mode 0700) on first save. The lock file is `<path>.lock`. The events are
+// JSON lines in `<path>.events` (mode 0600), appended under an flock of that
+// file (not the state lock), one write() per line; a torn last line (a crash
+// mid-append) is skipped when read, and the next append starts a new line.
 std::unique_ptr<StateStore> MakeLocalStateStore(const std::string& path);
 
 // The PostgreSQL backend (state/postgres_state_store.cc). The libpq

@@ -12,12 +12,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fleet {
@@ -505,6 +507,228 @@ TEST_F(StateStoreTest, LockWithTimeoutWaitsThenNamesTheHolder) {
   EXPECT_TRUE(Contains(refused.status().message(), "locked by"));
   held = Status::Error("released");
   EXPECT_TRUE(LockWithTimeout(b.get(), "plan", 400).ok());
+}
+
+// --- the history of events (AppendEvent / Events) ---
+
+json Event(const std::string& time, const std::string& kind, int n = 0) {
+  return json{{"time", time}, {"event", kind}, {"n", n}};
+}
+
+// "2026-11-29T17:<minute>:<second>Z" for the nth second after 17:00:00.
+std::string TimeAt(int n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "2026-11-29T%02d:%02d:%02dZ", 17 + n / 3600, n / 60 % 60, n % 60);
+  return buf;
+}
+
+std::vector<int> Ns(const std::vector<json>& events) {
+  std::vector<int> out;
+  for (const json& e : events) out.push_back(e.value("n", -1));
+  return out;
+}
+
+size_t LineCount(const std::string& path) {
+  const std::string text = ReadFile(path);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(StateStoreTest, EventsAppendAndReadBackInOrder) {
+  auto store = MakeLocalStateStore(path_);
+  auto none = store->Events("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(fs::exists(dir_));  // reading creates nothing
+  json heal = Event(TimeAt(1), "heal", 1);
+  heal["address"] = "deployment.qwen38@dgx5";
+  heal["reason"] = "smoke math: got '72\n7'";  // a newline stays inside its line
+  ASSERT_TRUE(store->AppendEvent(heal).ok());
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(2), "quarantine", 2)).ok());
+  // Appended out of time order: kept in the order appended.
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(0), "sync", 3)).ok());
+  auto all = MakeLocalStateStore(path_)->Events("");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0], heal);
+  EXPECT_EQ(Ns(*all), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(LineCount(path_ + ".events"), 3u);
+  EXPECT_EQ(ModeOf(dir_), 0700u);  // made as the state's directory is
+  EXPECT_TRUE(fs::exists(dir_ + "/.gitignore"));
+}
+
+TEST_F(StateStoreTest, EventsSinceKeepsThoseAtOrAfterIt) {
+  auto store = MakeLocalStateStore(path_);
+  for (int n = 1; n <= 5; ++n)
+    ASSERT_TRUE(store->AppendEvent(Event(TimeAt(n * 60), "heal", n)).ok());
+  // An event with a fraction and an offset: 17:03:30 UTC.
+  ASSERT_TRUE(store->AppendEvent(Event("2026-11-29T18:03:30.5+01:00", "sync", 6)).ok());
+  auto since = store->Events(TimeAt(180));  // 17:03:00, the third's time
+  ASSERT_TRUE(since.ok()) << since.status().message();
+  EXPECT_EQ(Ns(*since), (std::vector<int>{3, 4, 5, 6}));
+  // The same instant written with an offset.
+  EXPECT_EQ(Ns(*store->Events("2026-11-29T12:03:00-05:00")), (std::vector<int>{3, 4, 5, 6}));
+  EXPECT_EQ(Ns(*store->Events("2026-11-29T17:03:30.5Z")), (std::vector<int>{4, 5, 6}));
+  EXPECT_EQ(Ns(*store->Events("2026-11-29T17:03:30.6Z")), (std::vector<int>{4, 5}));
+  EXPECT_TRUE(store->Events("2027-01-01T00:00:00Z")->empty());
+  EXPECT_EQ(store->Events("")->size(), 6u);
+  for (const char* bad : {"yesterday", "2026-11-29", "2026-11-29T17:03:00", "2026-02-30T00:00:00Z",
+                          "2026-11-29T24:00:00Z"}) {
+    auto refused = store->Events(bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_TRUE(Contains(refused.status().message(), "is not an RFC 3339 time"))
+        << refused.status().message();
+  }
+}
+
+TEST_F(StateStoreTest, EventsWithoutTimeOrKindAreRefused) {
+  auto store = MakeLocalStateStore(path_);
+  const std::vector<std::pair<json, std::string>> cases = {
+      {json::array(), "must be a JSON object"},
+      {json{{"event", "heal"}}, "needs \"time\""},
+      {json{{"time", "now"}, {"event", "heal"}}, "needs \"time\""},
+      {json{{"time", TimeAt(0)}}, "needs \"event\""},
+      {json{{"time", TimeAt(0)}, {"event", ""}}, "needs \"event\""},
+      {json{{"time", TimeAt(0)}, {"event", 7}}, "needs \"event\""},
+  };
+  for (const auto& [event, want] : cases) {
+    Status s = store->AppendEvent(event);
+    ASSERT_FALSE(s.ok()) << event.dump();
+    EXPECT_TRUE(Contains(s.message(), want)) << s.message();
+  }
+  EXPECT_FALSE(fs::exists(path_ + ".events"));
+}
+
+TEST_F(StateStoreTest, EventsKeepTheLastThousand) {
+  auto store = MakeLocalStateStore(path_);
+  const std::string events = path_ + ".events";
+  for (int n = 1; n <= static_cast<int>(kEventsRewriteAbove); ++n)
+    ASSERT_TRUE(store->AppendEvent(Event(TimeAt(n), "heal", n)).ok());
+  EXPECT_EQ(LineCount(events), kEventsRewriteAbove);  // not more than 1,100 yet
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(1101), "heal", 1101)).ok());
+  EXPECT_EQ(LineCount(events), kEventsKept);
+  EXPECT_EQ(ModeOf(events), 0600u);
+  auto kept = store->Events("");
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  ASSERT_EQ(kept->size(), kEventsKept);
+  EXPECT_EQ(kept->front()["n"], 102);
+  EXPECT_EQ(kept->back()["n"], 1101);
+  // The rewrite left no temp file, and appends go on after it.
+  std::vector<std::string> names = Names(dir_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".gitignore", "state.json.events"}));
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(1102), "heal", 1102)).ok());
+  EXPECT_EQ(store->Events("")->back()["n"], 1102);
+  EXPECT_EQ(LineCount(events), kEventsKept + 1);
+}
+
+TEST_F(StateStoreTest, EventsFileIs0600WhateverTheUmask) {
+  for (mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    SCOPED_TRACE("umask " + std::to_string(mask));
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    mode_t old = ::umask(mask);
+    Status s = MakeLocalStateStore(path_)->AppendEvent(Event(TimeAt(0), "heal"));
+    ::umask(old);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(ModeOf(path_ + ".events"), 0600u);
+    EXPECT_EQ(ModeOf(dir_), 0700u);
+  }
+  // A file loosened by hand is tightened by the next append.
+  ASSERT_EQ(::chmod((path_ + ".events").c_str(), 0644), 0);
+  ASSERT_TRUE(MakeLocalStateStore(path_)->AppendEvent(Event(TimeAt(1), "heal")).ok());
+  EXPECT_EQ(ModeOf(path_ + ".events"), 0600u);
+}
+
+TEST_F(StateStoreTest, ATornLastLineIsSkippedAndTheNextAppendIsWhole) {
+  auto store = MakeLocalStateStore(path_);
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(1), "heal", 1)).ok());
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(2), "heal", 2)).ok());
+  // A crash in the middle of the third append.
+  {
+    std::ofstream out(path_ + ".events", std::ios::binary | std::ios::app);
+    out << R"({"event":"heal","n":3,"time":"2026-11-29T17:0)";
+  }
+  auto read = store->Events("");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(Ns(*read), (std::vector<int>{1, 2}));
+  auto since = store->Events(TimeAt(2));
+  ASSERT_TRUE(since.ok()) << since.status().message();
+  EXPECT_EQ(Ns(*since), (std::vector<int>{2}));
+  ASSERT_TRUE(store->AppendEvent(Event(TimeAt(4), "heal", 4)).ok());
+  read = store->Events("");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(Ns(*read), (std::vector<int>{1, 2, 4}));
+}
+
+TEST_F(StateStoreTest, EventsNeedNotTheStateLock) {
+  std::string id;
+  int release_fd;
+  pid_t child = SpawnLockHolder(path_, &id, &release_fd);
+  ASSERT_GT(child, 0);
+  auto store = MakeLocalStateStore(path_);
+  Status s = store->AppendEvent(Event(TimeAt(0), "heal_wait"));
+  auto read = store->Events("");
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(release_fd);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->size(), 1u);
+}
+
+// Forked appenders, through rewrites: no event is lost (an appender that
+// waited on the old file's flock must append to the new file) or torn.
+TEST_F(StateStoreTest, ConcurrentAppendersLoseNothing) {
+  constexpr int kChildren = 4;
+  constexpr int kEach = 600;  // 2,400 in all: a rewrite at the 1,101st, then every 101st
+  std::vector<pid_t> children;
+  for (int c = 0; c < kChildren; ++c) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = MakeLocalStateStore(path_);
+      for (int i = 0; i < kEach; ++i) {
+        json e = Event(TimeAt(i), "heal", c * kEach + i);
+        e["pad"] = std::string(100 + i % 50, 'x');
+        if (!store->AppendEvent(e).ok()) ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  auto read = MakeLocalStateStore(path_)->Events("");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  size_t lines = 0;  // what the file must hold after that many appends
+  for (int i = 0; i < kChildren * kEach; ++i)
+    if (++lines > kEventsRewriteAbove) lines = kEventsKept;
+  EXPECT_EQ(read->size(), lines);
+  EXPECT_EQ(LineCount(path_ + ".events"), read->size());
+  // Each appender's events are in its own order, and its last one is kept.
+  std::vector<int> last(kChildren, -1);
+  for (const json& e : *read) {
+    const int n = e["n"];
+    EXPECT_GT(n % kEach, last[n / kEach]) << n;
+    last[n / kEach] = n % kEach;
+  }
+  for (int c = 0; c < kChildren; ++c) EXPECT_EQ(last[c], kEach - 1) << c;
+}
+
+TEST(Rfc3339, ParsesToMicroseconds) {
+  EXPECT_EQ(ParseRfc3339Micros("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(ParseRfc3339Micros("1970-01-01T00:00:01.5Z"), 1500000);
+  EXPECT_EQ(ParseRfc3339Micros("1970-01-01t01:00:00+01:00"), 0);
+  EXPECT_EQ(ParseRfc3339Micros("2026-11-29T17:35:24Z"), int64_t{1795973724} * 1000000);
+  EXPECT_EQ(ParseRfc3339Micros("2024-02-29T00:00:00.1234567z"),
+            int64_t{1709164800} * 1000000 + 123456);
+  for (const char* bad : {"", "2026-11-29T17:35:24", "2026-11-29 17:35:24Z", "2025-02-29T00:00:00Z",
+                          "2026-13-01T00:00:00Z", "2026-11-29T17:35:24.Z",
+                          "2026-11-29T17:35:24+1:00", "2026-11-29T17:35:24Zjunk"})
+    EXPECT_FALSE(ParseRfc3339Micros(bad).has_value()) << bad;
 }
 
 }  // namespace
