@@ -127,6 +127,9 @@ class PostgresStateStore : public StateStore {
   Status EnsureSchema();
   // CREATE TABLE IF NOT EXISTS of the events table and its index.
   std::string EventsDdl() const;
+  // Runs EventsDdl() in a schema made before it, under the lock of
+  // EnsureSchema. REQUIRES: connected, mu_ held.
+  Status CreateEventsTable();
   std::string Redact(std::string text) const;
   Status ErrorOf(const std::string& what, const PgResult& r) const;
   // Runs one statement. On failure, `sqlstate` (when given) gets the
@@ -270,6 +273,17 @@ std::string PostgresStateStore::EventsDdl() const {
          ".events (id bigserial PRIMARY KEY, time timestamptz NOT NULL, body jsonb NOT NULL); "
          "CREATE INDEX IF NOT EXISTS events_time ON " +
          q_ + ".events (time);";
+}
+
+Status PostgresStateStore::CreateEventsTable() {
+  const std::string ddl = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(key_ ^ 1) +
+                          "); " + EventsDdl() + " COMMIT;";
+  PgResult c(PQexec(conn_, ddl.c_str()));
+  if (PQresultStatus(c.get()) != PGRES_COMMAND_OK) {
+    PgResult rb(PQexec(conn_, "ROLLBACK"));
+    return ErrorOf("creating the events table", c);
+  }
+  return Status::OK();
 }
 
 Result<PgResult> PostgresStateStore::Exec(const std::string& what, const std::string& sql,
@@ -540,8 +554,8 @@ Status PostgresStateStore::AppendEvent(const json& event) {
   auto r = Exec("keeping the event", sql, {time, body}, &state);
   if (r.ok() || state != "42P01") return r.status();
   // 42P01, no such table: a schema made before events were kept.
-  auto c = Exec("creating the events table", EventsDdl());
-  if (!c.ok()) return c.status();
+  s = CreateEventsTable();
+  if (!s.ok()) return s;
   return Exec("keeping the event", sql, {time, body}).status();
 }
 

@@ -12,11 +12,14 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "state/state_store.h"
 
 namespace fleet {
 namespace {
+
+using nlohmann::json;
 
 std::string g_conninfo;  // the test server's libpq string
 int g_schema_counter = 0;
@@ -262,6 +265,119 @@ TEST_F(PostgresStateStoreTest, ANewerSchemaLayoutIsRefused) {
   auto s = Store()->Load();
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("newer fleet"), std::string::npos) << s.status().message();
+}
+
+TEST_F(PostgresStateStoreTest, EventsAppendInOrderAndFilterBySince) {
+  auto store = Store();
+  auto none = store->Events("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  // No lock needed: another session holds it the whole time.
+  auto holder = Store();
+  auto lock = holder->Lock("apply");
+  ASSERT_TRUE(lock.ok()) << lock.status().message();
+  const std::vector<std::string> times = {"2026-11-29T17:01:00Z", "2026-11-29T17:03:00Z",
+                                          "2026-11-29T17:02:00Z", "2026-11-29T18:04:00+01:00",
+                                          "2026-11-29T17:05:00.25Z"};
+  for (size_t i = 0; i < times.size(); ++i) {
+    json e = {{"time", times[i]}, {"event", "heal"}, {"n", i}, {"address", "deployment.q@dgx1"}};
+    Status s = store->AppendEvent(e);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  auto n_of = [](const std::vector<json>& events) {
+    std::vector<int> out;
+    for (const json& e : events) out.push_back(e.at("n").get<int>());
+    return out;
+  };
+  auto all = Store()->Events("");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(n_of(*all), (std::vector<int>{0, 1, 2, 3, 4}));  // appended order, not time order
+  EXPECT_EQ(
+      (*all)[0],
+      (json{{"time", times[0]}, {"event", "heal"}, {"n", 0}, {"address", "deployment.q@dgx1"}}));
+  auto since = store->Events("2026-11-29T17:02:00Z");
+  ASSERT_TRUE(since.ok()) << since.status().message();
+  EXPECT_EQ(n_of(*since), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(n_of(*store->Events("2026-11-29T12:03:30-05:00")), (std::vector<int>{3, 4}));
+  EXPECT_EQ(n_of(*store->Events("2026-11-29T17:05:00.3Z")), (std::vector<int>{}));
+  auto bad = store->Events("yesterday");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not an RFC 3339 time"), std::string::npos);
+  Status refused = store->AppendEvent(json{{"event", "heal"}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("needs \"time\""), std::string::npos) << refused.message();
+}
+
+TEST_F(PostgresStateStoreTest, EventsKeepWhatJsonbCannotHold) {
+  auto store = Store();
+  json e = {{"time", "2026-11-29T17:01:00Z"},
+            {"event", "heal"},
+            {"reason", std::string("got '7\0"
+                                   "2'\n",
+                                   10)}};
+  Status s = store->AppendEvent(e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto back = store->Events("");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0]["reason"],
+            "got '7\xEF\xBF\xBD"
+            "2'\n");
+}
+
+TEST_F(PostgresStateStoreTest, ConcurrentAppendersAllKept) {
+  constexpr int kChildren = 4, kEach = 50;
+  std::vector<pid_t> children;
+  for (int c = 0; c < kChildren; ++c) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      auto store = Store();
+      for (int i = 0; i < kEach; ++i) {
+        json e = {{"time", "2026-11-29T17:01:00Z"}, {"event", "sync"}, {"n", c * kEach + i}};
+        if (!store->AppendEvent(e).ok()) _exit(1);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int st = 0;
+    waitpid(pid, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  auto all = Store()->Events("");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), static_cast<size_t>(kChildren * kEach));
+  std::vector<int> last(kChildren, -1);
+  for (const json& e : *all) {
+    const int n = e.at("n").get<int>();
+    EXPECT_GT(n % kEach, last[n / kEach]) << n;  // each appender's in its order
+    last[n / kEach] = n % kEach;
+  }
+}
+
+// A schema made before events were kept (no events table): reading finds
+// none, and the first append makes the table.
+TEST_F(PostgresStateStoreTest, EventsTableMadeOnFirstAppendInAnOlderSchema) {
+  ASSERT_TRUE(Store()->Load().ok());
+  int rc;
+  Shell("psql -XAtq '" + g_conninfo + "' -c 'DROP TABLE " + schema_ + ".events'", &rc);
+  ASSERT_EQ(rc, 0);
+  auto store = Store();
+  auto none = store->Events("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  Status s = store->AppendEvent(json{{"time", "2026-11-29T17:01:00Z"}, {"event", "quarantine"}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto one = Store()->Events("2026-11-29T17:01:00Z");
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0]["event"], "quarantine");
+  std::string v = Shell(
+      "psql -XAtq '" + g_conninfo + "' -c 'SELECT version FROM " + schema_ + ".schema_version'",
+      &rc);
+  EXPECT_EQ(v, "1");
 }
 
 }  // namespace
