@@ -26,6 +26,7 @@
 
 #include <optional>
 
+#include "providers/deployment/deployment_diff.h"
 #include "providers/deployment/deployment_json.h"
 #include "src/provider.h"
 
@@ -51,54 +52,6 @@ class DeploymentProvider : public Provider {
   Status Undo(const PlanChange& change, const nlohmann::json& applied, const StepContext& ctx,
               bool* undone) const override;
 };
-
-// The diff's named decisions, in the order Diff asks them; each returns the
-// change it decides, or nothing to let the next one decide. Exposed for
-// tests.
-// What the plan says of a running fleet serve `container` that the state
-// has no record of (`declared`: the manifests declare it there).
-std::string UnrecordedServeNote(const std::string& address, const std::string& node,
-                                const std::string& container, bool declared);
-
-namespace deployment_internal {
-
-// What every decision reads.
-struct DeploymentDiffInput {
-  const DesiredResource& desired;
-  const DeploymentWant& want;
-  const ContainerProbe& found;
-  const std::optional<DeploymentRecord>& record;
-  const DiffContext& ctx;
-  const PlanChange& base;  // the noop change: after, detail (and before, once it exists)
-};
-
-using Decision = std::optional<PlanChange>;
-
-Decision NotProbed(const DesiredResource& desired, const ActualResource& actual,
-                   const PlanChange& base);
-Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actual,
-                     const DiffContext& ctx, const PlanChange& base);
-Decision NoContainer(const DeploymentDiffInput& in);
-Decision OtherSpec(const DeploymentDiffInput& in);
-Decision OtherImage(const DeploymentDiffInput& in);
-Decision StoppedForDisplayRam(const DeploymentDiffInput& in);
-Decision NotRunning(const DeploymentDiffInput& in);
-Decision HealthUnreadable(const DeploymentDiffInput& in);
-// The last: unhealthy past health.timeout -> replace; else a note, or no change.
-PlanChange UnhealthyOrStarting(const DeploymentDiffInput& in);
-// After the decisions: a new container needs its from_env values here.
-void CheckEnvFrom(const DesiredResource& desired, const DeploymentWant& want, PlanChange* c);
-// Before the decisions: `desired` rendered again with the probe's fabric
-// facts (ctx.all_facts) when its deployment uses the fabric (Expand knows
-// only declared ones), or the plan error why it cannot be (a node without a
-// fabric, nodes on no common subnet).
-Result<DesiredResource> WithFabricFacts(const DesiredResource& desired, const DiffContext& ctx);
-// Diff without CheckEnvFrom.
-PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& actual,
-                         const ResourceRecord* record, const DiffContext& ctx);
-
-}  // namespace deployment_internal
-
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROVIDER_H_

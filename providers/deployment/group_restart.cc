@@ -4,6 +4,7 @@
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "src/shell_quote.h"
 
 namespace fleet {
 
@@ -47,6 +48,34 @@ void RestartWithGroup(const DesiredResource& desired, const DiffContext& ctx, Pl
                          " restart together (workers first, the head last)");
     return;
   }
+}
+
+// A worker's step in a group restart: the head's old container stops before
+// any worker starts, so that no old head talks to new workers; the head's
+// own step, which waits for every worker, starts it last.
+Status StopOldHead(const StepContext& ctx, const ContainerSpec& spec) {
+  auto d = ctx.manifest->deployments.find(spec.deployment);
+  if (d == ctx.manifest->deployments.end() || d->second.nodes.empty() || !ctx.node_transport)
+    return Status::OK();
+  const std::string& head = d->second.nodes[0];
+  Transport* t = ctx.node_transport(head);
+  if (t == nullptr)
+    return Status::Error("no connection to " + head + ", the head of " + spec.deployment);
+  Status s = t->Connect();
+  if (!s.ok()) return s;
+  const std::string& cli = ctx.manifest->nodes.at(head).container_cli;
+  const std::string running =
+      ShellCommand({cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container});
+  if (ctx.progress)
+    ctx.progress("stopping the head's " + spec.container + " on " + head + " first");
+  Result<CommandResult> r =
+      t->Run("if [ \"$(" + running + " 2>/dev/null)\" = running ]; then " +
+             ShellCommand({cli, "stop", "-t", "30", spec.container}) + " >/dev/null; fi");
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0)
+    return Status::Error("on " + head + ": stopping the head " + spec.container + " exited " +
+                         std::to_string(r->exit_code) + ": " + r->err);
+  return Status::OK();
 }
 
 }  // namespace fleet

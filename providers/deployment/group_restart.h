@@ -18,6 +18,11 @@ namespace fleet {
 // declared spec now. Leaves creates, replaces and non-group deployments alone.
 void RestartWithGroup(const DesiredResource& desired, const DiffContext& ctx, PlanChange* c);
 
+// A worker's step: stops the head's old container of `spec`'s deployment
+// (on the deployment's first node) when it runs, before the worker starts.
+struct ContainerSpec;
+Status StopOldHead(const StepContext& ctx, const ContainerSpec& spec);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_DEPLOYMENT_GROUP_RESTART_H_

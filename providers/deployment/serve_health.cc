@@ -1,0 +1,169 @@
+#include "providers/deployment/serve_health.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "providers/deployment/deployment_probe.h"
+#include "providers/deployment/smoke_check.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// State and health of the container, one command.
+struct Poll {
+  std::string state;
+  int exit_code = 0;
+  int health = -1;
+};
+
+Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
+                           const std::string& container, const std::string& url) {
+  Result<CommandResult> r =
+      ctx.transport->Run("echo state=$(" +
+                         ShellCommand({cli, "container", "inspect", "--format",
+                                       "{{.State.Status}} {{.State.ExitCode}}", container}) +
+                         " 2>/dev/null)\n" + (url.empty() ? std::string() : HealthCommand(url)));
+  if (!r.ok()) return r.status();
+  ContainerProbe p = ParseContainerProbe(r->out);
+  Poll poll;
+  const std::map<std::string, std::string> kv = ParseKeyValues(r->out);
+  if (auto it = kv.find("state"); it != kv.end()) {
+    std::string s = it->second;
+    size_t sp = s.find(' ');
+    poll.state = s.substr(0, sp);
+    if (sp != std::string::npos) poll.exit_code = std::atoi(s.c_str() + sp + 1);
+  }
+  poll.health = p.health;
+  return poll;
+}
+
+// Whether a node has stopped answering during a health wait: polls that
+// cannot connect to it (refused, timed out), kDarkPolls in a row and over
+// at least kDarkTime. A busy sshd or a LAN blip fails a few connects; a
+// node without power or network fails them all, and its serve is gone.
+class DarkNode {
+ public:
+  static constexpr int kDarkPolls = 3;
+  static constexpr std::chrono::seconds kDarkTime{30};
+
+  // Notes one poll's outcome; true when the wait should give up.
+  bool Note(const Status& poll) {
+    if (!poll.unreachable()) {
+      polls_ = 0;
+      return false;
+    }
+    if (polls_++ == 0) since_ = Clock::now();
+    return polls_ >= kDarkPolls && Clock::now() - since_ >= kDarkTime;
+  }
+  std::string Describe() const {
+    return std::to_string(polls_) + " connections in a row failed over " +
+           HumanDuration(
+               std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since_).count());
+  }
+
+ private:
+  int polls_ = 0;
+  Clock::time_point since_;
+};
+
+}  // namespace
+
+// Waits until the health URL answers 2xx. Fails at once when the container
+// stops, when the node has gone dark (DarkNode), and after `timeout_s`.
+Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
+  const std::string url = spec.HealthUrl();
+  if (url.empty()) {
+    // A worker: it serves no API; it is healthy while it runs (the head's
+    // health check, which needs every worker, says the rest).
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, "");
+    if (!p.ok()) return p.status();
+    if (p->state == "running") return Status::OK();
+    return Status::Error("container " + spec.container + " (rank " + std::to_string(spec.rank) +
+                         ") is " + (p->state.empty() ? "gone" : p->state) + " (exit code " +
+                         std::to_string(p->exit_code) + ") 2 s after its start" +
+                         LogTail(ctx, spec));
+  }
+  const auto start = Clock::now();
+  auto last_report = start;
+  DarkNode dark;
+  if (ctx.progress)
+    ctx.progress("waiting for " + url + " (health.timeout " + HumanDuration(spec.health_timeout_s) +
+                 ")");
+  for (;;) {
+    Result<Poll> p = PollContainer(ctx, spec.cli, spec.container, url);
+    const long waited =
+        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+    if (dark.Note(p.status()))
+      return p.status().Reworded("the node stopped answering while " + url + " was awaited (" +
+                                 dark.Describe() + ", " + HumanDuration(waited) +
+                                 " into health.timeout): " + p.status().message());
+    if (!p.ok()) {
+      // One lost SSH round trip must not fail a serve that takes 15 min to
+      // boot: ask again until the timeout (or until DarkNode gives up).
+      if (waited >= spec.health_timeout_s) return p.status();
+      if (ctx.progress) ctx.progress("health poll failed, retrying: " + p.status().message());
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      continue;
+    }
+    if (p->state != "running")
+      return Status::Error(
+          "container " + spec.container +
+          (p->state.empty()
+               ? " disappeared"
+               : " is " + p->state + " (exit code " + std::to_string(p->exit_code) + ")") +
+          " after " + HumanDuration(waited) + ", before " + url + " answered" + LogTail(ctx, spec));
+    if (p->health >= 200 && p->health < 300) return Status::OK();
+    if (p->health == -1 && p->state == "running")
+      return Status::Error("cannot check " + url + ": neither curl nor wget is on the node's PATH");
+    if (waited >= spec.health_timeout_s)
+      return Status::Error(url + " did not answer 2xx within " +
+                           HumanDuration(spec.health_timeout_s) +
+                           " (health.timeout; last answer: " +
+                           (p->health == 0 ? std::string("none") : std::to_string(p->health)) +
+                           ")" + LogTail(ctx, spec));
+    if (ctx.progress && Clock::now() - last_report >= std::chrono::seconds(10)) {
+      last_report = Clock::now();
+      ctx.progress("waiting for " + url + " (" + HumanDuration(waited) + " of " +
+                   HumanDuration(spec.health_timeout_s) + ", last answer " +
+                   (p->health == 0 ? std::string("none") : std::to_string(p->health)) + ")");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(waited < 10 ? 300 : 2000));
+  }
+}
+
+std::string HumanDuration(long s) {
+  if (s < 0) return "?";
+  if (s < 120) return std::to_string(s) + " s";
+  if (s < 7200) return std::to_string(s / 60) + " min";
+  return std::to_string(s / 3600) + " h";
+}
+
+// The last lines the container printed, for an error message.
+// Engines print their arguments (sglang's server_args, vLLM's non-default
+// args): the secrets of `spec` are masked.
+std::string LogTail(const StepContext& ctx, const ContainerSpec& spec) {
+  Result<CommandResult> r = ctx.transport->Run(
+      ShellCommand({spec.cli, "logs", "--tail", "20", spec.container}) + " 2>&1");
+  if (!r.ok() || r->out.empty()) return "";
+  std::string out = Redact(r->out, SecretValues(spec));
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return "\n  last lines of its log:\n    " + [&] {
+    std::string s;
+    for (char c : out) s += c == '\n' ? std::string("\n    ") : std::string(1, c);
+    return s;
+  }();
+}
+
+// Healthy, then the deployment's smoke checks: a serve that answers 200 but
+// garbles fails its step like an unhealthy one.
+Status WaitServing(const StepContext& ctx, const ContainerSpec& spec) {
+  Status healthy = WaitHealthy(ctx, spec);
+  return healthy.ok() ? SmokeAfterHealthy(ctx, spec) : healthy;
+}
+
+}  // namespace fleet
