@@ -229,6 +229,16 @@ Decision OtherImage(const DeploymentDiffInput& in) {
   return c;
 }
 
+// A serve `fleet watch --heal` gave up on: a reviewed apply starts it anew,
+// and the record it writes has no quarantine.
+Decision Quarantined(const DeploymentDiffInput& in) {
+  if (!in.record || !in.record->heal || !in.record->heal->quarantined) return std::nullopt;
+  PlanChange c = Changed(in, Action::kReplace, "replace " + in.want.shown.container);
+  c.reasons.push_back("quarantined by fleet watch --heal (" + in.record->heal->quarantine +
+                      "): apply starts it anew and clears the quarantine");
+  return c;
+}
+
 Decision StoppedForDisplayRam(const DeploymentDiffInput& in) {
   const std::string& container = in.want.shown.container;
   if (!StoppedByDisplayRam(in.ctx, in.desired.node, container)) return std::nullopt;
@@ -309,6 +319,7 @@ PlanChange DiffContainer(const DesiredResource& desired, const ActualResource& a
                        : nlohmann::json{{"container", want.shown.container}, {"spec", found.spec}};
   if (auto c = OtherSpec(in)) return *c;
   if (auto c = OtherImage(in)) return *c;
+  if (auto c = Quarantined(in)) return *c;
   if (auto c = StoppedForDisplayRam(in)) return *c;
   if (auto c = NotRunning(in)) return *c;
   if (want.shown.health.empty()) return base;  // a worker: running is all it shows

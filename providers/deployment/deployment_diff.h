@@ -49,6 +49,7 @@ Decision ProbeFailed(const DesiredResource& desired, const ActualResource& actua
 Decision NoContainer(const DeploymentDiffInput& in);
 Decision OtherSpec(const DeploymentDiffInput& in);
 Decision OtherImage(const DeploymentDiffInput& in);
+Decision Quarantined(const DeploymentDiffInput& in);
 Decision StoppedForDisplayRam(const DeploymentDiffInput& in);
 Decision NotRunning(const DeploymentDiffInput& in);
 Decision HealthUnreadable(const DeploymentDiffInput& in);

@@ -88,12 +88,15 @@ void to_json(nlohmann::json& j, const DeploymentRecord& v) {
   j = v.want;
   j["container_id"] = v.container_id;
   j["image_id"] = v.image_id;
+  if (v.heal && !v.heal->Empty()) j["heal"] = *v.heal;
 }
 
 void from_json(const nlohmann::json& j, DeploymentRecord& v) {
   v.want = j.get<DeploymentWant>();
   v.container_id = j.value("container_id", "");
   v.image_id = j.value("image_id", "");
+  v.heal.reset();
+  if (auto h = j.find("heal"); h != j.end() && h->is_object()) v.heal = h->get<HealLedger>();
 }
 
 void to_json(nlohmann::json& j, const DeploymentDetail& v) {

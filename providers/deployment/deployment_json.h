@@ -15,6 +15,7 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/heal_ledger.h"
 #include "providers/model/hub_remote.h"
 
 namespace fleet {
@@ -42,6 +43,9 @@ struct DeploymentRecord {
   DeploymentWant want;
   std::string container_id;
   std::string image_id;
+  // What `fleet watch --heal` keeps of the serve (written only when set:
+  // every record apply writes has none, which is how an apply clears it).
+  std::optional<HealLedger> heal;
 };
 
 // PlanChange::detail of a deployment step: the deployment's name (a step

@@ -236,6 +236,8 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   struct WatchArgs {
     fleet::WatchOptions opts;
     std::string every = "2m", report_log, report_out = "report.html";
+    std::string events_since, reset_addr;
+    bool events_json = false;
   };
   auto a = std::make_shared<WatchArgs>();
   auto* watch =
@@ -246,6 +248,11 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                     "sh command run on a change (event on stdin)");
   watch->add_option("--report", a->opts.report_file, "rewrite this HTML report each round");
   watch->add_option("--rounds", a->opts.rounds, "stop after N rounds")->check(CLI::PositiveNumber);
+  watch->add_flag("--heal", a->opts.heal,
+                  "bring back serves that died, hang or garble, as their restart policy allows");
+  watch->add_option("--lock-timeout", a->opts.lock_timeout,
+                    "with --heal: wait up to this long for the state lock (default: skip the "
+                    "round's heals while another command holds it)");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
   out->push_back({watch, [a](const fleet::GlobalOptions& g) {
                     const std::optional<int> every = fleet::ParseDurationSeconds(a->every);
@@ -257,6 +264,19 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                     }
                     a->opts.every_s = *every;
                     return fleet::CmdWatch(g, a->opts);
+                  }});
+  auto* events = app->add_subcommand("events", "the heal events the state keeps, oldest first");
+  events->add_option("--since", a->events_since, "only the last DURATION (e.g. 1h, 30m)");
+  events->add_flag("--json", a->events_json, "one JSON object a line");
+  out->push_back({events, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdEvents(g, a->events_since, a->events_json);
+                  }});
+  auto* heal = app->add_subcommand("heal", "what fleet watch --heal keeps of a serve");
+  heal->require_subcommand(1);
+  auto* reset = heal->add_subcommand("reset", "forget a serve's heal tries and its quarantine");
+  reset->add_option("address", a->reset_addr, "deployment.NAME@NODE")->required();
+  out->push_back({reset, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdHealReset(g, a->reset_addr);
                   }});
   auto* report = app->add_subcommand("report", "a watch log as one self-contained HTML page");
   report->add_option("log", a->report_log, "the watch log (--log FILE)")->required();

@@ -17,6 +17,7 @@
 
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
+#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/model/bind_list.h"
 #include "providers/model/model_provider.h"
@@ -65,6 +66,14 @@ std::unique_ptr<StateStore> MakeStore(const StateSettings& st, const std::string
   if (backend == "postgres") return MakePostgresStateStore(st.conn_env, st.schema);
   return MakeLocalStateStore(st.path);
 }
+
+}  // namespace
+
+std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings) {
+  return MakeStore(settings, settings.backend);
+}
+
+namespace {
 
 // The lock, waiting up to `timeout` ("5m"; "": not at all); on error prints it.
 std::unique_ptr<StateLock> TakeLock(Session& s, const std::string& operation,
@@ -363,6 +372,7 @@ int CmdStatus(const GlobalOptions& g) {
   if (!Open(g, &s)) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
+  const State* state_now = &state.value();
   Planner planner(&s.manifest, &s.providers, s.connections.get());
   std::vector<DesiredResource> desired = planner.Desired();
   ProbeResult probed = planner.Probe(desired, 64);
@@ -421,6 +431,16 @@ int CmdStatus(const GlobalOptions& g) {
     }
     std::printf("%-28s %-20s %-10s %s\n", r.address.c_str(),
                 r.attributes.value("container", "").c_str(), state.c_str(), health.c_str());
+    // What fleet watch --heal keeps of it: a quarantine, or recent heals.
+    if (const ResourceRecord* rec = state_now->Find(r.address)) {
+      std::optional<DeploymentRecord> dr = DeploymentRecordFrom(rec->attributes);
+      if (dr && dr->heal && dr->heal->quarantined)
+        std::printf("    quarantined (%s): `fleet apply` or `fleet heal reset %s`\n",
+                    dr->heal->quarantine.c_str(), r.address.c_str());
+      else if (dr && dr->heal && !dr->heal->tries.empty())
+        std::printf("    healed %zu time(s) in the restart window; last: %s\n",
+                    dr->heal->tries.size(), dr->heal->last_reason.c_str());
+    }
     // Where clients reach it, by the manifest's address for the node: the
     // one to give an agent (the log's label inversion pointed "dgx5" at dgx3).
     if (!r.attributes.value("health", "").empty())

@@ -5,8 +5,12 @@
 #define FLEET_SRC_ENGINE_COMMANDS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "manifests/manifest.h"
+#include "state/state_store.h"
 
 namespace fleet {
 
@@ -39,6 +43,9 @@ struct ApplyCommandOptions {
   std::string verify;        // --verify: "" (the manifests decide), "sizes" or "deep"
   std::string lock_timeout;  // --lock-timeout 5m: wait for the lock ("": fail at once)
 };
+
+// The state store the manifests' `state:` block names (local or postgres).
+std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings);
 
 int CmdValidate(const GlobalOptions& g);
 int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o);

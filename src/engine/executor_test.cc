@@ -227,6 +227,10 @@ class FailingStore : public StateStore {
   std::string Describe() const override { return inner_->Describe(); }
   Result<std::vector<StateVersion>> History() override { return inner_->History(); }
   Result<State> LoadSerial(uint64_t serial) override { return inner_->LoadSerial(serial); }
+  Status AppendEvent(const nlohmann::json& event) override { return inner_->AppendEvent(event); }
+  Result<std::vector<nlohmann::json>> Events(const std::string& since) override {
+    return inner_->Events(since);
+  }
 
  private:
   StateStore* inner_;

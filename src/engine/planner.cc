@@ -406,6 +406,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   if (!SortByDependencies(&changes, type_order))
     plan.errors.push_back("dependency cycle between resources");
   plan.changes = std::move(changes);
+  if (options.probed_out != nullptr) *options.probed_out = std::move(probed);
   return plan;
 }
 

@@ -20,11 +20,16 @@
 
 namespace fleet {
 
+struct ProbeResult;
+
 struct PlanOptions {
   bool destroy = false;
   std::vector<std::string> targets;  // addresses; empty = everything
   int probe_parallelism = 64;        // nodes probed at once
   bool purge = false;                // see DiffContext::purge
+  // When set, receives what the plan probed (fleet watch --heal reads the
+  // round's facts from it instead of probing twice).
+  ProbeResult* probed_out = nullptr;
 };
 
 struct ProbeResult {

@@ -21,10 +21,20 @@ struct WatchOptions {
   std::string report_file;  // rewritten after each round
   int rounds = 0;           // 0: until SIGINT/SIGTERM
   std::vector<std::string> addresses;
+  // --heal: bring back what died, hung or garbles (heal_round.h), as each
+  // deployment's restart policy allows, under the state lock.
+  bool heal = false;
+  std::string lock_timeout;  // --lock-timeout: how long a heal waits for the lock
 };
 
 // Exit 0 when stopped by SIGINT/SIGTERM or after `rounds`.
 int CmdWatch(const GlobalOptions& g, const WatchOptions& o);
+
+// `fleet events [--since 1h] [--json]`: the state's history of heal events.
+int CmdEvents(const GlobalOptions& g, const std::string& since, bool json);
+
+// `fleet heal reset ADDR`: forgets a serve's heal tries and quarantine.
+int CmdHealReset(const GlobalOptions& g, const std::string& address);
 
 // Writes the HTML report of the watch log `log_file` to `out_file`.
 int CmdReport(const std::string& log_file, const std::string& out_file);

@@ -13,6 +13,9 @@
 #include <iostream>
 #include <thread>
 
+#include "manifests/duration.h"
+#include "src/engine/commands.h"
+#include "src/engine/heal_round.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
 #include "src/engine/serve_checks.h"
@@ -47,13 +50,16 @@ std::string UtcNow() {
 }
 
 // The plan's drift: how many changes, which addresses, plan errors.
-nlohmann::json Drift(const Manifest& m, NodeConnections* connections) {
+// `probed` receives what the plan probed.
+nlohmann::json Drift(const Manifest& m, StateStore* store, NodeConnections* connections,
+                     ProbeResult* probed) {
   std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
-  std::unique_ptr<StateStore> store = MakeLocalStateStore(m.state.path);
   Result<State> state = store->Load();  // read only: no lock
   if (!state.ok()) return {{"error", state.status().message()}};
   Planner planner(&m, &providers, connections);
-  Plan plan = planner.MakePlan(*state, PlanOptions{});
+  PlanOptions options;
+  options.probed_out = probed;
+  Plan plan = planner.MakePlan(*state, options);
   nlohmann::json j = plan.ToJson();
   nlohmann::json d = {{"changes", 0},
                       {"addresses", nlohmann::json::array()},
@@ -66,8 +72,9 @@ nlohmann::json Drift(const Manifest& m, NodeConnections* connections) {
   return d;
 }
 
-// One round: the JSON line (without its change list).
-nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n) {
+// One round: the JSON line (without its change list); with --heal, its heal
+// events under "heal".
+nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
   Manifest m;
   Diagnostics diags;
@@ -79,10 +86,23 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n) {
     return line;
   }
   NodeConnections connections(&m);
-  line["drift"] = Drift(m, &connections);
+  std::unique_ptr<StateStore> store = OpenStateStore(m.state);
+  ProbeResult probed;
+  line["drift"] = Drift(m, store.get(), &connections, &probed);
   line["checks"] = nlohmann::json::array();
-  for (const SmokeResult& r : RunServeChecks(m, &connections, o.addresses))
-    line["checks"].push_back(r.ToJson());
+  const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
+  for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
+  if (healer != nullptr) {
+    HealRoundInput in;
+    in.manifest = &m;
+    in.connections = &connections;
+    in.store = store.get();
+    in.probed = &probed;
+    in.checks = &checks;
+    in.lock_timeout_ms = int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000;
+    if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
+    line["heal"] = healer->Round(in);
+  }
   return line;
 }
 
@@ -96,6 +116,16 @@ void RunOnChange(const std::string& cmd, const nlohmann::json& event) {
   fwrite(text.data(), 1, text.size(), p);
   const int rc = pclose(p);
   if (rc != 0) std::cerr << "fleet watch: --on-change command exited " << rc << "\n";
+}
+
+// Heal events, loudly: "!!! fleet watch <time> heal deployment.a@dgx1: healed (exit: ...)".
+void AnnounceHeal(const nlohmann::json& event) {
+  std::cout << "!!! fleet watch " << event.value("time", "") << " " << event.value("event", "")
+            << " " << event.value("address", "") << ": " << event.value("outcome", "");
+  if (!event.value("reason", "").empty()) std::cout << " (" << event.value("reason", "") << ")";
+  if (event.contains("attempt")) std::cout << ", try " << event["attempt"].dump();
+  if (event.contains("duration_s")) std::cout << ", " << event["duration_s"].dump() << " s";
+  std::cout << ": " << event.value("detail", "") << "\n" << std::flush;
 }
 
 void Announce(const nlohmann::json& line, const nlohmann::json& changes) {
@@ -140,12 +170,18 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       return 1;
     }
   }
+  if (!o.lock_timeout.empty() && !ParseDurationSeconds(o.lock_timeout, 0)) {
+    std::cerr << "fleet watch: --lock-timeout " << o.lock_timeout
+              << " is not a duration (e.g. 90s, 5m)\n";
+    return 1;
+  }
   WatchStates last;
-  std::vector<nlohmann::json> lines;
+  std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
+  Healer healer;
   HoldSignals(true);
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
-    nlohmann::json line = Round(g, o, n);
+    nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr);
     WatchStates now = WatchStatesOf(line);
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
@@ -161,8 +197,13 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       Announce(line, changes);
       if (!o.on_change.empty()) RunOnChange(o.on_change, {{"event", "change"}, {"round", line}});
     }
-    lines.push_back(line);
+    for (const nlohmann::json& event : line.value("heal", nlohmann::json::array())) {
+      AnnounceHeal(event);
+      if (log) log << event.dump() << "\n" << std::flush;
+      if (!o.on_change.empty()) RunOnChange(o.on_change, event);
+    }
     if (!o.report_file.empty()) {
+      lines.push_back(line);
       Status s = WriteWatchReport(lines, o.report_file);
       if (!s.ok()) std::cerr << "fleet watch: " << s.message() << "\n";
     }
