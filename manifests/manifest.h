@@ -212,6 +212,15 @@ struct DeploymentSpec {
   SourceLoc loc;
 };
 
+// `sync:`: what `fleet watch --sync` applies from a new commit by itself.
+// A plan with other actions waits for a person (`fleet apply`).
+struct SyncSettings {
+  // Of add (create), change (update), replace.
+  std::vector<std::string> allow = {"add", "change", "replace"};
+  // Also destroy resources and power nodes off.
+  bool destroy = false;
+};
+
 struct StateSettings {
   std::string backend = "local";  // "local" | "postgres"
   std::string path;               // local: resolved; default <repo>/.fleet/state.json
@@ -226,6 +235,7 @@ struct Manifest {
   int version = 1;
   std::string fleet;
   StateSettings state;
+  SyncSettings sync;
   SshSettings ssh;
   PowerController power;
   // Ordered by name so output and plans are deterministic.

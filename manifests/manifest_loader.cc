@@ -51,9 +51,9 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {"version", "fleet",       "state",   "ssh",
-                                           "power",   "nodes",       "stores",  "images",
-                                           "models",  "deployments", "defaults"};
+const std::vector<std::string> kTopKeys = {"version", "fleet",       "state",    "ssh",
+                                           "power",   "nodes",       "stores",   "images",
+                                           "models",  "deployments", "defaults", "sync"};
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
@@ -99,6 +99,7 @@ class ManifestLoader {
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
   void ReadPower(const MapReader& top);
+  void ReadSync(const MapReader& top);
   // The top-level `defaults` map; before any deployment is read.
   void ReadDefaults(const MapReader& top);
   void ReadNode(const Entry& entry);
@@ -256,6 +257,7 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   manifest_->ssh.known_hosts = ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
   ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
   ReadPower(top);
+  ReadSync(top);
   ReadDefaults(top);
   // Nodes first: the other sections' checks look them up.
   ForEachEntry(top, "nodes", "node", [this](const Entry& e) { ReadNode(e); });
@@ -350,6 +352,27 @@ void ManifestLoader::ReadSsh(const MapReader& ssh, SshSettings* out) {
       out->connect_timeout_s = *seconds;
     }
   }
+}
+
+void ManifestLoader::ReadSync(const MapReader& top) {
+  const MapReader sync = top.Map("sync", "sync");
+  sync.CheckKeys({"allow", "destroy"});
+  if (auto allow = sync.StringList("allow")) {
+    const std::vector<std::string> actions = {"add", "change", "replace"};
+    manifest_->sync.allow.clear();
+    for (const auto& a : *allow) {
+      if (std::find(actions.begin(), actions.end(), a.value) != actions.end()) {
+        manifest_->sync.allow.push_back(a.value);
+        continue;
+      }
+      std::string message = "'allow' in sync lists '" + a.value + "'; expected " + JoinOr(actions) +
+                            (a.value == "destroy" ? " (destroying is `destroy: true`)" : "");
+      const std::string near = NearestName(a.value, actions);
+      if (!near.empty() && a.value != "destroy") message += "; did you mean '" + near + "'?";
+      reporter_.Error(a.loc, message);
+    }
+  }
+  if (auto destroy = sync.Bool("destroy")) manifest_->sync.destroy = destroy->value;
 }
 
 void ManifestLoader::ReadPower(const MapReader& top) {

@@ -218,7 +218,7 @@ TEST(ManifestTest, UnknownKeyWithoutCloseNameListsExpected) {
               "fleet.yaml:8:1: error: unknown key 'frobnicate' in the top "
               "level; expected one of: "
               "version, fleet, state, ssh, power, nodes, stores, images, "
-              "models, deployments, defaults");
+              "models, deployments, defaults, sync");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:1: error: unknown key 'stroes' in the top level; "
               "did you mean "
@@ -615,7 +615,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults");
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -627,7 +627,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   EXPECT_FALSE(long_chain.ok);
   EXPECT_DIAG(long_chain.diags,
               "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults");
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
@@ -1030,4 +1030,25 @@ TEST(ManifestTest, PostgresStateErrorsAreLocated) {
 }
 
 }  // namespace
+// sync: what fleet watch --sync applies by itself; destroying waits by default.
+TEST(ManifestTest, SyncSettings) {
+  Loaded l = LoadYaml(std::string(kBase));
+  ASSERT_TRUE(l.ok);
+  EXPECT_EQ(l.manifest.sync.allow, (std::vector<std::string>{"add", "change", "replace"}));
+  EXPECT_FALSE(l.manifest.sync.destroy);
+  l = LoadYaml(std::string(kBase) + "sync: {allow: [add], destroy: true}\n");
+  ASSERT_TRUE(l.ok);
+  EXPECT_EQ(l.manifest.sync.allow, (std::vector<std::string>{"add"}));
+  EXPECT_TRUE(l.manifest.sync.destroy);
+  l = LoadYaml(std::string(kBase) + "sync: {allow: [add, destroy, chnage], destory: true}\n");
+  EXPECT_FALSE(l.ok);
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:22: error: 'allow' in sync lists 'destroy'; expected add, change or "
+              "replace (destroying is `destroy: true`)");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:31: error: 'allow' in sync lists 'chnage'; expected add, change or "
+              "replace; did you mean 'change'?");
+  EXPECT_DIAG(l.diags, "fleet.yaml:8:40: error: unknown key 'destory' in sync; did you mean 'destroy'?");
+}
+
 }  // namespace fleet

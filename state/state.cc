@@ -121,6 +121,10 @@ Result<State> FromJsonUnchecked(const json& j) {
       st.resources.push_back(std::move(r).value());
     }
   }
+  if (auto sync = j.find("sync"); sync != j.end() && sync->is_object()) {
+    auto commit = sync->find("commit");
+    if (commit != sync->end() && commit->is_string()) st.synced_commit = commit->get<std::string>();
+  }
   std::stable_sort(st.resources.begin(), st.resources.end(), AddressLess);
   for (size_t i = 1; i < st.resources.size(); ++i) {
     if (st.resources[i].address == st.resources[i - 1].address) {
@@ -176,10 +180,12 @@ json State::ToJson() const {
                         {"attributes", r->attributes},
                         {"updated_at", r->updated_at}});
   }
-  return json{{"version", version},
-              {"lineage", lineage},
-              {"serial", serial},
-              {"resources", std::move(list)}};
+  json out{{"version", version},
+           {"lineage", lineage},
+           {"serial", serial},
+           {"resources", std::move(list)}};
+  if (!synced_commit.empty()) out["sync"] = {{"commit", synced_commit}};
+  return out;
 }
 
 Result<State> State::FromJson(const json& j) {

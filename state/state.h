@@ -28,6 +28,9 @@ struct State {
   std::string lineage;  // random UUID-like id, fixed when the state is created
   uint64_t serial = 0;
   std::vector<ResourceRecord> resources;  // sorted by address
+  // The manifests commit `fleet watch --sync` applied last ("" when none):
+  // sync never goes backwards from it. Written only when set.
+  std::string synced_commit;
 
   const ResourceRecord* Find(const std::string& address) const;
   // Inserts or replaces the record with the same address; keeps the order.

@@ -45,6 +45,7 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadPower/power", "power"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDefaults/defaults", "defaults"),
     ("manifests/restart_policy.cc", "kKeys", "restart"),
+    ("manifests/manifest_loader.cc", "ManifestLoader::ReadSync/sync", "sync"),
     ("manifests/manifest_loader.cc", "kNodeKeys", "nodes.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadNodePower/power", "nodes.<name>.power"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadNodePaths/paths", "nodes.<name>.paths"),
