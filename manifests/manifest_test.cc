@@ -613,9 +613,10 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   }
   const Loaded l = LoadYaml(yaml);
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
-  EXPECT_DIAG(l.diags,
-              "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
+  EXPECT_DIAG(
+      l.diags,
+      "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
+      "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -625,9 +626,10 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
              "]\n";
   const Loaded long_chain = LoadYaml(chain);
   EXPECT_FALSE(long_chain.ok);
-  EXPECT_DIAG(long_chain.diags,
-              "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
+  EXPECT_DIAG(
+      long_chain.diags,
+      "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
+      "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
@@ -1043,12 +1045,13 @@ TEST(ManifestTest, SyncSettings) {
   l = LoadYaml(std::string(kBase) + "sync: {allow: [add, destroy, chnage], destory: true}\n");
   EXPECT_FALSE(l.ok);
   EXPECT_DIAG(l.diags,
-              "fleet.yaml:8:22: error: 'allow' in sync lists 'destroy'; expected add, change or "
+              "fleet.yaml:8:21: error: 'allow' in sync lists 'destroy'; expected add, change or "
               "replace (destroying is `destroy: true`)");
   EXPECT_DIAG(l.diags,
-              "fleet.yaml:8:31: error: 'allow' in sync lists 'chnage'; expected add, change or "
+              "fleet.yaml:8:30: error: 'allow' in sync lists 'chnage'; expected add, change or "
               "replace; did you mean 'change'?");
-  EXPECT_DIAG(l.diags, "fleet.yaml:8:40: error: unknown key 'destory' in sync; did you mean 'destroy'?");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:39: error: unknown key 'destory' in sync; did you mean 'destroy'?");
 }
 
 }  // namespace fleet

@@ -15,6 +15,7 @@
 #include "manifests/duration.h"
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
+#include "src/engine/version.h"
 
 namespace {
 
@@ -251,10 +252,16 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   watch->add_flag("--heal", a->opts.heal,
                   "bring back serves that died, hang or garble, as their restart policy allows");
   watch->add_option("--lock-timeout", a->opts.lock_timeout,
-                    "with --heal: wait up to this long for the state lock (default: skip the "
-                    "round's heals while another command holds it)");
+                    "with --heal or --sync: wait up to this long for the state lock (default: "
+                    "skip the round's heals and sync while another command holds it)");
+  auto* sync = watch
+                   ->add_option("--sync", a->opts.sync_ref,
+                                "apply new commits of the manifests repo at REMOTE/BRANCH "
+                                "(default: the checkout's upstream)")
+                   ->expected(0, 1);
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
-  out->push_back({watch, [a](const fleet::GlobalOptions& g) {
+  out->push_back({watch, [a, sync](const fleet::GlobalOptions& g) {
+                    a->opts.sync = sync->count() > 0;
                     const std::optional<int> every = fleet::ParseDurationSeconds(a->every);
                     if (!every) {
                       std::fprintf(stderr,
@@ -290,8 +297,14 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
 
 int main(int argc, char** argv) {
   try {
-    CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes"};
+    CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes", "fleet"};
     app.require_subcommand(1);
+    app.set_version_flag("--version",
+                         std::string("fleet ") + FLEET_VERSION + " (" + FLEET_COMMIT + ")");
+    // `fleet help COMMAND [SUBCOMMAND]`: that command's --help.
+    std::vector<std::string> help_path;
+    auto* help = app.add_subcommand("help", "show a command's help: fleet help COMMAND");
+    help->add_option("command", help_path, "the command (and subcommand)");
     fleet::GlobalOptions g;
     GlobalFlags flags;
     AddGlobalOptions(&app, &g, &flags);
@@ -316,6 +329,19 @@ int main(int argc, char** argv) {
     }
 
     flags.ApplyTo(&g);
+    if (*help) {
+      CLI::App* target = &app;
+      for (const std::string& name : help_path) {
+        try {
+          target = target->get_subcommand(name);
+        } catch (const CLI::OptionNotFound&) {
+          std::fprintf(stderr, "fleet help: no command '%s'\n", name.c_str());
+          return 1;
+        }
+      }
+      std::fputs(target->help().c_str(), stdout);
+      return 0;
+    }
     for (const Command& c : commands)
       if (*c.app) return c.run(g);
     return 1;

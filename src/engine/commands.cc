@@ -50,6 +50,14 @@ void PrintDiagnostics(const Diagnostics& diags) {
   for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
 }
 
+// The store of `backend` ("local" or "postgres") as the manifests set it up.
+std::unique_ptr<StateStore> MakeStore(const StateSettings& st, const std::string& backend) {
+  if (backend == "postgres") return MakePostgresStateStore(st.conn_env, st.schema);
+  return MakeLocalStateStore(st.path);
+}
+
+}  // namespace
+
 // Debug logs (-v) go to stderr so that --json output stays clean.
 void SetUpLogging(const GlobalOptions& g) {
   static bool done = false;
@@ -60,14 +68,6 @@ void SetUpLogging(const GlobalOptions& g) {
   }
   spdlog::set_level(g.verbosity > 0 ? spdlog::level::debug : spdlog::level::warn);
 }
-
-// The store of `backend` ("local" or "postgres") as the manifests set it up.
-std::unique_ptr<StateStore> MakeStore(const StateSettings& st, const std::string& backend) {
-  if (backend == "postgres") return MakePostgresStateStore(st.conn_env, st.schema);
-  return MakeLocalStateStore(st.path);
-}
-
-}  // namespace
 
 std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings) {
   return MakeStore(settings, settings.backend);
@@ -373,6 +373,9 @@ int CmdStatus(const GlobalOptions& g) {
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
   const State* state_now = &state.value();
+  if (!state_now->synced_commit.empty())
+    std::printf("manifests commit applied by fleet watch --sync: %s\n\n",
+                state_now->synced_commit.c_str());
   Planner planner(&s.manifest, &s.providers, s.connections.get());
   std::vector<DesiredResource> desired = planner.Desired();
   ProbeResult probed = planner.Probe(desired, 64);

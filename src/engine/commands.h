@@ -44,6 +44,9 @@ struct ApplyCommandOptions {
   std::string lock_timeout;  // --lock-timeout 5m: wait for the lock ("": fail at once)
 };
 
+// Logs at -v go to stderr (debug); otherwise only warnings do.
+void SetUpLogging(const GlobalOptions& g);
+
 // The state store the manifests' `state:` block names (local or postgres).
 std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings);
 

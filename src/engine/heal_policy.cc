@@ -1,5 +1,7 @@
 #include "src/engine/heal_policy.h"
 
+#include "manifests/restart_policy.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -125,14 +127,16 @@ HealDecision DecideHeal(const RestartPolicy& policy, int grace_rounds, const Ser
     d.action = HealAction::kQuarantined;
     return d;
   }
-  if (policy.never || std::find(policy.on.begin(), policy.on.end(), d.reason) == policy.on.end()) {
+  if (!RestartPolicyHeals(policy, d.reason)) {
     d.detail += policy.never ? " (restart: never)" : " (restart.on does not list " + d.reason + ")";
     return d;
   }
   if (static_cast<int>(ledger->tries.size()) >= policy.limit) {
     ledger->quarantined = true;
     ledger->quarantined_at = now;
-    ledger->last_reason = d.detail;
+    // "last:" names the last try's reason (a wait for memory says more than
+    // the exit that followed it), else what this round found.
+    if (ledger->last_reason.empty()) ledger->last_reason = d.detail;
     ledger->quarantine = QuarantineText(policy, *ledger);
     d.action = HealAction::kQuarantine;
     return d;

@@ -270,7 +270,10 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
     s.spec = &decl->second;
     s.rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), s.node) - nodes.begin());
     std::optional<DeploymentRecord> rec = DeploymentRecordFrom(r.attributes);
-    if (!rec) continue;
+    // A record without a container id is one an apply wrote before a start
+    // that did not end well: never serving, nothing to bring back (the plan
+    // starts it).
+    if (!rec || rec->container_id.empty()) continue;
     s.seen = SeenBy(*in.probed, in.checks, s, *rec);
     const bool sick = s.seen.reachable && s.seen.exists && s.seen.state == "running" &&
                       s.seen.has_health && !(s.seen.health >= 200 && s.seen.health < 300);

@@ -24,7 +24,11 @@ struct WatchOptions {
   // --heal: bring back what died, hung or garbles (heal_round.h), as each
   // deployment's restart policy allows, under the state lock.
   bool heal = false;
-  std::string lock_timeout;  // --lock-timeout: how long a heal waits for the lock
+  std::string lock_timeout;  // --lock-timeout: how long a heal or sync waits for the lock
+  // --sync [REMOTE/BRANCH]: apply new commits of the manifests repo
+  // (sync_round.h); "" follows the checkout's upstream.
+  bool sync = false;
+  std::string sync_ref;
 };
 
 // Exit 0 when stopped by SIGINT/SIGTERM or after `rounds`.

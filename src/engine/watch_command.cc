@@ -20,6 +20,7 @@
 #include "src/engine/planner.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
+#include "src/engine/sync_round.h"
 #include "src/engine/watch_changes.h"
 #include "src/engine/watch_report.h"
 #include "state/state_store.h"
@@ -74,8 +75,14 @@ nlohmann::json Drift(const Manifest& m, StateStore* store, NodeConnections* conn
 
 // One round: the JSON line (without its change list); with --heal, its heal
 // events under "heal".
-nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer) {
+nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
+                     Syncer* syncer) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
+  // A new commit first: the round then sees what it applied.
+  if (syncer != nullptr)
+    line["sync"] = syncer->Round([&](const std::string& s) {
+      if (g.verbosity > 0) std::cout << s << "\n";
+    });
   Manifest m;
   Diagnostics diags;
   if (!LoadManifest(g.dir, &m, &diags)) {
@@ -118,10 +125,13 @@ void RunOnChange(const std::string& cmd, const nlohmann::json& event) {
   if (rc != 0) std::cerr << "fleet watch: --on-change command exited " << rc << "\n";
 }
 
-// Heal events, loudly: "!!! fleet watch <time> heal deployment.a@dgx1: healed (exit: ...)".
-void AnnounceHeal(const nlohmann::json& event) {
+// Heal and sync events, loudly: "!!! fleet watch <time> heal
+// deployment.a@dgx1: healed (exit), try 1, 2.1 s: container exited ...".
+void AnnounceEvent(const nlohmann::json& event) {
+  const std::string commit = event.value("commit", "");
   std::cout << "!!! fleet watch " << event.value("time", "") << " " << event.value("event", "")
-            << " " << event.value("address", "") << ": " << event.value("outcome", "");
+            << " " << event.value("address", commit.substr(0, 12)) << ": "
+            << event.value("outcome", "");
   if (!event.value("reason", "").empty()) std::cout << " (" << event.value("reason", "") << ")";
   if (event.contains("attempt")) std::cout << ", try " << event["attempt"].dump();
   if (event.contains("duration_s")) std::cout << ", " << event["duration_s"].dump() << " s";
@@ -162,6 +172,7 @@ void SleepUntil(std::chrono::steady_clock::time_point until) {
 
 int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   CatchSignals();
+  SetUpLogging(g);  // the probes' timings each round only with -v
   std::ofstream log;
   if (!o.log_file.empty()) {
     log.open(o.log_file, std::ios::app);
@@ -178,10 +189,12 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer;
+  Syncer syncer(g.dir, o.sync_ref,
+                int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000);
   HoldSignals(true);
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
-    nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr);
+    nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr);
     WatchStates now = WatchStatesOf(line);
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
@@ -197,8 +210,10 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       Announce(line, changes);
       if (!o.on_change.empty()) RunOnChange(o.on_change, {{"event", "change"}, {"round", line}});
     }
-    for (const nlohmann::json& event : line.value("heal", nlohmann::json::array())) {
-      AnnounceHeal(event);
+    nlohmann::json events = line.value("sync", nlohmann::json::array());
+    for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);
+    for (const nlohmann::json& event : events) {
+      AnnounceEvent(event);
       if (log) log << event.dump() << "\n" << std::flush;
       if (!o.on_change.empty()) RunOnChange(o.on_change, event);
     }
