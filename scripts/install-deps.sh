@@ -14,6 +14,8 @@ packages=(
   iptables chromium
   # the postgres state backend: tests start their own server (tests/pg/pg-sim)
   postgresql postgresql-client
+  # fleet(1): the man page generated from --help, rendered in man_page_test
+  help2man man-db
   # scripts/check-code-shape.sh (the code_shape_test)
   universal-ctags
   # tests/faults/concurrent.sh: the losing command's file calls, traced

@@ -17,7 +17,6 @@
 
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/model/bind_list.h"
 #include "providers/model/model_provider.h"
@@ -364,92 +363,6 @@ int CmdShowMarkdown(const GlobalOptions& g, const std::string& plan_file) {
     return 1;
   }
   std::cout << RenderPlanMarkdown(*plan);
-  return 0;
-}
-
-int CmdStatus(const GlobalOptions& g) {
-  Session s;
-  if (!Open(g, &s)) return 1;
-  Result<State> state = LoadState(s);
-  if (!state.ok()) return 1;
-  const State* state_now = &state.value();
-  if (!state_now->synced_commit.empty())
-    std::printf("manifests commit applied by fleet watch --sync: %s\n\n",
-                state_now->synced_commit.c_str());
-  Planner planner(&s.manifest, &s.providers, s.connections.get());
-  std::vector<DesiredResource> desired = planner.Desired();
-  ProbeResult probed = planner.Probe(desired, 64);
-  std::printf("%-12s %-5s %-14s %-12s %s\n", "NODE", "UP", "HOSTNAME", "DISPLAY_RAM", "GPU");
-  for (const auto& [name, spec] : s.manifest.nodes) {
-    const NodeFacts& f = probed.facts[name];
-    std::string display = "-";
-    if (auto it = probed.actual.find("display_ram." + name); it != probed.actual.end())
-      display = it->second.attributes.value("mode", "-");
-    // What the unlock freed, as measured by the probe before and after it.
-    if (const ResourceRecord* rec = state->Find("display_ram." + name)) {
-      const nlohmann::json& a = rec->attributes;
-      auto gib = [](const nlohmann::json& v) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "%.1f", v.get<double>() / (1024.0 * 1024 * 1024));
-        return std::string(buf);
-      };
-      if (a.value("gpu_free_before_bytes", nlohmann::json()).is_number() &&
-          a.value("gpu_free_after_bytes", nlohmann::json()).is_number())
-        display += " (GPU free " + gib(a["gpu_free_before_bytes"]) + " -> " +
-                   gib(a["gpu_free_after_bytes"]) + " GiB)";
-      else if (a.value("mode", "") == "unlocked")
-        display += " (gain not measured)";
-    }
-    std::string gpu = "-";
-    GpuFacts gf;
-    if (f.reachable && GpuFactsFromJson(f.gpu, &gf)) gpu = DescribeGpuMemory(gf);
-    std::printf("%-12s %-5s %-14s %-12s %s\n", name.c_str(), f.reachable ? "yes" : "no",
-                f.reachable ? f.hostname.c_str() : "-", display.c_str(), gpu.c_str());
-    if (!f.reachable && spec.power.present && spec.power.state == "off")
-      std::printf("    powered off, as declared\n");
-    else if (!f.reachable)
-      std::printf("    %s\n", f.unreachable_reason.c_str());
-  }
-  // Serves: the container's state and what its health URL answers now.
-  bool header = false;
-  for (const DesiredResource& r : desired) {
-    if (r.type != "deployment") continue;
-    if (!header) {
-      std::printf("\n%-28s %-20s %-10s %s\n", "DEPLOYMENT", "CONTAINER", "STATE", "HEALTH");
-      header = true;
-    }
-    std::string state = "-", health = "-";
-    if (auto it = probed.actual.find(r.address); it != probed.actual.end() && it->second.probed) {
-      const nlohmann::json& a = it->second.attributes;
-      state = a.value("exists", false) ? a.value("state", "?") : "absent";
-      const int code = a.value("health", -1);
-      if (code > 0)
-        health = std::to_string(code) + " " + r.attributes.value("health", "");
-      else if (code == 0)
-        health = "no answer " + r.attributes.value("health", "");
-      else if (r.attributes.value("health", "").empty() && r.attributes["rank"].is_string())
-        health = "worker, rank " + r.attributes["rank"].get<std::string>() + " (the head serves)";
-    } else {
-      state = "not probed";
-    }
-    std::printf("%-28s %-20s %-10s %s\n", r.address.c_str(),
-                r.attributes.value("container", "").c_str(), state.c_str(), health.c_str());
-    // What fleet watch --heal keeps of it: a quarantine, or recent heals.
-    if (const ResourceRecord* rec = state_now->Find(r.address)) {
-      std::optional<DeploymentRecord> dr = DeploymentRecordFrom(rec->attributes);
-      if (dr && dr->heal && dr->heal->quarantined)
-        std::printf("    quarantined (%s): `fleet apply` or `fleet heal reset %s`\n",
-                    dr->heal->quarantine.c_str(), r.address.c_str());
-      else if (dr && dr->heal && !dr->heal->tries.empty())
-        std::printf("    healed %zu time(s) in the restart window; last: %s\n",
-                    dr->heal->tries.size(), dr->heal->last_reason.c_str());
-    }
-    // Where clients reach it, by the manifest's address for the node: the
-    // one to give an agent (the log's label inversion pointed "dgx5" at dgx3).
-    if (!r.attributes.value("health", "").empty())
-      std::printf("    clients: http://%s:%d\n", s.manifest.nodes.at(r.node).address.c_str(),
-                  r.attributes.value("port", 0));
-  }
   return 0;
 }
 

@@ -133,6 +133,10 @@ grep -q '"reason":"smoke"' "$LOG" || fail "no heal for a smoke reason"
 
 step "m's node short of GPU memory: no start, heal_wait, quarantine after the limit"
 set_free dgx3 $((40 * GIB))
+# A round that started before the change probed the old figure: kill m
+# only after a whole round saw the new one.
+r0=$(rounds)
+for _ in $(seq 300); do (($(rounds) >= r0 + 2)) && break; sleep 0.1; done
 ce dgx3 kill fleet-m >/dev/null
 wait_event quarantine deployment.m@dgx3 quarantined 60 0
 (($(events_of heal_wait deployment.m@dgx3 waiting) >= 2)) || fail "m: no heal_wait before its quarantine"
