@@ -6,7 +6,7 @@
 # run again and not counted: tests/faults/lib.sh), what a failing trial
 # left. Logs of failing trials go to /var/tmp/fleet-faults-logs/
 # (FAULT_LOG_DIR). Needs root (fleet-sim).
-# The figures in the README come from this script; the core count and load
+# The figures in docs/testing.md come from this script; the core count and load
 # are printed with the table. FAULT-docker (FAULT-mixed) runs FAULT's script
 # on docker nodes (docker, podman, docker): FAULT_ENGINE (tests/faults/lib.sh).
 set -uo pipefail

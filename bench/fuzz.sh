@@ -40,7 +40,7 @@ shift $(($# >= 2 ? 2 : 1))
 chunk="${FUZZ_CHUNK_SECONDS:-600}"
 build=build-fuzz
 # Optimized (meson.build then compiles at -O1 under the sanitizers, as
-# OSS-Fuzz builds): at -O0 the targets ran 2 to 16 times slower (README).
+# OSS-Fuzz builds): at -O0 the targets ran 2 to 16 times slower (docs/testing.md).
 # fuzz/replay.sh sets up the same folder at -O0 when run by hand (a quick
 # build for a short run); such a build is switched to optimized here.
 cc=clang-16 cxx=clang++-16
@@ -62,7 +62,7 @@ if ((${#targets[@]} == 0)); then
   for bin in $build/fuzz/*_fuzzer; do targets+=("$(basename "$bin" _fuzzer)"); done
 fi
 
-# Throughput settings of these runs (README, "Hostile input: fuzzing"):
+# Throughput settings of these runs (docs/testing.md, "Hostile input: fuzzing"):
 # - ASan records 2 frames of each allocation's stack, not 30 (recording them
 #   took up to a tenth of the time: every JSON node is an allocation); 2 is
 #   the fewest with which LeakSanitizer still reports a leak (at 0 or 1 it

@@ -96,7 +96,7 @@ std::string HostileWord(std::mt19937* rng, bool nonempty = false) {
 
 // A file name (no '/', not "." or ".."), else hostile. `framing`: also
 // without newline and tab, which the hub cache listing uses as separators
-// (a known limit: such names are misread; see README).
+// (a known limit: such names are misread; see docs/testing.md).
 std::string HostileFileName(std::mt19937* rng, bool framing = false) {
   std::string w;
   while (w.empty() || w == "." || w == "..") {
