@@ -1,6 +1,7 @@
 // fleet check [ADDR...] [--json]
 #include <iostream>
 
+#include "src/engine/commands.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
@@ -9,13 +10,7 @@ namespace fleet {
 
 int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, bool json) {
   Manifest m;
-  Diagnostics diags;
-  const bool loaded = LoadManifest(g.dir, &m, &diags);
-  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
-  if (!loaded) {
-    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was checked\n";
-    return 1;
-  }
+  if (!LoadManifestSaying(g, &m, "checked")) return 1;
   if (Status s = ValidateCheckAddresses(m, addresses); !s.ok()) {
     std::cerr << "fleet: " << s.message() << "\n";
     return 1;

@@ -68,6 +68,16 @@ void SetUpLogging(const GlobalOptions& g) {
   spdlog::set_level(g.verbosity > 0 ? spdlog::level::debug : spdlog::level::warn);
 }
 
+bool LoadManifestSaying(const GlobalOptions& g, Manifest* m, const std::string& done) {
+  Diagnostics diags;
+  const bool ok = LoadManifest(g.dir, m, &diags);
+  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
+  if (!ok)
+    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was " << done
+              << "\n";
+  return ok;
+}
+
 std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings) {
   return MakeStore(settings, settings.backend);
 }

@@ -47,6 +47,11 @@ struct ApplyCommandOptions {
 // Logs at -v go to stderr (debug); otherwise only warnings do.
 void SetUpLogging(const GlobalOptions& g);
 
+// Loads the manifests of `g.dir` into *m, printing every diagnostic; on
+// errors also says that nothing was `done` ("done", "checked") and returns
+// false.
+bool LoadManifestSaying(const GlobalOptions& g, Manifest* m, const std::string& done = "done");
+
 // The state store the manifests' `state:` block names (local or postgres).
 std::unique_ptr<StateStore> OpenStateStore(const StateSettings& settings);
 

@@ -17,14 +17,7 @@ namespace {
 // The manifests' state store; null (the errors printed) when they do not load.
 std::unique_ptr<StateStore> OpenStore(const GlobalOptions& g) {
   Manifest m;
-  Diagnostics diags;
-  const bool ok = LoadManifest(g.dir, &m, &diags);
-  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
-  if (!ok) {
-    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was done\n";
-    return nullptr;
-  }
-  return OpenStateStore(m.state);
+  return LoadManifestSaying(g, &m) ? OpenStateStore(m.state) : nullptr;
 }
 
 std::string Rfc3339(std::time_t t) {

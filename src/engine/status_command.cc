@@ -133,13 +133,7 @@ std::vector<Row> ServeRows(const Manifest& m, const std::vector<DesiredResource>
 int CmdStatus(const GlobalOptions& g) {
   SetUpLogging(g);
   Manifest m;
-  Diagnostics diags;
-  const bool loaded = LoadManifest(g.dir, &m, &diags);
-  for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
-  if (!loaded) {
-    std::cerr << "fleet: the manifests in " << g.dir << " have errors; nothing was done\n";
-    return 1;
-  }
+  if (!LoadManifestSaying(g, &m)) return 1;
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
   Result<State> state = store->Load();
   if (!state.ok()) {
