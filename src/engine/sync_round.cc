@@ -15,7 +15,6 @@
 #include "state/state_store.h"
 
 namespace fleet {
-namespace {
 
 // git on the controller, as the operator runs it (their config, their
 // credentials), in the manifests checkout.
@@ -43,6 +42,8 @@ class Git {
   std::string dir_;
   LocalTransport sh_;
 };
+
+namespace {
 
 // A copy of `commit`'s tree in a fresh temp folder, removed with it.
 class CommitCopy {
@@ -106,22 +107,100 @@ std::string Joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// What one commit's try reports: an outcome and a detail.
+struct Outcome {
+  std::string outcome, detail;
+};
+
+// Validates, plans and applies `commit` (descended from the applied one)
+// from a copy of it, under the lock; records it as synced when it applied.
+// `current`: the checkout's manifests (the lab's state settings).
+Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const std::string& commit,
+                    int64_t lock_timeout_ms,
+                    const std::function<void(const std::string&)>& progress) {
+  CommitCopy copy;
+  if (Status made = copy.Make(git, commit); !made.ok()) return {"failed", made.message()};
+  Manifest next;
+  Diagnostics diags;
+  if (!LoadManifest(copy.path(), &next, &diags)) {
+    std::string why;
+    for (const Diagnostic& d : diags)
+      if (d.severity == Diagnostic::Severity::kError)
+        why += (why.empty() ? "" : "; ") + d.ToString();
+    return {"failed", "validate: " + why};
+  }
+  if (next.state.backend != current.state.backend)
+    return {"waiting", "the commit moves the state to another backend: a person migrates it"};
+  next.state = current.state;  // the lab's store, not one inside the copy
+  Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(store, "sync", lock_timeout_ms);
+  if (!lock.ok()) return {"busy", "the state lock is held: " + lock.status().message()};
+  Result<State> state = store->Load();
+  if (!state.ok()) return {"failed", state.status().message()};
+  std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
+  NodeConnections connections(&next);
+  Plan plan = Planner(&next, &providers, &connections).MakePlan(*state, PlanOptions{});
+  if (!plan.errors.empty()) return {"failed", "plan: " + Joined(plan.errors)};
+  if (std::string why = NeedsAPerson(plan, next.sync); !why.empty())
+    return {"waiting", why + ": a person applies it (fleet apply)"};
+  const uint64_t serial = state->serial;
+  ApplyReport report;
+  if (plan.HasChanges()) {
+    std::unique_ptr<PowerSwitch> power;
+    if (next.power.present) {
+      const char* token = std::getenv(next.power.token_env.c_str());
+      power = MakeHomeAssistantSwitch(next.power.url, token ? token : "");
+    }
+    Executor executor(&next, &providers, &connections, store, power.get(),
+                      [&](const std::string& line) {
+                        if (progress) progress("sync: " + line);
+                      });
+    report = executor.Apply(plan, &state.value(), ApplyOptions{});
+  }
+  if (!report.ok())
+    return {"failed", "apply: " + Joined(report.failed) +
+                          (report.rollback_failed.empty()
+                               ? ""
+                               : "; rollback failed: " + Joined(report.rollback_failed))};
+  state->synced_commit = commit;
+  if (state->serial == serial) ++state->serial;
+  if (Status saved = store->Save(*state); !saved.ok())
+    return {"failed", "the state: " + saved.message()};
+  std::string detail = std::to_string(report.done.size()) + " change(s) applied";
+  Result<CommandResult> moved = git->Run({"merge", "--ff-only", "--quiet", commit});
+  if (!moved.ok() || moved->exit_code != 0)
+    detail += "; the checkout did not move to it (" +
+              (moved.ok() ? moved->err : moved.status().message()) + ")";
+  return {"applied", detail};
+}
+
 }  // namespace
 
 Syncer::Syncer(std::string dir, std::string ref, int64_t lock_timeout_ms)
     : dir_(std::move(dir)), ref_(std::move(ref)), lock_timeout_ms_(lock_timeout_ms) {}
 
+std::string Syncer::Fetch(Git* git, std::string* ref, std::string* commit) const {
+  if (ref->empty()) {
+    Result<std::string> up =
+        git->Out({"rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"});
+    *ref = up.ok() ? *up : "";
+  }
+  const size_t slash = ref->find('/');
+  if (ref->empty() || slash == std::string::npos)
+    return "no REMOTE/BRANCH to follow (give one: fleet watch --sync origin/main)";
+  const std::string remote = ref->substr(0, slash);
+  if (Result<std::string> f = git->Out({"fetch", "--quiet", remote}); !f.ok())
+    return "git fetch " + remote + ": " + f.status().message();
+  Result<std::string> c = git->Out({"rev-parse", "--verify", "--quiet", *ref + "^{commit}"});
+  if (!c.ok()) return "no commit at " + *ref;
+  *commit = *c;
+  return "";
+}
+
 std::vector<nlohmann::json> Syncer::Round(const std::function<void(const std::string&)>& progress) {
   std::vector<nlohmann::json> events;
   Git git(dir_);
-  std::string ref = ref_;
-  if (ref.empty()) {
-    Result<std::string> up =
-        git.Out({"rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"});
-    ref = up.ok() ? *up : "";
-  }
-  auto event = [&](const std::string& commit, const std::string& outcome,
-                   const std::string& detail) {
+  std::string ref = ref_, commit;
+  auto event = [&](const std::string& outcome, const std::string& detail) {
     events.push_back({{"time", NowRfc3339()},
                       {"event", "sync"},
                       {"commit", commit},
@@ -134,136 +213,43 @@ std::vector<nlohmann::json> Syncer::Round(const std::function<void(const std::st
   Diagnostics diags;
   const bool loaded = LoadManifest(dir_, &current, &diags);
   std::unique_ptr<StateStore> store = loaded ? OpenStateStore(current.state) : nullptr;
-  auto finish = [&]() {
-    for (const nlohmann::json& e : events)
-      if (store && !store->AppendEvent(e).ok() && progress)
-        progress("sync: cannot keep the event in the state's history");
-    return events;
-  };
-  std::string error;
-  const size_t slash = ref.find('/');
-  if (!loaded)
-    error = "the checkout's own manifests do not load: " + diags.front().ToString();
-  else if (ref.empty() || slash == std::string::npos)
-    error = "no REMOTE/BRANCH to follow (give one: fleet watch --sync origin/main)";
-  Result<std::string> commit = Result<std::string>::Error("");
-  if (error.empty()) {
-    Result<std::string> fetched = git.Out({"fetch", "--quiet", ref.substr(0, slash)});
-    if (!fetched.ok())
-      error = "git fetch " + ref.substr(0, slash) + ": " + fetched.status().message();
-  }
-  if (error.empty()) {
-    commit = git.Out({"rev-parse", "--verify", "--quiet", ref + "^{commit}"});
-    if (!commit.ok()) error = "no commit at " + ref;
-  }
+  std::string error = loaded ? Fetch(&git, &ref, &commit)
+                             : "the checkout's own manifests do not load: " +
+                                   (diags.empty() ? std::string() : diags.front().ToString());
+  Result<State> peek = error.empty() ? store->Load() : Result<State>::Error(error);
+  if (error.empty() && !peek.ok()) error = peek.status().message();
   if (!error.empty()) {
-    if (error != last_error_) event("", "error", error);
+    if (error != last_error_) event("error", error);  // said once, not every round
     last_error_ = error;
-    return finish();
-  }
-  last_error_.clear();
-  Result<State> peek = store->Load();
-  if (!peek.ok()) {
-    event(*commit, "error", peek.status().message());
-    return finish();
-  }
-  Result<std::string> head = git.Out({"rev-parse", "HEAD"});
-  const std::string base = !peek->synced_commit.empty() ? peek->synced_commit
-                           : head.ok()                  ? *head
-                                                        : "";
-  if (*commit == base || *commit == last_tried_) return finish();
-  last_tried_ = *commit;
-  if (!base.empty()) {
-    Result<CommandResult> is = git.Run({"merge-base", "--is-ancestor", base, *commit});
-    if (!is.ok() || is->exit_code != 0) {
-      event(*commit, "refused",
-            "commit " + commit->substr(0, 12) + " at " + ref + " does not descend from the " +
-                "applied " + base.substr(0, 12) +
-                " (a force-push?): sync never goes backwards; apply it by hand if it is meant");
-      return finish();
+  } else {
+    last_error_.clear();
+    Result<std::string> head = git.Out({"rev-parse", "HEAD"});
+    const std::string base = !peek->synced_commit.empty() ? peek->synced_commit
+                             : head.ok()                  ? *head
+                                                          : "";
+    if (commit != base && commit != last_tried_) {
+      last_tried_ = commit;
+      Result<CommandResult> is = git.Run({"merge-base", "--is-ancestor", base, commit});
+      Outcome o =
+          !base.empty() && (!is.ok() || is->exit_code != 0)
+              ? Outcome{"refused", "commit " + commit.substr(0, 12) + " at " + ref +
+                                       " does not descend from the applied " + base.substr(0, 12) +
+                                       " (a force-push?): sync never goes backwards; "
+                                       "apply it by hand if it is meant"}
+              : ApplyCommit(&git, current, store.get(), commit, lock_timeout_ms_, progress);
+      if (o.outcome == "busy") {  // not tried: the next round tries it again
+        last_tried_.clear();
+        o.outcome = "waiting";
+      }
+      if (o.outcome == "applied") last_tried_.clear();
+      if (o.outcome == "failed") o.detail += " (the lab stays on " + base.substr(0, 12) + ")";
+      event(o.outcome, o.detail);
     }
   }
-  CommitCopy copy;
-  Status made = copy.Make(&git, *commit);
-  if (!made.ok()) {
-    event(*commit, "failed", made.message());
-    return finish();
-  }
-  Manifest next;
-  Diagnostics next_diags;
-  if (!LoadManifest(copy.path(), &next, &next_diags)) {
-    std::string why;
-    for (const Diagnostic& d : next_diags)
-      if (d.severity == Diagnostic::Severity::kError)
-        why += (why.empty() ? "" : "; ") + d.ToString();
-    event(*commit, "failed", "validate: " + why + " (the lab stays on " + base.substr(0, 12) + ")");
-    return finish();
-  }
-  if (next.state.backend != current.state.backend) {
-    event(*commit, "waiting",
-          "the commit moves the state to another backend: a person migrates it");
-    return finish();
-  }
-  next.state = current.state;  // the lab's store, not one inside the copy
-  Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(store.get(), "sync", lock_timeout_ms_);
-  if (!lock.ok()) {
-    last_tried_.clear();  // not tried: the next round tries it again
-    event(*commit, "waiting", "the state lock is held: " + lock.status().message());
-    return finish();
-  }
-  Result<State> state = store->Load();
-  if (!state.ok()) {
-    event(*commit, "failed", state.status().message());
-    return finish();
-  }
-  std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
-  NodeConnections connections(&next);
-  Plan plan = Planner(&next, &providers, &connections).MakePlan(*state, PlanOptions{});
-  if (!plan.errors.empty()) {
-    event(*commit, "failed", "plan: " + Joined(plan.errors));
-    return finish();
-  }
-  if (std::string why = NeedsAPerson(plan, next.sync); !why.empty()) {
-    event(*commit, "waiting", why + ": a person applies it (fleet apply)");
-    return finish();
-  }
-  const uint64_t serial = state->serial;
-  ApplyReport report;
-  if (plan.HasChanges()) {
-    std::unique_ptr<PowerSwitch> power;
-    if (next.power.present) {
-      const char* token = std::getenv(next.power.token_env.c_str());
-      power = MakeHomeAssistantSwitch(next.power.url, token ? token : "");
-    }
-    Executor executor(&next, &providers, &connections, store.get(), power.get(),
-                      [&](const std::string& line) {
-                        if (progress) progress("sync: " + line);
-                      });
-    report = executor.Apply(plan, &state.value(), ApplyOptions{});
-  }
-  if (!report.ok()) {
-    event(*commit, "failed",
-          "apply: " + Joined(report.failed) +
-              (report.rollback_failed.empty()
-                   ? ""
-                   : "; rollback failed: " + Joined(report.rollback_failed)));
-    return finish();
-  }
-  state->synced_commit = *commit;
-  if (state->serial == serial) ++state->serial;
-  Status saved = store->Save(*state);
-  if (!saved.ok()) {
-    event(*commit, "failed", "the state: " + saved.message());
-    return finish();
-  }
-  last_tried_.clear();
-  std::string detail = std::to_string(report.done.size()) + " change(s) applied";
-  Result<CommandResult> moved = git.Run({"merge", "--ff-only", "--quiet", *commit});
-  if (!moved.ok() || moved->exit_code != 0)
-    detail += "; the checkout did not move to it (" +
-              (moved.ok() ? moved->err : moved.status().message()) + ")";
-  event(*commit, "applied", detail);
-  return finish();
+  for (const nlohmann::json& e : events)
+    if (store && !store->AppendEvent(e).ok() && progress)
+      progress("sync: cannot keep the event in the state's history");
+  return events;
 }
 
 }  // namespace fleet

@@ -20,6 +20,8 @@
 
 namespace fleet {
 
+class Git;  // sync_round.cc: git in the manifests checkout
+
 class Syncer {
  public:
   // `ref`: "REMOTE/BRANCH"; "" follows the checkout's upstream (@{u}).
@@ -32,6 +34,10 @@ class Syncer {
   std::vector<nlohmann::json> Round(const std::function<void(const std::string&)>& progress);
 
  private:
+  // Fills *ref (the upstream when empty) and *commit (what it points at
+  // after a fetch); "" or why not.
+  std::string Fetch(Git* git, std::string* ref, std::string* commit) const;
+
   std::string dir_, ref_;
   int64_t lock_timeout_ms_;
   std::string last_tried_;  // the last commit that did not apply
