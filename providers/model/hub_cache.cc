@@ -31,15 +31,6 @@ std::vector<std::string> SplitTabs(const std::string& line, size_t max_fields) {
   return f;
 }
 
-uint64_t ToU64(const std::string& s) {
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') break;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
-}
-
 // The blob a link points at: the last component when the one before it is
 // "blobs" ("../../blobs/abc" -> "abc").
 std::string BlobOf(const std::string& target) {
@@ -81,6 +72,15 @@ LinkKind LinkKindFromName(const std::string& s) {
 }
 
 }  // namespace
+
+uint64_t LeadingDecimal(const std::string& s) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') break;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
 
 std::string HubRepoDirName(std::string_view repo) {
   std::string out = "models--";
@@ -217,8 +217,9 @@ StagingLock ParseStagingLockOwner(const std::string& line) {
   std::istringstream o(line);
   std::string pid, since;
   o >> pid >> l.host >> l.boot_id >> since >> l.controller;
-  l.pid = static_cast<long>(std::min<uint64_t>(ToU64(pid), std::numeric_limits<long>::max()));
-  l.since = static_cast<int64_t>(std::min<uint64_t>(ToU64(since), INT64_MAX));
+  l.pid =
+      static_cast<long>(std::min<uint64_t>(LeadingDecimal(pid), std::numeric_limits<long>::max()));
+  l.since = static_cast<int64_t>(std::min<uint64_t>(LeadingDecimal(since), INT64_MAX));
   return l;
 }
 
@@ -254,17 +255,17 @@ HubProbe ParseHubProbe(const std::string& output) {
         p.entries.push_back(std::move(*entry));
     } else if (k == "s") {
       std::vector<std::string> e = SplitTabs(rest, 2);  // %s %P
-      if (e.size() == 2) sizes[e[1]] = ToU64(e[0]);
+      if (e.size() == 2) sizes[e[1]] = LeadingDecimal(e[0]);
     } else if (k == "inc") {
       std::vector<std::string> e = SplitTabs(rest, 3);  // %s %T@ %f
       if (e.size() != 3) continue;
       IncompleteBlob b;
-      b.size = ToU64(e[0]);
-      b.mtime = static_cast<int64_t>(ToU64(e[1]));
+      b.size = LeadingDecimal(e[0]);
+      b.mtime = static_cast<int64_t>(LeadingDecimal(e[1]));
       b.name = e[2];
       p.incomplete.push_back(std::move(b));
     } else if (k == "now") {
-      p.now = static_cast<int64_t>(ToU64(rest));
+      p.now = static_cast<int64_t>(LeadingDecimal(rest));
     } else if (k == "lock") {
       p.lock = ParseStagingLockOwner(rest);
     } else if (k == "lockalive") {
@@ -273,7 +274,7 @@ HubProbe ParseHubProbe(const std::string& output) {
       std::vector<std::string> e = SplitTabs(rest, 3);  // avail_k mount path
       if (e.size() != 3) continue;
       p.disk.known = true;
-      p.disk.avail_bytes = ToU64(e[0]) * 1024;
+      p.disk.avail_bytes = LeadingDecimal(e[0]) * 1024;
       p.disk.mount = e[1];
       p.disk.path = e[2];
     } else if (k == "dfstore") {
@@ -281,7 +282,7 @@ HubProbe ParseHubProbe(const std::string& output) {
       if (e.size() != 3) continue;
       DiskFree d;
       d.known = true;
-      d.avail_bytes = ToU64(e[1]) * 1024;
+      d.avail_bytes = LeadingDecimal(e[1]) * 1024;
       d.mount = e[2];
       p.stores[e[0]] = d;
     } else if (k == "err") {

@@ -140,6 +140,10 @@ bool IsSafeBranchName(const std::string& s);
 // "1.5 GB", "636 GB", "12 MB", "512 B" (decimal units, like the hub shows).
 std::string HumanBytes(uint64_t bytes);
 
+// The decimal digits `s` starts with as a number (0 when none): how the
+// probes' sizes, pids and times are read; stops at the first non-digit.
+uint64_t LeadingDecimal(const std::string& s);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_MODEL_HUB_CACHE_H_

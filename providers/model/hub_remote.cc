@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "providers/model/blob_hash.h"
+#include "providers/model/hub_cache.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -17,15 +18,6 @@ int HexDigit(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
-}
-
-uint64_t ToU64(const std::string& s) {
-  uint64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') break;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
 }
 
 std::string Where(Transport* t, const HubLocation& loc) {
@@ -86,20 +78,20 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
     f.push_back(line.substr(start));
     if (f.size() != want) return R::Error("header stream: malformed line '" + line + "'");
     if (f[0] == "I") {  // I size path, then size bytes
-      uint64_t n = ToU64(f[1]);
+      uint64_t n = LeadingDecimal(f[1]);
       if (out.size() - pos < n) return R::Error("header stream: " + f[2] + " cut short");
       h.indexes[f[2]] = out.substr(pos, n);
       pos += n;
     } else if (f[0] == "H") {  // H size hex8 follow path, then follow bytes
       HeaderSample s;
-      s.size = ToU64(f[1]);
+      s.size = LeadingDecimal(f[1]);
       const std::string& hex = f[2];
       for (size_t i = 0; i + 1 < hex.size() && i < 16; i += 2) {
         const int hi = HexDigit(hex[i]), lo = HexDigit(hex[i + 1]);
         if (hi < 0 || lo < 0) return R::Error("header stream: malformed line '" + line + "'");
         s.header_length |= static_cast<uint64_t>(hi * 16 + lo) << (4 * i);
       }
-      uint64_t follow = ToU64(f[3]);
+      uint64_t follow = LeadingDecimal(f[3]);
       s.path = f[4];
       if (out.size() - pos < follow) return R::Error("header stream: " + s.path + " cut short");
       s.header = out.substr(pos, follow);
@@ -381,7 +373,7 @@ echo "freed $n"
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "removing the revision", *r);
   size_t at = r->out.rfind("freed ");
-  if (at != std::string::npos) *freed = ToU64(r->out.substr(at + 6));
+  if (at != std::string::npos) *freed = LeadingDecimal(r->out.substr(at + 6));
   return Status::OK();
 }
 
@@ -398,7 +390,7 @@ Result<std::map<std::string, uint64_t>> ListBlobs(Transport* t, const HubLocatio
   std::string line;
   while (std::getline(in, line)) {
     size_t tab = line.find('\t');
-    if (tab != std::string::npos) blobs[line.substr(0, tab)] = ToU64(line.substr(tab + 1));
+    if (tab != std::string::npos) blobs[line.substr(0, tab)] = LeadingDecimal(line.substr(tab + 1));
   }
   return R(blobs);
 }
