@@ -79,11 +79,7 @@ std::string DeploymentProvider::ProbeScript(const DesiredResource& r, const Node
     spec.rank = 1;
     return WithRowsProbe(ContainerProbeScript(spec), want.rows);
   }
-  const size_t host = std::string("http://").size();
-  const size_t slash = health.find('/', host);
-  const size_t colon = health.rfind(':', slash);
-  spec.health_host = health.substr(host, colon - host);
-  spec.health_path = slash == std::string::npos ? "/" : health.substr(slash);
+  SetHealthFromUrl(health, &spec);
   return WithRowsProbe(ContainerProbeScript(spec), want.rows);
 }
 

@@ -265,6 +265,16 @@ std::string ContainerSpec::HealthUrl() const {
   return "http://" + health_host + ":" + std::to_string(port) + health_path;
 }
 
+void SetHealthFromUrl(const std::string& url, ContainerSpec* spec) {
+  const size_t host = std::string("http://").size();
+  if (url.size() <= host) return;
+  const size_t slash = url.find('/', host);
+  const size_t colon = url.rfind(':', slash);
+  if (colon != std::string::npos && colon >= host)
+    spec->health_host = url.substr(host, colon - host);
+  spec->health_path = slash == std::string::npos ? "/" : url.substr(slash);
+}
+
 ContainerShown ContainerSpec::Shown() const {
   ContainerShown shown;
   for (const auto& [k, v] : env)

@@ -105,6 +105,11 @@ struct ContainerSpec {
   nlohmann::json ToPlanJson() const;  // Shown() as JSON
 };
 
+// Sets spec->health_host and spec->health_path from `url`, a HealthUrl()
+// as the plan and the state show it ("http://<host>:<port><path>"). An
+// empty url (a worker's) leaves them as they are.
+void SetHealthFromUrl(const std::string& url, ContainerSpec* spec);
+
 // "fleet-<deployment>": the one name fleet gives a deployment's container.
 std::string ContainerName(const std::string& deployment);
 

@@ -28,15 +28,7 @@ ContainerSpec SpecFromRecord(const StepContext& ctx, const std::string& name,
     const size_t of = want.shown.rank->find(" of ");
     if (of != std::string::npos) s.nnodes = std::atoi(want.shown.rank->c_str() + of + 4);
   }
-  // "http://<host>:<port><path>"; "" for a worker.
-  const std::string& url = want.shown.health;
-  const size_t host = std::string("http://").size();
-  if (url.size() > host) {
-    const size_t slash = url.find('/', host);
-    const size_t colon = url.rfind(':', slash);
-    if (colon != std::string::npos && colon >= host) s.health_host = url.substr(host, colon - host);
-    s.health_path = slash == std::string::npos ? "/" : url.substr(slash);
-  }
+  SetHealthFromUrl(want.shown.health, &s);  // "" for a worker
   return s;
 }
 
