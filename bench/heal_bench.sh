@@ -293,6 +293,22 @@ samples, kills, unprompted, events2, arrivals2 = [], [], [], [], []
 rounds_failed_checks, rounds_drift, rounds_errors = 0, 0, 0
 last_round, ru, status = 0, None, None
 window = None  # the sample whose fds are followed over the next round
+
+
+def note_event(e, rnd):
+    """An event of the watch log, matched to the oldest kill of its serve
+    not yet healed (none: an event no kill prompted)."""
+    e["_round"] = rnd
+    events2.append(e)
+    k = next((k for k in kills if k["serve"]["address"] == e.get("address") and k["heal"] is None), None)
+    if k is None:
+        unprompted.append(e)
+    elif e.get("event") == "heal" and e.get("outcome") == "healed":
+        k["heal"] = e
+    else:
+        k["other"].append(e)
+
+
 while True:
     got, status, ru = os.wait4(pid, os.WNOHANG)
     if got == pid:
@@ -306,15 +322,7 @@ while True:
             window = None
     for e in L.read():
         if "event" in e:
-            e["_round"] = last_round
-            events2.append(e)
-            k = next((k for k in kills if k["serve"]["address"] == e.get("address") and k["heal"] is None), None)
-            if k is None:
-                unprompted.append(e)
-            elif e.get("event") == "heal" and e.get("outcome") == "healed":
-                k["heal"] = e
-            else:
-                k["other"].append(e)
+            note_event(e, last_round)
         elif "round" in e:
             last_round = e["round"]
             arrivals2.append(mono())
@@ -360,15 +368,7 @@ wall = mono() - t_start
 rc = os.waitstatus_to_exitcode(status)
 for e in L.read():  # what the last round wrote
     if "event" in e:
-        e["_round"] = last_round
-        events2.append(e)
-        k = next((k for k in kills if k["serve"]["address"] == e.get("address") and k["heal"] is None), None)
-        if k is None:
-            unprompted.append(e)
-        elif e.get("event") == "heal" and e.get("outcome") == "healed":
-            k["heal"] = e
-        else:
-            k["other"].append(e)
+        note_event(e, last_round)
     elif "round" in e:
         last_round = e["round"]
 # a kill whose serve was still coming back when the watch ended
