@@ -5,6 +5,8 @@ packages=(
   build-essential g++ meson ninja-build pkg-config
   libyaml-cpp-dev libtomlplusplus-dev nlohmann-json3-dev libssh-dev libssl-dev
   libspdlog-dev libfmt-dev libcurl4-openssl-dev libcli11-dev libgtest-dev libgmock-dev libpq-dev
+  # fleet watch --metrics-listen (HTTP server)
+  libcpp-httplib-dev
   openssh-server openssh-client python3 iproute2 nftables util-linux procps passwd
   # images: rootless podman on the simulated nodes, a local registry, test images
   podman runc uidmap docker-registry busybox-static
@@ -16,6 +18,9 @@ packages=(
   postgresql postgresql-client
   # fleet(1): the man page generated from --help, rendered in man_page_test
   help2man man-db
+  # metrics: promtool checks the scrape and the example alert rules; a real
+  # Prometheus scrapes a watch in metrics_test
+  prometheus
   # scripts/check-code-shape.sh (the code_shape_test)
   universal-ctags
   # tests/faults/concurrent.sh: the losing command's file calls, traced

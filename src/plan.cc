@@ -81,16 +81,18 @@ nlohmann::json Plan::ToJson() const {
   }
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [k, v] : Summary()) summary[k] = v;
-  return {{"format_version", kFormatVersion},
-          {"lineage", lineage},
-          {"serial", serial},
-          {"destroy", destroy},
-          {"targets", targets},
-          {"changes", changes_json},
-          {"summary", summary},
-          {"errors", errors},
-          {"warnings", warnings},
-          {"sources", sources}};
+  nlohmann::json j = {{"format_version", kFormatVersion},
+                      {"lineage", lineage},
+                      {"serial", serial},
+                      {"destroy", destroy},
+                      {"targets", targets},
+                      {"changes", changes_json},
+                      {"summary", summary},
+                      {"errors", errors},
+                      {"warnings", warnings},
+                      {"sources", sources}};
+  if (!unreachable.empty()) j["unreachable"] = unreachable;  // additive: older plans lack it
+  return j;
 }
 
 Result<Plan> Plan::FromJson(const nlohmann::json& j) {
@@ -111,6 +113,7 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
     p.targets = j.value("targets", std::vector<std::string>{});
     p.errors = j.value("errors", std::vector<std::string>{});
     p.warnings = j.value("warnings", std::vector<std::string>{});
+    p.unreachable = j.value("unreachable", std::map<std::string, std::string>{});
     p.sources = j.value("sources", std::map<std::string, std::string>{});
     for (const auto& cj : j.at("changes")) {
       PlanChange c;

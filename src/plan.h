@@ -69,6 +69,10 @@ struct Plan {
   std::vector<PlanChange> changes;  // in a topological order
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
+  // Nodes the probe could not reach (node -> why, naming its address):
+  // shown first, one line each, since the errors and changes of what runs
+  // on them follow from it.
+  std::map<std::string, std::string> unreachable;
   // The manifests and recipes the plan was made from: path relative to the
   // repo -> "sha256:<hex>" of its bytes. Applying a saved plan is refused
   // when any of them changed since (src/engine/plan_sources.h).

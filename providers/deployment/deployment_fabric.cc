@@ -20,11 +20,9 @@ std::string NoFabricWhy(const std::map<std::string, NodeFacts>* facts, const std
                         const FabricEndpoint& e) {
   if (facts == nullptr) return "none declared, and not probed yet";
   auto f = facts->find(node);
+  // Why it could not be probed is the plan's own line for the node.
   if (f == facts->end() || !f->second.reachable)
-    return "none declared, and the node could not be probed" +
-           (f == facts->end() || f->second.unreachable_reason.empty()
-                ? std::string()
-                : " (" + f->second.unreachable_reason + ")");
+    return "none declared, and " + node + " could not be probed";
   return e.note.empty() ? "none declared or probed" : e.note;
 }
 

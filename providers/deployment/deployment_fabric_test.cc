@@ -190,8 +190,8 @@ TEST(DeploymentFabric, ANodeWithoutAFabricIsAnErrorNamingIt) {
   facts.erase("dgx2");  // not probed (unreachable)
   s = RenderWithFabric(m, "pair", "dgx1", &facts);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("dgx2 has no fabric address (none declared, and the node "
-                                      "could not be probed)"),
+  EXPECT_NE(s.status().message().find("dgx2 has no fabric address (none declared, and dgx2 could "
+                                      "not be probed)"),
             std::string::npos)
       << s.status().message();
 }

@@ -279,8 +279,9 @@ CopySource FromNamedNode(const ImageDiffInput& in, const std::string& config) {
   if (in.ctx.all_facts != nullptr) {
     auto f = in.ctx.all_facts->find(s.from);
     if (f != in.ctx.all_facts->end() && !f->second.reachable) {
-      s.error = in.what + ": needed on " + node + ", but source node " + s.from +
-                " is not reachable (" + f->second.unreachable_reason + ")";
+      // Why is the plan's Unreachable line for the node.
+      s.error =
+          in.what + ": needed on " + node + ", but source node " + s.from + " is not reachable";
       return s;
     }
   }

@@ -53,10 +53,8 @@ std::string StoreThroughSilentNode(const ModelDiffInput& in) {
         answers = f->second.reachable;
     (answers ? up : down).push_back(name);
   }
-  std::string said =
-      "store " + in.want.location + " is read through " + node +
-      ", the first of its nodes declared on, which does not " + "answer now" +
-      (ctx.facts.unreachable_reason.empty() ? "" : " (" + ctx.facts.unreachable_reason + ")");
+  std::string said = "store " + in.want.location + " is read through " + node +
+                     ", the first of its nodes declared on, which does not answer now";
   if (!up.empty())
     said += "; " + CommaList(up) + " also mount" + (up.size() == 1 ? "s" : "") + " it and answer" +
             (up.size() == 1 ? "s" : "") + ": declare " + node +

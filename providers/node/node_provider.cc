@@ -182,8 +182,10 @@ PlanChange Unchanged(PlanChange c, const std::string& summary = "") {
 PlanChange DecidePowerOnUnreachable(PlanChange c, const std::string& node, const NodeWant& want,
                                     const NodeFacts& facts, bool recorded) {
   if (!want.power_switch) {
-    c.error = "node " + node + " is unreachable: " + facts.unreachable_reason +
-              " (no power switch is declared for it, so fleet cannot power it on)";
+    // Why it is unreachable is the plan's Unreachable line for the node.
+    c.error = "node " + node +
+              " is unreachable, and no power switch is declared for it, so fleet cannot power "
+              "it on";
     return c;
   }
   return Planned(std::move(c), recorded ? Action::kUpdate : Action::kCreate,

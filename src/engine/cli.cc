@@ -259,6 +259,8 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                                 "apply new commits of the manifests repo at REMOTE/BRANCH "
                                 "(default: the checkout's upstream)")
                    ->expected(0, 1);
+  watch->add_option("--metrics-listen", a->opts.metrics_listen,
+                    "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
   out->push_back({watch, [a, sync](const fleet::GlobalOptions& g) {
                     a->opts.sync = sync->count() > 0;
@@ -270,6 +272,7 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                       return 1;
                     }
                     a->opts.every_s = *every;
+                    a->opts.version = std::string(FLEET_VERSION) + " (" + FLEET_COMMIT + ")";
                     return fleet::CmdWatch(g, a->opts);
                   }});
   auto* events = app->add_subcommand("events", "the heal events the state keeps, oldest first");

@@ -306,6 +306,22 @@ void AddUnrecorded(const std::vector<std::unique_ptr<Provider>>& providers,
   }
 }
 
+// Puts each node the probe could not reach into plan->unreachable (a node
+// declared off is expected not to answer) and each other probe failure into
+// plan->errors; returns the latter's nodes, which the plan leaves alone.
+std::set<std::string> NodesThatFailed(const ProbeResult& probed,
+                                      const std::set<std::string>& declared_off, Plan* plan) {
+  for (const auto& [node, facts] : probed.facts)
+    if (!facts.reachable && !probed.node_errors.count(node) && !declared_off.count(node))
+      plan->unreachable[node] = facts.unreachable_reason;
+  std::set<std::string> failed;
+  for (const auto& [node, err] : probed.node_errors) {
+    plan->errors.push_back(err);
+    failed.insert(node);
+  }
+  return failed;
+}
+
 }  // namespace
 
 Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
@@ -347,11 +363,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   ProbeResult probed =
       Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
-  std::set<std::string> bad_nodes;
-  for (const auto& [node, err] : probed.node_errors) {
-    plan.errors.push_back(err);
-    bad_nodes.insert(node);
-  }
+  std::set<std::string> bad_nodes = NodesThatFailed(probed, declared_off, &plan);
 
   std::vector<PlanChange> changes;
   for (const DesiredResource& r : in_plan) {

@@ -95,6 +95,9 @@ void RenderAttributes(const PlanChange& c, const Style& style, std::string* out)
 std::string RenderPlan(const Plan& plan, const RenderOptions& options) {
   Style style{options.color};
   std::string out;
+  for (const auto& [node, why] : plan.unreachable)  // a transport's reason names its node
+    out += style("31;1", "Unreachable: ") + (why.rfind(node + " ", 0) == 0 ? "" : node + ": ") +
+           why + "\n";
   for (const std::string& e : plan.errors) out += style("31;1", "Error: ") + e + "\n";
   for (const std::string& w : plan.warnings) out += style("33;1", "Warning: ") + w + "\n";
   if (!plan.errors.empty()) {

@@ -31,5 +31,21 @@ TEST(RenderTest, BytesThatAreNotUtf8ShowAsReplacementCharacters) {
   EXPECT_NE(out.find("\xEF\xBF\xBD("), std::string::npos) << out;
 }
 
+// An unreachable node is its own line, first, whatever follows from it (the
+// lab's names not resolving gave a fabric error quoting the resolver three
+// parentheses deep, and nothing of the other nodes).
+TEST(RenderTest, EachUnreachableNodeIsOneLineBeforeTheErrors) {
+  Plan plan;
+  plan.unreachable["dgx1"] = "dgx1 (u@dgx1.lab:22): cannot connect: Failed to resolve hostname";
+  plan.unreachable["dgx2"] = "connection refused";
+  plan.errors.push_back("deployment.p@dgx1: dgx1 has no fabric address");
+  const std::string out = RenderPlan(plan, {});
+  EXPECT_EQ(out.rfind("Unreachable: dgx1 (u@dgx1.lab:22): cannot connect: Failed to resolve "
+                      "hostname\nUnreachable: dgx2: connection refused\nError: ",
+                      0),
+            0u)
+      << out;
+}
+
 }  // namespace
 }  // namespace fleet

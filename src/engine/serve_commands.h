@@ -29,6 +29,10 @@ struct WatchOptions {
   // (sync_round.h); "" follows the checkout's upstream.
   bool sync = false;
   std::string sync_ref;
+  // --metrics-listen ADDR:PORT: serve the last round as Prometheus metrics
+  // (watch_metrics.h); "" serves nothing.
+  std::string metrics_listen;
+  std::string version;  // fleet's, for fleet_build_info
 };
 
 // Exit 0 when stopped by SIGINT/SIGTERM or after `rounds`.

@@ -16,12 +16,15 @@
 #include "manifests/duration.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
+#include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
+#include "src/engine/round_facts.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
 #include "src/engine/watch_changes.h"
+#include "src/engine/watch_metrics.h"
 #include "src/engine/watch_report.h"
 #include "state/state_store.h"
 
@@ -50,26 +53,30 @@ std::string UtcNow() {
   return buf;
 }
 
-// The plan's drift: how many changes, which addresses, plan errors.
+// The plan's drift against `state`: how many changes, which addresses, how
+// many of each kind (add, change, replace, destroy), plan errors.
 // `probed` receives what the plan probed.
-nlohmann::json Drift(const Manifest& m, StateStore* store, NodeConnections* connections,
+nlohmann::json Drift(const Manifest& m, const State& state, NodeConnections* connections,
                      ProbeResult* probed) {
   std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
-  Result<State> state = store->Load();  // read only: no lock
-  if (!state.ok()) return {{"error", state.status().message()}};
   Planner planner(&m, &providers, connections);
   PlanOptions options;
   options.probed_out = probed;
-  Plan plan = planner.MakePlan(*state, options);
-  nlohmann::json j = plan.ToJson();
+  Plan plan = planner.MakePlan(state, options);
   nlohmann::json d = {{"changes", 0},
                       {"addresses", nlohmann::json::array()},
-                      {"errors", j.value("errors", nlohmann::json::array())}};
-  for (const auto& c : j.value("changes", nlohmann::json::array()))
-    if (c.value("action", "noop") != "noop") {
-      d["addresses"].push_back(c.value("address", "") + " (" + c.value("action", "") + ")");
-      d["changes"] = d["changes"].get<int>() + 1;
-    }
+                      {"kinds", {{"add", 0}, {"change", 0}, {"replace", 0}, {"destroy", 0}}},
+                      {"errors", plan.errors}};
+  const std::map<Action, const char*> kind = {{Action::kCreate, "add"},
+                                              {Action::kUpdate, "change"},
+                                              {Action::kReplace, "replace"},
+                                              {Action::kDelete, "destroy"}};
+  for (const PlanChange& c : plan.changes) {
+    if (c.action == Action::kNoop) continue;
+    d["addresses"].push_back(c.address + " (" + ActionName(c.action) + ")");
+    d["changes"] = d["changes"].get<int>() + 1;
+    d["kinds"][kind.at(c.action)] = d["kinds"][kind.at(c.action)].get<int>() + 1;
+  }
   return d;
 }
 
@@ -94,8 +101,17 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   }
   NodeConnections connections(&m);
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
+  Result<State> state = store->Load();  // read only: no lock
   ProbeResult probed;
-  line["drift"] = Drift(m, store.get(), &connections, &probed);
+  if (state.ok()) {
+    line["drift"] = Drift(m, *state, &connections, &probed);
+    line["state"] = {{"serial", state->serial}};
+    if (!state->synced_commit.empty()) line["state"]["synced_commit"] = state->synced_commit;
+    line["nodes"] = NodesOfRound(probed, *state);
+    line["serves"] = ServesOfRound(probed, *state);
+  } else {
+    line["drift"] = {{"error", state.status().message()}};
+  }
   line["checks"] = nlohmann::json::array();
   const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
   for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
@@ -186,6 +202,15 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
               << " is not a duration (e.g. 90s, 5m)\n";
     return 1;
   }
+  MetricsServer metrics_server;
+  if (!o.metrics_listen.empty()) {
+    Status s = metrics_server.Start(o.metrics_listen);
+    if (!s.ok()) {
+      std::cerr << "fleet watch: " << s.message() << "\n";
+      return 1;
+    }
+  }
+  WatchMetrics metrics(o.every_s, o.version);
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer;
@@ -195,6 +220,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
     nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr);
+    line["duration_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     WatchStates now = WatchStatesOf(line);
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
@@ -217,6 +244,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       if (log) log << event.dump() << "\n" << std::flush;
       if (!o.on_change.empty()) RunOnChange(o.on_change, event);
     }
+    metrics.Observe(line);
+    if (!o.metrics_listen.empty()) metrics_server.Publish(metrics.Render());
     if (!o.report_file.empty()) {
       lines.push_back(line);
       Status s = WriteWatchReport(lines, o.report_file);

@@ -1,0 +1,40 @@
+// `fleet watch --metrics-listen`: the Prometheus text exposition format
+// (0.0.4) of what the last round saw. Built only from the rounds' JSON
+// lines (round_facts.h fills their "nodes" and "serves"), so a scrape and
+// the watch log agree, and a scrape never probes. Names follow
+// Prometheus's naming guide: base units in the name, `_total` counters.
+#ifndef FLEET_SRC_ENGINE_WATCH_METRICS_H_
+#define FLEET_SRC_ENGINE_WATCH_METRICS_H_
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+
+namespace fleet {
+
+class WatchMetrics {
+ public:
+  // `interval_s`: the watch's --every; `version`: fleet's (fleet_build_info).
+  WatchMetrics(int interval_s, std::string version);
+
+  // Takes one round's line (with its "heal" events): the gauges become the
+  // line's, the counters (rounds, heals, failures in a row) advance.
+  void Observe(const nlohmann::json& line);
+
+  // Every family with HELP and TYPE, "" before the first round.
+  std::string Render() const;
+
+ private:
+  using CheckKey = std::tuple<std::string, std::string, std::string>;  // deployment, node, check
+  int interval_s_;
+  std::string version_;
+  nlohmann::json last_;
+  uint64_t rounds_ = 0;
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> heals_;
+  std::map<CheckKey, uint64_t> failures_in_row_;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_WATCH_METRICS_H_

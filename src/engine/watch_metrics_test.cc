@@ -1,0 +1,100 @@
+#include "src/engine/watch_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace fleet {
+namespace {
+
+nlohmann::json Line(const std::string& math_result) {
+  return nlohmann::json::parse(R"({
+    "time": "2026-12-03T20:00:00Z", "round": 1, "duration_s": 2.5,
+    "state": {"serial": 7, "synced_commit": "abc123"},
+    "nodes": {"dgx1": {"up": true, "power_on": true, "display_ram_unlocked": true,
+                       "gpus": [{"index": 0, "memory_free_bytes": 1000, "memory_total_bytes": 4000}]},
+              "dgx2": {"up": false, "power_on": true, "display_ram_unlocked": null, "gpus": []}},
+    "serves": [{"deployment": "q", "node": "dgx1", "up": true, "quarantined": false}],
+    "drift": {"changes": 1, "kinds": {"add": 0, "change": 1, "replace": 0, "destroy": 0}, "errors": []},
+    "checks": [{"deployment": "q", "node": "dgx1", "check": "math", "result": ")" +
+                               math_result + R"(",
+                "ttft_s": 0.25, "tps": 42.5, "wall_s": 1.5, "min_decode_tps": 40}],
+    "heal": [{"event": "heal", "deployment": "q", "node": "dgx1", "outcome": "healed"}]
+  })");
+}
+
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(WatchMetrics, NothingBeforeTheFirstRound) {
+  WatchMetrics m(60, "0.1.0");
+  EXPECT_EQ(m.Render(), "");
+}
+
+TEST(WatchMetrics, GaugesAreTheLastRoundsAndEachFamilyHasHelpAndType) {
+  WatchMetrics m(60, "0.1.0");
+  m.Observe(Line("pass"));
+  const std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(fleet_node_up{node="dgx1"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_node_up{node="dgx2"} 0)"));
+  EXPECT_TRUE(Has(t, R"(fleet_node_power_on{node="dgx2"} 1)"));
+  EXPECT_TRUE(Has(t, R"(fleet_node_display_ram_unlocked{node="dgx1"} 1)"));
+  EXPECT_EQ(t.find(R"(fleet_node_display_ram_unlocked{node="dgx2"})"), std::string::npos);
+  EXPECT_TRUE(Has(t, R"(fleet_node_gpu_memory_free_bytes{node="dgx1",gpu="0"} 1000)"));
+  EXPECT_TRUE(Has(t, R"(fleet_node_gpu_memory_total_bytes{node="dgx1",gpu="0"} 4000)"));
+  EXPECT_TRUE(Has(t, R"(fleet_deployment_up{deployment="q",node="dgx1"} 1)"));
+  EXPECT_TRUE(Has(t, R"(fleet_deployment_quarantined{deployment="q",node="dgx1"} 0)"));
+  EXPECT_TRUE(Has(t, R"(fleet_smoke_check_success{deployment="q",node="dgx1",check="math"} 1)"));
+  EXPECT_TRUE(
+      Has(t, R"(fleet_smoke_check_ttft_seconds{deployment="q",node="dgx1",check="math"} 0.25)"));
+  EXPECT_TRUE(Has(
+      t,
+      R"(fleet_smoke_check_decode_tokens_per_second{deployment="q",node="dgx1",check="math"} 42.5)"));
+  EXPECT_TRUE(Has(
+      t,
+      R"(fleet_smoke_check_min_decode_tokens_per_second{deployment="q",node="dgx1",check="math"} 40)"));
+  EXPECT_TRUE(Has(t, R"(fleet_plan_changes{kind="change"} 1)"));
+  EXPECT_TRUE(Has(t, R"(fleet_plan_changes{kind="add"} 0)"));
+  EXPECT_TRUE(Has(t, "fleet_watch_round_duration_seconds 2.5"));
+  EXPECT_TRUE(Has(t, "fleet_watch_last_round_timestamp_seconds 1796328002.5"));
+  EXPECT_TRUE(Has(t, "fleet_watch_interval_seconds 60"));
+  EXPECT_TRUE(Has(t, "fleet_state_serial 7"));
+  EXPECT_TRUE(Has(t, R"(fleet_sync_info{commit="abc123"} 1)"));
+  EXPECT_TRUE(Has(t, R"(fleet_build_info{version="0.1.0"} 1)"));
+  // Every sample's family was announced first.
+  size_t pos = 0;
+  while ((pos = t.find('\n', pos)) != std::string::npos && pos + 1 < t.size()) {
+    const std::string rest = t.substr(pos + 1);
+    ++pos;
+    if (rest[0] == '#') continue;
+    const std::string name = rest.substr(0, rest.find_first_of("{ "));
+    EXPECT_NE(t.find("# TYPE " + name + " "), std::string::npos) << name;
+    EXPECT_NE(t.find("# HELP " + name + " "), std::string::npos) << name;
+  }
+}
+
+TEST(WatchMetrics, CountersAdvanceAndFailuresInARowResetOnAPass) {
+  WatchMetrics m(60, "0.1.0");
+  m.Observe(Line("fail"));
+  m.Observe(Line("fail"));
+  std::string t = m.Render();
+  EXPECT_TRUE(Has(
+      t, R"(fleet_smoke_check_consecutive_failures{deployment="q",node="dgx1",check="math"} 2)"))
+      << t;
+  EXPECT_TRUE(Has(t, R"(fleet_smoke_check_success{deployment="q",node="dgx1",check="math"} 0)"));
+  EXPECT_TRUE(Has(t, R"(fleet_heal_total{deployment="q",node="dgx1",outcome="healed"} 2)"));
+  EXPECT_TRUE(Has(t, "fleet_watch_rounds_total 2"));
+  m.Observe(Line("pass"));
+  t = m.Render();
+  EXPECT_TRUE(Has(
+      t, R"(fleet_smoke_check_consecutive_failures{deployment="q",node="dgx1",check="math"} 0)"));
+  EXPECT_TRUE(Has(t, "fleet_watch_rounds_total 3"));
+}
+
+TEST(WatchMetrics, LabelValuesAreEscaped) {
+  WatchMetrics m(60, "1.0 \"x\\y\"\nz");
+  m.Observe(Line("pass"));
+  EXPECT_TRUE(Has(m.Render(), R"(fleet_build_info{version="1.0 \"x\\y\"\nz"} 1)")) << m.Render();
+}
+
+}  // namespace
+}  // namespace fleet
