@@ -171,15 +171,21 @@ struct RestartPolicy {
 // OpenAI-compatible API and what the answer must be. Exactly one kind:
 // `chat` with `expect` (a regex on the reply's content, "(?i)" for case
 // insensitive), `tools: true` (a tool call must come back as valid JSON),
-// or `needle_tokens` (a long prompt with one fact hidden in it).
+// `needle_tokens` (a long prompt with one fact hidden in it), or
+// `fresh_context` (a prompt of random text never sent before, then the same
+// again: the time to the first token without and with the prefix cache).
+// Any kind may declare speed floors: a right answer under them fails.
 struct SmokeCheck {
   std::string name;
   std::string chat;
   std::string expect;
   bool tools = false;
   int needle_tokens = 0;
+  int fresh_context_tokens = 0;  // fresh_context: {tokens: N}
   int timeout_s = 120;
-  int max_tokens = 0;  // 0: the check's default
+  int max_tokens = 0;         // 0: the check's default
+  double min_decode_tps = 0;  // min_decode_tps: 40; 0: no floor
+  int max_ttft_s = 0;         // max_ttft: 3s; 0: no floor
   SourceLoc loc;
 };
 

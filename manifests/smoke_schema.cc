@@ -1,5 +1,7 @@
 #include "manifests/smoke_schema.h"
 
+#include <cstdlib>
+#include <functional>
 #include <set>
 
 #include "manifests/duration.h"
@@ -28,6 +30,84 @@ bool CompileExpect(const std::string& pattern, std::regex* out, std::string* err
 
 namespace {
 
+// A number above 0 and at most 1000000 ("40", "12.5"): no sign, exponent,
+// hex, inf or nan (strtod takes all of those).
+bool ParseTpsFloor(const std::string& text, double* out) {
+  if (text.empty() || text.size() > 16) return false;
+  int dots = 0;
+  for (char c : text) {
+    if (c == '.')
+      ++dots;
+    else if (c < '0' || c > '9')
+      return false;
+  }
+  if (dots > 1 || text.front() == '.' || text.back() == '.') return false;
+  *out = std::strtod(text.c_str(), nullptr);
+  return *out > 0 && *out <= 1000000;
+}
+
+// The speed floors, on any kind of check: min_decode_tps and max_ttft.
+void ReadFloors(const MapReader& m, const std::string& what, SmokeCheck* check,
+                const std::function<void(const SourceLoc&, const std::string&)>& error) {
+  if (auto tps = m.String("min_decode_tps")) {
+    if (!ParseTpsFloor(tps->value, &check->min_decode_tps))
+      error(tps->loc, "'min_decode_tps' in " + what +
+                          " must be a number of decode tokens/s above 0 (at most 1000000) such "
+                          "as 40 or 12.5, got '" +
+                          tps->value + "'");
+  }
+  if (auto ttft = m.String("max_ttft")) {
+    if (auto seconds = ParseDurationSeconds(ttft->value))
+      check->max_ttft_s = *seconds;
+    else
+      error(ttft->loc, "'max_ttft' in " + what +
+                           " must be a duration such as 3s, 20s or 2m (the longest wait for the "
+                           "first token), got '" +
+                           ttft->value + "'");
+  }
+}
+
+// fresh_context: {tokens: N}.
+void ReadFreshContext(const MapReader& m, const std::string& what, SmokeCheck* check) {
+  if (m.Find("fresh_context") == nullptr) return;
+  const MapReader fresh = m.Map("fresh_context", "'fresh_context' in " + what);
+  if (!fresh.ok()) return;
+  fresh.CheckKeys({"tokens"});
+  if (fresh.Find("tokens") == nullptr) {
+    fresh.RequiredString("tokens", "how many tokens of fresh text to send, e.g. {tokens: 4000}");
+    return;
+  }
+  if (auto tokens = fresh.Int("tokens", 1000, 1000000)) check->fresh_context_tokens = tokens->value;
+}
+
+// One kind per check, and what each kind needs.
+void CheckKind(const MapReader& m, const std::string& what, const SmokeCheck& check,
+               const std::function<void(const SourceLoc&, const std::string&)>& error) {
+  const bool fresh = m.Find("fresh_context") != nullptr;
+  const int kinds = (!check.chat.empty() && !check.tools ? 1 : 0) + (check.tools ? 1 : 0) +
+                    (m.Find("needle_tokens") != nullptr ? 1 : 0) + (fresh ? 1 : 0);
+  const std::string one_of =
+      "'chat' (with 'expect'), 'tools: true', 'needle_tokens' or 'fresh_context'";
+  if (kinds == 0) {
+    error(check.loc, what + " asks nothing: give " + one_of);
+  } else if (kinds > 1) {
+    error(check.loc, what + " mixes kinds: one of " + one_of + " per check");
+  } else if (!check.chat.empty() && !check.tools && check.expect.empty()) {
+    error(m.Find("chat")->key_loc, what +
+                                       " has 'chat' but no 'expect' (a regular expression "
+                                       "the reply must match, e.g. \"11303\" or \"(?i)paris\")");
+  } else if (fresh && m.Find("max_ttft") == nullptr) {
+    // Required: a fresh-context check judges nothing but the fresh prompt's
+    // time to the first token (its reply is not read), so without a floor
+    // it could never fail, and a check that cannot fail tells no one
+    // anything. The chat checks' TTFT is in the results already.
+    error(m.Find("fresh_context")->key_loc,
+          what +
+              " has 'fresh_context' but no 'max_ttft' (the longest the first token of a prompt "
+              "no cache holds may take, e.g. max_ttft: 3s)");
+  }
+}
+
 // One entry of the list; false when it has errors (already reported).
 bool ReadOne(Reporter* reporter, const YAML::Node& node, const std::string& what,
              SmokeCheck* check) {
@@ -39,7 +119,8 @@ bool ReadOne(Reporter* reporter, const YAML::Node& node, const std::string& what
     reporter->Error(loc, message);
     ok = false;
   };
-  m.CheckKeys({"name", "chat", "expect", "tools", "needle_tokens", "timeout", "max_tokens"});
+  m.CheckKeys({"name", "chat", "expect", "tools", "needle_tokens", "fresh_context", "timeout",
+               "max_tokens", "min_decode_tps", "max_ttft"});
   if (auto name = m.RequiredString("name", "a short name for the check (math, tools, needle)"))
     check->name = name->value;
   else
@@ -64,20 +145,9 @@ bool ReadOne(Reporter* reporter, const YAML::Node& node, const std::string& what
                               " must be a duration such as 2m, 90s or 10m, got '" + timeout->value +
                               "'");
   }
-  const int kinds = (!check->chat.empty() && !check->tools ? 1 : 0) + (check->tools ? 1 : 0) +
-                    (m.Find("needle_tokens") != nullptr ? 1 : 0);
-  if (kinds == 0)
-    error(check->loc, what +
-                          " asks nothing: give 'chat' (with 'expect'), 'tools: true' or "
-                          "'needle_tokens'");
-  else if (kinds > 1)
-    error(check->loc, what +
-                          " mixes kinds: one of 'chat' (with 'expect'), 'tools: true' or "
-                          "'needle_tokens' per check");
-  else if (!check->chat.empty() && !check->tools && check->expect.empty())
-    error(m.Find("chat")->key_loc, what +
-                                       " has 'chat' but no 'expect' (a regular expression "
-                                       "the reply must match, e.g. \"11303\" or \"(?i)paris\")");
+  ReadFreshContext(m, what, check);
+  ReadFloors(m, what, check, error);
+  CheckKind(m, what, *check, error);
   return ok;
 }
 

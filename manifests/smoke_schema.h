@@ -2,16 +2,20 @@
 //
 //   smoke:
 //     - {name: math,  chat: "What is 127*89? Reply with the number only.", expect: "11303",
-//     timeout: 2m}
+//     timeout: 2m, min_decode_tps: 40}
 //     - {name: paris, chat: "What is the capital of France? One word.",   expect: "(?i)paris"}
 //     - {name: tools, tools: true, timeout: 2m}
 //     - {name: needle, needle_tokens: 45000, timeout: 10m}
+//     - {name: prefill, fresh_context: {tokens: 4000}, max_ttft: 3s}
 //
 // Keys: name (required, unique in the deployment), chat, expect, tools,
-// needle_tokens, timeout (a duration, default 2m), max_tokens. A check is
-// one kind: chat (expect required), tools (chat optional: the question that
-// should call the tool), or needle_tokens (1000..1000000). Errors name
-// file:line:column.
+// needle_tokens, fresh_context, timeout (a duration, default 2m),
+// max_tokens, min_decode_tps (a number > 0), max_ttft (a duration). A check
+// is one kind: chat (expect required), tools (chat optional: the question
+// that should call the tool), needle_tokens (1000..1000000) or
+// fresh_context ({tokens: 1000..1000000}; max_ttft required: it is all the
+// check judges). The floors min_decode_tps and max_ttft may be on any kind.
+// Errors name file:line:column.
 #ifndef FLEET_MANIFESTS_SMOKE_SCHEMA_H_
 #define FLEET_MANIFESTS_SMOKE_SCHEMA_H_
 

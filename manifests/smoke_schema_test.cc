@@ -102,6 +102,70 @@ TEST(SmokeSchema, ErrorsNameFileLineColumn) {
     EXPECT_NE(l.diags.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << l.diags;
 }
 
+TEST(SmokeSchema, SpeedFloorsAndFreshContextLoad) {
+  const Loaded l = Load(
+      "      - {name: math, chat: \"2+2\", expect: \"4\", min_decode_tps: 40, max_ttft: 3s}\n"
+      "      - {name: slow, tools: true, min_decode_tps: 12.5}\n"
+      "      - {name: prefill, fresh_context: {tokens: 4000}, max_ttft: 1m, max_tokens: 8}\n"
+      "      - name: block\n"
+      "        fresh_context:\n"
+      "          tokens: 1000\n"
+      "        max_ttft: 90s\n"
+      "        min_decode_tps: 5\n");
+  ASSERT_TRUE(l.ok) << l.diags;
+  const std::vector<SmokeCheck>& s = l.manifest.deployments.at("q").smoke;
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_DOUBLE_EQ(s[0].min_decode_tps, 40);
+  EXPECT_EQ(s[0].max_ttft_s, 3);
+  EXPECT_EQ(s[0].fresh_context_tokens, 0);
+  EXPECT_DOUBLE_EQ(s[1].min_decode_tps, 12.5);
+  EXPECT_EQ(s[1].max_ttft_s, 0);  // not declared: no floor
+  EXPECT_EQ(s[2].fresh_context_tokens, 4000);
+  EXPECT_EQ(s[2].max_ttft_s, 60);
+  EXPECT_EQ(s[2].max_tokens, 8);
+  EXPECT_DOUBLE_EQ(s[2].min_decode_tps, 0);
+  EXPECT_EQ(s[3].fresh_context_tokens, 1000);
+  EXPECT_EQ(s[3].max_ttft_s, 90);
+  EXPECT_DOUBLE_EQ(s[3].min_decode_tps, 5);
+}
+
+TEST(SmokeSchema, SpeedFloorAndFreshContextErrorsNameFileLineColumn) {
+  const Loaded l = Load(
+      "      - {name: a, chat: \"x\", expect: \"y\", min_decode_tps: 0}\n"                     // 17
+      "      - {name: b, chat: \"x\", expect: \"y\", min_decode_tps: fast}\n"                  // 18
+      "      - {name: c, chat: \"x\", expect: \"y\", max_ttft: 3 seconds}\n"                   // 19
+      "      - {name: d, fresh_context: {tokens: 4000}}\n"                                     // 20
+      "      - {name: e, fresh_context: {tokens: 10}, max_ttft: 3s}\n"                         // 21
+      "      - {name: f, fresh_context: {tokns: 4000}, max_ttft: 3s}\n"                        // 22
+      "      - {name: g, fresh_context: 4000, max_ttft: 3s}\n"                                 // 23
+      "      - {name: h, needle_tokens: 4000, fresh_context: {tokens: 4000}, max_ttft: 3s}\n"  // 24
+      "      - {name: i, tools: true, min_decode_tps: -3, max_ttft: 0s}\n"                     // 25
+      "      - {name: j, tools: true, min_decode_tps: 1e9}\n");                                // 26
+  EXPECT_FALSE(l.ok);
+  for (const char* want :
+       {"fleet.yaml:17:59: error: 'min_decode_tps' in smoke check 1 of deployment 'q' must be a "
+        "number of decode tokens/s above 0",
+        "fleet.yaml:18:59: error: 'min_decode_tps' in smoke check 2 of deployment 'q' must be a "
+        "number",
+        "got 'fast'",
+        "fleet.yaml:19:53: error: 'max_ttft' in smoke check 3 of deployment 'q' must be a "
+        "duration such as 3s",
+        "fleet.yaml:20:19: error: smoke check 4 of deployment 'q' has 'fresh_context' but no "
+        "'max_ttft'",
+        "fleet.yaml:21:43: error: 'tokens' in 'fresh_context' in smoke check 5 of deployment 'q' "
+        "10 is out of range 1000-1000000",
+        "fleet.yaml:22:35: error: unknown key 'tokns' in 'fresh_context' in smoke check 6 of "
+        "deployment 'q'; did you mean 'tokens'?",
+        "fleet.yaml:22:19: error: 'fresh_context' in smoke check 6 of deployment 'q' has no "
+        "'tokens'",
+        "fleet.yaml:23:34: error: 'fresh_context' in smoke check 7 of deployment 'q' must be a map",
+        "fleet.yaml:24:9: error: smoke check 8 of deployment 'q' mixes kinds",
+        "fleet.yaml:25:48: error: 'min_decode_tps' in smoke check 9 of deployment 'q'",
+        "fleet.yaml:25:62: error: 'max_ttft' in smoke check 9 of deployment 'q'",
+        "fleet.yaml:26:48: error: 'min_decode_tps' in smoke check 10 of deployment 'q'"})
+    EXPECT_NE(l.diags.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << l.diags;
+}
+
 TEST(SmokeSchema, NotAList) {
   const Loaded l = Load("      {name: math}\n");
   EXPECT_FALSE(l.ok);

@@ -56,6 +56,8 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/deployment", "deployments.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/health", "deployments.<name>.health"),
     ("manifests/smoke_schema.cc", "ReadOne/m", "deployments.<name>.smoke[]"),
+    ("manifests/smoke_schema.cc", "ReadFreshContext/fresh",
+     "deployments.<name>.smoke[].fresh_context"),
     ("manifests/recipe.cc", "TopLevelKeys/keys", "recipe"),
     ("manifests/recipe.cc", "MountKeys/keys", "[[extra_mounts]]"),
     ("manifests/recipe.cc", "RecipeReader::ReadUlimits/names", "[ulimits]"),

@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <random>
 #include <regex>
+#include <vector>
 
 #include "manifests/smoke_schema.h"
 #include "src/shell_quote.h"
@@ -227,6 +230,10 @@ nlohmann::json SmokeResult::ToJson() const {
   if (wall_s >= 0) j["wall_s"] = wall_s;
   if (ttft_s >= 0) j["ttft_s"] = ttft_s;
   if (tps >= 0) j["tps"] = tps;
+  if (fresh_ttft_s >= 0) j["fresh_ttft_s"] = fresh_ttft_s;
+  if (cached_ttft_s >= 0) j["cached_ttft_s"] = cached_ttft_s;
+  if (min_decode_tps > 0) j["min_decode_tps"] = min_decode_tps;
+  if (max_ttft_s > 0) j["max_ttft_s"] = max_ttft_s;
   if (!passed()) {
     j["prompt"] = prompt;
     j["reply"] = reply;
@@ -245,6 +252,10 @@ SmokeResult SmokeResult::FromJson(const nlohmann::json& j) {
   r.wall_s = j.value("wall_s", -1.0);
   r.ttft_s = j.value("ttft_s", -1.0);
   r.tps = j.value("tps", -1.0);
+  r.fresh_ttft_s = j.value("fresh_ttft_s", -1.0);
+  r.cached_ttft_s = j.value("cached_ttft_s", -1.0);
+  r.min_decode_tps = j.value("min_decode_tps", -1.0);
+  r.max_ttft_s = j.value("max_ttft_s", -1.0);
   r.prompt = j.value("prompt", "");
   r.reply = j.value("reply", "");
   return r;
@@ -354,11 +365,20 @@ std::string NeedlePrompt(int tokens, std::string* answer, std::string* where) {
   return text + "\n\nWhat is the magic number of " + word + "? Reply with the number only.";
 }
 
-SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
-                        const SmokeCheck& check) {
-  SmokeResult r;
-  r.time = NowIso();
-  r.check = check.name;
+namespace {
+
+// What came back, for a report: the tool calls, the raw body when the API
+// gave no content, else the content.
+std::string ReplySample(const ChatReply& reply) {
+  return Shorten(!reply.tool_calls.empty()                   ? reply.tool_calls.dump()
+                 : reply.content_null && reply.error.empty() ? reply.raw
+                                                             : reply.content,
+                 1000);
+}
+
+// A chat, tools or needle check: the reply judged.
+void RunChatCheck(const std::string& base_url, const std::string& model, const SmokeCheck& check,
+                  SmokeResult* r) {
   ChatRequest req;
   req.model = model;
   req.timeout_s = check.timeout_s;
@@ -377,24 +397,160 @@ SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
     req.prompt = check.chat;
   }
   ChatReply reply = Chat(base_url, req);
-  r.wall_s = reply.wall_s;
-  r.ttft_s = reply.ttft_s;
-  r.tps = reply.decode_tps;
-  r.prompt = Shorten(req.prompt);
-  r.reply = Shorten(!reply.tool_calls.empty()                   ? reply.tool_calls.dump()
-                    : reply.content_null && reply.error.empty() ? reply.raw
-                                                                : reply.content,
-                    1000);
+  r->wall_s = reply.wall_s;
+  r->ttft_s = reply.ttft_s;
+  r->tps = reply.decode_tps;
+  r->prompt = Shorten(req.prompt);
+  r->reply = ReplySample(reply);
   if (!reply.error.empty()) {
-    r.result = "error";
-    r.detail = reply.error;
-    if (r.reply.empty()) r.reply = Shorten(reply.raw, 1000);
-    return r;
+    r->result = "error";
+    r->detail = reply.error;
+    if (r->reply.empty()) r->reply = Shorten(reply.raw, 1000);
+    return;
   }
-  Judge(check, expect, reply, &r);
-  if (check.needle_tokens > 0 && !r.passed())
-    r.detail +=
+  Judge(check, expect, reply, r);
+  if (check.needle_tokens > 0 && !r->passed())
+    r->detail +=
         " (the needle was at " + where + " of ~" + std::to_string(check.needle_tokens) + " tokens)";
+}
+
+// A fresh_context check: the fresh prompt, then the same prompt again. Its
+// reply is not judged (a short budget, any answer): only that tokens came
+// back, and when (the floors, after). Timings are the fresh send's.
+void RunFreshContext(const std::string& base_url, const std::string& model, const SmokeCheck& check,
+                     SmokeResult* r) {
+  ChatRequest req;
+  req.model = model;
+  req.prompt = FreshContextPrompt(check.fresh_context_tokens);
+  req.max_tokens = check.max_tokens > 0 ? check.max_tokens : 16;
+  // A long prefill sends no byte until it ends: only the timeout bounds it.
+  req.timeout_s = req.stall_s = check.timeout_s;
+  r->prompt = Shorten(req.prompt);
+  const auto start = std::chrono::steady_clock::now();
+  const ChatReply fresh = Chat(base_url, req);
+  ChatReply again;
+  if (fresh.error.empty()) {
+    req.timeout_s = req.stall_s = std::max(1, check.timeout_s - static_cast<int>(fresh.wall_s));
+    again = Chat(base_url, req);
+  }
+  r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r->ttft_s = r->fresh_ttft_s = fresh.ttft_s;
+  r->cached_ttft_s = again.ttft_s;
+  r->tps = fresh.decode_tps;
+  r->reply = ReplySample(fresh.error.empty() && !again.error.empty() ? again : fresh);
+  r->result = "error";
+  if (!fresh.error.empty())
+    r->detail = "the fresh prompt: " + fresh.error;
+  else if (!again.error.empty())
+    r->detail = "the same prompt again: " + again.error;
+  else if (fresh.ttft_s < 0 || again.ttft_s < 0)
+    r->detail = std::string("no token came back for ") +
+                (fresh.ttft_s < 0 ? "the fresh prompt" : "the same prompt again") +
+                " (finish_reason " + (fresh.ttft_s < 0 ? fresh : again).finish_reason + ")";
+  else
+    r->result = "pass";
+}
+
+// Seconds for a message: 1 decimal, more below 0.1 s.
+std::string Secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", s >= 0.1 ? 1 : s >= 0.01 ? 2 : 3, s);
+  return buf;
+}
+
+// `value` beside the floor it is compared with: 1 decimal, more when that
+// would read as the floor itself (3.04 > 3, not 3.0 > 3).
+std::string Beside(double value, double floor) {
+  int digits = 1;
+  for (double scale = 10; digits < 3 && std::llround(value * scale) == std::llround(floor * scale);
+       scale *= 10)
+    ++digits;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, value);
+  return buf;
+}
+
+}  // namespace
+
+std::string SlowDetail(const SmokeResult& r) {
+  std::vector<std::string> slow;
+  char floor[32] = "";
+  if (r.max_ttft_s > 0) {
+    std::snprintf(floor, sizeof floor, "%g s", r.max_ttft_s);
+    const bool fresh = r.fresh_ttft_s >= 0;
+    const std::string what = fresh ? "fresh-context TTFT" : "TTFT";
+    if (r.ttft_s < 0)
+      slow.push_back(what + " not measured (no token streamed back), max_ttft " + floor);
+    else if (r.ttft_s > r.max_ttft_s)
+      slow.push_back(what + " " + Beside(r.ttft_s, r.max_ttft_s) + " s > " + floor +
+                     (fresh && r.cached_ttft_s >= 0 ? " (cached " + Secs(r.cached_ttft_s) + " s)"
+                                                    : std::string()));
+  }
+  if (r.min_decode_tps > 0) {
+    std::snprintf(floor, sizeof floor, "%g", r.min_decode_tps);
+    if (r.tps < 0)
+      slow.push_back(std::string("decode t/s not measured (a reply of fewer than 2 tokens), "
+                                 "min_decode_tps ") +
+                     floor + " needs a longer one");
+    else if (r.tps < r.min_decode_tps)
+      slow.push_back(Beside(r.tps, r.min_decode_tps) + " t/s < " + floor);
+  }
+  std::string out;
+  for (const std::string& s : slow) out += (out.empty() ? "slow: " : "; ") + s;
+  return out;
+}
+
+std::string FreshContextPrompt(int tokens) {
+  // Common words, each about one token with its leading space.
+  static const char* kWords[] = {
+      "time",    "year",     "people", "way",    "day",     "man",     "thing",     "woman",
+      "life",    "child",    "world",  "school", "state",   "family",  "group",     "country",
+      "problem", "hand",     "part",   "place",  "case",    "week",    "company",   "system",
+      "program", "question", "work",   "number", "night",   "point",   "home",      "water",
+      "room",    "mother",   "area",   "money",  "story",   "fact",    "month",     "lot",
+      "right",   "study",    "book",   "eye",    "job",     "word",    "business",  "issue",
+      "side",    "kind",     "head",   "house",  "service", "friend",  "father",    "power",
+      "hour",    "game",     "line",   "end",    "member",  "law",     "car",       "city",
+      "name",    "team",     "minute", "idea",   "kid",     "body",    "back",      "parent",
+      "face",    "others",   "level",  "office", "door",    "health",  "person",    "art",
+      "war",     "history",  "party",  "result", "change",  "morning", "reason",    "research",
+      "girl",    "guy",      "moment", "air",    "teacher", "force",   "education", "green",
+      "blue",    "red"};
+  constexpr size_t kCount = sizeof kWords / sizeof kWords[0];
+  std::random_device rd;
+  std::seed_seq seed{
+      rd(), rd(), rd(), rd(),
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::mt19937_64 rng(seed);
+  char id[40];
+  std::snprintf(id, sizeof id, "Session %016llx:", static_cast<unsigned long long>(rng()));
+  std::string text = id;
+  text.reserve(static_cast<size_t>(tokens) * 8 + 200);
+  for (int i = 8; i < tokens; ++i) {
+    text += ' ';
+    text += kWords[rng() % kCount];
+  }
+  return text + "\n\nThe words above are random. Reply with the single word OK.";
+}
+
+SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
+                        const SmokeCheck& check) {
+  SmokeResult r;
+  r.time = NowIso();
+  r.check = check.name;
+  if (check.fresh_context_tokens > 0)
+    RunFreshContext(base_url, model, check, &r);
+  else
+    RunChatCheck(base_url, model, check, &r);
+  if (check.min_decode_tps > 0) r.min_decode_tps = check.min_decode_tps;
+  if (check.max_ttft_s > 0) r.max_ttft_s = check.max_ttft_s;
+  if (r.passed()) {
+    const std::string slow = SlowDetail(r);
+    if (!slow.empty()) {
+      r.result = "fail";
+      r.detail = slow;
+    }
+  }
   return r;
 }
 

@@ -13,9 +13,13 @@
 //             labels it carries;
 //   model     /v1/models lists the deployment's served model name;
 //   <checks>  the deployment's `smoke:` list, each through /v1/chat/completions
-//             (streamed: time to first token and decode tokens/s).
+//             (streamed: time to first token and decode tokens/s); a
+//             fresh_context check sends a prompt of random words no cache
+//             can hold, then the same prompt again (fresh and cached TTFT).
 // A check whose reply was cut by max_tokens is "cut" (finish_reason length,
 // content null), not "fail": the engine may be right and the budget short.
+// A check that answered right but under its speed floors (min_decode_tps,
+// max_ttft) is "fail" like a wrong answer, its detail starting "slow:".
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
 #define FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
 
@@ -49,6 +53,12 @@ struct SmokeResult {
   std::string result;  // "pass", "fail", "cut", "error"
   std::string detail;  // why, for anything but a pass
   double wall_s = -1, ttft_s = -1, tps = -1;
+  // fresh_context: the first token's wait for the fresh prompt (also
+  // ttft_s) and for the same prompt sent again; -1 otherwise.
+  double fresh_ttft_s = -1, cached_ttft_s = -1;
+  // The check's speed floors as declared (min_decode_tps, max_ttft), -1
+  // when not: in the JSON for whoever graphs them (watch log, gauges).
+  double min_decode_tps = -1, max_ttft_s = -1;
   std::string prompt;  // samples, for a failure (shortened)
   std::string reply;
   bool passed() const { return result == "pass"; }
@@ -87,9 +97,24 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
 std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
                                   Transport* node, const ConnectionLocator& locate);
 
-// One check against a base URL (no identity): for tests and RunSmoke.
+// One check against a base URL (no identity), its speed floors applied:
+// for tests and RunSmoke.
 SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
                         const SmokeCheck& check);
+
+// The speed floors' verdict on a check that answered right, from its
+// result alone (floors and timings filled in): "" when within them or none
+// is declared, else the failure's detail: "slow: 12.1 t/s < 40",
+// "slow: TTFT 4.2 s > 3 s", "slow: fresh-context TTFT 6.1 s > 3 s (cached
+// 0.2 s)", both floors' words joined by "; " when both fail. A floor the
+// reply gave nothing to measure against (one token: no decode rate) fails
+// too, saying so: a floor that is never checked would pass forever.
+std::string SlowDetail(const SmokeResult& r);
+
+// ~`tokens` tokens of common words in an order drawn from a fresh seed
+// (after a random session id, so that not even its start was seen before),
+// and a one-word question; no prefix cache holds any of it.
+std::string FreshContextPrompt(int tokens);
 
 // A needle prompt: ~`tokens` tokens of filler with "The magic number of
 // <word> is <n>." at a random depth, and the question; `answer` gets <n>.

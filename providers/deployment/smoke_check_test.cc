@@ -154,6 +154,100 @@ TEST(SmokeCheck, NeedleHidesOneFactAndAsksForIt) {
   EXPECT_NE(p.find("What is the magic number of"), std::string::npos);
 }
 
+SmokeResult Answered(double ttft_s, double tps) {
+  SmokeResult r;
+  r.result = "pass";
+  r.ttft_s = ttft_s;
+  r.tps = tps;
+  return r;
+}
+
+TEST(SmokeCheck, SpeedFloors) {
+  SmokeResult r = Answered(0.5, 12.1);
+  EXPECT_EQ(SlowDetail(r), "");  // no floor declared
+  r.min_decode_tps = 40;
+  EXPECT_EQ(SlowDetail(r), "slow: 12.1 t/s < 40");
+  r.min_decode_tps = 12.5;
+  EXPECT_EQ(SlowDetail(r), "slow: 12.1 t/s < 12.5");
+  r.min_decode_tps = 12.1;  // at the floor: not under it
+  EXPECT_EQ(SlowDetail(r), "");
+  r = Answered(4.2, 50);
+  r.max_ttft_s = 3;
+  EXPECT_EQ(SlowDetail(r), "slow: TTFT 4.2 s > 3 s");
+  r.ttft_s = 3;
+  EXPECT_EQ(SlowDetail(r), "");
+  r.ttft_s = 3.04;  // not "3.0 s > 3 s"
+  EXPECT_EQ(SlowDetail(r), "slow: TTFT 3.04 s > 3 s");
+  r.min_decode_tps = 39.99;
+  r.tps = 39.985;
+  r.ttft_s = 4.2;
+  EXPECT_EQ(SlowDetail(r), "slow: TTFT 4.2 s > 3 s; 39.985 t/s < 39.99");
+}
+
+TEST(SmokeCheck, FreshContextFloorNamesTheCachedTtft) {
+  SmokeResult r = Answered(6.1, 30);
+  r.fresh_ttft_s = 6.1;
+  r.cached_ttft_s = 0.2;
+  r.max_ttft_s = 3;
+  EXPECT_EQ(SlowDetail(r), "slow: fresh-context TTFT 6.1 s > 3 s (cached 0.2 s)");
+  r.cached_ttft_s = 0.004;
+  EXPECT_EQ(SlowDetail(r), "slow: fresh-context TTFT 6.1 s > 3 s (cached 0.004 s)");
+  r.ttft_s = r.fresh_ttft_s = 2.5;
+  EXPECT_EQ(SlowDetail(r), "");
+}
+
+TEST(SmokeCheck, AFloorWithNothingToMeasureFails) {
+  SmokeResult r = Answered(-1, -1);
+  r.min_decode_tps = 40;
+  EXPECT_NE(SlowDetail(r).find("decode t/s not measured"), std::string::npos) << SlowDetail(r);
+  r.min_decode_tps = -1;
+  r.max_ttft_s = 3;
+  EXPECT_NE(SlowDetail(r).find("TTFT not measured"), std::string::npos) << SlowDetail(r);
+}
+
+TEST(SmokeCheck, FloorsFailARightAnswerAndGoIntoTheJson) {
+  // One token: no decode rate to hold against min_decode_tps.
+  CannedServer server(
+      R"(data: {"model":"m","choices":[{"index":0,"delta":{"content":"11303"},"finish_reason":"stop"}]})"
+      "\n\ndata: [DONE]\n\n",
+      true);
+  SmokeCheck c = Math();
+  c.min_decode_tps = 40;
+  c.max_ttft_s = 5;
+  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  EXPECT_EQ(r.result, "fail");
+  EXPECT_EQ(r.detail.rfind("slow: decode t/s not measured", 0), 0u) << r.detail;
+  const nlohmann::json j = r.ToJson();
+  EXPECT_EQ(j.at("min_decode_tps"), 40.0);
+  EXPECT_EQ(j.at("max_ttft_s"), 5.0);
+  EXPECT_FALSE(j.contains("fresh_ttft_s"));
+  const SmokeResult back = SmokeResult::FromJson(j);
+  EXPECT_EQ(back.min_decode_tps, 40);
+  EXPECT_EQ(back.max_ttft_s, 5);
+}
+
+TEST(SmokeCheck, ResultJsonWithoutFloorsHasNone) {
+  SmokeResult r = Answered(0.1, 80);
+  const nlohmann::json j = r.ToJson();
+  EXPECT_FALSE(j.contains("min_decode_tps"));
+  EXPECT_FALSE(j.contains("max_ttft_s"));
+  r.fresh_ttft_s = 1.5;
+  r.cached_ttft_s = 0.01;
+  const SmokeResult back = SmokeResult::FromJson(r.ToJson());
+  EXPECT_EQ(back.fresh_ttft_s, 1.5);
+  EXPECT_EQ(back.cached_ttft_s, 0.01);
+}
+
+TEST(SmokeCheck, FreshContextPromptsAreNeverTheSame) {
+  const std::string a = FreshContextPrompt(4000), b = FreshContextPrompt(4000);
+  EXPECT_NE(a.substr(0, 40), b.substr(0, 40));  // not even their start
+  size_t words = 0;
+  for (char ch : a) words += ch == ' ';
+  EXPECT_GT(words, 3800u);
+  EXPECT_LT(words, 4200u);
+  EXPECT_NE(a.find("Reply with the single word OK."), std::string::npos);
+}
+
 // The identity script on a root daemon's node (docker): the container's
 // PID namespace is not readable, so the engine is asked through `exec`.
 // A stand-in CLI answers inspect (a PID whose /proc entry cannot be read)

@@ -34,11 +34,15 @@ svg{border:1px solid #ccc;background:#fafafa;margin:4px 8px 4px 0}
 circle.fail{fill:#d00;stroke:#600;cursor:pointer}
 circle.ok{stroke:none}
 line.drift{stroke:#f80;stroke-dasharray:3,3}
+line.floor{stroke-dasharray:8,4;stroke-width:1;opacity:0.8}
 #sample{white-space:pre-wrap;background:#fff4f4;border:1px solid #d99;padding:8px;max-width:1100px}
 .legend span{margin-right:12px}
 </style></head><body>
 <h1>fleet watch</h1>
 <p id="summary"></p>
+<p>Dashed level lines: a check's speed floors (<code>max_ttft</code> on the
+first-token chart, <code>min_decode_tps</code> on the tokens/s chart), in
+its color.</p>
 <div id="charts"></div>
 <h2>Selected failure</h2>
 <pre id="sample">Click a red point to see its prompt and reply.</pre>
@@ -71,12 +75,20 @@ function el(name, attrs, parent){
   if (parent) parent.appendChild(e);
   return e;
 }
-function chart(title, series, field, parent){
+// series: {name, color, points, field (what it plots), dash (a second line
+// of a check: no failure marks), floor (the field holding the check's floor
+// on this chart: a dashed level line in its color)}.
+function chart(title, series, parent){
   var W = 560, H = 220, L = 50, R = 10, T = 20, B = 30;
   var max = 0;
-  series.forEach(function(s){ s.points.forEach(function(p){ var v = p.c[field]; if (v > max) max = v; }); });
+  var num = function(v){ return typeof v === 'number' && v >= 0; };
+  series.forEach(function(s){ s.points.forEach(function(p){
+    var v = p.c[s.field], f = s.floor ? p.c[s.floor] : -1;
+    if (num(v) && v > max) max = v;
+    if (num(f) && f * 1.1 > max) max = f * 1.1;  // a floor below the top edge
+  }); });
   if (max <= 0) max = 1;
-  var svg = el('svg', {width: W, height: H, 'class': 'chart', 'data-field': field}, parent);
+  var svg = el('svg', {width: W, height: H, 'class': 'chart', 'data-field': series.length ? series[0].field : ''}, parent);
   el('text', {x: L, y: 14, 'font-size': 12}, svg).textContent = title;
   el('line', {x1: L, y1: H-B, x2: W-R, y2: H-B, stroke: '#999'}, svg);
   el('line', {x1: L, y1: T, x2: L, y2: H-B, stroke: '#999'}, svg);
@@ -88,18 +100,28 @@ function chart(title, series, field, parent){
   el('text', {x: W-R, y: H-B+14, 'font-size': 10, 'text-anchor': 'end'}, svg).textContent = hms(t1);
   var y = function(v){ return H - B - (H-T-B) * v / max; };
   drifts.forEach(function(t){ el('line', {'class': 'drift', x1: x(t), y1: T, x2: x(t), y2: H-B}, svg); });
-  series.forEach(function(s, i){
-    var color = colors[i % colors.length], d = '';
+  series.forEach(function(s){
+    var color = s.color, d = '';
+    if (s.floor) {  // a level from each point that declares it to the next; the last to the edge
+      var fl = s.points.filter(function(p){ return num(p.c[s.floor]); });
+      fl.forEach(function(p, k){
+        var v = p.c[s.floor], x1 = fl.length === 1 ? L : x(p.t), x2 = k + 1 < fl.length ? x(fl[k+1].t) : W-R;
+        if (x2 <= x1) x2 = W-R;
+        var line = el('line', {'class': 'floor', x1: x1, y1: y(v), x2: x2, y2: y(v), stroke: color}, svg);
+        el('title', {}, line).textContent = s.name + ': ' + s.floor + ' ' + v;
+      });
+    }
     s.points.forEach(function(p){
-      var v = p.c[field];
-      if (typeof v === 'number' && v >= 0) d += (d ? ' L ' : 'M ') + x(p.t).toFixed(1) + ' ' + y(v).toFixed(1);
+      var v = p.c[s.field];
+      if (num(v)) d += (d ? ' L ' : 'M ') + x(p.t).toFixed(1) + ' ' + y(v).toFixed(1);
     });
-    if (d) el('path', {d: d, fill: 'none', stroke: color, 'stroke-width': 1.5, 'class': 'series'}, svg);
+    if (d) el('path', {d: d, fill: 'none', stroke: color, 'stroke-width': 1.5,
+                       'stroke-dasharray': s.dash ? '5,3' : 'none', 'class': 'series'}, svg);
     s.points.forEach(function(p){
-      var v = p.c[field], bad = p.c.result !== 'pass';
-      if (!bad && !(typeof v === 'number' && v >= 0)) return;
+      var v = p.c[s.field], bad = p.c.result !== 'pass' && !s.dash;
+      if (!bad && !num(v)) return;
       var cy = bad ? H - B - 6 : y(v);
-      if (bad && typeof v === 'number' && v >= 0) cy = y(v);
+      if (bad && num(v)) cy = y(v);
       var dot = el('circle', {cx: x(p.t), cy: cy, r: bad ? 5 : 2.5, fill: color, 'class': bad ? 'fail' : 'ok'}, svg);
       el('title', {}, dot).textContent = p.c.time + ' ' + s.name + ': ' + p.c.result + (p.c.detail ? ' - ' + p.c.detail : '');
       if (bad) dot.addEventListener('click', function(){
@@ -115,13 +137,23 @@ var charts = document.getElementById('charts');
 Object.keys(serves).sort().forEach(function(key){
   var h = document.createElement('h2'); h.textContent = key; charts.appendChild(h);
   var legend = document.createElement('div'); legend.className = 'legend'; charts.appendChild(legend);
-  var series = Object.keys(serves[key]).sort().map(function(name, i){
+  var checks = Object.keys(serves[key]).sort().map(function(name, i){
     var sp = document.createElement('span'); sp.style.color = colors[i % colors.length];
     sp.textContent = '\u25cf ' + name; legend.appendChild(sp);
-    return {name: name, points: serves[key][name]};
+    return {name: name, points: serves[key][name], color: colors[i % colors.length]};
   });
-  chart('latency (s) per check', series, 'wall_s', charts);
-  chart('decode tokens/s (streamed checks)', series, 'tps', charts);
+  var as = function(extra){ return checks.map(function(c){ return Object.assign({}, c, extra); }); };
+  // Time to first token: a fresh-context check's ttft_s is its fresh
+  // prompt's; the same prompt sent again (cached_ttft_s) is its dashed line.
+  var ttft = [];
+  checks.forEach(function(c){
+    ttft.push(Object.assign({}, c, {field: 'ttft_s', floor: 'max_ttft_s'}));
+    if (c.points.some(function(p){ return typeof p.c.cached_ttft_s === 'number'; }))
+      ttft.push(Object.assign({}, c, {name: c.name + ' cached', field: 'cached_ttft_s', dash: true}));
+  });
+  chart('latency (s) per check', as({field: 'wall_s'}), charts);
+  chart('time to first token (s); fresh-context checks: fresh, and cached dashed', ttft, charts);
+  chart('decode tokens/s (streamed checks)', as({field: 'tps', floor: 'min_decode_tps'}), charts);
 });
 document.body.setAttribute('data-rendered', String(document.querySelectorAll('svg.chart').length));
 })();

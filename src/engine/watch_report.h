@@ -1,7 +1,9 @@
 // The picture of a watch: one self-contained HTML page (inline SVG drawn by
 // inline JS from the rounds embedded as JSON; no network) with, per serve,
-// latency and decode tokens/s of each check over time, failures marked in
-// red with their sample a click away, and the rounds with plan drift marked.
+// latency, time to first token (a fresh-context check's fresh and cached
+// TTFT) and decode tokens/s of each check over time, the checks' speed
+// floors (max_ttft, min_decode_tps) drawn as levels, failures marked in red
+// with their sample a click away, and the rounds with plan drift marked.
 #ifndef FLEET_SRC_ENGINE_WATCH_REPORT_H_
 #define FLEET_SRC_ENGINE_WATCH_REPORT_H_
 

@@ -94,7 +94,7 @@ CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
   --user-data-dir="$WORK/chromium" --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" 2>"$WORK/chromium.err" ||
   fail "chromium: $(tail -5 "$WORK/chromium.err")"
-grep -q 'data-rendered="2"' "$WORK/dom.html" || fail "the charts did not render: $(head -c 600 "$WORK/dom.html")"
+grep -q 'data-rendered="3"' "$WORK/dom.html" || fail "the charts did not render: $(head -c 600 "$WORK/dom.html")"
 grep -q '<path d="M ' "$WORK/dom.html" || fail "no plotted line"
 [[ $(grep -o 'class="fail"' "$WORK/dom.html" | wc -l) -ge 5 ]] || fail "the failures are not marked"
 grep -q 'deployment.q@dgx1' "$WORK/dom.html" || fail "the serve is not named"

@@ -14,7 +14,8 @@
 //     with "tools": [...]             a tool call of the first tool, JSON args
 //     otherwise                       a fixed sentence
 //   "stream": true answers with SSE chunks (one token each, FAKE_ENGINE_TOKEN_MS
-//   apart, default 5), "max_tokens" cuts the reply (finish_reason "length").
+//   apart, default 5: also the decode speed, 1000/N tokens/s, and the first
+//   token's wait), "max_tokens" cuts the reply (finish_reason "length").
 //
 // Fault modes (the log's serving bugs), from the environment at start or
 // at run time by POST /fault with the mode as the body:
@@ -23,8 +24,15 @@
 //   FAKE_ENGINE_STALL_AFTER=K   a stream stops after K tokens and hangs
 //   FAKE_ENGINE_REASONING=1     a reasoning channel first (reasoning_content);
 //                               max_tokens spent there leaves content null
+//   FAKE_ENGINE_TOKEN_MS=N      N ms a token (slow decode: 100 is 10 tokens/s)
+//   FAKE_ENGINE_FRESH_DELAY_MS=N  a chat whose messages it has not seen
+//                               before (a hash of their contents) waits N ms
+//                               before its first token, a prefill no prefix
+//                               cache saved; a repeat does not wait (up to
+//                               4096 distinct prompts, then all forgotten)
 //   POST /fault "garble" | "stall" (after 1 token) | "reasoning" | "served_as NAME"
-//               | "none" (all off)
+//               | "token_ms N" | "fresh_delay N" | "none" (all off, token_ms
+//               back to its value at start)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -47,6 +55,13 @@ static long g_garble_after = -1;  // -1: never
 static long g_stall_after = -1;
 static int g_reasoning = 0;
 static int g_token_ms = 5;
+static int g_token_ms_start = 5;
+static int g_fresh_delay_ms = 0;
+// The prompts seen: FNV-1a hashes of the messages' contents, open addressing
+// (0 is an empty slot); cleared when half full.
+#define SEEN_SLOTS 8192
+static unsigned long long g_seen[SEEN_SLOTS];
+static int g_seen_count = 0;
 static long g_chat_count = 0;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -315,15 +330,42 @@ static void message_json(Buf* b, const char* content, const char* reasoning, con
   buf_str(b, "}");
 }
 
+static unsigned long long fnv1a(const char* s) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h ? h : 1;
+}
+
+// Whether `text` was asked before; remembers it. REQUIRES: g_mu held.
+static int seen_before(const char* text) {
+  const unsigned long long h = fnv1a(text);
+  size_t i = (size_t)(h % SEEN_SLOTS);
+  while (g_seen[i] != 0) {
+    if (g_seen[i] == h) return 1;
+    i = (i + 1) % SEEN_SLOTS;
+  }
+  if (g_seen_count >= SEEN_SLOTS / 2) {
+    memset(g_seen, 0, sizeof g_seen);
+    g_seen_count = 0;
+    i = (size_t)(h % SEEN_SLOTS);
+  }
+  g_seen[i] = h;
+  ++g_seen_count;
+  return 0;
+}
+
 static void chat(int fd, const char* body) {
+  char* q = last_content(body);
+  char* text = all_content(body);
   pthread_mutex_lock(&g_mu);
   long count = ++g_chat_count;
   int garble = g_garble_after >= 0 && count > g_garble_after;
   long stall_after = g_stall_after;
+  const int token_ms = g_token_ms;
+  const int prefill_ms = seen_before(text) ? 0 : g_fresh_delay_ms;
   pthread_mutex_unlock(&g_mu);
+  if (prefill_ms > 0) sleep_ms(prefill_ms);  // before the first token, streamed or not
 
-  char* q = last_content(body);
-  char* text = all_content(body);
   char* tool = first_tool(body);
   if (garble && tool) {  // a garbling engine answers garbage, not a tool call
     free(tool);
@@ -364,7 +406,7 @@ static void chat(int fd, const char* body) {
     buf_str(&reason, "");
     for (int i = 0; i < r_used; ++i) buf_str(&reason, rtokens[i]);
     for (int i = 0; i < c_used; ++i) buf_str(&content, tokens[i]);
-    for (int i = 0; i < r_used + c_used; ++i) sleep_ms(g_token_ms);
+    for (int i = 0; i < r_used + c_used; ++i) sleep_ms(token_ms);
     buf_str(&b, "{\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion\",\"model\":");
     buf_json(&b, model_name());
     buf_str(&b, ",\"choices\":[{\"index\":0,\"message\":");
@@ -395,7 +437,7 @@ static void chat(int fd, const char* body) {
       else if (tool) message_json(&b, NULL, NULL, tool);
       else message_json(&b, tokens[i - r_used], NULL, NULL);
       buf_str(&b, ",\"finish_reason\":null}]}\n\n");
-      sleep_ms(g_token_ms);
+      sleep_ms(token_ms);
       ok = write_all(fd, b.p, b.n) == 0;
       ++sent;
     }
@@ -426,11 +468,17 @@ static void set_fault(const char* body) {
   else if (strncmp(body, "reasoning", 9) == 0) g_reasoning = 1;
   else if (strncmp(body, "served_as ", 10) == 0)
     snprintf(g_served_as, sizeof g_served_as, "%s", body + 10);
+  else if (strncmp(body, "token_ms ", 9) == 0)
+    g_token_ms = atoi(body + 9);
+  else if (strncmp(body, "fresh_delay ", 12) == 0)
+    g_fresh_delay_ms = atoi(body + 12);
   else if (strncmp(body, "none", 4) == 0) {
     g_garble_after = -1;
     g_stall_after = -1;
     g_served_as[0] = 0;
     g_reasoning = 0;
+    g_token_ms = g_token_ms_start;
+    g_fresh_delay_ms = 0;
   }
   pthread_mutex_unlock(&g_mu);
 }
@@ -508,7 +556,8 @@ int main(int argc, char** argv) {
   g_garble_after = env_long("FAKE_ENGINE_GARBLE_AFTER", -1);
   g_stall_after = env_long("FAKE_ENGINE_STALL_AFTER", -1);
   g_reasoning = (int)env_long("FAKE_ENGINE_REASONING", 0);
-  g_token_ms = (int)env_long("FAKE_ENGINE_TOKEN_MS", 5);
+  g_token_ms = g_token_ms_start = (int)env_long("FAKE_ENGINE_TOKEN_MS", 5);
+  g_fresh_delay_ms = (int)env_long("FAKE_ENGINE_FRESH_DELAY_MS", 0);
   if (getenv("FAKE_ENGINE_SERVED_AS"))
     snprintf(g_served_as, sizeof g_served_as, "%s", getenv("FAKE_ENGINE_SERVED_AS"));
   signal(SIGPIPE, SIG_IGN);
