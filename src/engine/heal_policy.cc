@@ -1,9 +1,9 @@
 #include "src/engine/heal_policy.h"
 
-#include "manifests/restart_policy.h"
-
 #include <algorithm>
 #include <cstdio>
+
+#include "manifests/restart_policy.h"
 
 namespace fleet {
 namespace {
@@ -49,10 +49,9 @@ void WhatIsWrong(int grace_rounds, const ServeSeen& seen, int unhealthy_rounds, 
 std::string Settle(bool healthy, int64_t now, HealLedger* ledger) {
   if (ledger->in_progress_since != 0) {
     ledger->in_progress_since = 0;
-    if (!healthy) {
-      ++ledger->failed_in_row;
-      return "";
-    }
+    // Not the serve's failure but the watch's: the heal is finished, not
+    // counted as one that did not hold.
+    if (!healthy) return "interrupted";
     ledger->failed_in_row = 0;
     ledger->unproven = false;
     ledger->last_try_at = now;
@@ -129,6 +128,12 @@ HealDecision DecideHeal(const RestartPolicy& policy, int grace_rounds, const Ser
   }
   if (!RestartPolicyHeals(policy, d.reason)) {
     d.detail += policy.never ? " (restart: never)" : " (restart.on does not list " + d.reason + ")";
+    return d;
+  }
+  if (d.settled == "interrupted") {
+    d.action = HealAction::kHeal;
+    d.resume = true;
+    d.detail = "finishing the heal a stopped watch left: " + d.detail;
     return d;
   }
   if (static_cast<int>(ledger->tries.size()) >= policy.limit) {

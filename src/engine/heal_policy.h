@@ -39,8 +39,11 @@ struct HealDecision {
   int64_t next_try_at = 0;  // kBackoff: unix seconds
   // The round settled a heal: "held" (healthy the round after), "failed
   // again" (not), "finished" (a heal a killed watch left half done ended
-  // well). "" when none.
+  // well), "interrupted" (it did not: this round finishes it). "" when none.
   std::string settled;
+  // kHeal of a heal a killed watch left half done: the same try, finished
+  // now (no backoff, not counted again toward the limit).
+  bool resume = false;
 };
 
 // Rounds in a row the health URL of a serve failed; updated each round.

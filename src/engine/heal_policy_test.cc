@@ -159,13 +159,18 @@ TEST(HealPolicy, AHealAKilledWatchLeftIsFinishedOrCounted) {
   HealDecision d = DecideHeal(Policy(), 2, Healthy(), 0, 1010, &l);
   EXPECT_EQ(d.settled, "finished");
   EXPECT_EQ(l.in_progress_since, 0);
+  // Left exited: the next round finishes it at once, as the same try (the
+  // watch died, not the serve: no backoff, no second count).
   HealLedger broken;
   NoteTry(1000, "exit", &broken);
   broken.in_progress_since = 1000;
-  d = DecideHeal(Policy(), 2, Exited(), 0, 1010, &broken);
+  d = DecideHeal(Policy(), 2, Exited(), 0, 1001, &broken);
+  EXPECT_EQ(d.settled, "interrupted");
+  EXPECT_EQ(d.action, HealAction::kHeal);
+  EXPECT_TRUE(d.resume);
   EXPECT_EQ(broken.in_progress_since, 0);
-  EXPECT_EQ(broken.failed_in_row, 1);
-  EXPECT_EQ(d.action, HealAction::kBackoff);
+  EXPECT_EQ(broken.failed_in_row, 0);
+  EXPECT_EQ(broken.tries.size(), 1u);
 }
 
 TEST(HealPolicy, MemoryMustBeBack) {

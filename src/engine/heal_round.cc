@@ -200,7 +200,7 @@ class LockedRound {
       Write(s.address, *rec);
       return;
     }
-    NoteTry(now, d.detail, &ledger);
+    if (!d.resume) NoteTry(now, d.detail, &ledger);  // a resumed heal is the same try
     ledger.in_progress_since = now;
     rec->heal = ledger;
     Write(s.address, *rec);  // a watch killed from here on: the next round finishes it
