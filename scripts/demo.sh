@@ -3,9 +3,10 @@
 # real sshd nodes on loopback, a local registry holding the demo's serving
 # image and two small real models on dgx4, then `fleet plan` and `fleet
 # apply` the examples/spark-lab manifests against it (power, display RAM,
-# image pulls by digest, model staging, a serve on dgx5 answering on
-# 127.0.0.1:30000 and one across dgx1+dgx2 on :30001), and show that a
-# second plan is empty. Run as root on
+# image pulls by digest, model staging, a serve of the stand-in OpenAI
+# engine on dgx5 answering on 127.0.0.1:30000 and one across dgx1+dgx2 on
+# :30001, each passing its smoke checks), show that a second plan is empty,
+# ask one serve a chat question, and end with `fleet check`. Run as root on
 # Debian 12. `scripts/demo.sh stop` stops the fleet and the registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,11 +47,11 @@ for _ in $(seq 50); do
     "$registry" 2>/dev/null && break
   sleep 0.1
 done
-digest=$(python3 scripts/demo_image.py "$registry" spark-lab/demo-serve v1)
+digest=$(python3 scripts/demo_image.py "$registry" spark-lab/demo-serve v1 build/tests/sim/fake_engine/fake-engine)
 if ! grep -q "demo-serve@$digest" "$repo/fleet.yaml"; then
-  # Another busybox build or architecture gives another digest: pin this one.
+  # Another busybox, compiler or architecture gives another digest: pin this one.
   sed -i "s|demo-serve@sha256:[0-9a-f]*|demo-serve@$digest|" "$repo/fleet.yaml"
-  echo "   (this machine's busybox gives image $digest: pinned it in $repo/fleet.yaml)"
+  echo "   (this machine's busybox and fake-engine build give image $digest: pinned it in $repo/fleet.yaml)"
 fi
 
 echo "== starting 5 simulated nodes (sshd on 127.0.0.1:22101-22105) and a power switch server"
@@ -75,12 +76,17 @@ echo; echo "== fleet plan"; $fleet -C "$repo" plan
 echo; echo "== fleet apply --auto-approve"; $fleet -C "$repo" apply --auto-approve
 echo; echo "== fleet plan (again: nothing to do)"; $fleet -C "$repo" plan --detailed-exitcode
 echo; echo "== fleet status"; $fleet -C "$repo" status
-echo; echo "== the serves answer: curl http://127.0.0.1:30000/v1/models (dgx5), :30001 (the dgx1+dgx2 pair's head)"
-curl -s http://127.0.0.1:30000/v1/models
-curl -s http://127.0.0.1:30001/v1/models
+echo; echo "== a client asks qwen3.8 on dgx5 (the stand-in engine answers as vLLM would)"
+echo "   curl http://127.0.0.1:30000/v1/chat/completions -d '{\"model\": \"qwen3.8\", \"messages\": [...]}'"
+curl -s http://127.0.0.1:30000/v1/chat/completions -H 'Content-Type: application/json' \
+  -d '{"model": "qwen3.8", "messages": [{"role": "user", "content": "What is the capital of France?"}]}'
+echo
+echo; echo "== fleet check (each serve: identity, then its smoke checks)"; $fleet -C "$repo" check
 echo
 echo "The simulated fleet is still running: try"
 echo "  export FLEET_DEMO_HA_TOKEN=\$(cat $sim/ha_token)"
+echo "  $fleet -C $repo watch --heal --every 30s --log watch.jsonl   # checks every 30 s, heals what dies (Ctrl-C ends it)"
+echo "  $fleet report watch.jsonl -o report.html   # one HTML page of the watch log: checks, TTFT, t/s"
 echo "  $fleet -C $repo destroy --auto-approve   # shift end: restore display RAM, power off"
 echo "  $fleet -C $repo plan                     # what an apply would bring back"
 echo "  scripts/demo.sh stop                      # stop the simulated nodes and the registry"

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Builds the demo's serving image and pushes it to a local registry.
 
-The image is one layer: the machine's busybox-static (its httpd serves the
-demo's API) with fixed file times and owners, and a config with no creation
-time, so the same busybox on the same architecture always gives the same
-image digest: the one examples/spark-lab/fleet.yaml pins. Pushed with the
-registry's HTTP API (distribution v2), which keeps every digest as built.
+The image is one layer: the machine's busybox-static and the stand-in
+OpenAI engine (tests/sim/fake_engine, built static: it answers
+/v1/models and /v1/chat/completions as vLLM would) at /bin/fake-engine,
+with fixed file times and owners, and a config with no creation time, so
+the same busybox and fake-engine build always give the same image digest:
+the one examples/spark-lab/fleet.yaml pins. Pushed with the registry's HTTP
+API (distribution v2), which keeps every digest as built.
 
-    scripts/demo_image.py REGISTRY REPOSITORY TAG   # prints sha256:<manifest digest>
+    scripts/demo_image.py REGISTRY REPOSITORY TAG FAKE_ENGINE   # prints sha256:<manifest digest>
 """
 import hashlib
 import io
@@ -20,7 +22,7 @@ import urllib.request
 BUSYBOX = "/bin/busybox"
 
 
-def layer_tar():
+def layer_tar(fake_engine):
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         def add(name, kind, mode, data=b"", link=""):
@@ -33,6 +35,7 @@ def layer_tar():
             tar.addfile(info, io.BytesIO(data) if data else None)
         add("bin", tarfile.DIRTYPE, 0o755)
         add("bin/busybox", tarfile.REGTYPE, 0o755, open(BUSYBOX, "rb").read())
+        add("bin/fake-engine", tarfile.REGTYPE, 0o755, open(fake_engine, "rb").read())
         add("bin/sh", tarfile.SYMTYPE, 0o777, link="busybox")
         add("etc", tarfile.DIRTYPE, 0o755)
         add("etc/fleet-demo-image", tarfile.REGTYPE, 0o644, b"fleet spark-lab demo serve image\n")
@@ -71,9 +74,9 @@ def push_blob(base, repo, data):
 
 
 def main():
-    registry, repo, tag = sys.argv[1:4]
+    registry, repo, tag, fake_engine = sys.argv[1:5]
     base = "http://" + registry
-    layer = layer_tar()
+    layer = layer_tar(fake_engine)
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     config = json.dumps({
         "architecture": arch, "os": "linux",

@@ -333,5 +333,26 @@ TEST(SmokeCheck, ExpectCaseInsensitivePrefix) {
   EXPECT_FALSE(CompileExpect("(unclosed", &re, &why));
 }
 
+// An engine across nodes starts its workers before its head: a worker's
+// step must not ask the API (nothing answers yet; the demo's pair failed
+// its worker step on "connection refused"). The head's step asks.
+TEST(SmokeAfterHealthy, AWorkersStepAsksNothing) {
+  Manifest m;
+  DeploymentSpec d;
+  SmokeCheck c;
+  c.name = "math";
+  c.chat = "What is 127*89?";
+  c.expect = "11303";
+  d.smoke.push_back(c);
+  m.deployments["pair"] = d;
+  StepContext ctx;
+  ctx.manifest = &m;  // no transport: a request would crash
+  ContainerSpec worker;
+  worker.deployment = "pair";
+  worker.rank = 1;
+  worker.nnodes = 2;
+  EXPECT_TRUE(SmokeAfterHealthy(ctx, worker).ok());
+}
+
 }  // namespace
 }  // namespace fleet
