@@ -14,6 +14,7 @@
 #   heal starts only after the apply ended;
 # - kill -9 of the watch in the middle of a heal: the state loads, and the
 #   next watch finishes the heal.
+# On docker nodes, only the first and the last (see below).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
@@ -121,6 +122,11 @@ wait_event heal deployment.a@dgx1 healed 30 0
 answers "$PA" || fail "a does not answer after its heal"
 [[ $(spec_label dgx1 fleet-a) == "$spec_a" ]] || fail "a came back with another spec"
 
+# On docker nodes (heal_docker_test) only what touches the engine runs: a
+# kill healed, and kill -9 of the watch mid-heal. The policy's decisions
+# (smoke, memory, quarantine, the lock, a recipe edited) do not depend on
+# the engine and run on podman (HEAL_TEST_FULL=1 runs them on docker too).
+if [[ $ENGINE == podman || -n ${HEAL_TEST_FULL:-} ]]; then
 step "g garbles on its second chat: healed on smoke, quarantined after 2, then left alone"
 wait_event quarantine deployment.g@dgx2 quarantined 60 0
 [[ $(events_of heal deployment.g@dgx2 healed) == 2 ]] ||
@@ -224,6 +230,9 @@ for line in open(sys.argv[1]):
         assert started >= end - 1, (started, end)
 PY
 write_repo
+else
+  stop_watch
+fi
 
 step "kill -9 of the watch in the middle of a heal: the next watch finishes it"
 # The engine's start of fleet-a takes 4 s: the watch is killed inside it.
