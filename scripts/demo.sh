@@ -82,6 +82,7 @@ curl -s http://127.0.0.1:30000/v1/chat/completions -H 'Content-Type: application
   -d '{"model": "qwen3.8", "messages": [{"role": "user", "content": "What is the capital of France?"}]}'
 echo
 echo; echo "== fleet check (each serve: identity, then its smoke checks)"; $fleet -C "$repo" check
+echo; echo "== fleet endpoints (what to give a client, from the state)"; $fleet -C "$repo" endpoints
 echo
 echo "The simulated fleet is still running: try"
 echo "  export FLEET_DEMO_HA_TOKEN=\$(cat $sim/ha_token)"

@@ -237,8 +237,8 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   struct WatchArgs {
     fleet::WatchOptions opts;
     std::string every = "2m", report_log, report_out = "report.html";
-    std::string events_since, reset_addr;
-    bool events_json = false;
+    std::string events_since, reset_addr, endpoints_format;
+    bool events_json = false, endpoints_json = false;
   };
   auto a = std::make_shared<WatchArgs>();
   auto* watch =
@@ -274,6 +274,14 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                     a->opts.every_s = *every;
                     a->opts.version = std::string(FLEET_VERSION) + " (" + FLEET_COMMIT + ")";
                     return fleet::CmdWatch(g, a->opts);
+                  }});
+  auto* endpoints =
+      app->add_subcommand("endpoints", "where clients reach the serves: base URLs and models");
+  endpoints->add_flag("--json", a->endpoints_json, "as JSON");
+  endpoints->add_option("--format", a->endpoints_format, "a client's config: openai or litellm")
+      ->check(CLI::IsMember({"openai", "litellm"}));
+  out->push_back({endpoints, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdEndpoints(g, a->endpoints_json ? "json" : a->endpoints_format);
                   }});
   auto* events = app->add_subcommand("events", "the heal events the state keeps, oldest first");
   events->add_option("--since", a->events_since, "only the last DURATION (e.g. 1h, 30m)");

@@ -41,6 +41,11 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o);
 // `fleet events [--since 1h] [--json]`: the state's history of heal events.
 int CmdEvents(const GlobalOptions& g, const std::string& since, bool json);
 
+// `fleet endpoints [--json | --format openai|litellm]`: the client-facing
+// base URL and model of every recorded serve that answers the API; format
+// "" prints a table, "json", "openai" or "litellm" a client's config.
+int CmdEndpoints(const GlobalOptions& g, const std::string& format);
+
 // `fleet heal reset ADDR`: forgets a serve's heal tries and quarantine.
 int CmdHealReset(const GlobalOptions& g, const std::string& address);
 

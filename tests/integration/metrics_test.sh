@@ -7,7 +7,9 @@
 # - Prometheus (Debian's package) scrapes the watch: its query API says
 #   fleet_deployment_up is 1, then 0 within two rounds of the serve's
 #   container being killed;
-# - a bad --metrics-listen is refused with a clear error.
+# - a bad --metrics-listen is refused with a clear error;
+# - fleet endpoints gives each serve's base URL and model (table, JSON,
+#   a LiteLLM model_list).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
@@ -47,6 +49,20 @@ mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"regis
   --deployment "$(deployment a dgx1 "$PA")" --deployment "$(deployment b dgx2 "$PB")"
 expect_rc 0 apply --auto-approve
 curl -sf -X POST "http://127.0.0.1:$PB/fault" -d garble >/dev/null || fail "fault"
+
+step "fleet endpoints: the clients' base URLs and models, from the state"
+expect_rc 0 endpoints --json
+python3 - "$WORK/out" "$PA" "$PB" <<'PY' || fail "endpoints --json: $(cat "$WORK/out")"
+import json, sys
+eps = {e["deployment"]: e for e in json.load(open(sys.argv[1]))}
+assert eps["a"] == {"deployment": "a", "node": "dgx1", "base_url": "http://127.0.0.1:%s/v1" % sys.argv[2], "model": "qwen38"}, eps
+assert eps["b"]["base_url"] == "http://127.0.0.1:%s/v1" % sys.argv[3], eps
+PY
+expect_rc 0 endpoints --format litellm
+expect_out "api_base: \"http://127.0.0.1:$PA/v1\""
+expect_out 'model: "openai/qwen38"'
+expect_rc 0 endpoints
+expect_out "http://127.0.0.1:$PB/v1"
 
 step "a bad --metrics-listen is refused"
 expect_rc 1 watch --rounds 1 --metrics-listen nowhere
