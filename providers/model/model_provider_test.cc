@@ -429,7 +429,7 @@ TEST(ModelProvider, StoreWhoseNodeDoesNotAnswerNamesTheOthers) {
   ASSERT_EQ(c.reasons.size(), 2u);
   EXPECT_EQ(c.reasons[1],
             "store nas is read through dgx1, the first of its nodes declared on, which does not "
-            "answer now (connection refused); dgx2 also mounts it and answers: declare dgx1 "
+            "answer now; dgx2 also mounts it and answers: declare dgx1 "
             "`power: {state: off}` to go through dgx2");
   f.facts["dgx2"].reachable = false;
   c = f.p.Diff(*d, ActualResource{}, nullptr, ctx);
