@@ -12,6 +12,8 @@
 #   kill brings back the recorded spec, not the edited one;
 # - an apply holding the state lock: heal waits (heal_wait events), and its
 #   heal starts only after the apply ended;
+# - an engine across two nodes whose worker is killed: every rank heals,
+#   the worker first, the head last;
 # - kill -9 of the watch in the middle of a heal: the state loads, and the
 #   next watch finishes the heal.
 # On docker nodes, only the first and the last (see below).
@@ -23,6 +25,7 @@ PA=$(free_port)
 PG=$(free_port)
 PM=$(free_port)
 PS=$(free_port)
+PP=$(free_port)
 LOG=$WORK/watch.jsonl
 GIB=$((1024 * 1024 * 1024))
 # HEAL_TEST_KEEP=DIR: a copy of the work folder (logs, state) is left there.
@@ -93,11 +96,17 @@ write_repo() {  # write_repo [EXTRA mkrepo args]
 step "registry, engine image, 4 nodes (dgx3 with a simulated H200), three serves"
 registry_start
 D=$(engine_image_push fleet/engine v1)
-start_fleet 4 --gpu dgx3=h200 --insecure-registry "$REGISTRY"
+start_fleet 5 --gpu dgx3=h200 --insecure-registry "$REGISTRY"
 mkdir -p "$REPO/recipes"
 cat >"$REPO/recipes/e.toml" <<'TOML'
 model = ""
 args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
+memory_limit = "256m"
+TOML
+# One engine across two nodes: the head (rank 0) answers, the worker waits.
+cat >"$REPO/recipes/pair.toml" <<'TOML'
+model = ""
+args = ["sh", "-c", "if [ {rank} = 0 ]; then exec fake-engine --port {port} --served-model-name qwen38; else exec busybox sleep 2147483647; fi"]
 memory_limit = "256m"
 TOML
 cat >"$REPO/recipes/garble.toml" <<'TOML'
@@ -229,6 +238,24 @@ for line in open(sys.argv[1]):
         started = t.timestamp() - e["duration_s"]
         assert started >= end - 1, (started, end)
 PY
+
+step "an engine across two nodes: its worker killed, every rank heals, the worker first, the head last"
+write_repo --deployment "p={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx4\", \"dgx5\"], \"image\": \"eng\", \"port\": $PP, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"restart\": {\"backoff\": \"1s\"}}"
+expect_rc 0 apply --auto-approve
+head_id=$(cid dgx4 fleet-p)
+ce dgx5 kill fleet-p >/dev/null
+rm -f "$LOG"
+start_watch
+wait_event heal deployment.p@dgx4 healed 60 0
+stop_watch
+python3 - "$LOG" <<'PY' || fail "the group did not heal worker first, head last: $(grep '"heal"' "$LOG")"
+import json, sys
+heals = [e for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "heal"]
+order = [(e["address"], e["reason"], e["outcome"]) for e in heals]
+assert order == [("deployment.p@dgx5", "exit", "healed"), ("deployment.p@dgx4", "group", "healed")], order
+PY
+[[ $(cstate dgx5 fleet-p) == running && $(cstate dgx4 fleet-p) == running ]] || fail "a rank of p is not running"
+answers "$PP" || fail "p's head does not answer after the group heal"
 write_repo
 else
   stop_watch
