@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/resource.h"
+
 namespace fleet {
 namespace {
 
@@ -25,6 +27,15 @@ Plan SamplePlan() {
   n.node = "dgx1";
   p.changes.push_back(n);
   return p;
+}
+
+// An address names its resource back (heal, watch metrics and endpoints
+// read deployment names from the state's addresses).
+TEST(ResourceAddressTest, NameIsTheInverseOfTheAddress) {
+  EXPECT_EQ(ResourceName("deployment", ResourceAddress("deployment", "q-2", "dgx1")), "q-2");
+  EXPECT_EQ(ResourceName("deployment", "image.q@dgx1"), "");
+  EXPECT_EQ(ResourceName("deployment", "deployment.q"), "");
+  EXPECT_EQ(ResourceName("display_ram", "display_ram.dgx1"), "");
 }
 
 TEST(PlanTest, JsonRoundTrip) {

@@ -10,6 +10,13 @@ std::string ResourceAddress(const std::string& type, const std::string& name,
   return type + "." + name + "@" + node;
 }
 
+std::string ResourceName(const std::string& type, const std::string& address) {
+  const std::string prefix = type + ".";
+  const size_t at = address.rfind('@');
+  if (address.rfind(prefix, 0) != 0 || at == std::string::npos || at < prefix.size()) return "";
+  return address.substr(prefix.size(), at - prefix.size());
+}
+
 nlohmann::json NodeFacts::ToJson() const {
   nlohmann::json j = {{"reachable", reachable}};
   if (!reachable) {

@@ -20,6 +20,9 @@ namespace fleet {
 std::string NodeAddress(const std::string& node);
 std::string ResourceAddress(const std::string& type, const std::string& name,
                             const std::string& node);
+// The name of a "<type>.<name>@<node>" address of that type ("" when the
+// address is not one): ResourceName("deployment", "deployment.q@dgx1") == "q".
+std::string ResourceName(const std::string& type, const std::string& address);
 
 struct DesiredResource {
   std::string address;

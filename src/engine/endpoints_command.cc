@@ -27,8 +27,7 @@ std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
     auto node = m.nodes.find(rec.node);
     if (r.want.shown.health.empty() || node == m.nodes.end()) continue;
     ContainerSpec spec;  // what ExpectedServedModel reads: its command
-    spec.deployment = rec.address.substr(rec.address.find('.') + 1,
-                                         rec.address.rfind('@') - rec.address.find('.') - 1);
+    spec.deployment = ResourceName("deployment", rec.address);
     spec.command = r.want.shown.command;
     out.push_back(
         {spec.deployment, rec.node,

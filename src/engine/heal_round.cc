@@ -21,14 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 int64_t UnixNow() { return static_cast<int64_t>(std::time(nullptr)); }
 
-// "deployment.NAME@NODE" -> NAME ("" when the address is not one).
-std::string DeploymentName(const std::string& address) {
-  const std::string prefix = "deployment.";
-  const size_t at = address.rfind('@');
-  if (address.rfind(prefix, 0) != 0 || at == std::string::npos || at < prefix.size()) return "";
-  return address.substr(prefix.size(), at - prefix.size());
-}
-
 // A recorded serve the manifests still declare on its node.
 struct Serve {
   std::string address, name, node;
@@ -261,7 +253,7 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
   bool anything = false;
   for (const ResourceRecord& r : peek->resources) {
     if (r.type != "deployment") continue;
-    Serve s{r.address, DeploymentName(r.address), r.node};
+    Serve s{r.address, ResourceName("deployment", r.address), r.node};
     auto decl = in.manifest->deployments.find(s.name);
     if (decl == in.manifest->deployments.end() ||
         !deployment_internal::DeclaredOn(*in.manifest, s.name, s.node))

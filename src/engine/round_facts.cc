@@ -57,17 +57,16 @@ nlohmann::json NodesOfRound(const ProbeResult& probed, const State& state) {
 nlohmann::json ServesOfRound(const ProbeResult& probed, const State& state) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [address, actual] : probed.actual) {
-    const std::string prefix = "deployment.";
-    const size_t at = address.rfind('@');
-    if (address.rfind(prefix, 0) != 0 || at == std::string::npos) continue;
+    const std::string name = ResourceName("deployment", address);
+    if (name.empty()) continue;
     bool up = false;
     if (actual.probed && actual.error.empty()) {
       const ContainerProbe p = actual.attributes.get<ContainerProbe>();
       const bool answers = p.health == -1 || (p.health >= 200 && p.health < 300);
       up = p.exists && p.state == "running" && answers;
     }
-    out.push_back({{"deployment", address.substr(prefix.size(), at - prefix.size())},
-                   {"node", address.substr(at + 1)},
+    out.push_back({{"deployment", name},
+                   {"node", address.substr(address.rfind('@') + 1)},
                    {"up", up},
                    {"quarantined", Quarantined(state, address)}});
   }
