@@ -9,13 +9,21 @@
 #   controller (root netns) ── bridge FSxxxxl (LANPFX.1/24) ── veth ── node netns: lan0 LANPFX.(10+i)
 #                                tc tbf LAN_RATE on both ends of every LAN veth
 #   fabric switch netns FSxxxxf: bridge br0 ── veth ── node netns: enp1s0f1np1 10.77.0.(10+i)/24
+#                                tc tbf FABRIC_RATE on both ends of every fabric veth (--fabric-rate)
 #
 # The fabric has no address the controller can reach: a byte between two
 # nodes' fabric addresses never crosses the controller's stack. The LAN
 # bridge's own counters (/sys/class/net/FSxxxxl/statistics/{rx,tx}_bytes)
 # count exactly what the controller sent and received (`fleet-sim net-stats`).
 #
-# State in DIR/sim.env: net, net_tag, lan_prefix, fabric_prefix, lan_rate.
+# With --fabric-rate each node's fabric link is a full-duplex link of RATE
+# each way, as a switch port is: tbf on the node's netdev (what the node
+# sends) and on the switch's end of its veth (what the node receives). A
+# source sending to N targets at once pushes N streams through its one
+# egress, which binds; each target receives at RATE/N.
+#
+# State in DIR/sim.env: net, net_tag, lan_prefix, fabric_prefix, lan_rate,
+# fabric_rate (empty: not shaped).
 # Per node in node.env: addr (its LAN address), fabric_addr, netns.
 
 NET_FABRIC_PREFIX=10.77.0
@@ -32,10 +40,44 @@ net_validate() { # net_validate MODE
 	((${#NAMES[@]} <= 200)) || die "--net lan+fabric: at most 200 nodes"
 }
 
-# net_plan MODE RATE: picks the tag and the LAN subnet (under the global lock),
-# appends them to sim.env. Loopback: just net=loopback.
+# net_rate_bits RATE: RATE as tc writes it (200mbit, 1gbit, 1.5gbit, 10mbps,
+# 100kibit) in bits per second, or nonzero status if it is not one.
+net_rate_bits() {
+	local r=${1,,} num unit mult
+	[[ $r =~ ^([0-9]+(\.[0-9]+)?)([kmgt]?i?)(bit|bps)$ ]] || return 1
+	num=${BASH_REMATCH[1]} unit=${BASH_REMATCH[3]}
+	case $unit in
+	'') mult=1 ;; k) mult=1000 ;; m) mult=1000000 ;; g) mult=1000000000 ;; t) mult=1000000000000 ;;
+	ki) mult=1024 ;; mi) mult=1048576 ;; gi) mult=1073741824 ;; ti) mult=1099511627776 ;;
+	*) return 1 ;;
+	esac
+	[[ ${BASH_REMATCH[4]} == bps ]] && mult=$((mult * 8))
+	awk -v n="$num" -v m="$mult" 'BEGIN { b = n * m; if (b < 8000) exit 1; printf "%.0f\n", b }'
+}
+
+# net_validate_fabric_rate MODE RATE: --fabric-rate needs the fabric and a
+# rate tc takes (1kbit at least).
+net_validate_fabric_rate() {
+	[[ -z $2 ]] && return 0
+	[[ $1 == lan+fabric ]] || die "--fabric-rate needs the fabric: add --net lan+fabric (the loopback sim has no fabric to shape)"
+	net_rate_bits "$2" >/dev/null || die "--fabric-rate: a rate as tc writes it (e.g. 400mbit, 1gbit), not '$2'"
+}
+
+# net_fabric_tbf RATE: the tbf options of a fabric link at RATE: a bucket of
+# 10 ms at that rate (128 KiB at least: a jumbo frame, a TSO burst) so that
+# a test's few MB are not sent as one burst, a queue of 50 ms.
+net_fabric_tbf() {
+	local bits burst
+	bits=$(net_rate_bits "$1") || return 1
+	burst=$((bits / 8 / 100))
+	((burst >= 131072)) || burst=131072
+	printf 'tbf rate %s burst %s latency 50ms\n' "$1" "$burst"
+}
+
+# net_plan MODE RATE [FABRIC_RATE]: picks the tag and the LAN subnet (under
+# the global lock), appends them to sim.env. Loopback: just net=loopback.
 net_plan() {
-	local mode=$1 rate=$2 tag a b try used
+	local mode=$1 rate=$2 fabric_rate=${3-} tag a b try used
 	printf 'net=%s\n' "$mode" >>"$DIR/sim.env"
 	[[ $mode == lan+fabric ]] || return 0
 	used=$(ip -4 -o addr show | awk '{print $4}')
@@ -45,11 +87,17 @@ net_plan() {
 		[[ $used != *"10.$a.$b."* ]] && break
 	done
 	random_token tag 4
-	printf 'net_tag=fs%s\nlan_prefix=10.%s.%s\nfabric_prefix=%s\nlan_rate=%s\n' \
-		"$tag" "$a" "$b" "$NET_FABRIC_PREFIX" "$rate" >>"$DIR/sim.env"
+	printf 'net_tag=fs%s\nlan_prefix=10.%s.%s\nfabric_prefix=%s\nlan_rate=%s\nfabric_rate=%s\n' \
+		"$tag" "$a" "$b" "$NET_FABRIC_PREFIX" "$rate" "$fabric_rate" >>"$DIR/sim.env"
 }
 
 net_on() { [[ ${SIM[net]-loopback} == lan+fabric ]]; }
+
+# net_describe: one line on the two networks (start and status print it).
+net_describe() {
+	printf 'lan+fabric: LAN %s.0/24 at %s, fabric %s.0/24 %s' "${SIM[lan_prefix]}" "${SIM[lan_rate]}" \
+		"${SIM[fabric_prefix]}" "$([[ -n ${SIM[fabric_rate]-} ]] && echo "at ${SIM[fabric_rate]} each way per node (tc tbf)" || echo "not shaped")"
+}
 
 # net_assign: each node's addresses and netns into its node.env (after net_plan).
 net_assign() {
@@ -82,7 +130,10 @@ net_node_prefix() {
 net_up() {
 	load_sim
 	net_on || return 0
-	local t=${SIM[net_tag]} name i ns fab="${SIM[net_tag]}f"
+	local t=${SIM[net_tag]} name i ns fab="${SIM[net_tag]}f" ftbf=()
+	if [[ -n ${SIM[fabric_rate]-} ]]; then
+		read -r -a ftbf < <(net_fabric_tbf "${SIM[fabric_rate]}") || return 1
+	fi
 	ip link add "${t}l" type bridge
 	ip addr add "${SIM[lan_prefix]}.1/24" dev "${t}l"
 	ip link set "${t}l" up
@@ -112,6 +163,10 @@ net_up() {
 		ip -n "$ns" link set "${t}y$i" name "$NET_FABRIC_IF"
 		ip -n "$ns" addr add "${NODE[fabric_addr]}/24" dev "$NET_FABRIC_IF"
 		ip -n "$ns" link set "$NET_FABRIC_IF" mtu 9000 up
+		if ((${#ftbf[@]})); then # --fabric-rate: what the node sends, what its switch port sends it
+			ip netns exec "$ns" tc qdisc replace dev "$NET_FABRIC_IF" root "${ftbf[@]}" || return 1
+			ip netns exec "$fab" tc qdisc replace dev "${t}x$i" root "${ftbf[@]}" || return 1
+		fi
 	done
 	ip -n "$fab" link set br0 mtu 9000
 }
