@@ -95,6 +95,13 @@ left=$(
 	ip -o link show | grep -c "$tag" || true
 )
 check_eq "stop removes the namespaces, bridges and veths" "0 0" "$(echo $left)"
+# A second stop (as a test's cleanup does) with --purge: nothing left to
+# delete in the network, the users still go.
+users=$(field "['prefix']")
+rc=0
+"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || rc=$?
+left=$(getent passwd | grep -c "^$users" || true)
+check_eq "a second stop --purge: exit 0, the node users deleted" "0 0" "$rc $left"
 
 # --fabric-rate: without a fabric it is refused, and leaves nothing.
 out=$("$SIM" start "$DIR.refused" --nodes 1 --fabric-rate 16mbit 2>&1) && rc=0 || rc=$?

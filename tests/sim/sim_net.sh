@@ -183,11 +183,12 @@ net_down() {
 	for name in "${NAMES[@]}"; do
 		[[ -f $DIR/nodes/$name/node.env ]] || continue
 		load_node "$name"
-		[[ -n ${NODE[net_index]-} ]] && ip link del "${t}l${NODE[net_index]}" 2>/dev/null
-		[[ -n ${NODE[netns]-} ]] && ip netns del "${NODE[netns]}" 2>/dev/null
+		# (|| true: on a second stop they are gone, and fleet-sim runs under set -e)
+		[[ -n ${NODE[net_index]-} ]] && { ip link del "${t}l${NODE[net_index]}" 2>/dev/null || true; }
+		[[ -n ${NODE[netns]-} ]] && { ip netns del "${NODE[netns]}" 2>/dev/null || true; }
 	done
-	ip netns del "${t}f" 2>/dev/null
-	ip link del "${t}l" 2>/dev/null
+	ip netns del "${t}f" 2>/dev/null || true
+	ip link del "${t}l" 2>/dev/null || true
 	for ((try = 0; try < 50; try++)); do
 		ip -o link show | grep -q -- "$t" || break
 		sleep 0.1
