@@ -13,11 +13,43 @@
 # counters: fleet-sim net-stats).
 # Usage: bash bench/fabric_bench.sh [image MiB] [model MiB] [lan rate]
 #        (root, after scripts/build.sh; ~10 min with the defaults)
+#
+# Shaped mode (issue 31): the fabric links shaped too (fleet-sim
+# --fabric-rate: tc tbf at RATE each way on every node's fabric link), so
+# that the link, not this machine's CPUs, binds, as on a real switched
+# fabric. Over the fabric only, from dgx1 to 1, 2 and 4 targets at once,
+# for an image and a model, each run prints: wall time and its ratio to one
+# target; the source's fabric egress (the tx_bytes of dgx1's enp1s0f1np1,
+# read in its netns) in bytes and as a multiple of the payload (the image's
+# `podman save` stream, the model's files); the bytes through the controller
+# (net-stats, as above); the time the link needs for that egress at RATE
+# and wall time against it; the controller's own CPU time (fleet's
+# user+sys), the nodes' CPU time (everything under the 5 nodes' sshd, in a
+# cgroup v2 of the bench's: sessions, openssl, podman, writers), their sum
+# as a share of the cores over the wall time, and the whole machine's CPU
+# busy share (100 % = every core; other users' work included): the link
+# binds when wall ~ link time and the copy's share stays well under 100 %.
+#   bash bench/fabric_bench.sh --shaped [RATE] [image MiB] [model MiB] [lan rate]
+#        (defaults 100mbit 64 128 200mbit; ~4 min. 100mbit: at 200mbit the
+#        copies of today's fan-out already used 40-55 % of this machine's 2
+#        cores, and a chain to 4 targets costs about 4 times the CPU per byte
+#        sent: docs/benchmarks.md)
 set -euo pipefail
-IMG_MB=${1:-257}
-MODEL_MB=${2:-1000}
+SHAPED=0
+if [[ ${1-} == --shaped ]]; then
+  SHAPED=1
+  shift
+  FABRIC_RATE=${1:-100mbit}
+  shift || true
+fi
+IMG_MB=${1:-$( ((SHAPED)) && echo 64 || echo 257)}
+MODEL_MB=${2:-$( ((SHAPED)) && echo 128 || echo 1000)}
 LAN_RATE=${3:-200mbit}
 source "$(dirname "$0")/../tests/integration/lib.sh"
+if ((SHAPED)); then
+  source "$ROOT/tests/sim/sim_net.sh"  # net_rate_bits
+  RATE_BITS=$(net_rate_bits "$FABRIC_RATE") || fail "--shaped: a rate as tc writes it (e.g. 200mbit), not '$FABRIC_RATE'"
+fi
 
 TARGETS=(dgx2 dgx3 dgx4 dgx5)
 ctl_bytes() { "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {printf "%.0f\n", s}'; }
@@ -34,14 +66,15 @@ timed() {  # timed LABEL COMMAND...: runs it, records ms and controller bytes
   printf '  %-34s %8d ms  %12d bytes through the controller\n' "$label" "${MS[$label]}" "${BY[$label]}"
 }
 
-echo "== ${#TARGETS[@]}+1 nodes, LAN $LAN_RATE, fabric unlimited ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-start_fleet 5 --net lan+fabric --lan-rate "$LAN_RATE"
-
-echo "== image: $IMG_MB MiB on dgx1"
-D=sha256:$(printf 'fleet fabric bench' | sha256sum | cut -d' ' -f1)
-REF="localhost/fleet/fabbench@$D"
-on_node dgx1 "d=\$(mktemp -d) && head -c $((IMG_MB * 1048576)) /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/fabbench:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
-C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/fabbench:sha256-${D#sha256:}")
+# The image: IMG_MB MiB of random bytes imported on dgx1 (no registry is
+# reachable from the nodes); REF its pinned reference, C its image ID.
+make_image() {
+  echo "== image: $IMG_MB MiB on dgx1"
+  D=sha256:$(printf 'fleet fabric bench' | sha256sum | cut -d' ' -f1)
+  REF="localhost/fleet/fabbench@$D"
+  on_node dgx1 "d=\$(mktemp -d) && head -c $((IMG_MB * 1048576)) /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/fabbench:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
+  C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/fabbench:sha256-${D#sha256:}")
+}
 img() { printf 'b={"ref": "%s", "source": "node:dgx1", "nodes": [%s]}' "$REF" "$1"; }
 ONE='"dgx1", "dgx2"'
 ALL='"dgx1", "dgx2", "dgx3", "dgx4", "dgx5"'
@@ -49,8 +82,131 @@ rm_image() { for n in "$@"; do on_node "$n" "podman rmi -f $C >/dev/null 2>&1 ||
 apply_quiet() { fl apply --auto-approve; }
 apply_ctl() { FLEET_FABRIC=off fl apply --auto-approve; }
 
+# The model: ~MODEL_MB MB in 4 shards (mkmodel.py) in dgx1's cache.
+make_model() {
+  echo "== model: ~$MODEL_MB MB on dgx1 (4 shards)"
+  REV=$(printf 'fleet-fabric-bench' | sha1sum | cut -c1-40)
+  python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/bench-model \
+    --revision "$REV" --shards 4 --shard-kb $((MODEL_MB * 1000000 / 4 / 1024)) --owner "$(node_field dgx1 user)" >/dev/null
+}
+mod() { printf 'm={"repo": "fleet/bench-model", "revision": "%s", "source": "node:dgx1", "nodes": [%s]}' "$REV" "$1"; }
+rm_model() { for n in "$@"; do rm -rf "$(node_root "$n")/hf/hub/models--fleet--bench-model"; done; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# ---- shaped mode: 1, 2 and 4 targets on rate-limited fabric links
+FABRIC_IF=enp1s0f1np1
+# The nodes' CPU: each node's sshd (and so every session, openssl, podman
+# and writer it starts from then on) in a cgroup v2 made for the run;
+# cpu.stat's usage_usec counts exited processes too.
+NODE_CG=
+node_cg_setup() {
+  local root n
+  root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+  [[ -n $root && -w $root/cgroup.procs ]] || return 0
+  NODE_CG=$root/fleet-fabric-bench.$$
+  mkdir "$NODE_CG" || { NODE_CG=; return 0; }
+  for n in dgx1 "${TARGETS[@]}"; do echo "$(node_field "$n" pid)" >"$NODE_CG/cgroup.procs"; done
+}
+node_cg_cleanup() {
+  local p
+  [[ -n $NODE_CG && -d $NODE_CG ]] || return 0
+  for p in $(cat "$NODE_CG/cgroup.procs" 2>/dev/null); do echo "$p" >"${NODE_CG%/*}/cgroup.procs" 2>/dev/null || true; done
+  rmdir "$NODE_CG" 2>/dev/null || true
+}
+node_cpu_us() { if [[ -n $NODE_CG ]]; then awk '$1 == "usage_usec" { print $2 }' "$NODE_CG/cpu.stat"; else echo 0; fi; }
+src_tx() { ip netns exec "$SRC_NS" cat "/sys/class/net/$FABRIC_IF/statistics/tx_bytes"; }
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }  # busy idle
+declare -A R_MS=() R_EG=() R_BY=() R_CPU=() R_NCPU=() R_BUSY=()
+shaped_run() {  # shaped_run KIND N PAYLOAD: one apply that copies KIND to N targets at once (KIND none: nothing to copy)
+  local kind=$1 n=$2 payload=$3 b0 e0 t0 c0 busy0 idle0 busy1 idle1 rc=0 tf=$WORK/cpu-time ms eg by cpu ncpu busy
+  b0=$(ctl_bytes)
+  e0=$(src_tx)
+  c0=$(node_cpu_us)
+  read -r busy0 idle0 < <(cpu_ticks)
+  t0=$(now_ms)
+  TIMEFORMAT='%3U %3S'
+  { time apply_quiet; } 2>"$tf" || rc=$?
+  ms=$(($(now_ms) - t0))
+  read -r busy1 idle1 < <(cpu_ticks)
+  ((rc == 0)) || fail "$kind fabric $n targets (shaped)"
+  cp "$WORK/out" "$WORK/out.$kind.$n"
+  eg=$(($(src_tx) - e0))
+  by=$(($(ctl_bytes) - b0))
+  sleep 0.3  # the nodes' sessions end after fleet closes them
+  ncpu=$(awk -v a="$c0" -v b="$(node_cpu_us)" 'BEGIN { printf "%.2f", (b - a) / 1e6 }')
+  cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$tf")
+  busy=$(awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) 'BEGIN { printf "%.0f", 100 * b / (b + i) }')
+  R_MS[$kind $n]=$ms R_EG[$kind $n]=$eg R_BY[$kind $n]=$by R_CPU[$kind $n]=$cpu R_NCPU[$kind $n]=$ncpu R_BUSY[$kind $n]=$busy
+  if [[ $kind == none ]]; then
+    printf '  an apply with nothing to copy: %d ms, source egress %d B, controller %d B, CPU fleet %s s + nodes %s s, machine %s%%\n' \
+      "$ms" "$eg" "$by" "$cpu" "$ncpu" "$busy"
+    return 0
+  fi
+  printf '  %-5s %d target(s) %7d ms (%sx one; link time %s s)  source egress %11d B = %sx payload  controller %8d B  CPU fleet %s s + nodes %s s  machine %s%%\n' \
+    "$kind" "$n" "$ms" "$(ratio "$ms" "${R_MS[$kind 1]}")" "$(awk -v e="$eg" -v r="$RATE_BITS" 'BEGIN { printf "%.1f", e * 8 / r }')" \
+    "$eg" "$(ratio "$eg" "$payload")" "$by" "$cpu" "$ncpu" "$busy"
+  # each target's own step, as fleet reports it
+  echo "      steps: $(grep -E "^$kind\.[a-z]+@dgx[2-9]: complete after" "$WORK/out" | sed -E 's/^[a-z]+\.[a-z]+@(dgx[0-9]+): complete after /\1 /' | paste -sd, - | sed 's/,/, /g')"
+}
+shaped_bench() {
+  local n list i
+  echo "== ${#TARGETS[@]}+1 nodes, LAN $LAN_RATE, fabric shaped at $FABRIC_RATE each way per node ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+  start_fleet 5 --net lan+fabric --lan-rate "$LAN_RATE" --fabric-rate "$FABRIC_RATE"
+  SRC_NS=$(node_field dgx1 netns)
+  trap 'cleanup; node_cg_cleanup' EXIT
+  node_cg_setup
+  [[ -n $NODE_CG ]] || echo "  (no writable cgroup v2: the nodes' CPU reads 0)"
+  mkrepo
+  fl apply --auto-approve || fail "first apply (node adoption)"
+  shaped_run none 0 1
+  make_image
+  IMG_PAYLOAD=$(on_node dgx1 "podman save $C | wc -c")
+  echo "  payload: the image's podman save stream, $IMG_PAYLOAD bytes"
+  for n in 1 2 4; do
+    list='"dgx1"'
+    for ((i = 0; i < n; i++)); do list+=", \"${TARGETS[i]}\""; done
+    mkrepo --image "$(img "$list")"
+    shaped_run image "$n" "$IMG_PAYLOAD"
+    rm_image "${TARGETS[@]:0:n}"
+  done
+  mkrepo  # the image's records go before the model's runs, not in them
+  fl apply --auto-approve || fail "apply without the image"
+  make_model
+  MODEL_PAYLOAD=$(find "$(node_root dgx1)/hf/hub/models--fleet--bench-model/blobs" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f", s }')
+  echo "  payload: the model's files, $MODEL_PAYLOAD bytes"
+  for n in 1 2 4; do
+    list='"dgx1"'
+    for ((i = 0; i < n; i++)); do list+=", \"${TARGETS[i]}\""; done
+    mkrepo --model "$(mod "$list")"
+    shaped_run model "$n" "$MODEL_PAYLOAD"
+    rm_model "${TARGETS[@]:0:n}"
+  done
+
+  local k p line
+  echo "== table (fabric $FABRIC_RATE, LAN $LAN_RATE, $(nproc) cores)"
+  echo "| payload | targets | wall | ratio to 1 target | link time of the egress | source fabric egress | x payload | through the controller | CPU: fleet | CPU: nodes | copy's share of $(nproc) cores | machine CPU busy |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for k in image model; do
+    [[ $k == image ]] && p=$IMG_PAYLOAD || p=$MODEL_PAYLOAD
+    for n in 1 2 4; do
+      line=$(awk -v ms="${R_MS[$k $n]}" -v one="${R_MS[$k 1]}" -v eg="${R_EG[$k $n]}" -v p="$p" -v by="${R_BY[$k $n]}" \
+        -v r="$RATE_BITS" -v c="${R_CPU[$k $n]}" -v nc="${R_NCPU[$k $n]}" -v cores="$(nproc)" \
+        'BEGIN { printf "%.1f s | %.2f | %.1f s | %.1f MB | %.2f | %.0f KB | %.2f s | %.1f s | %.0f %%", ms / 1000, ms / one, eg * 8 / r, eg / 1e6, eg / p, by / 1e3, c, nc, 100 * (c + nc) / (ms / 1000) / cores }')
+      printf '| %s %.1f MB | %d | %s | %s %% |\n' "$k" "$(awk -v p="$p" 'BEGIN { print p / 1e6 }')" "$n" "$line" "${R_BUSY[$k $n]}"
+    done
+  done
+}
+if ((SHAPED)); then
+  shaped_bench
+  exit 0
+fi
+
+# ---- unshaped: fabric against the controller's path and sparkrun's way
+echo "== ${#TARGETS[@]}+1 nodes, LAN $LAN_RATE, fabric unlimited ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+start_fleet 5 --net lan+fabric --lan-rate "$LAN_RATE"
 mkrepo
 fl apply --auto-approve || fail "first apply (node adoption)"
+make_image
 mkrepo --image "$(img "$ONE")"
 timed "image fabric 1 target" apply_quiet
 rm_image dgx2
@@ -77,12 +233,7 @@ rm_image dgx2
 timed "image sparkrun-way 4 targets" sparkrun "${TARGETS[@]}"
 on_node dgx1 "rm -f ~/.ssh/bench_key"
 
-echo "== model: ~$MODEL_MB MB on dgx1 (4 shards)"
-REV=$(printf 'fleet-fabric-bench' | sha1sum | cut -c1-40)
-python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/bench-model \
-  --revision "$REV" --shards 4 --shard-kb $((MODEL_MB * 1000000 / 4 / 1024)) --owner "$(node_field dgx1 user)" >/dev/null
-mod() { printf 'm={"repo": "fleet/bench-model", "revision": "%s", "source": "node:dgx1", "nodes": [%s]}' "$REV" "$1"; }
-rm_model() { for n in "$@"; do rm -rf "$(node_root "$n")/hf/hub/models--fleet--bench-model"; done; }
+make_model
 mkrepo --model "$(mod "$ONE")"
 timed "model fabric 1 target" apply_quiet
 rm_model dgx2
@@ -95,7 +246,6 @@ rm_model dgx2
 mkrepo --model "$(mod "$ALL")"
 timed "model controller 4 targets" apply_ctl
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "== ratios"
 for k in image model; do
   echo "  $k: fabric 4/1 targets $(ratio "${MS[$k fabric 4 targets]}" "${MS[$k fabric 1 target]}")x;" \
