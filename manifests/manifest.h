@@ -215,6 +215,26 @@ struct DeploymentSpec {
   // The resolved restart policy (built-in, then defaults.restart, then the
   // deployment's own restart keys) for `fleet watch --heal`.
   RestartPolicy restart;
+  // The model name clients ask a gateway for (served_model:); empty: what
+  // the recipe serves (--served-model-name, --model, else its model).
+  std::string served_model;
+  // gateway: false keeps the deployment out of every gateway's routes.
+  bool routed = true;
+  SourceLoc loc;
+};
+
+// A gateway (`gateways:`): an HAProxy that fleet runs as a container on each
+// of its nodes and configures from the deployments, so that clients reach
+// every routed serve at one OpenAI endpoint, routed by the request's model
+// (providers/gateway/gateway_provider.h).
+struct GatewaySpec {
+  std::string name;
+  std::vector<std::string> nodes;
+  std::string image;  // ImageSpec name: an HAProxy image (haproxy on PATH)
+  int port = 0;
+  // How long a reload lets the requests in flight on the old routes finish
+  // (HAProxy's hard-stop-after) before a serve they went to is stopped.
+  int drain_s = 60;
   SourceLoc loc;
 };
 
@@ -250,6 +270,7 @@ struct Manifest {
   std::map<std::string, ImageSpec> images;
   std::map<std::string, ModelSpec> models;
   std::map<std::string, DeploymentSpec> deployments;
+  std::map<std::string, GatewaySpec> gateways;
 };
 
 // Loads `<dir>/fleet.yaml` and every recipe it names, and validates them

@@ -51,9 +51,9 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {"version", "fleet",       "state",    "ssh",
-                                           "power",   "nodes",       "stores",   "images",
-                                           "models",  "deployments", "defaults", "sync"};
+const std::vector<std::string> kTopKeys = {"version",  "fleet",  "state",   "ssh",    "power",
+                                           "nodes",    "stores", "images",  "models", "deployments",
+                                           "defaults", "sync",   "gateways"};
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
@@ -110,6 +110,8 @@ class ManifestLoader {
   void ReadImage(const Entry& entry);
   void ReadModel(const Entry& entry);
   void ReadDeployment(const Entry& entry);
+  void ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec);
+  void ReadGateway(const Entry& entry);
   void ReadRecipe(const Located<std::string>& path, DeploymentSpec* spec);
 
   // Calls `read` for each entry of section `key`, after checking its name.
@@ -265,6 +267,7 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   ForEachEntry(top, "images", "image", [this](const Entry& e) { ReadImage(e); });
   ForEachEntry(top, "models", "model", [this](const Entry& e) { ReadModel(e); });
   ForEachEntry(top, "deployments", "deployment", [this](const Entry& e) { ReadDeployment(e); });
+  ForEachEntry(top, "gateways", "gateway", [this](const Entry& e) { ReadGateway(e); });
   if (manifest_->nodes.empty() && top.Find("nodes") == nullptr) {
     reporter_.Error(top.where(), "fleet.yaml has no 'nodes' (required: at least one node)");
   }
@@ -750,7 +753,9 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   DeploymentLocs& locs = notes_.deployment_locs[entry.key];
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
-                          "gpu_memory", "smoke", "shared", "fabric_env", "restart"});
+                          "gpu_memory", "smoke", "shared", "fabric_env", "restart", "served_model",
+                          "gateway"});
+    ReadDeploymentRouting(deployment, &spec);
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
     if (auto nodes = deployment.StringList("nodes")) {
@@ -824,6 +829,60 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
     }
   }
   manifest_->deployments[spec.name] = std::move(spec);
+}
+
+void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec) {
+  if (auto routed = deployment.Bool("gateway")) spec->routed = routed->value;
+  if (auto served = deployment.String("served_model")) {
+    // It is written into the gateway's HAProxy config and JSON answers.
+    if (!std::regex_match(served->value, std::regex("[A-Za-z0-9][A-Za-z0-9._:/@+-]*")))
+      reporter_.Error(served->loc, "'served_model' in " + deployment.what() +
+                                       " must be letters, digits and . _ : / @ + -, got '" +
+                                       served->value + "'");
+    else
+      spec->served_model = served->value;
+  }
+}
+
+void ManifestLoader::ReadGateway(const Entry& entry) {
+  const std::string what = "gateway '" + entry.key + "'";
+  const MapReader gateway(&reporter_, entry.value, what, entry.key_loc);
+  GatewaySpec spec;
+  spec.name = entry.key;
+  spec.loc = entry.key_loc;
+  if (gateway.ok()) {
+    gateway.CheckKeys({"nodes", "image", "port", "drain"});
+    if (auto nodes = gateway.StringList("nodes")) {
+      for (const auto& n : *nodes) spec.nodes.push_back(n.value);
+      AddRefs("node", what, *nodes);
+    } else if (gateway.Find("nodes") == nullptr) {
+      reporter_.Error(entry.key_loc, what + " has no 'nodes' (required: where it runs)");
+    }
+    if (auto image = gateway.RequiredString("image", "an entry under images: with haproxy")) {
+      spec.image = image->value;
+      AddRefs("image", what, {*image});
+    }
+    if (auto port = gateway.Int("port", 1, 65535)) {
+      spec.port = port->value;
+      for (const auto& [name, d] : manifest_->deployments)
+        for (const std::string& n : spec.nodes)
+          if (d.port == spec.port && std::count(d.nodes.begin(), d.nodes.end(), n))
+            reporter_.Error(port->loc, what + " and deployment '" + name + "' both use port " +
+                                           std::to_string(spec.port) + " on node '" + n +
+                                           "'; give each its own port");
+    } else if (gateway.Find("port") == nullptr) {
+      reporter_.Error(entry.key_loc, what + " has no 'port' (required: 1-65535)");
+    }
+    if (auto drain = gateway.String("drain")) {
+      if (auto seconds = ParseDurationSeconds(drain->value))
+        spec.drain_s = *seconds;
+      else
+        reporter_.Error(drain->loc, "'drain' in " + what +
+                                        " must be a duration such as 60s or 5m, got '" +
+                                        drain->value + "'");
+    }
+  }
+  manifest_->gateways[spec.name] = std::move(spec);
 }
 
 void ManifestLoader::ReadRecipe(const Located<std::string>& path, DeploymentSpec* spec) {

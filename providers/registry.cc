@@ -2,6 +2,7 @@
 // each other (a node before what lives on it).
 #include "providers/deployment/deployment_provider.h"
 #include "providers/display_ram/display_ram_provider.h"
+#include "providers/gateway/gateway_provider.h"
 #include "providers/image/image_provider.h"
 #include "providers/model/model_provider.h"
 #include "providers/node/node_provider.h"
@@ -17,6 +18,7 @@ std::vector<std::unique_ptr<Provider>> MakeProviders() {
   p.push_back(std::make_unique<ImageProvider>());
   p.push_back(std::make_unique<ModelProvider>());
   p.push_back(std::make_unique<DeploymentProvider>());
+  p.push_back(std::make_unique<GatewayProvider>());
   return p;
 }
 

@@ -21,6 +21,9 @@ packages=(
   # metrics: promtool checks the scrape and the example alert rules; a real
   # Prometheus scrapes a watch in metrics_test
   prometheus
+  # gateways: HAProxy checks the config fleet writes (gateway_config_test) and
+  # its binary makes the test image gateway_test runs
+  haproxy
   # scripts/check-code-shape.sh (the code_shape_test)
   universal-ctags
   # tests/faults/concurrent.sh: the losing command's file calls, traced

@@ -2,6 +2,8 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <mutex>
 
@@ -27,7 +29,23 @@ struct Transfer {
   CURLcode rc = CURLE_OK;
   long status = 0;
   std::string body;
+  std::string served_by;  // the gateway's x-fleet-served-by header
 };
+
+// Keeps the one response header fleet reads: which serve a gateway chose.
+size_t Header(char* data, size_t size, size_t n, void* out) {
+  static const std::string kName = "x-fleet-served-by:";
+  std::string line(data, size * n);
+  if (line.size() > kName.size() &&
+      std::equal(kName.begin(), kName.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    line = line.substr(kName.size());
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r\n") + 1);
+    *static_cast<std::string*>(out) = line;
+  }
+  return size * n;
+}
 
 // One request; `sink` gets the body as it arrives (stream) when set.
 Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
@@ -57,6 +75,8 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   }
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, sink ? sink : Append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink ? sink_data : &t.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, Header);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t.served_by);
   t.rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t.status);
   curl_slist_free_all(headers);
@@ -212,6 +232,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
                    : Perform(url, &post, request.timeout_s, request.stall_s, nullptr, nullptr);
   reply.wall_s = Seconds(Clock::now() - stream.start);
   reply.http_status = static_cast<int>(t.status);
+  reply.served_by = t.served_by;
   if (!request.stream) reply.raw = t.body.substr(0, 2000);
   if (t.rc != CURLE_OK) {
     reply.stalled = request.stream && stream.chunks > 0 && t.rc == CURLE_OPERATION_TIMEDOUT;

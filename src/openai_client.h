@@ -43,6 +43,9 @@ struct ChatReply {
   double decode_tps = -1;  // streaming only, with 2 or more tokens
   bool stalled = false;    // the stream stopped sending before it finished
   std::string raw;         // the body's first 2000 bytes (a sample for a failure)
+  // Behind a gateway: the serve it sent the request to ("<deployment>_<node>",
+  // its x-fleet-served-by header); "" otherwise.
+  std::string served_by;
 };
 
 ChatReply Chat(const std::string& base_url, const ChatRequest& request);

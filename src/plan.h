@@ -54,6 +54,17 @@ struct PlanChange {
   nlohmann::json detail = nlohmann::json::object();
   // Set when the change copies between nodes ("copy" in the JSON form).
   std::optional<CopyRoute> copy;
+  // Removals this change must come before (create before destroy: a
+  // gateway sends clients to a moved serve's new place before the old one
+  // stops). The planner orders them so (src/engine/create_before_destroy.h);
+  // where it cannot, because the removal must come first (the new place is
+  // the old one's node), `if_not` is added to this change's reasons. Plan
+  // time only: not in the JSON form, where depends_on already says it.
+  struct RemovalAfter {
+    std::string address;
+    std::string if_not;
+  };
+  std::vector<RemovalAfter> before_removals;
   // Set by a diff that cannot plan this resource (identity mismatch, node
   // unreachable without a power switch): the planner turns it into a plan
   // error and the plan applies nothing.

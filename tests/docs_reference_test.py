@@ -55,6 +55,7 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadModel/model", "models.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/deployment", "deployments.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/health", "deployments.<name>.health"),
+    ("manifests/manifest_loader.cc", "ManifestLoader::ReadGateway/gateway", "gateways.<name>"),
     ("manifests/smoke_schema.cc", "ReadOne/m", "deployments.<name>.smoke[]"),
     ("manifests/smoke_schema.cc", "ReadFreshContext/fresh",
      "deployments.<name>.smoke[].fresh_context"),

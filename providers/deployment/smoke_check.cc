@@ -397,6 +397,7 @@ void RunChatCheck(const std::string& base_url, const std::string& model, const S
     req.prompt = check.chat;
   }
   ChatReply reply = Chat(base_url, req);
+  r->served_by = reply.served_by;
   r->wall_s = reply.wall_s;
   r->ttft_s = reply.ttft_s;
   r->tps = reply.decode_tps;

@@ -61,6 +61,9 @@ struct SmokeResult {
   double min_decode_tps = -1, max_ttft_s = -1;
   std::string prompt;  // samples, for a failure (shortened)
   std::string reply;
+  // Asked through a gateway: the serve it chose, as its x-fleet-served-by
+  // header says ("<deployment>_<node>"); "" otherwise. Not in the JSON.
+  std::string served_by;
   bool passed() const { return result == "pass"; }
   nlohmann::json ToJson() const;
   static SmokeResult FromJson(const nlohmann::json& j);

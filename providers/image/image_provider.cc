@@ -79,6 +79,9 @@ std::vector<DesiredResource> ImageProvider::Expand(const Manifest& m) const {
       if (d.image != name) continue;
       for (const std::string& n : d.nodes) wanted[n].push_back("deployment " + dname);
     }
+    for (const auto& [gname, g] : m.gateways)
+      if (g.image == name)
+        for (const std::string& n : g.nodes) wanted[n].push_back("gateway " + gname);
     for (const std::string& n : spec.nodes) wanted[n].push_back("image " + name + " nodes:");
     const ImageRef ref = ParseImageRef(spec.ref);
     for (const auto& [node, by] : wanted) {

@@ -2,11 +2,14 @@
 // the model names they serve, ready to paste into a client's config (no
 // hand-written node addresses: the log's agent had a provider named "dgx5"
 // pointing at dgx3). Read from the state and the manifests only; nothing
-// is probed.
+// is probed. With a gateway (gateways:), its URL is the endpoint of every
+// model it routes; only serves no gateway routes are listed by node.
 #include <iostream>
+#include <set>
 
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/smoke_check.h"
+#include "providers/gateway/gateway_config.h"
 #include "src/engine/serve_commands.h"
 #include "state/state_store.h"
 
@@ -17,12 +20,39 @@ struct Endpoint {
   std::string deployment, node, base_url, model;  // model "" when the recipe does not say
 };
 
-// The head of every recorded serve that answers the API (a worker has no
-// health URL), with the client address the manifests give its node.
-std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
+std::string ClientHost(const NodeSpec& node) {
+  return node.address == "local" ? "127.0.0.1" : node.address;
+}
+
+// Each model every recorded gateway routes, at the gateway's URL; adds the
+// deployments behind them to `routed`.
+std::vector<Endpoint> GatewayEndpoints(const Manifest& m, const State& state,
+                                       std::set<std::string>* routed) {
   std::vector<Endpoint> out;
   for (const ResourceRecord& rec : state.resources) {
-    if (rec.type != "deployment") continue;
+    auto node = m.nodes.find(rec.node);
+    if (rec.type != "gateway" || node == m.nodes.end()) continue;
+    const GatewayWant w = rec.attributes.get<GatewayWant>();
+    const std::string url =
+        "http://" + ClientHost(node->second) + ":" + std::to_string(w.port) + "/v1";
+    std::set<std::string> models;
+    for (const GatewayRoute& r : w.routes) {
+      routed->insert(r.deployment);
+      if (models.insert(r.model).second)
+        out.push_back({"gateway " + w.gateway, rec.node, url, r.model});
+    }
+  }
+  return out;
+}
+
+// The gateways' models, then the head of every recorded serve no gateway
+// routes that answers the API (a worker has no health URL), with the client
+// address the manifests give its node.
+std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
+  std::set<std::string> routed;
+  std::vector<Endpoint> out = GatewayEndpoints(m, state, &routed);
+  for (const ResourceRecord& rec : state.resources) {
+    if (rec.type != "deployment" || routed.count(ResourceName("deployment", rec.address))) continue;
     const DeploymentRecord r = rec.attributes.get<DeploymentRecord>();
     auto node = m.nodes.find(rec.node);
     if (r.want.shown.health.empty() || node == m.nodes.end()) continue;
@@ -31,7 +61,7 @@ std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
     spec.command = r.want.shown.command;
     out.push_back(
         {spec.deployment, rec.node,
-         "http://" + node->second.address + ":" + std::to_string(r.want.shown.port) + "/v1",
+         "http://" + ClientHost(node->second) + ":" + std::to_string(r.want.shown.port) + "/v1",
          ExpectedServedModel(m, spec)});
   }
   return out;

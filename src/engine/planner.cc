@@ -13,6 +13,7 @@
 
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "src/engine/create_before_destroy.h"
 #include "src/engine/probe_script.h"
 #include "src/engine/removal_order.h"
 
@@ -322,6 +323,16 @@ std::set<std::string> NodesThatFailed(const ProbeResult& probed,
   return failed;
 }
 
+// A gateway on a node the probe could not reach is named on that node's
+// line: clients of the whole lab reach the serves through it.
+void NameUnreachableGateways(const std::vector<DesiredResource>& in_plan, Plan* plan) {
+  for (const DesiredResource& r : in_plan) {
+    auto it = plan->unreachable.find(r.node);
+    if (r.type == "gateway" && it != plan->unreachable.end())
+      it->second += "; " + r.address + " is not planned, and its clients get no answer";
+  }
+}
+
 }  // namespace
 
 Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
@@ -364,6 +375,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
       Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
   std::set<std::string> bad_nodes = NodesThatFailed(probed, declared_off, &plan);
+  NameUnreachableGateways(in_plan, &plan);
 
   std::vector<PlanChange> changes;
   for (const DesiredResource& r : in_plan) {
@@ -412,6 +424,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
   if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);
+  if (!options.destroy) OrderCreateBeforeDestroy(&changes);
   if (!options.destroy) CheckAddedDependencies(changes, deps, options, &plan.errors);
   if (options.destroy) ReverseForDestroy(dependents, &changes);
   if (options.destroy) std::reverse(type_order.begin(), type_order.end());

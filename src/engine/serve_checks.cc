@@ -61,6 +61,12 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// "deployment.NAME@NODE"; a row of a gateway (gateway_checks.h) as it is.
+std::string Subject(const SmokeResult& r) {
+  if (r.deployment.find(' ') != std::string::npos) return r.deployment + " (" + r.node + ")";
+  return "deployment." + r.deployment + "@" + r.node;
+}
+
 }  // namespace
 
 Status ValidateCheckAddresses(const Manifest& m, const std::vector<std::string>& addresses) {
@@ -162,8 +168,7 @@ std::string RenderCheckTable(const std::vector<SmokeResult>& results) {
            std::string(r.result == "fail"  ? "FAIL"
                        : r.result == "cut" ? "CUT"
                                            : "ERROR") +
-           " deployment." + r.deployment + "@" + r.node + " check " + r.check + " (" + r.time +
-           "): " + r.detail + "\n";
+           " " + Subject(r) + " check " + r.check + " (" + r.time + "): " + r.detail + "\n";
     if (!r.prompt.empty()) out += "  prompt: " + r.prompt + "\n";
     if (!r.reply.empty()) out += "  reply:  " + r.reply + "\n";
   }

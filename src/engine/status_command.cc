@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "providers/deployment/deployment_json.h"
+#include "providers/gateway/gateway_steps.h"
 #include "providers/node/gpu_facts.h"
 #include "src/engine/commands.h"
 #include "src/engine/node_connections.h"
@@ -128,6 +129,31 @@ std::vector<Row> ServeRows(const Manifest& m, const std::vector<DesiredResource>
   return rows.size() > 1 ? rows : std::vector<Row>{};
 }
 
+// Each gateway: its container, whether it runs the routes declared, where
+// clients reach it, and its routes.
+std::vector<Row> GatewayRows(const Manifest& m, const std::vector<DesiredResource>& desired,
+                             const ProbeResult& probed) {
+  std::vector<Row> rows = {{{"GATEWAY", "CONTAINER", "STATE", "ROUTES"}, {}}};
+  for (const DesiredResource& r : desired) {
+    if (r.type != "gateway") continue;
+    const GatewayWant w = r.attributes.get<GatewayWant>();
+    std::string state = "not probed", routes = "-";
+    if (auto it = probed.actual.find(r.address); it != probed.actual.end() && it->second.probed) {
+      const GatewayProbe p = it->second.attributes.get<GatewayProbe>();
+      state = p.exists ? p.state : "absent";
+      routes = p.loaded == w.config ? "as declared"
+               : p.loaded.empty()   ? "not answering"
+                                    : "others loaded (fleet plan)";
+    }
+    Row row{{r.address, w.container, state, routes}, {}};
+    row.notes.push_back("clients: http://" + m.nodes.at(r.node).address + ":" +
+                        std::to_string(w.port) + "/v1");
+    for (const GatewayRoute& route : w.routes) row.notes.push_back("route " + route.Text());
+    rows.push_back(std::move(row));
+  }
+  return rows.size() > 1 ? rows : std::vector<Row>{};
+}
+
 }  // namespace
 
 int CmdStatus(const GlobalOptions& g) {
@@ -153,6 +179,11 @@ int CmdStatus(const GlobalOptions& g) {
   if (!serves.empty()) {
     std::cout << "\n";
     PrintTable(serves);
+  }
+  std::vector<Row> gateways = GatewayRows(m, desired, probed);
+  if (!gateways.empty()) {
+    std::cout << "\n";
+    PrintTable(gateways);
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
 #include "src/engine/round_facts.h"
+#include "src/engine/gateway_checks.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
@@ -113,7 +114,11 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     line["drift"] = {{"error", state.status().message()}};
   }
   line["checks"] = nlohmann::json::array();
-  const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
+  std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
+  // Through each gateway too: reported, never healed (no serve is named
+  // "gateway NAME" or "DEPLOYMENT via NAME").
+  if (o.addresses.empty())
+    for (SmokeResult& r : RunGatewayChecks(m)) checks.push_back(std::move(r));
   for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
   if (healer != nullptr) {
     HealRoundInput in;

@@ -1,0 +1,232 @@
+#include "providers/gateway/gateway_config.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "providers/model/blob_hash.h"
+
+namespace fleet {
+namespace {
+
+// Bumped when RenderHaproxyConfig writes something else for the same
+// routes, so that every gateway reloads into the new text.
+constexpr int kConfigFormat = 1;
+
+// The models routed, each once, in order, with its backend's servers.
+std::map<std::string, std::vector<const GatewayRoute*>> ByModel(const GatewayWant& w) {
+  std::map<std::string, std::vector<const GatewayRoute*>> out;
+  for (const GatewayRoute& r : w.routes) out[r.model].push_back(&r);
+  return out;
+}
+
+std::string ModelList(const GatewayWant& w) {
+  nlohmann::json data = nlohmann::json::array();
+  for (const auto& [model, unused] : ByModel(w))
+    data.push_back({{"id", model}, {"object", "model"}, {"owned_by", "fleet"}});
+  return nlohmann::json{{"object", "list"}, {"data", data}}.dump();
+}
+
+std::string OpenAiError(const std::string& message, const std::string& type,
+                        const std::string& code) {
+  return nlohmann::json{
+      {"error", {{"message", message}, {"type", type}, {"param", "model"}, {"code", code}}}}
+      .dump();
+}
+
+std::string NotRouted(const GatewayWant& w) {
+  std::string names;
+  for (const auto& [model, unused] : ByModel(w)) names += (names.empty() ? "" : ", ") + model;
+  return OpenAiError("the model is not routed by gateway " + w.gateway +
+                         "; routed: " + (names.empty() ? "(none)" : names),
+                     "invalid_request_error", "model_not_found");
+}
+
+void WriteGlobal(const GatewayWant& w, std::ostream& out) {
+  out << "global\n"
+      << "  master-worker\n"
+      // A reload lets the old worker finish what it carries, for drain at most.
+      << "  hard-stop-after " << w.drain_s
+      << "s\n"
+      // The body is read before routing: a long prompt may put `model` late.
+      << "  tune.bufsize 1048576\n\n"
+      << "defaults\n"
+      << "  mode http\n"
+      << "  timeout connect 5s\n"
+      << "  timeout client 30m\n"
+      << "  timeout server 30m\n"
+      << "  timeout http-request 30s\n"
+      << "  timeout http-keep-alive 10s\n"
+      << "  retries 2\n"
+      << "  option redispatch\n"
+      << "  http-error status 503 content-type application/json string '"
+      << OpenAiError("no serve of this model answers behind gateway " + w.gateway, "server_error",
+                     "model_unavailable")
+      << "'\n\n";
+}
+
+void WriteFrontend(const GatewayWant& w, std::ostream& out) {
+  const auto models = ByModel(w);
+  out << "frontend gateway_" << w.gateway << "\n"
+      << "  bind :" << w.port << "\n"
+      << "  http-request return status 200 content-type application/json hdr "
+      << kGatewayConfigHeader << " " << w.config << " string '" << ModelList(w)
+      << "' if { path /v1/models }\n"
+      << "  http-request return status 200 content-type text/plain string 'ok' if { path /health "
+         "}\n"
+      << "  http-request use-service prometheus-exporter if { path /metrics }\n"
+      << "  http-request wait-for-body time 10s\n"
+      << "  http-request set-var(txn.model) req.body,json_query('$.model')\n";
+  std::string names;
+  for (const auto& [model, unused] : models) names += " " + model;
+  out << "  http-request return status 404 content-type application/json string '" << NotRouted(w)
+      << "'" << (models.empty() ? "" : " unless { var(txn.model) -m str" + names + " }") << "\n";
+  int i = 0;
+  for (const auto& [model, unused] : models)
+    out << "  use_backend model_" << i++ << " if { var(txn.model) -m str " << model << " }\n";
+  out << "\n";
+}
+
+void WriteBackends(const GatewayWant& w, std::ostream& out) {
+  int i = 0;
+  for (const auto& [model, routes] : ByModel(w)) {
+    out << "backend model_" << i++ << "  # " << model << "\n"
+        << "  balance leastconn\n"
+        // Which serve answered: `fleet check` through the gateway names it.
+        << "  http-response set-header " << kGatewayServedByHeader << " %s\n"
+        << "  option httpchk GET " << routes.front()->health_path << "\n";
+    for (const GatewayRoute* r : routes)
+      out << "  server " << r->deployment << "_" << r->node << " " << r->host << ":" << r->port
+          << " check inter 2s fall 2 rise 1\n";
+    out << "\n";
+  }
+}
+
+}  // namespace
+
+std::string GatewayRoute::Text() const {
+  return model + " -> " + node + ":" + std::to_string(port);
+}
+
+std::string GatewayContainerName(const std::string& gateway) { return "fleet-gw-" + gateway; }
+
+std::string GatewayConfigDir(const std::string& gateway) { return ".fleet/gateways/" + gateway; }
+
+void SealGatewayWant(GatewayWant* want) {
+  const nlohmann::json run = {want->cli, want->image_ref, want->port, want->container,
+                              kGatewayConfigMount};
+  want->spec = HashBlobData(BlobHashKind::kSha256, run.dump());
+  const nlohmann::json config = {kConfigFormat, want->gateway, want->port, want->drain_s,
+                                 want->routes};
+  want->config = HashBlobData(BlobHashKind::kSha256, config.dump());
+}
+
+std::string RenderHaproxyConfig(const GatewayWant& w) {
+  std::ostringstream out;
+  out << "# gateway " << w.gateway << ": written by fleet from the manifests; edits are lost\n"
+      << "# fleet-config " << w.config << "\n";
+  for (const GatewayRoute& r : w.routes)
+    out << "# fleet-route " << r.model << " " << r.deployment << " " << r.node << " " << r.host
+        << ":" << r.port << " " << r.health_path << "\n";
+  out << "\n";
+  WriteGlobal(w, out);
+  WriteFrontend(w, out);
+  WriteBackends(w, out);
+  return out.str();
+}
+
+std::vector<GatewayRoute> ParseConfigRoutes(const std::string& config) {
+  std::vector<GatewayRoute> out;
+  std::istringstream in(config);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string hash, tag, where;
+    GatewayRoute r;
+    if (!(words >> hash >> tag) || hash != "#" || tag != "fleet-route") continue;
+    if (!(words >> r.model >> r.deployment >> r.node >> where >> r.health_path)) continue;
+    const size_t colon = where.rfind(':');
+    if (colon == std::string::npos) continue;
+    r.host = where.substr(0, colon);
+    r.port = std::atoi(where.c_str() + colon + 1);
+    out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> RouteDifferences(const std::vector<GatewayRoute>& before,
+                                          const std::vector<GatewayRoute>& after) {
+  std::set<std::string> was, now;
+  for (const GatewayRoute& r : before) was.insert(r.Text());
+  for (const GatewayRoute& r : after) now.insert(r.Text());
+  std::vector<std::pair<std::string, std::string>> lines;  // (route, line) in route order
+  for (const std::string& t : now)
+    if (!was.count(t)) lines.push_back({t, "+ " + t});
+  for (const std::string& t : was)
+    if (!now.count(t)) lines.push_back({t, "- " + t});
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (auto& [unused, line] : lines) out.push_back(std::move(line));
+  return out;
+}
+
+void to_json(nlohmann::json& j, const GatewayRoute& v) {
+  j = {{"model", v.model}, {"deployment", v.deployment},  {"node", v.node}, {"host", v.host},
+       {"port", v.port},   {"health_path", v.health_path}};
+}
+
+void from_json(const nlohmann::json& j, GatewayRoute& v) {
+  v.model = j.value("model", "");
+  v.deployment = j.value("deployment", "");
+  v.node = j.value("node", "");
+  v.host = j.value("host", "");
+  v.port = j.value("port", 0);
+  v.health_path = j.value("health_path", "/health");
+}
+
+void to_json(nlohmann::json& j, const GatewayWant& v) {
+  j = {{"gateway", v.gateway}, {"container", v.container}, {"cli", v.cli},
+       {"image", v.image},     {"image_ref", v.image_ref}, {"port", v.port},
+       {"drain_s", v.drain_s}, {"routes", v.routes},       {"spec", v.spec},
+       {"config", v.config}};
+  if (!v.unnamed.empty()) j["unnamed"] = v.unnamed;
+}
+
+void from_json(const nlohmann::json& j, GatewayWant& v) {
+  v.gateway = j.value("gateway", "");
+  v.container = j.value("container", "");
+  v.cli = j.value("cli", "");
+  v.image = j.value("image", "");
+  v.image_ref = j.value("image_ref", "");
+  v.port = j.value("port", 0);
+  v.drain_s = j.value("drain_s", 60);
+  v.routes = j.value("routes", std::vector<GatewayRoute>{});
+  v.spec = j.value("spec", "");
+  v.config = j.value("config", "");
+  v.unnamed = j.value("unnamed", std::vector<std::string>{});
+}
+
+void to_json(nlohmann::json& j, const GatewayRecord& v) {
+  j = v.want;
+  j.erase("unnamed");
+  j["container_id"] = v.container_id;
+}
+
+void from_json(const nlohmann::json& j, GatewayRecord& v) {
+  v.want = j.get<GatewayWant>();
+  v.container_id = j.value("container_id", "");
+}
+
+void to_json(nlohmann::json& j, const GatewayDetail& v) {
+  j = {{"gateway", v.gateway}, {"cli", v.cli}};
+}
+
+void from_json(const nlohmann::json& j, GatewayDetail& v) {
+  v.gateway = j.value("gateway", "");
+  v.cli = j.value("cli", "docker");
+}
+
+}  // namespace fleet

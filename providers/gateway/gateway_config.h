@@ -1,0 +1,109 @@
+// What a gateway routes, and the HAProxy config fleet writes for it.
+//
+// A gateway is one HAProxy frontend on its port: a chat or completion is
+// routed by the `model` of its JSON body to a backend per model, whose
+// servers are the heads of the deployments serving that model (replicas are
+// balanced, each health-checked on its deployment's health path). The
+// gateway answers `GET /v1/models` itself from the routed models, an
+// unknown model with an OpenAI-shaped 404 naming the routed ones, and
+// `/metrics` with HAProxy's own Prometheus exporter.
+//
+// Every answer to /v1/models carries the header x-fleet-config: <hash of
+// the routes and settings>, so a probe reads which config the running
+// HAProxy has loaded, not only which one is written on the node.
+#ifndef FLEET_PROVIDERS_GATEWAY_GATEWAY_CONFIG_H_
+#define FLEET_PROVIDERS_GATEWAY_GATEWAY_CONFIG_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace fleet {
+
+// One route: a model name clients ask for, to one serve's head.
+struct GatewayRoute {
+  std::string model;       // the served model name
+  std::string deployment;  // manifest name
+  std::string node;        // the head's node
+  std::string host;        // the head's address, as the gateway reaches it
+  int port = 0;
+  std::string health_path = "/health";
+
+  auto operator<=>(const GatewayRoute&) const = default;
+  // "qwen3.8 -> dgx3:30000": how the plan shows it.
+  std::string Text() const;
+};
+
+// What a gateway declares on one node (DesiredResource::attributes).
+struct GatewayWant {
+  std::string gateway;    // manifest name
+  std::string container;  // "fleet-gw-<gateway>"
+  std::string cli;        // the node's container CLI
+  std::string image;      // ImageSpec name
+  std::string image_ref;
+  int port = 0;
+  int drain_s = 60;
+  std::vector<GatewayRoute> routes;  // sorted
+  // sha256 of what the container is started with (its fleet.spec label):
+  // a change replaces the container. The routes are not part of it: a
+  // change of routes is a reload.
+  std::string spec;
+  // sha256 of the routes and settings the config is rendered from.
+  std::string config;
+  // Routed deployments whose model name is not known: a plan error.
+  std::vector<std::string> unnamed;
+};
+
+// What a gateway's state record holds: the routes and settings its HAProxy
+// answered with when apply ended, and its container.
+struct GatewayRecord {
+  GatewayWant want;
+  std::string container_id;
+};
+
+// PlanChange::detail of a gateway step: enough to remove it when the
+// manifests no longer say how.
+struct GatewayDetail {
+  std::string gateway;
+  std::string cli;
+};
+
+// "fleet-gw-<gateway>".
+std::string GatewayContainerName(const std::string& gateway);
+// Where the config lives on the node, relative to the node user's home.
+std::string GatewayConfigDir(const std::string& gateway);
+// Where the container sees that directory (bound read-only).
+inline constexpr const char* kGatewayConfigMount = "/usr/local/etc/haproxy";
+inline constexpr const char* kGatewayConfigHeader = "x-fleet-config";
+inline constexpr const char* kGatewayLabel = "fleet.gateway";
+// The response header naming the server that answered: "<deployment>_<node>".
+inline constexpr const char* kGatewayServedByHeader = "x-fleet-served-by";
+
+// Fills want->spec and want->config from the other fields.
+// REQUIRES: want->routes sorted.
+void SealGatewayWant(GatewayWant* want);
+
+// The HAProxy config of `want` (master-worker; reloaded by SIGUSR2).
+// Its "# fleet-route <model> <deployment> <node> <host>:<port>" comment lines
+// let a probe read the routes back (ParseConfigRoutes) and its
+// "# fleet-config <hash>" line the config written.
+std::string RenderHaproxyConfig(const GatewayWant& want);
+std::vector<GatewayRoute> ParseConfigRoutes(const std::string& config);
+
+// The plan's lines for a change of routes: "+ <new route>", "- <old route>",
+// in model order.
+std::vector<std::string> RouteDifferences(const std::vector<GatewayRoute>& before,
+                                          const std::vector<GatewayRoute>& after);
+
+void to_json(nlohmann::json& j, const GatewayRoute& v);
+void from_json(const nlohmann::json& j, GatewayRoute& v);
+void to_json(nlohmann::json& j, const GatewayWant& v);
+void from_json(const nlohmann::json& j, GatewayWant& v);
+void to_json(nlohmann::json& j, const GatewayRecord& v);
+void from_json(const nlohmann::json& j, GatewayRecord& v);
+void to_json(nlohmann::json& j, const GatewayDetail& v);
+void from_json(const nlohmann::json& j, GatewayDetail& v);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_GATEWAY_GATEWAY_CONFIG_H_

@@ -1,0 +1,106 @@
+#include "providers/gateway/gateway_config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace fleet {
+namespace {
+
+GatewayWant Lab() {
+  GatewayWant w;
+  w.gateway = "lab";
+  w.container = GatewayContainerName("lab");
+  w.cli = "podman";
+  w.image = "gw";
+  w.image_ref = "haproxy@sha256:" + std::string(64, 'a');
+  w.port = 8000;
+  w.routes = {{"qwen3.8", "qwen38", "dgx3", "10.0.0.3", 30000, "/health"},
+              {"gpt-oss", "oss", "dgx1", "10.0.0.1", 30001, "/v1/models"},
+              {"gpt-oss", "oss", "dgx2", "10.0.0.2", 30001, "/v1/models"}};
+  std::sort(w.routes.begin(), w.routes.end());
+  SealGatewayWant(&w);
+  return w;
+}
+
+TEST(GatewayConfig, RoutesAreReadBackFromTheConfig) {
+  const GatewayWant w = Lab();
+  EXPECT_EQ(ParseConfigRoutes(RenderHaproxyConfig(w)), w.routes);
+}
+
+TEST(GatewayConfig, ARouteChangeIsANewConfigButTheSameContainer) {
+  GatewayWant a = Lab(), b = Lab();
+  b.routes[2].node = "dgx5";
+  b.routes[2].host = "10.0.0.5";
+  SealGatewayWant(&b);
+  EXPECT_NE(a.config, b.config);
+  EXPECT_EQ(a.spec, b.spec);
+  b.port = 8001;
+  SealGatewayWant(&b);
+  EXPECT_NE(a.spec, b.spec);
+}
+
+TEST(GatewayConfig, TheConfigRoutesEachModelAndAnswersTheListAndUnknownModels) {
+  const GatewayWant w = Lab();
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_NE(cfg.find("bind :8000"), std::string::npos);
+  EXPECT_NE(cfg.find("hdr x-fleet-config " + w.config), std::string::npos);
+  EXPECT_NE(cfg.find("{\"id\":\"gpt-oss\",\"object\":\"model\""), std::string::npos);
+  EXPECT_NE(cfg.find("routed: gpt-oss, qwen3.8"), std::string::npos);
+  EXPECT_NE(cfg.find("unless { var(txn.model) -m str gpt-oss qwen3.8 }"), std::string::npos);
+  // Two replicas of one model: one backend, two servers.
+  EXPECT_NE(cfg.find("server oss_dgx1 10.0.0.1:30001 check"), std::string::npos);
+  EXPECT_NE(cfg.find("server oss_dgx2 10.0.0.2:30001 check"), std::string::npos);
+  EXPECT_NE(cfg.find("option httpchk GET /v1/models"), std::string::npos);
+  EXPECT_NE(cfg.find("hard-stop-after 60s"), std::string::npos);
+}
+
+TEST(GatewayConfig, NoRoutesAnswer404ToEveryModel) {
+  GatewayWant w = Lab();
+  w.routes.clear();
+  SealGatewayWant(&w);
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_NE(cfg.find("routed: (none)"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("unless"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("use_backend"), std::string::npos);
+}
+
+TEST(GatewayConfig, TheRoutesDiffSaysWhatMoved) {
+  const GatewayWant a = Lab();
+  std::vector<GatewayRoute> b = a.routes;
+  b.back().node = "dgx5";  // qwen3.8 moves
+  EXPECT_EQ(RouteDifferences(a.routes, b),
+            (std::vector<std::string>{"- qwen3.8 -> dgx3:30000", "+ qwen3.8 -> dgx5:30000"}));
+  EXPECT_TRUE(RouteDifferences(a.routes, a.routes).empty());
+}
+
+TEST(GatewayConfig, TheWantSurvivesJson) {
+  const GatewayWant w = Lab();
+  const GatewayWant back = nlohmann::json(w).get<GatewayWant>();
+  EXPECT_EQ(back.routes, w.routes);
+  EXPECT_EQ(back.config, w.config);
+  EXPECT_EQ(back.spec, w.spec);
+}
+
+// HAProxy itself accepts what fleet writes (Debian's haproxy, when installed).
+TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
+  if (std::system("command -v haproxy >/dev/null 2>&1") != 0) GTEST_SKIP() << "no haproxy";
+  for (bool empty : {false, true}) {
+    GatewayWant w = Lab();
+    if (empty) w.routes.clear();
+    SealGatewayWant(&w);
+    char path[] = "/tmp/fleet-gw-test-XXXXXX";
+    const int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    std::ofstream(path) << RenderHaproxyConfig(w);
+    const int rc = std::system(("haproxy -c -q -f " + std::string(path)).c_str());
+    unlink(path);
+    EXPECT_EQ(rc, 0) << RenderHaproxyConfig(w);
+  }
+}
+
+}  // namespace
+}  // namespace fleet

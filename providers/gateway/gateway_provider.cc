@@ -1,0 +1,239 @@
+#include "providers/gateway/gateway_provider.h"
+
+#include <algorithm>
+
+#include "providers/deployment/container_lifecycle.h"
+#include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/smoke_check.h"
+#include "providers/gateway/gateway_steps.h"
+#include "state/state.h"
+
+namespace fleet {
+namespace {
+
+// The head's address as another node reaches it: the node's address, or
+// the one a `--host` argument binds the serve to.
+std::string RouteHost(const NodeSpec& node, const ContainerSpec& spec) {
+  if (spec.health_host != "127.0.0.1") return spec.health_host;
+  return node.address == "local" ? "127.0.0.1" : node.address;
+}
+
+GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& node,
+                    const std::vector<GatewayRoute>& routes,
+                    const std::vector<std::string>& unnamed) {
+  GatewayWant w;
+  w.gateway = g.name;
+  w.container = GatewayContainerName(g.name);
+  w.cli = node.container_cli;
+  w.image = g.image;
+  if (auto it = m.images.find(g.image); it != m.images.end()) w.image_ref = it->second.ref;
+  w.port = g.port;
+  w.drain_s = g.drain_s;
+  w.routes = routes;
+  w.unnamed = unnamed;
+  SealGatewayWant(&w);
+  return w;
+}
+
+std::string RouteCount(const GatewayWant& w) {
+  return std::to_string(w.routes.size()) + (w.routes.size() == 1 ? " route" : " routes");
+}
+
+std::vector<GatewayRoute> RecordedRoutes(const ResourceRecord* record) {
+  if (record == nullptr || !record->attributes.is_object()) return {};
+  return record->attributes.get<GatewayRecord>().want.routes;
+}
+
+// The serves this gateway stops routing to: their removal waits for the
+// reload (create before destroy), or, where it must come first, the model
+// has no serve behind the gateway meanwhile.
+std::vector<PlanChange::RemovalAfter> RoutedAway(const GatewayWant& want,
+                                                 const ResourceRecord* record,
+                                                 const GatewayProbe& p) {
+  std::vector<GatewayRoute> before = RecordedRoutes(record);
+  if (before.empty()) before = p.written_routes;
+  std::vector<PlanChange::RemovalAfter> out;
+  for (const GatewayRoute& r : before) {
+    if (std::find(want.routes.begin(), want.routes.end(), r) != want.routes.end()) continue;
+    const std::string serve = ResourceAddress("deployment", r.deployment, r.node);
+    out.push_back({serve, "gateway " + want.gateway + " answers 503 for " + r.model +
+                              " from the stop of " + serve +
+                              " until this reload (its new nodes are not free: stop first)"});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed) {
+  std::vector<GatewayRoute> routes;
+  for (const auto& [name, d] : m.deployments) {
+    if (!d.routed) continue;
+    for (const std::string& node : d.nodes) {
+      Result<ContainerSpec> spec = RenderContainerSpec(m, name, node);
+      auto n = m.nodes.find(node);
+      if (!spec.ok() || n == m.nodes.end() || spec->rank > 0) continue;  // a worker
+      GatewayRoute r{d.served_model, name,         node, RouteHost(n->second, *spec),
+                     d.port,         d.health.path};
+      if (r.model.empty()) r.model = ExpectedServedModel(m, *spec);
+      if (r.model.empty()) {
+        if (std::find(unnamed->begin(), unnamed->end(), name) == unnamed->end())
+          unnamed->push_back(name);
+        continue;
+      }
+      routes.push_back(std::move(r));
+    }
+  }
+  std::sort(routes.begin(), routes.end());
+  return routes;
+}
+
+std::vector<DesiredResource> GatewayProvider::Expand(const Manifest& m) const {
+  std::vector<DesiredResource> out;
+  if (m.gateways.empty()) return out;
+  std::vector<std::string> unnamed;
+  const std::vector<GatewayRoute> routes = GatewayRoutes(m, &unnamed);
+  for (const auto& [name, g] : m.gateways)
+    for (const std::string& node : g.nodes) {
+      auto n = m.nodes.find(node);
+      if (n == m.nodes.end()) continue;  // the loader reports unknown nodes
+      DesiredResource r;
+      r.address = ResourceAddress("gateway", name, node);
+      r.type = "gateway";
+      r.name = name;
+      r.node = node;
+      r.attributes = WantFor(m, g, n->second, routes, unnamed);
+      r.depends_on = {NodeAddress(node), ResourceAddress("image", g.image, node)};
+      // A reload waits for the serves it routes to: a moved serve answers
+      // before clients are sent to it.
+      for (const GatewayRoute& route : routes)
+        r.depends_on.push_back(ResourceAddress("deployment", route.deployment, route.node));
+      r.loc = g.loc;
+      out.push_back(std::move(r));
+    }
+  return out;
+}
+
+std::string GatewayProvider::ProbeScript(const DesiredResource& r, const NodeSpec&) const {
+  return GatewayProbeScript(r.attributes.get<GatewayWant>());
+}
+
+ActualResource GatewayProvider::ParseProbe(const DesiredResource& r, const std::string& output,
+                                           const NodeFacts&) const {
+  ActualResource a;
+  a.probed = true;
+  const GatewayProbe p = ParseGatewayProbe(output);
+  a.exists = p.exists;
+  a.attributes = p;
+  if (!p.cli_found)
+    a.error =
+        "container_cli '" + r.attributes.get<GatewayWant>().cli + "' not found on the node's PATH";
+  return a;
+}
+
+PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
+                                 const ResourceRecord* record, const DiffContext&) const {
+  PlanChange c = ChangeFor(desired);
+  const GatewayWant want = desired.attributes.get<GatewayWant>();
+  c.after = want;
+  c.before = record != nullptr ? record->attributes : nlohmann::json();
+  const GatewayProbe p = actual.attributes.get<GatewayProbe>();
+  const std::string what = "gateway " + want.gateway;
+  if (!want.unnamed.empty()) {
+    c.error = what + ": deployment " + want.unnamed.front() +
+              " serves no model name fleet can read (no --served-model-name or --model in its "
+              "recipe); set its served_model, or gateway: false";
+  } else if (!actual.error.empty()) {
+    c.error = what + " on " + desired.node + ": " + actual.error;
+  } else if (!p.exists) {
+    c.action = Action::kCreate;
+    c.summary =
+        "start " + what + " on port " + std::to_string(want.port) + " (" + RouteCount(want) + ")";
+    c.reasons = RouteDifferences({}, want.routes);
+  } else if (p.spec != want.spec) {
+    c.action = Action::kReplace;
+    c.summary = "replace " + what + " (its image or port changed)";
+    c.reasons = RouteDifferences(p.written_routes, want.routes);
+    c.reasons.insert(c.reasons.begin(), "the container's spec " + p.spec.substr(0, 12) +
+                                            " is not the declared " + want.spec.substr(0, 12));
+  } else if (p.state != "running") {
+    c.action = Action::kUpdate;
+    c.summary = "start " + what + " (" + p.state + ")";
+    c.reasons = RouteDifferences(p.written_routes, want.routes);
+  } else if (p.loaded != want.config) {
+    c.action = Action::kUpdate;
+    c.summary = "reload " + what + " with its new routes (hitless: no request dropped)";
+    std::vector<GatewayRoute> before = RecordedRoutes(record);
+    if (before.empty()) before = p.written_routes;
+    c.reasons = RouteDifferences(before, want.routes);
+    if (c.reasons.empty())
+      c.reasons.push_back("the running HAProxy answers with config " +
+                          (p.loaded.empty() ? std::string("(none)") : p.loaded.substr(0, 12)) +
+                          ", not the one declared");
+  }
+  c.detail = GatewayDetail{want.gateway, want.cli};
+  if (c.action != Action::kNoop) c.before_removals = RoutedAway(want, record, p);
+  return c;
+}
+
+PlanChange GatewayProvider::DiffDestroy(const DesiredResource& desired,
+                                        const ActualResource& actual, const ResourceRecord* record,
+                                        const DiffContext&) const {
+  PlanChange c = ChangeFor(desired);
+  const GatewayWant want = desired.attributes.get<GatewayWant>();
+  c.before = record != nullptr ? record->attributes : nlohmann::json();
+  c.detail = GatewayDetail{want.gateway, want.cli};
+  if (actual.exists || record != nullptr) {
+    c.action = Action::kDelete;
+    c.summary = "stop gateway " + want.gateway;
+  }
+  return c;
+}
+
+PlanChange GatewayProvider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
+  PlanChange c = ForgetRecord(record);
+  const GatewayWant was = record.attributes.get<GatewayWant>();
+  c.summary = "stop gateway " + was.gateway + " (no longer declared)";
+  c.detail = GatewayDetail{was.gateway, was.cli};
+  return c;
+}
+
+Result<nlohmann::json> GatewayProvider::Apply(const PlanChange& change,
+                                              const StepContext& ctx) const {
+  if (change.action == Action::kDelete) {
+    const GatewayDetail detail = change.detail.get<GatewayDetail>();
+    Status s = RemoveGateway(ctx, detail.cli, detail.gateway);
+    if (!s.ok()) return s;
+    return nlohmann::json();
+  }
+  GatewayWant want = change.after.get<GatewayWant>();
+  Result<CommandResult> probed = RunOnNode(ctx, GatewayProbeScript(want));
+  if (!probed.ok()) return probed.status();
+  const GatewayProbe now = ParseGatewayProbe(probed->out);
+  ContainerSpec image;  // what StagedImage reads
+  image.cli = want.cli;
+  image.container = want.container;
+  image.image = want.image;
+  image.image_ref = want.image_ref;
+  image.node = change.node;
+  Status s = WriteGatewayConfig(ctx, want);
+  const bool fresh = !now.exists || now.spec != want.spec;
+  if (s.ok() && fresh) {
+    Result<std::string> image_id = StagedImage(ctx, image);
+    if (!image_id.ok()) return image_id.status();
+    if (now.exists) s = RemoveContainer(ctx, want.cli, want.container);
+    if (s.ok()) s = RunGateway(ctx, want, *image_id);
+  } else if (s.ok() && now.state != "running") {
+    s = StartGateway(ctx, want);
+  } else if (s.ok() && now.loaded != want.config) {
+    s = ReloadGateway(ctx, want);
+  }
+  if (s.ok()) s = WaitGatewayLoaded(ctx, want);
+  if (s.ok()) s = WaitGatewayDrained(ctx, want);
+  if (!s.ok()) return s;
+  Result<std::string> id = GatewayContainerId(ctx, want);
+  if (!id.ok()) return id.status();
+  return nlohmann::json(GatewayRecord{want, *id});
+}
+
+}  // namespace fleet

@@ -1,0 +1,100 @@
+#include "src/engine/gateway_checks.h"
+
+#include <algorithm>
+#include <future>
+
+#include "providers/gateway/gateway_provider.h"
+#include "src/openai_client.h"
+
+namespace fleet {
+namespace {
+
+std::string BaseUrl(const Manifest& m, const std::string& node, int port) {
+  const std::string& address = m.nodes.at(node).address;
+  return "http://" + (address == "local" ? std::string("127.0.0.1") : address) + ":" +
+         std::to_string(port);
+}
+
+// The gateway answers, and lists every routed model.
+SmokeResult GatewayAnswers(const GatewaySpec& g, const std::string& node,
+                           const std::string& base_url, const std::vector<GatewayRoute>& routes) {
+  SmokeResult r;
+  r.deployment = "gateway " + g.name;
+  r.node = node;
+  r.check = "gateway";
+  r.result = "pass";
+  Result<std::vector<std::string>> listed = ListServedModels(base_url, 10);
+  if (!listed.ok()) {
+    r.result = "error";
+    r.detail = "gateway " + g.name + " on " + node + " does not answer at " + base_url + ": " +
+               listed.status().message();
+    return r;
+  }
+  for (const GatewayRoute& route : routes)
+    if (std::find(listed->begin(), listed->end(), route.model) == listed->end()) {
+      r.result = "fail";
+      r.detail = "gateway " + g.name + " on " + node + " does not list " + route.model +
+                 " (its config is not the one declared: fleet plan says why)";
+    }
+  return r;
+}
+
+// The smoke list of the deployment behind `route`, asked through the
+// gateway; each row names the serve that answered.
+std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
+                                    const std::string& base_url, const GatewayRoute& route,
+                                    const std::vector<GatewayRoute>& routes) {
+  std::vector<SmokeResult> out;
+  for (const SmokeCheck& c : m.deployments.at(route.deployment).smoke) {
+    SmokeResult r = RunOneCheck(base_url, route.model, c);
+    r.deployment = route.deployment + " via " + g.name;
+    r.node = "?";
+    auto by = std::find_if(routes.begin(), routes.end(), [&](const GatewayRoute& x) {
+      return x.deployment + "_" + x.node == r.served_by;
+    });
+    if (by != routes.end()) r.node = by->node;
+    if (r.result != "error" && (by == routes.end() || by->model != route.model)) {
+      r.result = "fail";
+      r.detail = "gateway " + g.name + " sent " + route.model + " to " +
+                 (r.served_by.empty() ? std::string("a server it did not name") : r.served_by) +
+                 ", not to a serve of it";
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<SmokeResult> CheckOneGateway(const Manifest& m, const GatewaySpec& g,
+                                         const std::string& node,
+                                         const std::vector<GatewayRoute>& routes) {
+  const std::string base_url = BaseUrl(m, node, g.port);
+  std::vector<SmokeResult> out = {GatewayAnswers(g, node, base_url, routes)};
+  if (out.front().result == "error") return out;
+  std::vector<std::string> asked;  // each model once, through its first route
+  for (const GatewayRoute& route : routes) {
+    if (std::find(asked.begin(), asked.end(), route.model) != asked.end()) continue;
+    asked.push_back(route.model);
+    for (SmokeResult& r : AskThrough(m, g, base_url, route, routes)) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SmokeResult> RunGatewayChecks(const Manifest& m) {
+  std::vector<std::string> unnamed;
+  const std::vector<GatewayRoute> routes = GatewayRoutes(m, &unnamed);
+  std::vector<std::future<std::vector<SmokeResult>>> running;
+  for (const auto& [name, g] : m.gateways)
+    for (const std::string& node : g.nodes)
+      if (m.nodes.count(node))
+        running.push_back(std::async(std::launch::async, [&m, &g, node, &routes] {
+          return CheckOneGateway(m, g, node, routes);
+        }));
+  std::vector<SmokeResult> out;
+  for (auto& f : running)
+    for (SmokeResult& r : f.get()) out.push_back(std::move(r));
+  return out;
+}
+
+}  // namespace fleet
