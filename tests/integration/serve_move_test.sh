@@ -2,8 +2,10 @@
 # One serve per node: moving dgx1 from deployment A to deployment B (other
 # port, other image tag) stops A there before B starts. A poller lists the
 # node's fleet serves through the engine during the whole apply and must never
-# see both running. A ignores SIGTERM, so a B started in parallel with A's
-# removal would overlap for seconds.
+# see both running. A serves on for 5 s after SIGTERM (as an engine draining
+# its requests does), so a B started in parallel with A's removal would
+# overlap for seconds. (It ignored SIGTERM once: each stop then waited out
+# the engine's 30 s stop timeout, for no more overlap than 5 s show.)
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 
@@ -14,10 +16,10 @@ R=$REGISTRY
 D=$(image_push fleet/move v1)
 start_fleet 1 --insecure-registry "$R"
 mkdir -p "$REPO/recipes"
-serve() {  # serve FILE: a recipe serving /v1/models on {port}; TERM is ignored
+serve() {  # serve FILE: a recipe serving /v1/models on {port}; exits 5 s after TERM
   cat >"$REPO/recipes/$1" <<'TOML'
 model = ""
-args = ["sh", "-c", "trap '' TERM; busybox mkdir -p /www/v1 && echo ok > /www/v1/models && busybox httpd -f -p {port} -h /www & while :; do busybox sleep 1; done"]
+args = ["sh", "-c", "trap 'busybox sleep 5; exit 0' TERM; busybox mkdir -p /www/v1 && echo ok > /www/v1/models && busybox httpd -f -p {port} -h /www & while :; do busybox sleep 1; done"]
 TOML
 }
 serve a.toml
@@ -43,6 +45,7 @@ cli=$(node_field dgx1 engine)
   done
 ) &
 POLLER=$!
+BG_PIDS+=("$POLLER")  # a failed step must not leave it polling
 # (podman's ps waits for a container's lock while it stops: the polls during
 # A's stop may only come back after it; the first one sees A.)
 for _ in $(seq 100); do grep -q fleet-a "$WORK/seen" && break; sleep 0.1; done
