@@ -133,6 +133,12 @@ if [[ $ENGINE != podman ]] && ! command -v dockerd >/dev/null; then
   echo "SKIP: dockerd not installed (apt-get install docker.io)"
   exit 77
 fi
+# engine_free_phase: whether a phase that does not exercise the container
+# engine (a node's SSH or power lost, a plan or validate error, a token's
+# handling) runs in this run: on podman (X_test), not once more on docker
+# (X_docker_test, there for what the engine does: run, replace, stop, health,
+# logs, group restarts); FLEET_TEST_FULL=1 runs every phase on docker too.
+engine_free_phase() { [[ $ENGINE == podman || -n ${FLEET_TEST_FULL:-} ]]; }
 # ce_exists NODE image|container REF: the engine says it exists (0) or not (1);
 # anything else (ssh failed) is another status. The CLI is the node's (sim.json).
 ce_exists() {
