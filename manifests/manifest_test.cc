@@ -218,7 +218,7 @@ TEST(ManifestTest, UnknownKeyWithoutCloseNameListsExpected) {
               "fleet.yaml:8:1: error: unknown key 'frobnicate' in the top "
               "level; expected one of: "
               "version, fleet, state, ssh, power, nodes, stores, images, "
-              "models, deployments, defaults, sync");
+              "models, deployments, defaults, sync, gateways");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:1: error: unknown key 'stroes' in the top level; "
               "did you mean "
@@ -613,10 +613,10 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   }
   const Loaded l = LoadYaml(yaml);
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
-  EXPECT_DIAG(
-      l.diags,
-      "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
-      "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
+  EXPECT_DIAG(l.diags,
+              "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, "
+              "sync, gateways");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -626,10 +626,10 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
              "]\n";
   const Loaded long_chain = LoadYaml(chain);
   EXPECT_FALSE(long_chain.ok);
-  EXPECT_DIAG(
-      long_chain.diags,
-      "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
-      "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, sync");
+  EXPECT_DIAG(long_chain.diags,
+              "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
+              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, "
+              "sync, gateways");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
@@ -795,6 +795,34 @@ TEST(ManifestTest, DeploymentFabricEnv) {
   EXPECT_FALSE(bad.ok);
   EXPECT_FALSE(bad.diags.empty());
   EXPECT_NE(Dump(bad.diags).find("fabric_env"), std::string::npos) << Dump(bad.diags);
+}
+
+TEST(ManifestTest, Gateways) {
+  const std::string deployments = DeployRepo() +
+                                  Deployment("a", "dgx1", 30000, ", served_model: qwen3.8") +
+                                  Deployment("b", "dgx2", 30001, ", gateway: false");
+  const Loaded ok = LoadYaml(
+      deployments + "gateways:\n  lab: {nodes: [dgx2], image: b12x, port: 8000, drain: 2m}\n");
+  ASSERT_TRUE(ok.ok) << Dump(ok.diags);
+  EXPECT_EQ(ok.manifest.deployments.at("a").served_model, "qwen3.8");
+  EXPECT_TRUE(ok.manifest.deployments.at("a").routed);
+  EXPECT_FALSE(ok.manifest.deployments.at("b").routed);
+  const GatewaySpec& g = ok.manifest.gateways.at("lab");
+  EXPECT_EQ(g.nodes, std::vector<std::string>{"dgx2"});
+  EXPECT_EQ(g.port, 8000);
+  EXPECT_EQ(g.drain_s, 120);
+  // A gateway on a deployment's port, an unknown image, a served name that
+  // would break HAProxy's config.
+  const Loaded bad =
+      LoadYaml(DeployRepo() + Deployment("a", "dgx1", 30000, ", served_model: \"q w\"") +
+               "gateways:\n  lab: {nodes: [dgx1], image: nosuch, port: 30000}\n");
+  EXPECT_FALSE(bad.ok);
+  const std::string all = Dump(bad.diags);
+  EXPECT_NE(all.find("gateway 'lab' and deployment 'a' both use port 30000 on node 'dgx1'"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("image 'nosuch' is not defined"), std::string::npos) << all;
+  EXPECT_NE(all.find("'served_model' in deployment 'a' must be"), std::string::npos) << all;
 }
 
 TEST(ManifestTest, MissingRecipeFile) {
