@@ -53,6 +53,12 @@ if ! grep -q "demo-serve@$digest" "$repo/fleet.yaml"; then
   sed -i "s|demo-serve@sha256:[0-9a-f]*|demo-serve@$digest|" "$repo/fleet.yaml"
   echo "   (this machine's busybox and fake-engine build give image $digest: pinned it in $repo/fleet.yaml)"
 fi
+gw_digest=$(python3 scripts/demo_image.py --haproxy "$registry" spark-lab/gateway v1)
+if ! grep -q "gateway@$gw_digest" "$repo/fleet.yaml"; then
+  # Another haproxy build or its libraries give another digest: pin this one.
+  sed -i "s|spark-lab/gateway@sha256:[0-9a-f]*|spark-lab/gateway@$gw_digest|" "$repo/fleet.yaml"
+  echo "   (this machine's haproxy gives gateway image $gw_digest: pinned it in $repo/fleet.yaml)"
+fi
 
 echo "== starting 5 simulated nodes (sshd on 127.0.0.1:22101-22105) and a power switch server"
 tests/sim/fleet-sim start "$sim" --nodes 5 --prefix fleetdemo- --base-port 22101 \
@@ -81,7 +87,13 @@ echo "   curl http://127.0.0.1:30000/v1/chat/completions -d '{\"model\": \"qwen3
 curl -s http://127.0.0.1:30000/v1/chat/completions -H 'Content-Type: application/json' \
   -d '{"model": "qwen3.8", "messages": [{"role": "user", "content": "What is the capital of France?"}]}'
 echo
-echo; echo "== fleet check (each serve: identity, then its smoke checks)"; $fleet -C "$repo" check
+echo; echo "== the same through the lab's gateway on dgx4 (HAProxy, routed by the request's model)"
+echo "   curl http://127.0.0.1:28000/v1/chat/completions -d '{\"model\": \"qwen3.8\", ...}'"
+curl -s -D - http://127.0.0.1:28000/v1/chat/completions -H 'Content-Type: application/json' \
+  -d '{"model": "qwen3.8", "messages": [{"role": "user", "content": "What is 127*89?"}]}' |
+  tr -d '\r' | grep -E '^x-fleet-served-by|^\{'
+echo
+echo; echo "== fleet check (each serve: identity, then its smoke checks; then each model through the gateway)"; $fleet -C "$repo" check
 echo; echo "== fleet endpoints (what to give a client, from the state)"; $fleet -C "$repo" endpoints
 echo
 echo "The simulated fleet is still running: try"

@@ -10,11 +10,21 @@ the one examples/spark-lab/fleet.yaml pins. Pushed with the registry's HTTP
 API (distribution v2), which keeps every digest as built.
 
     scripts/demo_image.py REGISTRY REPOSITORY TAG FAKE_ENGINE   # prints sha256:<manifest digest>
+
+The demo's gateway image the same way: this machine's HAProxy (Debian's
+haproxy) and the libraries it links, laid out as the official image
+(haproxy at /usr/local/sbin):
+
+    scripts/demo_image.py --haproxy REGISTRY REPOSITORY TAG
 """
 import hashlib
 import io
 import json
+import os
 import platform
+import re
+import shutil
+import subprocess
 import sys
 import tarfile
 import urllib.request
@@ -39,6 +49,29 @@ def layer_tar(fake_engine):
         add("bin/sh", tarfile.SYMTYPE, 0o777, link="busybox")
         add("etc", tarfile.DIRTYPE, 0o755)
         add("etc/fleet-demo-image", tarfile.REGTYPE, 0o644, b"fleet spark-lab demo serve image\n")
+    return buf.getvalue()
+
+
+def haproxy_layer_tar():
+    haproxy = shutil.which("haproxy") or sys.exit("demo_image: no haproxy (apt-get install haproxy)")
+    libs = re.findall(r"(/\S+)", subprocess.run(["ldd", haproxy], capture_output=True, text=True,
+                                                check=True).stdout)
+    files = {"usr/local/sbin/haproxy": haproxy}
+    for lib in libs:
+        files[lib.lstrip("/")] = lib
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        dirs = sorted({os.path.dirname(n) for n in files} | {"tmp", "usr/local/etc/haproxy"})
+        for d in sorted({"/".join(d.split("/")[:i + 1]) for d in dirs for i in range(d.count("/") + 1)}):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755, 0
+            tar.addfile(info)
+        for name in sorted(files):
+            data = open(os.path.realpath(files[name]), "rb").read()
+            info = tarfile.TarInfo(name)
+            info.mode, info.mtime, info.size = 0o755, 0, len(data)
+            info.uname = info.gname = "root"
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
@@ -74,13 +107,20 @@ def push_blob(base, repo, data):
 
 
 def main():
-    registry, repo, tag, fake_engine = sys.argv[1:5]
+    if sys.argv[1] == "--haproxy":
+        registry, repo, tag = sys.argv[2:5]
+        layer = haproxy_layer_tar()
+        image_config = {"Env": ["PATH=/usr/local/sbin:/usr/bin:/bin"],
+                        "Cmd": ["haproxy", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]}
+    else:
+        registry, repo, tag, fake_engine = sys.argv[1:5]
+        layer = layer_tar(fake_engine)
+        image_config = {"Env": ["PATH=/bin"], "Cmd": ["/bin/sh"]}
     base = "http://" + registry
-    layer = layer_tar(fake_engine)
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     config = json.dumps({
         "architecture": arch, "os": "linux",
-        "config": {"Env": ["PATH=/bin"], "Cmd": ["/bin/sh"]},
+        "config": image_config,
         "rootfs": {"type": "layers", "diff_ids": [sha(layer)]},
     }, sort_keys=True, separators=(",", ":")).encode()
     manifest = json.dumps({
