@@ -146,6 +146,11 @@ curl -s -m 10 -D - -o /dev/null "http://$GW:8000/v1/chat/completions" -d '{"mode
   tr -d '\r' | grep -qx 'x-fleet-served-by: a_dgx1' || fail "the reply does not name the serve that answered"
 expect_rc 0 check
 expect_out "a via lab"
+# What to give clients: the gateway's URL for each routed model, no node's.
+expect_rc 0 endpoints --json
+python3 -c 'import json,sys; e={x["model"]: x["base_url"] for x in json.load(open(sys.argv[1]))}; sys.exit(e != {"alpha": sys.argv[2], "beta": sys.argv[2], "gamma": sys.argv[3]})' \
+  "$WORK/out" "http://$GW:8000/v1" "http://$(node_field dgx3 address):30003/v1" ||
+  fail "endpoints do not give the gateway's URL: $(cat "$WORK/out")"
 
 step "a routes-only change (c joins the gateway) reloads under 5 requests/s: none fails, same container"
 C_ROUTED=true write_repo
