@@ -1,6 +1,7 @@
 #include "providers/gateway/gateway_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -12,12 +13,31 @@ namespace {
 
 // Bumped when RenderHaproxyConfig writes something else for the same
 // routes, so that every gateway reloads into the new text.
-constexpr int kConfigFormat = 1;
+constexpr int kConfigFormat = 2;
 
 // The models routed, each once, in order, with its backend's servers.
 std::map<std::string, std::vector<const GatewayRoute*>> ByModel(const GatewayWant& w) {
   std::map<std::string, std::vector<const GatewayRoute*>> out;
   for (const GatewayRoute& r : w.routes) out[r.model].push_back(&r);
+  return out;
+}
+
+// The backend of each routed model, named for it so that HAProxy's metrics
+// read per model (proxy="model_qwen3.8"): characters a proxy name cannot
+// hold become '_', and a name two models would share gets the model's index.
+std::map<std::string, std::string> BackendNames(const GatewayWant& w) {
+  std::map<std::string, std::string> out;
+  std::set<std::string> used;
+  int i = 0;
+  for (const auto& [model, unused] : ByModel(w)) {
+    std::string name = "model_" + model;
+    for (char& c : name)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+    if (!used.insert(name).second) name += "_" + std::to_string(i);
+    used.insert(name);
+    out[model] = name;
+    ++i;
+  }
   return out;
 }
 
@@ -82,16 +102,15 @@ void WriteFrontend(const GatewayWant& w, std::ostream& out) {
   for (const auto& [model, unused] : models) names += " " + model;
   out << "  http-request return status 404 content-type application/json string '" << NotRouted(w)
       << "'" << (models.empty() ? "" : " unless { var(txn.model) -m str" + names + " }") << "\n";
-  int i = 0;
-  for (const auto& [model, unused] : models)
-    out << "  use_backend model_" << i++ << " if { var(txn.model) -m str " << model << " }\n";
+  for (const auto& [model, backend] : BackendNames(w))
+    out << "  use_backend " << backend << " if { var(txn.model) -m str " << model << " }\n";
   out << "\n";
 }
 
 void WriteBackends(const GatewayWant& w, std::ostream& out) {
-  int i = 0;
+  const std::map<std::string, std::string> names = BackendNames(w);
   for (const auto& [model, routes] : ByModel(w)) {
-    out << "backend model_" << i++ << "  # " << model << "\n"
+    out << "backend " << names.at(model) << "\n"
         << "  balance leastconn\n"
         // Which serve answered: `fleet check` through the gateway names it.
         << "  http-response set-header " << kGatewayServedByHeader << " %s\n"

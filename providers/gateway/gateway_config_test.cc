@@ -50,11 +50,24 @@ TEST(GatewayConfig, TheConfigRoutesEachModelAndAnswersTheListAndUnknownModels) {
   EXPECT_NE(cfg.find("{\"id\":\"gpt-oss\",\"object\":\"model\""), std::string::npos);
   EXPECT_NE(cfg.find("routed: gpt-oss, qwen3.8"), std::string::npos);
   EXPECT_NE(cfg.find("unless { var(txn.model) -m str gpt-oss qwen3.8 }"), std::string::npos);
+  EXPECT_NE(cfg.find("backend model_qwen3.8\n"), std::string::npos);
+  EXPECT_NE(cfg.find("use_backend model_gpt-oss if { var(txn.model) -m str gpt-oss }"),
+            std::string::npos);
   // Two replicas of one model: one backend, two servers.
   EXPECT_NE(cfg.find("server oss_dgx1 10.0.0.1:30001 check"), std::string::npos);
   EXPECT_NE(cfg.find("server oss_dgx2 10.0.0.2:30001 check"), std::string::npos);
   EXPECT_NE(cfg.find("option httpchk GET /v1/models"), std::string::npos);
   EXPECT_NE(cfg.find("hard-stop-after 60s"), std::string::npos);
+}
+
+TEST(GatewayConfig, BackendNamesHoldOnlyWhatHaproxyAccepts) {
+  GatewayWant w = Lab();
+  w.routes = {{"org/m@v1", "a", "dgx1", "10.0.0.1", 1, "/health"},
+              {"org_m_v1", "b", "dgx2", "10.0.0.2", 1, "/health"}};
+  SealGatewayWant(&w);
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_NE(cfg.find("backend model_org_m_v1\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("backend model_org_m_v1_1\n"), std::string::npos) << cfg;
 }
 
 TEST(GatewayConfig, NoRoutesAnswer404ToEveryModel) {

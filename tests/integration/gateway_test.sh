@@ -137,7 +137,7 @@ out=$(chat nosuch)
 [[ $out == *'"code":"model_not_found"'* && $out == *"routed: alpha, beta"* ]] || fail "the 404 does not name the routed models: $out"
 up=""
 for _ in $(seq 20); do  # a health check every 2 s
-  up=$(curl -s -m 5 "http://$GW:8000/metrics" | grep '^haproxy_backend_active_servers{proxy="model_0"}')
+  up=$(curl -s -m 5 "http://$GW:8000/metrics" | grep '^haproxy_backend_active_servers{proxy="model_alpha"}')
   [[ $up == *" 1" ]] && break
   sleep 0.5
 done
