@@ -19,6 +19,8 @@
 #   the identity check;
 # - two client addresses exchanged (iptables on loopback) fail the identity
 #   check naming both serves.
+# On docker (smoke_docker_test) the verdicts on a serve's answers (garbled,
+# another model, cut, stalled) are left out: they do not touch the engine.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
@@ -43,16 +45,10 @@ trap 'nat_cleanup; registry_cleanup; cleanup' EXIT
 
 # recipe NAME [ENV-TOML-LINES]: the stand-in engine on {port} as qwen38.
 recipe() {
-  mkdir -p "$REPO/recipes"
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-
+  engine_recipe "$1" "
 [env]
-FAKE_ENGINE_TOKEN_MS = "2"
-${2:-}
-TOML
+FAKE_ENGINE_TOKEN_MS = \"2\"
+${2:-}"
 }
 # Short timeouts: a stalled stream is declared after min(timeout, 30 s) without a byte.
 MATH_A='{"name": "math", "chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "5s"}'
@@ -69,9 +65,7 @@ repo() {
 }
 
 step "registry, engine image, 2 nodes"
-registry_start
-D=$(engine_image_push fleet/engine v1)
-start_fleet 2 --insecure-registry "$REGISTRY"
+engine_fleet 2
 repo
 recipe a
 recipe b
@@ -108,6 +102,11 @@ PY
 expect_rc 1 check deployment.c
 expect_out "no deployment 'c'"
 
+# The checks' verdicts on what a serve answers (garbled, another model, cut,
+# stalled) are fleet's HTTP client at work, not the engine: on podman only
+# (engine_free_phase in lib.sh). Docker runs what asks the engine: apply's
+# checks, a replacement that garbles, identity.
+if engine_free_phase; then
 step "a serve that garbles while /v1/models answers 200: check exits 1 naming it, with the sample"
 fault "$U1" garble
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$U1/v1/models") == 200 ]] || fail "health should stay 200"
@@ -120,6 +119,7 @@ expect_out "no tool call came back"
 grep -E '^b +dgx2 +math +pass ' "$WORK/out" >/dev/null || fail "b is not garbling"
 fault "$U1" none
 expect_rc 0 check
+fi
 
 step "apply of a replacement that garbles: the step fails, the previous serve is back"
 recipe a 'FAKE_ENGINE_GARBLE_AFTER = "0"'
@@ -132,6 +132,7 @@ for _ in $(seq 150); do [[ $(ask "$U1" "What is 127*89?" 2>/dev/null) == 11303 ]
 recipe a
 assert_converged
 
+if engine_free_phase; then
 step "a serve answering as another model fails the model check"
 fault "$U2" "served_as llama-3-8b"
 expect_rc 1 check b
@@ -158,6 +159,7 @@ expect_out "stalled after 1 tokens"
 fault "$U1" none
 SMOKE_A=$SMOKE_A_ALL
 repo
+fi
 
 step "the container stopped, another process of the node on its port: identity fails"
 on_node dgx1 "$(node_field dgx1 engine) stop -t 1 fleet-a >/dev/null && (nohup python3 -m http.server $P1 --bind 127.0.0.1 >/dev/null 2>&1 & echo \$! > impostor.pid)"
