@@ -23,3 +23,35 @@ engine_image_push() {
   cat "$dir/digest"
   rm -rf "$dir"
 }
+
+# engine_recipe NAME [TOML-LINES]: recipes/NAME.toml in the test's repo: the
+# stand-in engine on {port} serving "qwen38" in 256 MB, TOML-LINES (e.g. an
+# [env] table) after.
+engine_recipe() {
+  mkdir -p "$REPO/recipes"
+  {
+    printf '%s\n' 'model = ""' \
+      'args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]' 'memory_limit = "256m"'
+    [[ -z ${2:-} ]] || printf '%s\n' "$2"
+  } >"$REPO/recipes/$1.toml"
+}
+
+# engine_fleet N [fleet-sim start options]: the opening of the tests that
+# serve the stand-in engine: the registry, the engine image pushed to it as
+# fleet/engine:v1 (D: its digest), N simulated nodes allowed to pull from it,
+# and recipes/e.toml (engine_recipe e). The image is built and pushed while
+# the nodes start (each takes a few seconds, mostly waiting).
+engine_fleet() {
+  local n=$1 push rc=0
+  shift
+  registry_start
+  engine_image_push fleet/engine v1 >"$WORK/engine.digest" 2>"$WORK/engine.push.err" &
+  push=$!
+  BG_PIDS+=("$push")
+  start_fleet "$n" --insecure-registry "$REGISTRY" "$@"
+  wait "$push" || rc=$?
+  ((rc == 0)) || fail "the engine image: $(cat "$WORK/engine.push.err")"
+  D=$(<"$WORK/engine.digest")
+  [[ $D == sha256:* ]] || fail "the engine image's digest: '$D'"
+  engine_recipe e
+}

@@ -114,34 +114,18 @@ write_repo() {  # write_repo [EXTRA mkrepo args]
 
 if [[ -n $FULL ]]; then
   step "registry, engine image, 5 nodes (dgx3 with a simulated H200), three serves"
+  engine_fleet 5 --gpu dgx3=h200
 else
   step "registry, engine image, 1 node, a serve"
+  engine_fleet 1
 fi
-registry_start
-D=$(engine_image_push fleet/engine v1)
-if [[ -n $FULL ]]; then
-  start_fleet 5 --gpu dgx3=h200 --insecure-registry "$REGISTRY"
-else
-  start_fleet 1 --insecure-registry "$REGISTRY"
-fi
-mkdir -p "$REPO/recipes"
-cat >"$REPO/recipes/e.toml" <<'TOML'
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-TOML
 # One engine across two nodes: the head (rank 0) answers, the worker waits.
 cat >"$REPO/recipes/pair.toml" <<'TOML'
 model = ""
 args = ["sh", "-c", "if [ {rank} = 0 ]; then exec fake-engine --port {port} --served-model-name qwen38; else exec busybox sleep 2147483647; fi"]
 memory_limit = "256m"
 TOML
-cat >"$REPO/recipes/garble.toml" <<'TOML'
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-env = {FAKE_ENGINE_GARBLE_AFTER = "1"}
-TOML
+engine_recipe garble 'env = {FAKE_ENGINE_GARBLE_AFTER = "1"}'
 write_repo
 expect_rc 0 apply --auto-approve
 assert_converged

@@ -36,15 +36,7 @@ prom_query() {
 }
 
 step "registry, engine image, 2 nodes (dgx1 a simulated GB10), a serve on each"
-registry_start
-D=$(engine_image_push fleet/engine v1)
-start_fleet 2 --gpu dgx1=gb10 --insecure-registry "$REGISTRY"
-mkdir -p "$REPO/recipes"
-cat >"$REPO/recipes/e.toml" <<'TOML'
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-TOML
+engine_fleet 2 --gpu dgx1=gb10
 mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"registry\"}" \
   --deployment "$(deployment a dgx1 "$PA")" --deployment "$(deployment b dgx2 "$PB")"
 expect_rc 0 apply --auto-approve

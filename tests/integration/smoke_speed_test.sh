@@ -27,16 +27,10 @@ fault() { curl -sf --max-time 5 -X POST "http://127.0.0.1:$1/fault" -d "$2" >/de
 # qwen38, a token every TOKEN_MS, a prompt not seen before waiting
 # FRESH_DELAY_MS for its first token.
 recipe() {
-  mkdir -p "$REPO/recipes"
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-
+  engine_recipe "$1" "
 [env]
-FAKE_ENGINE_TOKEN_MS = "$2"
-FAKE_ENGINE_FRESH_DELAY_MS = "${3:-0}"
-TOML
+FAKE_ENGINE_TOKEN_MS = \"$2\"
+FAKE_ENGINE_FRESH_DELAY_MS = \"${3:-0}\""
 }
 MATH='"chat": "What is 127*89? Reply with the number only.", "expect": "11303", "timeout": "10s"'
 SMOKE_FAST="[{\"name\": \"math\", $MATH, \"min_decode_tps\": 40, \"max_ttft\": \"2s\"},
@@ -51,9 +45,7 @@ row() {  # row DEPLOYMENT CHECK RESULT: fleet check's table has that row
 }
 
 step "registry, engine image, 1 node"
-registry_start
-D=$(engine_image_push fleet/engine v1)
-start_fleet 1 --insecure-registry "$REGISTRY"
+engine_fleet 1
 mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"registry\"}" \
   --deployment "$(deployment fast "$PF" "$SMOKE_FAST")" \
   --deployment "$(deployment slow "$PS" "$SMOKE_SLOW")" \

@@ -59,18 +59,11 @@ push_repo() {
 }
 
 step "registry, engine image, 2 nodes; the lab's checkout of a bare repo, applied by hand"
-registry_start
-D=$(engine_image_push fleet/engine v1)
-start_fleet 2 --insecure-registry "$REGISTRY"
+engine_fleet 2  # (its recipes/e.toml goes with the repo, replaced by the lab's clone below)
 git init -q --bare -b main "$ORIGIN"
 git init -q -b main "$OP"
 git -C "$OP" remote add origin "$ORIGIN"
-mkdir -p "$OP/recipes"
-cat >"$OP/recipes/e.toml" <<'TOML'
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-TOML
+REPO=$OP engine_recipe e
 printf '.fleet/\n' >"$OP/.gitignore"
 C0=$(push_repo "a on dgx1" --deployment "$(deployment a dgx1 "$PA")")
 rm -rf "$REPO"

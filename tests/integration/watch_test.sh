@@ -29,15 +29,7 @@ wait_lines() {  # wait_lines N PID: until the log has N lines (or the watch died
 }
 
 step "registry, engine image, 2 nodes, a serve on dgx1"
-registry_start
-D=$(engine_image_push fleet/engine v1)
-start_fleet 2 --insecure-registry "$REGISTRY"
-mkdir -p "$REPO/recipes"
-cat >"$REPO/recipes/e.toml" <<'TOML'
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "qwen38"]
-memory_limit = "256m"
-TOML
+engine_fleet 2
 mkrepo --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"registry\"}" \
   --deployment "q={\"recipe\": \"recipes/e.toml\", \"nodes\": [\"dgx1\"], \"image\": \"eng\", \"port\": $P, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"smoke\": [{\"name\": \"math\", \"chat\": \"What is 127*89?\", \"expect\": \"11303\", \"timeout\": \"10s\"}]}"
 expect_rc 0 apply --auto-approve
