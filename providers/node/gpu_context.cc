@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "providers/deployment/deployment_probe.h"
+#include "providers/node/engine_listing.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -13,17 +13,7 @@ constexpr const char* kServingPrefix = "serving:";
 
 }  // namespace
 
-std::string ServeListingScript(const std::string& cli) {
-  // The names are joined by spaces: one line whatever the number of serves.
-  return "if ! command -v " + ShellQuote(cli) +
-         " >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
-         "elif gcs=$(" +
-         ServingContainersCommand(cli) +
-         " 2>&1); then\n"
-         "  fsl=listed; gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' ' ')\n"
-         "else fsl=engine-error; gcs=$(printf '%s' \"$gcs\" | head -n 1 | cut -c1-300); fi\n"
-         "printf 'fleet_serves=%s:%s\\n' \"$fsl\" \"$gcs\"\n";
-}
+std::string ServeListingScript(const std::string& cli) { return EngineListingBegin(cli, false); }
 
 ServeListing ParseServeListing(const std::string& value) {
   ServeListing l;
@@ -50,6 +40,9 @@ std::string GpuContextScript(GpuContextMode mode) {
          "case $fsl in\n"
          "no-engine) fpa=; echo gpu_context=no-engine ;;\n"
          "listed) if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
+         "  else fpa=; echo gpu_context=idle; fi ;;\n"
+         // The API's JSON is read on the controller: the names are added there.
+         "api) if [ -n \"$gcs\" ]; then echo gpu_context=serving:\n"
          "  else fpa=; echo gpu_context=idle; fi ;;\n"
          "*) printf 'gpu_context=engine-error:%s\\n' \"$gcs\" ;;\n"
          "esac\n";

@@ -44,7 +44,10 @@ class GpuContextTest : public ::testing::Test {
   // Runs `script` with only the stand-ins (and the base system) on PATH.
   std::string Run(const std::string& script) {
     std::ofstream(dir_ + "/script.sh") << script;
-    const std::string cmd = "cd " + ShellQuote(dir_) + " && HOME=" + ShellQuote(dir_) +
+    // No engine socket: the stand-in CLI answers (engine_listing_test.cc
+    // has the API's path).
+    const std::string cmd = "cd " + ShellQuote(dir_) +
+                            " && DOCKER_HOST=unix:///nonexistent HOME=" + ShellQuote(dir_) +
                             " PATH=" + ShellQuote(dir_ + "/bin") + ":/usr/bin:/bin /bin/sh " +
                             ShellQuote(dir_ + "/script.sh");
     FILE* p = popen(cmd.c_str(), "r");

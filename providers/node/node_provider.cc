@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "providers/image/image_listing.h"
+#include "providers/node/engine_listing.h"
 #include "providers/node/fabric_facts.h"
 #include "providers/node/gpu_facts.h"
 #include "src/power_switch.h"
@@ -67,7 +68,7 @@ double ProbeSeconds(const std::string& value) {
 }  // namespace
 
 std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
-                            GpuContextMode gpu_context) {
+                            GpuContextMode gpu_context, bool list_images) {
   // uname -n is the UTS name (what `hostname` prints) and needs no package.
   // GPU: the fleet-probe when installed (it reads cuMemGetInfo, which works on
   // unified-memory GB10 where nvidia-smi says [N/A]); else nvidia-smi.
@@ -77,7 +78,9 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
       "printf 'boot_id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\"\n"
       "printf 'arch=%s\\n' \"$(uname -m)\"\n"
       "printf 'kernel=%s\\n' \"$(uname -r)\"\n";
-  s += ServeListingScript(cli);
+  // The listing first: the images' CLI runs (when it comes to that) go on
+  // in the background while fleet-probe and the fabric are read.
+  s += EngineListingBegin(cli, list_images);
   s += std::string("fp=\"") + kProbeInstallPath +
        "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
        // A driver hung in cuInit must not hang the whole plan.
@@ -93,6 +96,7 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
        "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
        "fi\n";
   s += FabricFactsScript(sysfs);
+  s += EngineListingEnd(list_images);
   return s;
 }
 
@@ -112,10 +116,17 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   f.arch = kv["arch"];
   f.kernel = kv["kernel"];
   f.fabric = FabricPortsToJson(ParseFabricPorts(output));
-  if (kv.count("images")) f.images = ParseImageListing(output).ToJson();
-  const ServeListing serves = ParseServeListing(kv["fleet_serves"]);
+  const EngineApiListing api = ParseEngineApi(output);
+  if (api.images_listed)
+    f.images = api.images.ToJson();
+  else if (kv.count("images"))
+    f.images = ParseImageListing(output).ToJson();
+  const ServeListing serves = api.present ? api.serves : ParseServeListing(kv["fleet_serves"]);
   f.fleet_serves_listed = serves.listed;
   f.fleet_serves = serves.names;
+  // On the API's path the node knew only that a serve runs, not its name.
+  if (api.present && kv["gpu_context"] == "serving:")
+    for (const std::string& n : serves.names) kv["gpu_context"] += n + " ";
   const std::string& probe_json = kv["gpu_probe"];
   GpuFacts gpu;
   std::string error;
@@ -266,7 +277,7 @@ std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
 // The plan's node probe also lists the node's images, once for every image
 // resource on it and for the images no state knows (image_listing.h).
 std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
-  return NodeFactsScript(spec.sysfs, spec.container_cli) + ImageListingScript(spec.container_cli);
+  return NodeFactsScript(spec.sysfs, spec.container_cli, GpuContextMode::kAuto, true);
 }
 
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,

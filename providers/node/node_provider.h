@@ -19,9 +19,12 @@ namespace fleet {
 // The read-only script that prints a node's facts (key=value lines).
 // `sysfs` is the node's paths.sysfs (its infiniband ports are read there);
 // `cli` its container CLI and `gpu_context` when fleet-probe may create a
-// CUDA context (gpu_context.h: by default not while a fleet serve runs).
+// CUDA context (gpu_context.h: by default not while a fleet serve runs);
+// `list_images`: the plan's probe also lists the node's images
+// (engine_listing.h, NodeFacts::images).
 std::string NodeFactsScript(const std::string& sysfs = "/sys", const std::string& cli = "docker",
-                            GpuContextMode gpu_context = GpuContextMode::kAuto);
+                            GpuContextMode gpu_context = GpuContextMode::kAuto,
+                            bool list_images = false);
 
 // Parses what NodeFactsScript printed. Unknown lines are ignored.
 NodeFacts ParseNodeFacts(const std::string& output);

@@ -1,0 +1,202 @@
+#include "providers/node/engine_listing.h"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "providers/deployment/deployment_probe.h"
+#include "providers/image/image_ref.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+constexpr const char* kApiLine = "engine_api=";
+constexpr const char* kApiMarker = "@api=";
+
+// `ps --filter label=fleet.deployment`'s filter, URL-encoded:
+// {"label":["fleet.deployment"]}.
+std::string ContainersUrl() {
+  return std::string("http://localhost/containers/json?filters=%7B%22label%22%3A%5B%22") +
+         kDeploymentLabel + "%22%5D%7D";
+}
+
+// Sets $els to the engine's API socket when the CLI would talk to the
+// engine behind it: not under a docker context or a remote DOCKER_HOST
+// (the CLI's engine is elsewhere), and podman's only while its service
+// already runs (a socket-activated one would start on the first call).
+std::string SocketScript(const std::string& cli) {
+  if (cli == "docker")
+    return "  edc=${DOCKER_CONFIG:-$HOME/.docker}/config.json\n"
+           "  if [ -z \"${DOCKER_CONTEXT-}\" ] && { [ ! -f \"$edc\" ] || ! grep -q "
+           "'\"currentContext\"' \"$edc\" 2>/dev/null; }; then\n"
+           "    case ${DOCKER_HOST-} in\n"
+           "    unix://*) els=${DOCKER_HOST#unix://} ;;\n"
+           "    '') els=/run/docker.sock; [ -S \"$els\" ] || els=/var/run/docker.sock ;;\n"
+           "    esac\n"
+           "    [ -S \"$els\" ] || els=\n"
+           "  fi\n";
+  if (cli == "podman")
+    return "  eps=${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock\n"
+           "  if [ -z \"${CONTAINER_HOST-}\" ] && [ -S \"$eps\" ] && { [ ! -d "
+           "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
+           "2>/dev/null; }; then els=$eps; fi\n";
+  return "";
+}
+
+// One curl for both endpoints; kept only when every answer was a 200 (a
+// line "@api=<code>" can only come from -w: JSON escapes its newlines).
+std::string ApiScript(bool images) {
+  const std::string nl = "\n";
+  return "  if [ -n \"$els\" ] && command -v curl >/dev/null 2>&1; then\n"
+         "    ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
+         std::string(kApiMarker) + "%{http_code}\\n' " + ShellQuote(ContainersUrl()) +
+         (images ? " 'http://localhost/images/json'" : "") +
+         " 2>/dev/null) || ela=\n"
+         "    case $ela in *\"" +
+         (images ? nl + kApiMarker + "200" + nl + "\"*\"" : std::string()) + nl + kApiMarker +
+         "200\") ;; *) ela= ;; esac\n"
+         "  fi\n";
+}
+
+// Today's CLI listing of the serves (ServeListingScript's words).
+std::string CliServesScript(const std::string& cli) {
+  return "    if gcs=$(" + ServingContainersCommand(cli) +
+         " 2>&1); then\n"
+         "      fsl=listed; gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' "
+         "' ')\n"
+         "    else fsl=engine-error; gcs=$(printf '%s' \"$gcs\" | head -n 1 | cut -c1-300); fi\n";
+}
+
+std::vector<std::string> Strings(const nlohmann::json& j, const std::string& none) {
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const auto& s : j)
+      if (s.is_string() && s.get<std::string>() != none) out.push_back(s.get<std::string>());
+  return out;
+}
+
+// docker's CLI prints a container's names without the API's leading '/',
+// joined by ','.
+std::string CliNames(const nlohmann::json& names) {
+  std::string joined;
+  for (std::string n : Strings(names, "")) {
+    if (!n.empty() && n[0] == '/') n.erase(0, 1);
+    joined += (joined.empty() ? "" : ",") + n;
+  }
+  return joined;
+}
+
+// A second entry of the same ID adds its names, as ParseImageListing does.
+void MergeImage(ListedImage image, std::vector<ListedImage>* images) {
+  for (ListedImage& known : *images)
+    if (known.id == image.id) {
+      known.repo_digests.insert(known.repo_digests.end(), image.repo_digests.begin(),
+                                image.repo_digests.end());
+      known.tags.insert(known.tags.end(), image.tags.begin(), image.tags.end());
+      return;
+    }
+  images->push_back(std::move(image));
+}
+
+// The bodies of the curl's answers, in order, from the engine_api lines.
+std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
+  std::vector<std::string> bodies(1);
+  std::istringstream in(output);
+  *present = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(kApiLine, 0) != 0) continue;
+    *present = true;
+    const std::string l = line.substr(std::string(kApiLine).size());
+    if (l.rfind(kApiMarker, 0) == 0)
+      bodies.emplace_back();
+    else
+      bodies.back() += l + "\n";
+  }
+  bodies.pop_back();  // what followed the last marker: nothing
+  return bodies;
+}
+
+}  // namespace
+
+std::string EngineListingBegin(const std::string& cli, bool images) {
+  std::string s;
+  if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
+  s += "elc=" + ShellQuote(cli) +
+       "; ela=; elp=; els=\n"
+       "if ! command -v \"$elc\" >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
+       "else\n" +
+       SocketScript(cli) + ApiScript(images) +
+       "  if [ -n \"$ela\" ]; then\n"
+       "    fsl=api; gcs=api; case $ela in '[]'*) gcs= ;; esac\n"
+       "  else\n";
+  // The images' two CLI runs go on beside `ps` (a temp file keeps their
+  // lines whole and in order); without one, in line at the end.
+  if (images) s += "    if elt=$(mktemp -d 2>/dev/null); then ell >\"$elt/i\" 2>&1 & elp=$!; fi\n";
+  s += CliServesScript(cli) +
+       "  fi\n"
+       "fi\n"
+       "if [ \"$fsl\" = api ]; then echo fleet_serves=api:\n"
+       "  printf '%s\\n' \"$ela\" | while IFS= read -r l; do printf '" +
+       kApiLine +
+       "%s\\n' \"$l\"; done\n"
+       "else printf 'fleet_serves=%s:%s\\n' \"$fsl\" \"$gcs\"; fi\n";
+  return s;
+}
+
+std::string EngineListingEnd(bool images) {
+  if (!images) return "";
+  return "if [ -n \"$elp\" ]; then wait \"$elp\"; cat \"$elt/i\"; rm -rf \"$elt\"\n"
+         "elif [ \"$fsl\" = api ]; then echo images=api\n"
+         "else ell; fi\n";
+}
+
+ServeListing ServesFromContainersJson(const std::string& body) {
+  ServeListing l;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_array()) {
+    l.error = "the engine's API answered /containers/json with no list";
+    return l;
+  }
+  l.listed = true;
+  for (const auto& c : j)
+    if (c.is_object())
+      if (std::string n = CliNames(c.value("Names", nlohmann::json())); !n.empty())
+        l.names.push_back(n);
+  return l;
+}
+
+ImageListing ImagesFromImagesJson(const std::string& body) {
+  ImageListing l;
+  l.listed = true;
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_array()) {
+    l.error = "the engine's API answered /images/json with no list";
+    return l;
+  }
+  for (const auto& i : j) {
+    if (!i.is_object() || !i.contains("Id") || !i["Id"].is_string()) continue;
+    ListedImage image;
+    image.id = NormalizeImageId(i["Id"].get<std::string>());
+    if (image.id.empty()) continue;
+    // docker's list says "<none>" where its inspect says nothing.
+    image.repo_digests = Strings(i.value("RepoDigests", nlohmann::json()), "<none>@<none>");
+    image.tags = Strings(i.value("RepoTags", nlohmann::json()), "<none>:<none>");
+    MergeImage(std::move(image), &l.images);
+  }
+  return l;
+}
+
+EngineApiListing ParseEngineApi(const std::string& output) {
+  EngineApiListing a;
+  const std::vector<std::string> bodies = ApiBodies(output, &a.present);
+  if (!a.present) return a;
+  a.serves = bodies.empty() ? ServesFromContainersJson("") : ServesFromContainersJson(bodies[0]);
+  if (bodies.size() > 1) {
+    a.images_listed = true;
+    a.images = ImagesFromImagesJson(bodies[1]);
+  }
+  return a;
+}
+
+}  // namespace fleet

@@ -1,0 +1,59 @@
+// What every node probe asks the node's container engine: the running fleet
+// serves (gpu_context.h, NodeFacts::fleet_serves) and, in a plan, every image
+// (image_listing.h, NodeFacts::images).
+//
+// Why not just the CLI: each docker or podman start costs ~80 ms on a node,
+// and the plan paid three in a row (`ps`, `image ls`, `image inspect`) on
+// every node, converged or not: most of a one-node plan (issue 31). So:
+//   - where the engine's API socket answers (docker's DOCKER_HOST=unix://...,
+//     else /run/docker.sock, else /var/run/docker.sock; podman's
+//     $XDG_RUNTIME_DIR/podman/podman.sock only when its service already
+//     runs: fleet never starts one), one curl reads /containers/json and
+//     /images/json, and the controller parses the JSON (no jq on nodes);
+//   - else (no curl, no socket, a docker context or a remote DOCKER_HOST,
+//     any failed call) the CLI, as before, with the image listing in a
+//     background job beside `ps`, so the node waits for about one CLI start.
+// Both ways end in the same facts: ParseEngineApi gives what the CLI path's
+// lines give (engine_listing_test.cc feeds both from the same engines).
+#ifndef FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
+#define FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
+
+#include <string>
+
+#include "providers/image/image_listing.h"
+#include "providers/node/gpu_context.h"
+
+namespace fleet {
+
+// sh that starts the listing with the node's container CLI `cli` ("docker"
+// or "podman") and prints the fleet_serves line (ServeListingScript's, or
+// "fleet_serves=api:" and the API's answer as "engine_api=" lines). Defines
+// $fsl and $gcs for GpuContextScript ($fsl "api": $gcs is non-empty when a
+// fleet serve may run). With `images`, the image listing is left running in
+// the background (or was read from the API): EngineListingEnd prints it.
+std::string EngineListingBegin(const std::string& cli, bool images);
+
+// sh that prints the image listing (ImageListingScript's lines, or
+// "images=api") once the background job is done; "" without `images`.
+std::string EngineListingEnd(bool images);
+
+// What the API's answer says ("engine_api=" lines in `output`); present is
+// false when the node used the CLI.
+struct EngineApiListing {
+  bool present = false;
+  ServeListing serves;
+  bool images_listed = false;  // the answer carried /images/json
+  ImageListing images;
+};
+EngineApiListing ParseEngineApi(const std::string& output);
+
+// One endpoint's JSON as the CLI path would have read it: /containers/json
+// (names as `ps --format {{.Names}}` prints them) and /images/json (as
+// `image ls -q` + `image inspect`: no "<none>" placeholders, one entry per
+// ID).
+ServeListing ServesFromContainersJson(const std::string& body);
+ImageListing ImagesFromImagesJson(const std::string& body);
+
+}  // namespace fleet
+
+#endif  // FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_

@@ -1,0 +1,292 @@
+// The engine listing run for real: the node's probe script under /bin/sh
+// with stand-ins for the container CLI and curl that answer what docker and
+// podman answered on a simulated node, through the CLI and through the API
+// socket. Both ways must give the same facts (issue 31).
+#include "providers/node/engine_listing.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "providers/node/gpu_facts.h"
+#include "providers/node/node_provider.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+namespace {
+
+// What one engine printed: `ps --filter label=fleet.deployment --format
+// serving={{.Names}}`, `image ls -q --no-trunc`, `image inspect --format
+// 'img ...'` of those IDs, and the API's /containers/json (with the ps
+// filter) and /images/json.
+struct EngineAnswers {
+  const char* ps;
+  const char* ls;
+  const char* inspect;
+  const char* containers_json;
+  const char* images_json;
+};
+
+// Captured from docker's CLI and API on one simulated node (fleet-sim, 2026-12-04):
+// the serve fleet-qwen runs, `other` runs unlabelled, fleet-stopped is
+// stopped; images with several tags, a pushed one's RepoDigests, a
+// dangling one ("<none>" in the list, nothing in inspect), one whose
+// digest outlived its tag (null in the list).
+const EngineAnswers kDocker = {
+    R"(serving=fleet-qwen
+)",
+    R"(sha256:15ead95b06d8fd38a3b2d7c716cc92173a32104fcbe2c9668c77d3abf5411845
+sha256:f0792b2e0aeb6d2c70be94fe305ed7a876671bdccb9267a039a2b4319174dd4e
+sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00
+sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00
+sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00
+sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00
+)",
+    R"(img sha256:15ead95b06d8fd38a3b2d7c716cc92173a32104fcbe2c9668c77d3abf5411845 [] ["localhost/team/dang:v1"]
+img sha256:f0792b2e0aeb6d2c70be94fe305ed7a876671bdccb9267a039a2b4319174dd4e [] []
+img sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00 ["127.0.0.1:27499/team/app@sha256:3af439e948f7fb8fb4ec0e5650cb74f92bc242270c6e95b5411bf80deb4b86da"] ["127.0.0.1:27499/team/app:v1","other/app:v2","localhost/team/app:fleet-sha256-aaaa","localhost/team/app:v1"]
+)",
+    R"([{"Id":"18a39bfdc3567c51e0bbe0edee6385dcab68dfb41a5137b596a712b443b33209","Names":["/fleet-qwen"],"Image":"localhost/team/app:v1","ImageID":"sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00","Command":"/bin/sh -c 'sleep 100000'","Created":1796345611,"Ports":[],"Labels":{"fleet.deployment":"qwen","fleet.spec":"x"},"State":"running","Status":"Up 25 seconds","HostConfig":{"NetworkMode":"default"},"NetworkSettings":{"Networks":{"bridge":{"IPAMConfig":null,"Links":null,"Aliases":null,"NetworkID":"","EndpointID":"","Gateway":"","IPAddress":"","IPPrefixLen":0,"IPv6Gateway":"","GlobalIPv6Address":"","GlobalIPv6PrefixLen":0,"MacAddress":"","DriverOpts":null}}},"Mounts":[]}]
+)",
+    R"([{"Containers":-1,"Created":1796345611,"Id":"sha256:15ead95b06d8fd38a3b2d7c716cc92173a32104fcbe2c9668c77d3abf5411845","Labels":{"a":"b"},"ParentId":"","RepoDigests":null,"RepoTags":["localhost/team/dang:v1"],"SharedSize":-1,"Size":1982263,"VirtualSize":1982263},{"Containers":-1,"Created":1796345610,"Id":"sha256:f0792b2e0aeb6d2c70be94fe305ed7a876671bdccb9267a039a2b4319174dd4e","Labels":null,"ParentId":"","RepoDigests":["<none>@<none>"],"RepoTags":["<none>:<none>"],"SharedSize":-1,"Size":1982263,"VirtualSize":1982263},{"Containers":-1,"Created":1796345609,"Id":"sha256:8ecf5fc0b7ef10f4da211339cd4f9e4df51d819bc5fe03ac24f18650246c5f00","Labels":null,"ParentId":"","RepoDigests":["127.0.0.1:27499/team/app@sha256:3af439e948f7fb8fb4ec0e5650cb74f92bc242270c6e95b5411bf80deb4b86da"],"RepoTags":["127.0.0.1:27499/team/app:v1","other/app:v2","localhost/team/app:fleet-sha256-aaaa","localhost/team/app:v1"],"SharedSize":-1,"Size":1982263,"VirtualSize":1982263}]
+)"};
+
+// Captured from podman's CLI and API on one simulated node (fleet-sim, 2026-12-04):
+// the serve fleet-qwen runs, `other` runs unlabelled, fleet-stopped is
+// stopped; images with several tags, a pushed one's RepoDigests.
+const EngineAnswers kPodman = {
+    R"(serving=fleet-qwen
+)",
+    R"(sha256:ddee57aaa7e7a702fee6a9534b4b918d0cbc6c5d9133d67f9df16e94f5c1f0d7
+sha256:6d125cb67bd48c269016f2a25c74a0381bdf7cb5e4e286e6adc3b1befe4f2e0f
+)",
+    R"(img ddee57aaa7e7a702fee6a9534b4b918d0cbc6c5d9133d67f9df16e94f5c1f0d7 ["127.0.0.1:27499/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","127.0.0.1:27499/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/other/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/other/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd"] ["127.0.0.1:27499/team/app:p1","localhost/team/app:v1","localhost/team/app:fleet-sha256-aaaa","localhost/other/app:v2"]
+img 6d125cb67bd48c269016f2a25c74a0381bdf7cb5e4e286e6adc3b1befe4f2e0f ["localhost/team/dang@sha256:0c448406f692f1572da6bb925b48b9e6a6e73c137ee212e9005621581ed49f95"] ["localhost/team/dang:v1"]
+)",
+    R"([{"Id":"c1cbbf978c7130f94c193e0994f9a0e893a03469422f7be66c3a09e014346436","Names":["/fleet-qwen"],"Image":"localhost/team/app:v1","ImageID":"sha256:ddee57aaa7e7a702fee6a9534b4b918d0cbc6c5d9133d67f9df16e94f5c1f0d7","Command":"/bin/sh -c sleep 100000","Created":1796345603,"Ports":[],"Labels":{"fleet.deployment":"qwen","fleet.spec":"x"},"State":"running","Status":"Up 37 seconds","NetworkSettings":{"Networks":null},"Mounts":[],"Name":"","Config":null,"NetworkingConfig":null,"Platform":null,"AdjustCPUShares":false}]
+)",
+    R"([{"Id":"sha256:ddee57aaa7e7a702fee6a9534b4b918d0cbc6c5d9133d67f9df16e94f5c1f0d7","ParentId":"","RepoTags":["127.0.0.1:27499/team/app:p1","localhost/team/app:v1","localhost/team/app:fleet-sha256-aaaa","localhost/other/app:v2"],"RepoDigests":["127.0.0.1:27499/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","127.0.0.1:27499/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/other/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/other/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd"],"Created":1796345600,"Size":1988025,"SharedSize":0,"VirtualSize":1988025,"Labels":null,"Containers":3,"Names":["127.0.0.1:27499/team/app:p1","localhost/team/app:v1","localhost/team/app:fleet-sha256-aaaa","localhost/other/app:v2"],"Digest":"sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","History":["localhost/other/app:v2","localhost/team/app:fleet-sha256-aaaa","localhost/team/app:v1","127.0.0.1:27499/team/app:p1","localhost/team/dang:v1"]},{"Id":"sha256:6d125cb67bd48c269016f2a25c74a0381bdf7cb5e4e286e6adc3b1befe4f2e0f","ParentId":"","RepoTags":["localhost/team/dang:v1"],"RepoDigests":["localhost/team/dang@sha256:0c448406f692f1572da6bb925b48b9e6a6e73c137ee212e9005621581ed49f95"],"Created":1796345600,"Size":1987673,"SharedSize":0,"VirtualSize":1987673,"Labels":{"a":"b"},"Containers":0,"Names":["localhost/team/dang:v1"],"Digest":"sha256:0c448406f692f1572da6bb925b48b9e6a6e73c137ee212e9005621581ed49f95","History":["localhost/team/dang:v1"]}]
+)"};
+
+class EngineListingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/engine_listing_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_EQ(mkdir((dir_ + "/bin").c_str(), 0755), 0);
+  }
+  void TearDown() override {
+    if (sock_ >= 0) close(sock_);
+    std::system(("rm -rf " + ShellQuote(dir_)).c_str());
+  }
+
+  void Write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << text;
+  }
+  void Tool(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/bin/" + name;
+    std::ofstream(path) << "#!/bin/sh\necho \"$*\" >> " << ShellQuote(dir_ + "/" + name + ".args")
+                        << "\n"
+                        << body;
+    chmod(path.c_str(), 0755);
+  }
+  // The container CLI `cli`, answering from `a`.
+  void Cli(const std::string& cli, const EngineAnswers& a) {
+    Write("ps", a.ps);
+    Write("ls", a.ls);
+    Write("inspect", a.inspect);
+    const std::string d = ShellQuote(dir_);
+    Tool(cli, "case \"$1 $2\" in\n'ps '*) cat " + d + "/ps ;;\n'image ls') cat " + d +
+                  "/ls ;;\n'image inspect') cat " + d + "/inspect ;;\n*) exit 125 ;;\nesac\n");
+  }
+  // curl, answering from `a` as `curl -w '\n@api=%{http_code}\n' URL...`
+  // does; `code` for every answer, `rc` its exit status.
+  void Curl(const EngineAnswers& a, const std::string& code = "200", int rc = 0) {
+    Write("containers.json", a.containers_json);
+    Write("images.json", a.images_json);
+    const std::string d = ShellQuote(dir_);
+    Tool("curl", "for u; do case $u in\n*/containers/json*) cat " + d +
+                     "/containers.json; printf '\\n@api=" + code + "\\n' ;;\n*/images/json) cat " +
+                     d + "/images.json; printf '\\n@api=" + code + "\\n' ;;\nesac; done\nexit " +
+                     std::to_string(rc) + "\n");
+  }
+  // A listening socket at `path` (the engine's, as far as `[ -S ]` can tell).
+  void Socket(const std::string& path) {
+    sock_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(bind(sock_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
+    ASSERT_EQ(listen(sock_, 1), 0);
+  }
+  // Runs `script` with only the stand-ins and the base system on PATH, and
+  // `env` (e.g. DOCKER_HOST=...) set.
+  std::string Run(const std::string& script, const std::string& env) {
+    Write("script.sh", script);
+    const std::string cmd = "cd " + ShellQuote(dir_) +
+                            " && env -u DOCKER_HOST -u XDG_RUNTIME_DIR "
+                            "-u DOCKER_CONTEXT -u CONTAINER_HOST HOME=" +
+                            ShellQuote(dir_) + " PATH=" + ShellQuote(dir_ + "/bin") +
+                            ":/usr/bin:/bin " + env + " /bin/sh " + ShellQuote(dir_ + "/script.sh");
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+    return out;
+  }
+  // The plan's node probe (no GPU, no fabric) on a node whose CLI is `cli`.
+  NodeFacts Plan(const std::string& cli, const std::string& env) {
+    NodeSpec spec;
+    spec.container_cli = cli;
+    spec.sysfs = "/nonexistent";
+    return ParseNodeFacts(Run(NodeProvider().ProbeScript(DesiredResource{}, spec), env));
+  }
+  bool Ran(const std::string& tool) {
+    return access((dir_ + "/" + tool + ".args").c_str(), F_OK) == 0;
+  }
+  void Forget(const std::string& tool) { unlink((dir_ + "/" + tool + ".args").c_str()); }
+  std::string Read(const std::string& name) {
+    std::stringstream ss;
+    ss << std::ifstream(dir_ + "/" + name).rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+  int sock_ = -1;
+};
+
+// The facts a plan reads from the listing.
+void ExpectSameListing(const NodeFacts& api, const NodeFacts& cli) {
+  EXPECT_EQ(api.fleet_serves_listed, cli.fleet_serves_listed);
+  EXPECT_EQ(api.fleet_serves, cli.fleet_serves);
+  EXPECT_EQ(api.images.dump(), cli.images.dump());
+}
+
+TEST_F(EngineListingTest, DockersApiGivesWhatItsCliGives) {
+  Tool("fleet-probe", "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
+  Cli("docker", kDocker);
+  const NodeFacts cli = Plan("docker", "DOCKER_HOST=unix://" + dir_ + "/docker.sock");
+  EXPECT_FALSE(Ran("curl"));  // no socket there: the CLI
+  ASSERT_TRUE(Ran("docker"));
+  Socket(dir_ + "/docker.sock");
+  Curl(kDocker);
+  Forget("docker");
+  const NodeFacts api = Plan("docker", "DOCKER_HOST=unix://" + dir_ + "/docker.sock");
+  EXPECT_FALSE(Ran("docker"));  // not one CLI start
+  EXPECT_NE(Read("curl.args").find("--unix-socket " + dir_ + "/docker.sock"), std::string::npos);
+  ExpectSameListing(api, cli);
+  EXPECT_EQ(api.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  const ImageListing images = ImageListing::FromJson(api.images);
+  EXPECT_TRUE(images.listed);
+  EXPECT_EQ(images.error, "");
+  ASSERT_EQ(images.images.size(), 3u);
+  EXPECT_TRUE(images.images[1].tags.empty());  // the dangling one: no "<none>:<none>"
+  EXPECT_TRUE(images.images[1].repo_digests.empty());
+  EXPECT_EQ(images.images[2].tags.size(), 4u);
+  // The CUDA context decision names the serve either way.
+  GpuFacts a, c;
+  ASSERT_TRUE(GpuFactsFromJson(api.gpu, &a));
+  ASSERT_TRUE(GpuFactsFromJson(cli.gpu, &c));
+  EXPECT_EQ(a.context_decision, c.context_decision);
+  EXPECT_EQ(a.context_decision.rfind("no CUDA context: fleet serve fleet-qwen runs", 0), 0u)
+      << a.context_decision;
+}
+
+TEST_F(EngineListingTest, PodmansApiGivesWhatItsCliGives) {
+  Cli("podman", kPodman);
+  ASSERT_EQ(mkdir((dir_ + "/xdg").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((dir_ + "/xdg/podman").c_str(), 0700), 0);
+  const std::string env = "XDG_RUNTIME_DIR=" + dir_ + "/xdg";
+  const NodeFacts cli = Plan("podman", env);
+  EXPECT_FALSE(Ran("curl"));  // no service: the CLI, and no service is started
+  Socket(dir_ + "/xdg/podman/podman.sock");
+  Curl(kPodman);
+  Forget("podman");
+  const NodeFacts api = Plan("podman", env);
+  EXPECT_FALSE(Ran("podman"));
+  ExpectSameListing(api, cli);
+  EXPECT_EQ(ImageListing::FromJson(api.images).images.size(), 2u);
+}
+
+// Any failed call, or no curl, and the node asks the CLI: the same facts.
+TEST_F(EngineListingTest, FallsBackToTheCli) {
+  Cli("docker", kDocker);
+  const std::string env = "DOCKER_HOST=unix://" + dir_ + "/docker.sock";
+  const NodeFacts want = Plan("docker", env);  // no socket yet
+  Socket(dir_ + "/docker.sock");
+  for (const auto& [code, rc] : std::vector<std::pair<std::string, int>>{{"500", 0}, {"000", 7}}) {
+    Curl(kDocker, code, rc);
+    Forget("docker");
+    const NodeFacts got = Plan("docker", env);
+    EXPECT_TRUE(Ran("docker")) << code;
+    ExpectSameListing(got, want);
+  }
+  // A remote engine (tcp://) or a docker context: the CLI knows where it is.
+  Curl(kDocker);
+  for (const std::string& other :
+       {std::string("DOCKER_HOST=tcp://10.0.0.1:2375"), env + " DOCKER_CONTEXT=remote"}) {
+    Forget("curl");
+    ExpectSameListing(Plan("docker", other), want);
+    EXPECT_FALSE(Ran("curl")) << other;
+  }
+  EXPECT_EQ(want.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+}
+
+// What stays a CLI call runs side by side: `ps` beside `image ls` and
+// `image inspect`, so the node waits for about one start, not three. Here
+// `ps` answers only once `image ls` has started (5 s at most).
+TEST_F(EngineListingTest, CliRunsGoSideBySide) {
+  Cli("podman", kPodman);
+  const std::string d = ShellQuote(dir_);
+  Tool("podman",
+       "case \"$1 $2\" in\n"
+       "'ps '*) i=0; while [ ! -e " +
+           d +
+           "/ls.started ] && [ $i -lt 50 ]; do\n"
+           "  sleep 0.1; i=$((i+1)); done\n"
+           "  [ -e " +
+           d + "/ls.started ] && echo seen > " + d + "/ps.saw; cat " + d +
+           "/ps ;;\n"
+           "'image ls') touch " +
+           d + "/ls.started; cat " + d +
+           "/ls ;;\n"
+           "'image inspect') cat " +
+           d + "/inspect ;;\nesac\n");
+  const NodeFacts f = Plan("podman", "");
+  EXPECT_EQ(Read("ps.saw"), "seen\n");
+  EXPECT_EQ(f.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  EXPECT_EQ(ImageListing::FromJson(f.images).images.size(), 2u);
+}
+
+TEST(ParseEngineApi, WhatTheAnswerSays) {
+  EXPECT_FALSE(ParseEngineApi("fleet_serves=listed:x \n").present);
+  EngineApiListing a = ParseEngineApi("engine_api=[]\nengine_api=\nengine_api=@api=200\n");
+  EXPECT_TRUE(a.present);
+  EXPECT_TRUE(a.serves.listed);
+  EXPECT_TRUE(a.serves.names.empty());
+  EXPECT_FALSE(a.images_listed);
+  a = ParseEngineApi(
+      "engine_api={\"message\":\"x\"}\nengine_api=@api=200\nengine_api=nope\n"
+      "engine_api=@api=200\n");
+  EXPECT_FALSE(a.serves.listed);
+  EXPECT_NE(a.serves.error.find("no list"), std::string::npos);
+  EXPECT_TRUE(a.images_listed);
+  EXPECT_NE(a.images.error.find("no list"), std::string::npos);
+  // Names as docker's CLI prints them: no '/', several joined by ','.
+  EXPECT_EQ(ServesFromContainersJson(R"([{"Names":["/a","/b/alias"]},{"Names":["/c"]},{}])").names,
+            (std::vector<std::string>{"a,b/alias", "c"}));
+}
+
+}  // namespace
+}  // namespace fleet
