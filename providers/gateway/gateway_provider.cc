@@ -63,6 +63,26 @@ std::vector<PlanChange::RemovalAfter> RoutedAway(const GatewayWant& want,
   return out;
 }
 
+// A routed serve replaced in place stops before its successor binds its
+// port: the plan says the gateway has nothing to send that model to
+// meanwhile (unless another serve of it stays up).
+std::vector<std::string> ReplacedInPlace(const GatewayWant& want, const DiffContext& ctx) {
+  std::vector<std::string> out;
+  if (ctx.planned == nullptr) return out;
+  for (const GatewayRoute& r : want.routes) {
+    const std::string serve = ResourceAddress("deployment", r.deployment, r.node);
+    const bool replaced = std::any_of(
+        ctx.planned->begin(), ctx.planned->end(),
+        [&](const PlanChange& c) { return c.address == serve && c.action == Action::kReplace; });
+    const int serves = std::count_if(want.routes.begin(), want.routes.end(),
+                                     [&](const GatewayRoute& x) { return x.model == r.model; });
+    if (replaced && serves == 1)
+      out.push_back("gateway " + want.gateway + " answers 503 for " + r.model + " while " + serve +
+                    " is replaced in place (the new container needs the old one's port)");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed) {
@@ -132,7 +152,7 @@ ActualResource GatewayProvider::ParseProbe(const DesiredResource& r, const std::
 }
 
 PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
-                                 const ResourceRecord* record, const DiffContext&) const {
+                                 const ResourceRecord* record, const DiffContext& ctx) const {
   PlanChange c = ChangeFor(desired);
   const GatewayWant want = desired.attributes.get<GatewayWant>();
   c.after = want;
@@ -173,6 +193,7 @@ PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualRes
   }
   c.detail = GatewayDetail{want.gateway, want.cli};
   if (c.action != Action::kNoop) c.before_removals = RoutedAway(want, record, p);
+  for (std::string& gap : ReplacedInPlace(want, ctx)) c.reasons.push_back(std::move(gap));
   return c;
 }
 

@@ -65,12 +65,12 @@ SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout"
 deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
   echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE${5:-}}"
 }
-A_NODE=dgx1 A_RECIPE=alpha C_ROUTED=false
+A_NODE=dgx1 A_RECIPE=alpha B_RECIPE=beta C_ROUTED=false
 write_repo() {
   mkrepo --image "eng={\"ref\": \"$ENG\", \"source\": \"node:dgx1\"}" \
     --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
     --deployment "$(deployment a "$A_NODE" 30001 "$A_RECIPE")" \
-    --deployment "$(deployment b dgx2 30002 beta)" \
+    --deployment "$(deployment b dgx2 30002 "$B_RECIPE")" \
     --deployment "$(deployment c dgx3 30003 gamma ", \"gateway\": $C_ROUTED")"
   # mkrepo knows no gateways: one more section.
   printf 'gateways:\n  lab: {nodes: [dgx4], image: gw, port: 8000, drain: 20s}\n' >>"$REPO/fleet.yaml"
@@ -116,6 +116,7 @@ recipe alpha alpha
 recipe beta beta
 recipe gamma gamma
 recipe garble alpha 'FAKE_ENGINE_GARBLE_AFTER = "0"'
+recipe beta2 beta 'FAKE_ENGINE_FRESH_DELAY_MS = "1"'
 write_repo
 
 step "the plan starts gateway lab with its routes; apply; converged"
@@ -165,6 +166,12 @@ stop_loop 5
 [[ $(served_by gamma) == gamma ]] || fail "gamma is not routed after the reload"
 C_ROUTED=true
 assert_converged
+
+step "a routed serve replaced in place: the plan says the gateway answers 503 for its model meanwhile"
+B_RECIPE=beta2 write_repo
+expect_rc 2 plan --detailed-exitcode
+expect_out "gateway lab answers 503 for beta while deployment.b@dgx2 is replaced in place"
+expect_no_out "answers 503 for alpha"
 
 step "alpha moved to a free node (dgx5) under 5 requests/s: create before destroy, none fails"
 A_NODE=dgx5 write_repo
