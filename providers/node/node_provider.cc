@@ -69,15 +69,22 @@ double ProbeSeconds(const std::string& value) {
 
 std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
                             GpuContextMode gpu_context, bool list_images) {
-  // uname -n is the UTS name (what `hostname` prints) and needs no package.
+  // The UTS name (what `hostname` prints), the machine and the release as
+  // uname gives them, read by the shell's own `read` from /proc: every
+  // process costs a plan a few ms on the node (uname where /proc lacks them).
   // GPU: the fleet-probe when installed (it reads cuMemGetInfo, which works on
   // unified-memory GB10 where nvidia-smi says [N/A]); else nvidia-smi.
   std::string s =
-      "printf 'hostname=%s\\n' \"$(uname -n)\"\n"
-      "printf 'machine_id=%s\\n' \"$(cat /etc/machine-id 2>/dev/null)\"\n"
-      "printf 'boot_id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\"\n"
-      "printf 'arch=%s\\n' \"$(uname -m)\"\n"
-      "printf 'kernel=%s\\n' \"$(uname -r)\"\n";
+      "nfh=; nfm=; nfb=; nfa=; nfk=\n"
+      "{ read -r nfh </proc/sys/kernel/hostname; } 2>/dev/null\n"
+      "[ -n \"$nfh\" ] || nfh=$(uname -n)\n"
+      "{ read -r nfm </etc/machine-id; } 2>/dev/null\n"
+      "{ read -r nfb </proc/sys/kernel/random/boot_id; } 2>/dev/null\n"
+      "{ read -r nfa </proc/sys/kernel/arch; } 2>/dev/null; [ -n \"$nfa\" ] || nfa=$(uname -m)\n"
+      "{ read -r nfk </proc/sys/kernel/osrelease; } 2>/dev/null\n"
+      "[ -n \"$nfk\" ] || nfk=$(uname -r)\n"
+      "printf 'hostname=%s\\nmachine_id=%s\\nboot_id=%s\\narch=%s\\nkernel=%s\\n' \"$nfh\" "
+      "\"$nfm\" \"$nfb\" \"$nfa\" \"$nfk\"\n";
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
   s += EngineListingBegin(cli, list_images);
@@ -89,7 +96,10 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
        GpuContextScript(gpu_context) +
        // Its wall time, for -v (GNU date's %N; elsewhere the figure is dropped).
        "gp0=$(date +%s%N 2>/dev/null)\n"
-       "printf 'gpu_probe=%s\\n' \"$($t \"$fp\" $fpa 2>/dev/null | tr -d '\\n')\"\n"
+       // One line for the parser; tr only when the answer has more.
+       "gpj=$($t \"$fp\" $fpa 2>/dev/null)\n"
+       "case $gpj in *\"\n\"*) gpj=$(printf '%s' \"$gpj\" | tr -d '\\n') ;; esac\n"
+       "printf 'gpu_probe=%s\\n' \"$gpj\"\n"
        "printf 'gpu_probe_ns=%s %s\\n' \"$gp0\" \"$(date +%s%N 2>/dev/null)\"\n"
        "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
