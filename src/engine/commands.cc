@@ -216,7 +216,11 @@ int CmdValidate(const GlobalOptions& g) {
   if (!Open(g, &s)) return 1;
   std::cout << "The manifests are valid: " << s.manifest.nodes.size() << " node(s), "
             << s.manifest.images.size() << " image(s), " << s.manifest.models.size()
-            << " model(s), " << s.manifest.deployments.size() << " deployment(s).\n";
+            << " model(s), " << s.manifest.deployments.size() << " deployment(s)"
+            << (s.manifest.gateways.empty()
+                    ? std::string()
+                    : ", " + std::to_string(s.manifest.gateways.size()) + " gateway(s)")
+            << ".\n";
   return 0;
 }
 
