@@ -5,7 +5,12 @@
 #      OpenSSH `ssh node true`: the controller's CPU time per node, the
 #      one-node latency, the 32-node wall time with the core count (target
 #      wall ratio <= 1.3);
-#   2. peak RSS of `fleet plan` on 256 nodes (target < 100 MB).
+#   2. a one-node plan of a converged docker node (dgx1) and of a podman node
+#      (dgx2) vs `ssh node true` to the same node (target <= 0.7), and the
+#      node side's share: the probe script's own wall time on the node
+#      (`fleet -v`'s "on the node", the @clock.begin/@clock.end markers;
+#      target <= 40 ms);
+#   3. peak RSS of `fleet plan` on 256 nodes (target < 100 MB).
 # Usage: bash bench/plan_bench.sh [runs] [--no-256]   (root, after scripts/build.sh)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,14 +20,16 @@ RUNS=${1:-7}
 WORK=$(mktemp -d /var/tmp/fleet-bench.XXXXXX)
 trap '"$SIM" stop "$WORK/sim32" --purge >/dev/null 2>&1 || true; "$SIM" stop "$WORK/sim256" --purge >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
-"$SIM" start "$WORK/sim32" --nodes 32 >/dev/null
+# dgx1 runs docker (its API socket answers), the others podman.
+"$SIM" start "$WORK/sim32" --nodes 32 --engine dgx1=docker >/dev/null
 python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo32"
 "$FLEET" -C "$WORK/repo32" --no-color apply --auto-approve >/dev/null
 "$FLEET" -C "$WORK/repo32" --no-color plan --detailed-exitcode >/dev/null  # converged
 
-python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo1" \
-  --only "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["nodes"][0]["name"])' "$WORK/sim32/sim.json")"
-"$FLEET" -C "$WORK/repo1" --no-color apply --auto-approve >/dev/null  # its own state file
+for n in dgx1 dgx2; do  # each its own state file
+  python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo-$n" --only "$n"
+  "$FLEET" -C "$WORK/repo-$n" --no-color apply --auto-approve >/dev/null
+done
 
 # Every figure is a ratio of two things measured in the same run, so that
 # it does not depend on how busy the machine is:
@@ -30,11 +37,12 @@ python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/rep
 #    child) for a 32-node plan / 32, vs the 32 OpenSSH clients' of the
 #    floor / 32 (the nodes' sshd and probe scripts are not counted: they
 #    share this machine's cores only because the nodes are simulated);
-#  - one-node latency: `fleet plan` of one node vs one `ssh node true`;
+#  - one-node latency: `fleet plan` of one node vs one `ssh node true` to
+#    it, a docker node and a podman node, with the node side's share;
 #  - 32-node wall time vs the floor (32 parallel `ssh node true`), printed
 #    with the core count it was measured on.
 python3 - "$FLEET" "$WORK" "$RUNS" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, re, statistics, subprocess, sys, time
 fleet, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sim = json.load(open(work + "/sim32/sim.json"))
 nodes = sim["nodes"]
@@ -62,20 +70,41 @@ def run_all(argvs):
     return wall, cpu
 
 plan = lambda repo: [fleet, "-C", repo, "--no-color", "plan", "--detailed-exitcode"]
-m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu", "one", "ssh1")}
+
+def one_plan(node):
+    """A one-node plan with -v: (wall s, the probe script's own time on the node s)."""
+    t = time.monotonic()
+    p = subprocess.run([fleet, "-v", *plan(work + "/repo-" + node)[1:]],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.monotonic() - t
+    found = re.search(r"probe %s: .*on the node ([0-9.]+) s" % node, p.stderr)
+    if p.returncode not in (0, 2) or not found:
+        sys.exit("plan of %s: exit %d, no node time in: %s" % (node, p.returncode, p.stderr[-500:]))
+    return wall, float(found.group(1))
+
+by_name = {n["name"]: n for n in nodes}
+ones = {"dgx1": "docker", "dgx2": "podman"}
+m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu")}
+for n in ones:
+    m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: []})
 for _ in range(runs):
     w, c = run_all([ssh(n) for n in nodes]); m["floor"].append(w); m["floor_cpu"].append(c)
     w, _ = run_all([ssh(n, ("-o", "KexAlgorithms=curve25519-sha256")) for n in nodes]); m["floor_c"].append(w)
     w, c = run_all([plan(work + "/repo32")]); m["plan"].append(w); m["plan_cpu"].append(c)
-    w, _ = run_all([plan(work + "/repo1")]); m["one"].append(w)
-    w, _ = run_all([ssh(nodes[0])]); m["ssh1"].append(w)
+    for n in ones:
+        w, on_node = one_plan(n); m["one_" + n].append(w); m["node_" + n].append(on_node)
+        w, _ = run_all([ssh(by_name[n])]); m["ssh1_" + n].append(w)
 med = {k: statistics.median(v) for k, v in m.items()}
 n = len(nodes)
 print("%d runs, %d cores, %d nodes (medians)" % (runs, os.cpu_count(), n))
 print("controller CPU per node: fleet %.1f ms, OpenSSH clients %.1f ms: ratio %.2f"
       % (1e3 * med["plan_cpu"] / n, 1e3 * med["floor_cpu"] / n, med["plan_cpu"] / med["floor_cpu"]))
-print("one node: plan %.0f ms, ssh true %.0f ms: ratio %.2f"
-      % (1e3 * med["one"], 1e3 * med["ssh1"], med["one"] / med["ssh1"]))
+for n, engine in ones.items():
+    one, on_node, ssh1 = med["one_" + n], med["node_" + n], med["ssh1_" + n]
+    print("one node, %s (%s): plan %.0f ms, ssh true %.0f ms: ratio %.2f (target <= 0.7);"
+          " on the node %.0f ms (target <= 40): %.2f of the plan, %.2f of ssh true"
+          % (engine, n, 1e3 * one, 1e3 * ssh1, one / ssh1, 1e3 * on_node, on_node / one,
+             on_node / ssh1))
 print("%d nodes on %d cores: plan %.0f ms, floor (parallel ssh true) %.0f ms: ratio %.2f (target <= 1.3);"
       " against a curve25519 floor (OpenSSH's default sntrup761 costs more CPU) %.0f ms: ratio %.2f"
       % (n, os.cpu_count(), 1e3 * med["plan"], 1e3 * med["floor"], med["plan"] / med["floor"],
