@@ -14,8 +14,8 @@ namespace {
 constexpr const char* kApiLine = "engine_api=";
 constexpr const char* kApiMarker = "@api=";
 
-// `ps --filter label=fleet.deployment`'s filter, URL-encoded:
-// {"label":["fleet.deployment"]}.
+// `ps --filter label=fleet.deployment`'s filter as the API takes it: the
+// JSON object {"label": [<the label>]}, URL-encoded.
 std::string ContainersUrl() {
   return std::string("http://localhost/containers/json?filters=%7B%22label%22%3A%5B%22") +
          kDeploymentLabel + "%22%5D%7D";
@@ -151,7 +151,7 @@ std::string EngineListingEnd(bool images) {
          "else ell; fi\n";
 }
 
-ServeListing ServesFromContainersJson(const std::string& body) {
+ServeListing ContainersFromJson(const std::string& body) {
   ServeListing l;
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_array()) {
@@ -166,7 +166,7 @@ ServeListing ServesFromContainersJson(const std::string& body) {
   return l;
 }
 
-ImageListing ImagesFromImagesJson(const std::string& body) {
+ImageListing ImagesFromJson(const std::string& body) {
   ImageListing l;
   l.listed = true;
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
@@ -191,10 +191,10 @@ EngineApiListing ParseEngineApi(const std::string& output) {
   EngineApiListing a;
   const std::vector<std::string> bodies = ApiBodies(output, &a.present);
   if (!a.present) return a;
-  a.serves = bodies.empty() ? ServesFromContainersJson("") : ServesFromContainersJson(bodies[0]);
+  a.serves = bodies.empty() ? ContainersFromJson("") : ContainersFromJson(bodies[0]);
   if (bodies.size() > 1) {
     a.images_listed = true;
-    a.images = ImagesFromImagesJson(bodies[1]);
+    a.images = ImagesFromJson(bodies[1]);
   }
   return a;
 }

@@ -51,8 +51,8 @@ EngineApiListing ParseEngineApi(const std::string& output);
 // (names as `ps --format {{.Names}}` prints them) and /images/json (as
 // `image ls -q` + `image inspect`: no "<none>" placeholders, one entry per
 // ID).
-ServeListing ServesFromContainersJson(const std::string& body);
-ImageListing ImagesFromImagesJson(const std::string& body);
+ServeListing ContainersFromJson(const std::string& body);
+ImageListing ImagesFromJson(const std::string& body);
 
 }  // namespace fleet
 

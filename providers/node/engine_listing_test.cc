@@ -284,7 +284,7 @@ TEST(ParseEngineApi, WhatTheAnswerSays) {
   EXPECT_TRUE(a.images_listed);
   EXPECT_NE(a.images.error.find("no list"), std::string::npos);
   // Names as docker's CLI prints them: no '/', several joined by ','.
-  EXPECT_EQ(ServesFromContainersJson(R"([{"Names":["/a","/b/alias"]},{"Names":["/c"]},{}])").names,
+  EXPECT_EQ(ContainersFromJson(R"([{"Names":["/a","/b/alias"]},{"Names":["/c"]},{}])").names,
             (std::vector<std::string>{"a,b/alias", "c"}));
 }
 
