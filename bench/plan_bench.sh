@@ -99,11 +99,11 @@ n = len(nodes)
 print("%d runs, %d cores, %d nodes (medians)" % (runs, os.cpu_count(), n))
 print("controller CPU per node: fleet %.1f ms, OpenSSH clients %.1f ms: ratio %.2f"
       % (1e3 * med["plan_cpu"] / n, 1e3 * med["floor_cpu"] / n, med["plan_cpu"] / med["floor_cpu"]))
-for n, engine in ones.items():
-    one, on_node, ssh1 = med["one_" + n], med["node_" + n], med["ssh1_" + n]
+for name, engine in ones.items():
+    one, on_node, ssh1 = med["one_" + name], med["node_" + name], med["ssh1_" + name]
     print("one node, %s (%s): plan %.0f ms, ssh true %.0f ms: ratio %.2f (target <= 0.7);"
           " on the node %.0f ms (target <= 40): %.2f of the plan, %.2f of ssh true"
-          % (engine, n, 1e3 * one, 1e3 * ssh1, one / ssh1, 1e3 * on_node, on_node / one,
+          % (engine, name, 1e3 * one, 1e3 * ssh1, one / ssh1, 1e3 * on_node, on_node / one,
              on_node / ssh1))
 print("%d nodes on %d cores: plan %.0f ms, floor (parallel ssh true) %.0f ms: ratio %.2f (target <= 1.3);"
       " against a curve25519 floor (OpenSSH's default sntrup761 costs more CPU) %.0f ms: ratio %.2f"
