@@ -30,18 +30,24 @@ img() {  # img NAME REF SOURCE NODES: a --image flag for mkrepo
 }
 ALL='"dgx1", "dgx2", "dgx3"'
 
-step "registry and images"
 registry_start
-D1=$(image_push fleet/bb v1)
-D2=$(image_push fleet/bb2 v1)
-[[ $(image_push_again v1 other/bb2:v1) == "$D2" ]] || fail "same image, another name: digest changed"
-D3=$(image_push fleet/bb3 v1)
-D4=$(image_push fleet/bb4 v1)
-D5=$(image_push fleet/bb5 v1)
 R=$REGISTRY
-
-step "start 3 simulated nodes (pulls from $R allowed over HTTP)"
+step "registry and images, built and pushed while 3 simulated nodes start (pulls from $R allowed over HTTP)"
+(
+  D1=$(image_push fleet/bb v1)
+  D2=$(image_push fleet/bb2 v1)
+  [[ $(image_push_again v1 other/bb2:v1) == "$D2" ]] || fail "same image, another name: digest changed"
+  D3=$(image_push fleet/bb3 v1)
+  D4=$(image_push fleet/bb4 v1)
+  D5=$(image_push fleet/bb5 v1)
+  echo "$D1 $D2 $D3 $D4 $D5"
+) >"$WORK/digests" 2>"$WORK/push.err" &
+push=$!
+BG_PIDS+=("$push")
 start_fleet 3 --insecure-registry "$R"
+wait "$push" || fail "the images: $(cat "$WORK/push.err")"
+read -r D1 D2 D3 D4 D5 <"$WORK/digests"
+[[ $D5 == sha256:* ]] || fail "the images' digests: $(cat "$WORK/digests")"
 on_node dgx1 "$CE pull -q $R/fleet/bb@$D1 && $CE pull -q $R/fleet/bb2@$D2 && $CE pull -q $R/fleet/bb4@$D4 && $CE pull -q $R/fleet/bb5@$D5" >/dev/null
 C1=$(image_id dgx1 "$R/fleet/bb@$D1")
 C4=$(image_id dgx1 "$R/fleet/bb4@$D4")
