@@ -90,10 +90,11 @@ deployment() {  # deployment NAME NODE PORT RECIPE EXTRA_JSON
 # kill healed, and kill -9 of the watch mid-heal, both of a. The policy's
 # decisions (smoke, memory, quarantine, the lock, a recipe edited, a group)
 # do not depend on the engine and run on podman (HEAL_TEST_FULL=1 runs them
-# on docker too). Without them, one node serving a is all docker needs
-# (five dockerds and three serves took a third of its time).
+# on docker too, as does lib.sh's FLEET_TEST_FULL=1). Without them, one
+# node serving a is all docker needs (five dockerds and three serves took a
+# third of its time).
 FULL=
-[[ $ENGINE == podman || -n ${HEAL_TEST_FULL:-} ]] && FULL=1
+{ engine_free_phase || [[ -n ${HEAL_TEST_FULL:-} ]]; } && FULL=1
 # A round probes every node the manifests name and checks every serve: the
 # manifests name dgx4 and dgx5 only from the phase that uses them (ONLY),
 # and g only until its phases are done (WITH_G; a garbling g heals and is
