@@ -15,12 +15,12 @@
 
 #include "manifests/duration.h"
 #include "src/engine/commands.h"
+#include "src/engine/gateway_checks.h"
 #include "src/engine/heal_round.h"
 #include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
 #include "src/engine/round_facts.h"
-#include "src/engine/gateway_checks.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
