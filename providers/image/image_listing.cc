@@ -81,18 +81,6 @@ std::string Familiar(std::string name) {
   return name;
 }
 
-// One entry per image: a second line of the same ID adds its names.
-void Merge(ListedImage image, std::vector<ListedImage>* images) {
-  for (ListedImage& known : *images)
-    if (known.id == image.id) {
-      known.repo_digests.insert(known.repo_digests.end(), image.repo_digests.begin(),
-                                image.repo_digests.end());
-      known.tags.insert(known.tags.end(), image.tags.begin(), image.tags.end());
-      return;
-    }
-  images->push_back(std::move(image));
-}
-
 }  // namespace
 
 std::string ImageListingScript(const std::string& cli) {
@@ -128,7 +116,7 @@ ImageListing ParseImageListing(const std::string& output) {
     } else if (line.rfind("image_out=", 0) == 0) {
       ListedImage image;
       if (ParseListedLine(line.substr(10), &image))
-        Merge(std::move(image), &l.images);
+        MergeListedImage(std::move(image), &l.images);
       else
         messages += line.substr(10) + "\n";
     }
@@ -221,6 +209,17 @@ ImageListing ImageListing::FromJson(const nlohmann::json& j) {
         l.images.push_back({i.value("id", ""), StringsOf(i.value("repo_digests", nlohmann::json())),
                             StringsOf(i.value("tags", nlohmann::json()))});
   return l;
+}
+
+void MergeListedImage(ListedImage image, std::vector<ListedImage>* images) {
+  for (ListedImage& known : *images)
+    if (known.id == image.id) {
+      known.repo_digests.insert(known.repo_digests.end(), image.repo_digests.begin(),
+                                image.repo_digests.end());
+      known.tags.insert(known.tags.end(), image.tags.begin(), image.tags.end());
+      return;
+    }
+  images->push_back(std::move(image));
 }
 
 }  // namespace fleet

@@ -31,6 +31,10 @@ struct ListedImage {
   std::vector<std::string> tags;          // "repo:tag"
 };
 
+// Adds `image` to `images`, one entry per ID: a second entry of the same ID
+// adds its names (an engine lists an image once per name).
+void MergeListedImage(ListedImage image, std::vector<ListedImage>* images);
+
 struct ImageListing {
   bool listed = false;    // false: the node's probe did not list (or failed)
   bool cli_found = true;  // false: the node has no container CLI

@@ -87,18 +87,6 @@ std::string CliNames(const nlohmann::json& names) {
   return joined;
 }
 
-// A second entry of the same ID adds its names, as ParseImageListing does.
-void MergeImage(ListedImage image, std::vector<ListedImage>* images) {
-  for (ListedImage& known : *images)
-    if (known.id == image.id) {
-      known.repo_digests.insert(known.repo_digests.end(), image.repo_digests.begin(),
-                                image.repo_digests.end());
-      known.tags.insert(known.tags.end(), image.tags.begin(), image.tags.end());
-      return;
-    }
-  images->push_back(std::move(image));
-}
-
 // The bodies of the curl's answers, in order, from the engine_api lines.
 std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
   std::vector<std::string> bodies(1);
@@ -182,7 +170,7 @@ ImageListing ImagesFromJson(const std::string& body) {
     // docker's list says "<none>" where its inspect says nothing.
     image.repo_digests = Strings(i.value("RepoDigests", nlohmann::json()), "<none>@<none>");
     image.tags = Strings(i.value("RepoTags", nlohmann::json()), "<none>:<none>");
-    MergeImage(std::move(image), &l.images);
+    MergeListedImage(std::move(image), &l.images);
   }
   return l;
 }
