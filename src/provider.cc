@@ -84,6 +84,10 @@ Result<CommandResult> RunOnNode(const StepContext& ctx, const std::string& comma
   return r;
 }
 
+std::string ClientAddress(const NodeSpec& spec) {
+  return spec.address == "local" ? "127.0.0.1" : spec.address;
+}
+
 SshEndpoint EndpointFor(const NodeSpec& spec) {
   SshEndpoint e;
   e.node = spec.name;

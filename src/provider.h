@@ -148,6 +148,10 @@ PlanChange ChangeFor(const DesiredResource& d);
 // The SSH endpoint a node's manifest entry describes.
 SshEndpoint EndpointFor(const NodeSpec& spec);
 
+// Where clients and other nodes reach the node: its manifest address, or
+// 127.0.0.1 for `address: local`.
+std::string ClientAddress(const NodeSpec& spec);
+
 // A change that drops `record` from the state and touches nothing remote.
 PlanChange ForgetRecord(const ResourceRecord& record);
 

@@ -15,7 +15,7 @@ namespace {
 // the one a `--host` argument binds the serve to.
 std::string RouteHost(const NodeSpec& node, const ContainerSpec& spec) {
   if (spec.health_host != "127.0.0.1") return spec.health_host;
-  return node.address == "local" ? "127.0.0.1" : node.address;
+  return ClientAddress(node);
 }
 
 GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& node,
@@ -39,9 +39,14 @@ std::string RouteCount(const GatewayWant& w) {
   return std::to_string(w.routes.size()) + (w.routes.size() == 1 ? " route" : " routes");
 }
 
-std::vector<GatewayRoute> RecordedRoutes(const ResourceRecord* record) {
-  if (record == nullptr || !record->attributes.is_object()) return {};
-  return record->attributes.get<GatewayRecord>().want.routes;
+// The routes the gateway serves now: those apply last confirmed loaded (the
+// record), else those written on the node.
+std::vector<GatewayRoute> RoutesBefore(const ResourceRecord* record, const GatewayProbe& p) {
+  if (record != nullptr && record->attributes.is_object()) {
+    std::vector<GatewayRoute> recorded = record->attributes.get<GatewayRecord>().want.routes;
+    if (!recorded.empty()) return recorded;
+  }
+  return p.written_routes;
 }
 
 // The serves this gateway stops routing to: their removal waits for the
@@ -50,10 +55,8 @@ std::vector<GatewayRoute> RecordedRoutes(const ResourceRecord* record) {
 std::vector<PlanChange::RemovalAfter> RoutedAway(const GatewayWant& want,
                                                  const ResourceRecord* record,
                                                  const GatewayProbe& p) {
-  std::vector<GatewayRoute> before = RecordedRoutes(record);
-  if (before.empty()) before = p.written_routes;
   std::vector<PlanChange::RemovalAfter> out;
-  for (const GatewayRoute& r : before) {
+  for (const GatewayRoute& r : RoutesBefore(record, p)) {
     if (std::find(want.routes.begin(), want.routes.end(), r) != want.routes.end()) continue;
     const std::string serve = ResourceAddress("deployment", r.deployment, r.node);
     out.push_back({serve, "gateway " + want.gateway + " answers 503 for " + r.model +
@@ -183,9 +186,7 @@ PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualRes
   } else if (p.loaded != want.config) {
     c.action = Action::kUpdate;
     c.summary = "reload " + what + " with its new routes (hitless: no request dropped)";
-    std::vector<GatewayRoute> before = RecordedRoutes(record);
-    if (before.empty()) before = p.written_routes;
-    c.reasons = RouteDifferences(before, want.routes);
+    c.reasons = RouteDifferences(RoutesBefore(record, p), want.routes);
     if (c.reasons.empty())
       c.reasons.push_back("the running HAProxy answers with config " +
                           (p.loaded.empty() ? std::string("(none)") : p.loaded.substr(0, 12)) +

@@ -2,7 +2,6 @@
 #include <iostream>
 
 #include "src/engine/commands.h"
-#include "src/engine/gateway_checks.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
@@ -17,10 +16,7 @@ int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, 
     return 1;
   }
   NodeConnections connections(&m);
-  std::vector<SmokeResult> results = RunServeChecks(m, &connections, addresses);
-  // The whole fleet's check also asks every model through each gateway.
-  if (addresses.empty())
-    for (SmokeResult& r : RunGatewayChecks(m)) results.push_back(std::move(r));
+  const std::vector<SmokeResult> results = RunServeChecks(m, &connections, addresses);
   bool all = true;
   for (const SmokeResult& r : results) all = all && r.passed();
   if (json) {

@@ -11,6 +11,7 @@
 #include "providers/deployment/smoke_check.h"
 #include "providers/gateway/gateway_config.h"
 #include "src/engine/serve_commands.h"
+#include "src/provider.h"
 #include "state/state_store.h"
 
 namespace fleet {
@@ -19,10 +20,6 @@ namespace {
 struct Endpoint {
   std::string deployment, node, base_url, model;  // model "" when the recipe does not say
 };
-
-std::string ClientHost(const NodeSpec& node) {
-  return node.address == "local" ? "127.0.0.1" : node.address;
-}
 
 // Each model every recorded gateway routes, at the gateway's URL; adds the
 // deployments behind them to `routed`.
@@ -34,7 +31,7 @@ std::vector<Endpoint> GatewayEndpoints(const Manifest& m, const State& state,
     if (rec.type != "gateway" || node == m.nodes.end()) continue;
     const GatewayWant w = rec.attributes.get<GatewayWant>();
     const std::string url =
-        "http://" + ClientHost(node->second) + ":" + std::to_string(w.port) + "/v1";
+        "http://" + ClientAddress(node->second) + ":" + std::to_string(w.port) + "/v1";
     std::set<std::string> models;
     for (const GatewayRoute& r : w.routes) {
       routed->insert(r.deployment);
@@ -61,7 +58,7 @@ std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
     spec.command = r.want.shown.command;
     out.push_back(
         {spec.deployment, rec.node,
-         "http://" + ClientHost(node->second) + ":" + std::to_string(r.want.shown.port) + "/v1",
+         "http://" + ClientAddress(node->second) + ":" + std::to_string(r.want.shown.port) + "/v1",
          ExpectedServedModel(m, spec)});
   }
   return out;

@@ -10,9 +10,7 @@ namespace fleet {
 namespace {
 
 std::string BaseUrl(const Manifest& m, const std::string& node, int port) {
-  const std::string& address = m.nodes.at(node).address;
-  return "http://" + (address == "local" ? std::string("127.0.0.1") : address) + ":" +
-         std::to_string(port);
+  return "http://" + ClientAddress(m.nodes.at(node)) + ":" + std::to_string(port);
 }
 
 // The gateway answers, and lists every routed model.

@@ -5,6 +5,8 @@
 #include <future>
 #include <mutex>
 
+#include "src/engine/gateway_checks.h"
+
 namespace fleet {
 namespace {
 
@@ -143,6 +145,9 @@ std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* conn
   std::vector<SmokeResult> out;
   for (auto& f : running)
     for (SmokeResult& r : f.get()) out.push_back(std::move(r));
+  // The whole fleet's checks also ask every model through each gateway.
+  if (addresses.empty())
+    for (SmokeResult& r : RunGatewayChecks(m)) out.push_back(std::move(r));
   return out;
 }
 

@@ -7,7 +7,8 @@
 // model, then its `smoke:` list. A failed identity check names the serve
 // the client address reaches instead, by asking the other serving nodes.
 // Serves are checked in parallel (one thread each); results come back in
-// the manifest's order.
+// the manifest's order. With no address chosen, the checks through each
+// gateway follow (gateway_checks.h).
 #ifndef FLEET_SRC_ENGINE_SERVE_CHECKS_H_
 #define FLEET_SRC_ENGINE_SERVE_CHECKS_H_
 

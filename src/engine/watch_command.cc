@@ -15,7 +15,6 @@
 
 #include "manifests/duration.h"
 #include "src/engine/commands.h"
-#include "src/engine/gateway_checks.h"
 #include "src/engine/heal_round.h"
 #include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
@@ -114,11 +113,9 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     line["drift"] = {{"error", state.status().message()}};
   }
   line["checks"] = nlohmann::json::array();
-  std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
-  // Through each gateway too: reported, never healed (no serve is named
+  // With the gateways' rows: reported, never healed (no serve is named
   // "gateway NAME" or "DEPLOYMENT via NAME").
-  if (o.addresses.empty())
-    for (SmokeResult& r : RunGatewayChecks(m)) checks.push_back(std::move(r));
+  const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
   for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
   if (healer != nullptr) {
     HealRoundInput in;
