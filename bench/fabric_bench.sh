@@ -52,6 +52,12 @@ if ((SHAPED)); then
 fi
 
 TARGETS=(dgx2 dgx3 dgx4 dgx5)
+# node_list N: the source and the first N targets, as a JSON list's items.
+node_list() {
+  local list='"dgx1"' i
+  for ((i = 0; i < $1; i++)); do list+=", \"${TARGETS[i]}\""; done
+  echo "$list"
+}
 ctl_bytes() { "$SIM" net-stats "$SIMDIR" | awk -F= '{s += $2} END {printf "%.0f\n", s}'; }
 now_ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
 declare -A MS=() BY=()
@@ -149,7 +155,7 @@ shaped_run() {  # shaped_run KIND N PAYLOAD: one apply that copies KIND to N tar
   echo "      steps: $(grep -E "^$kind\.[a-z]+@dgx[2-9]: complete after" "$WORK/out" | sed -E 's/^[a-z]+\.[a-z]+@(dgx[0-9]+): complete after /\1 /' | paste -sd, - | sed 's/,/, /g')"
 }
 shaped_bench() {
-  local n list i
+  local n
   echo "== ${#TARGETS[@]}+1 nodes, LAN $LAN_RATE, fabric shaped at $FABRIC_RATE each way per node ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
   start_fleet 5 --net lan+fabric --lan-rate "$LAN_RATE" --fabric-rate "$FABRIC_RATE"
   SRC_NS=$(node_field dgx1 netns)
@@ -163,9 +169,7 @@ shaped_bench() {
   IMG_PAYLOAD=$(on_node dgx1 "podman save $C | wc -c")
   echo "  payload: the image's podman save stream, $IMG_PAYLOAD bytes"
   for n in 1 2 4; do
-    list='"dgx1"'
-    for ((i = 0; i < n; i++)); do list+=", \"${TARGETS[i]}\""; done
-    mkrepo --image "$(img "$list")"
+    mkrepo --image "$(img "$(node_list "$n")")"
     shaped_run image "$n" "$IMG_PAYLOAD"
     rm_image "${TARGETS[@]:0:n}"
   done
@@ -175,9 +179,7 @@ shaped_bench() {
   MODEL_PAYLOAD=$(find "$(node_root dgx1)/hf/hub/models--fleet--bench-model/blobs" -type f -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f", s }')
   echo "  payload: the model's files, $MODEL_PAYLOAD bytes"
   for n in 1 2 4; do
-    list='"dgx1"'
-    for ((i = 0; i < n; i++)); do list+=", \"${TARGETS[i]}\""; done
-    mkrepo --model "$(mod "$list")"
+    mkrepo --model "$(mod "$(node_list "$n")")"
     shaped_run model "$n" "$MODEL_PAYLOAD"
     rm_model "${TARGETS[@]:0:n}"
   done
