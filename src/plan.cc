@@ -22,11 +22,20 @@ bool ParseAction(const std::string& s, Action* out) {
 
 nlohmann::json CopyRoute::ToJson() const {
   nlohmann::json j = {{"what", what}, {"from", from}, {"to", to}, {"direct", direct}};
-  if (direct)
+  if (direct) {
     j["fabric"] = fabric;
-  else
+    if (!to_address.empty()) j["to_address"] = to_address;
+  } else {
     j["why_not"] = why_not;
+  }
+  for (const Hop& h : chain) j["chain"].push_back({{"node", h.node}, {"address", h.address}});
   return j;
+}
+
+std::string CopyRoute::ChainKey() const {
+  std::string key = what + " " + from;
+  for (const Hop& h : chain) key += " -> " + h.node;
+  return key;
 }
 
 Result<CopyRoute> CopyRoute::FromJson(const nlohmann::json& j) {
@@ -39,6 +48,9 @@ Result<CopyRoute> CopyRoute::FromJson(const nlohmann::json& j) {
     r.direct = j.at("direct").get<bool>();
     r.fabric = j.value("fabric", "");
     r.why_not = j.value("why_not", "");
+    r.to_address = j.value("to_address", "");
+    for (const nlohmann::json& h : j.value("chain", nlohmann::json::array()))
+      r.chain.push_back({h.at("node").get<std::string>(), h.at("address").get<std::string>()});
     return r;
   } catch (const nlohmann::json::exception& e) {
     return Result<CopyRoute>::Error(std::string("malformed copy: ") + e.what());

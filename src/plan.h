@@ -33,8 +33,22 @@ struct CopyRoute {
   // Not direct: why, in words that name no single target, so that the copies
   // to several targets read as one ("no common fabric subnet").
   std::string why_not;
+  std::string to_address;  // direct: the target's fabric IPv4 (a stream's listener binds it)
+  // A fan-out: the copies of one thing from one source over one fabric go
+  // as one pipelined chain, source -> chain[0] -> chain[1] -> ..., each
+  // target writing what it receives and forwarding it as it arrives, so the
+  // source's link carries each byte once (src/engine/copy_chains.h). Every
+  // change of the fan-out carries the same chain, its own target in it.
+  // Empty: a copy of its own.
+  struct Hop {
+    std::string node, address;
+    bool operator==(const Hop&) const = default;
+  };
+  std::vector<Hop> chain;
 
   bool operator==(const CopyRoute&) const = default;
+  // "image b12x dgx4 -> dgx1 -> dgx2": the same for every change of one chain.
+  std::string ChainKey() const;
   nlohmann::json ToJson() const;
   static Result<CopyRoute> FromJson(const nlohmann::json& j);
 };

@@ -16,6 +16,7 @@
 #include "manifests/manifest.h"
 #include "src/plan.h"
 #include "src/resource.h"
+#include "src/shared_work.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -35,6 +36,9 @@ struct StepContext {
   // for steps that move data between nodes (image and model copies).
   std::function<Transport*(const std::string& node)> node_transport;
   std::function<void(const std::string&)> progress;  // one line, may be empty
+  // Work the steps of this apply share, done once for all (a fan-out's
+  // chain copy feeds every target's step). Null: each step on its own.
+  SharedWork* shared = nullptr;
   // Writes `attributes` as this resource's state record now, before the
   // step ends (e.g. the original module values before an unlock, so that a
   // crash mid-step still knows what to restore).

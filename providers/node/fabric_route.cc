@@ -31,9 +31,10 @@ CopyRoute FabricRoute::ForPlan(const std::string& what) const {
   c.from = from;
   c.to = to;
   c.direct = direct;
-  if (direct)
+  if (direct) {
     c.fabric = subnet.empty() ? target_address : subnet;
-  else
+    c.to_address = target_address;
+  } else
     c.why_not = why_not_short.empty() ? why_not : why_not_short;
   return c;
 }

@@ -93,6 +93,18 @@ constexpr char kWatchdog[] =
     "    sleep 0.1 >/dev/null; n=$((n + 1))\n"
     "  done; : >\"$d/expired\"; kill $(cat \"$d/spid\") ) </dev/null 2>/dev/null &\nwd=$!\n";
 
+// The source command failed ($r): s_client is stopped before it sees its
+// input end, so the stream ends without close_notify and the target side
+// fails, instead of taking a truncated payload for a whole one.
+constexpr char kAbortOnFailure[] =
+    "if [ $r != 0 ]; then\n"
+    "  i=0; until [ -s \"$d/cpid\" ] || [ $i -gt 250 ]; do sleep 0.02; i=$((i + 1)); done\n"
+    "  p=$(cat \"$d/cpid\" 2>/dev/null)\n"
+    "  if [ -n \"$p\" ] && kill $p 2>/dev/null; then\n"
+    "    : >\"$d/aborted\"; while kill -0 $p 2>/dev/null; do sleep 0.02; done\n"
+    "  fi\n"
+    "fi; ";
+
 }  // namespace
 
 std::string FabricListenScript(const std::string& address, const std::string& identity,
@@ -133,11 +145,11 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
                              const std::string& source_cmd, int connect_timeout_s, int timeout_s) {
   return "job=\n" + Prelude(address, identity, timeout_s, "[ -z \"$job\" ] || kill $job; ") +
          "port=" + std::to_string(port) + "; cto=" + std::to_string(connect_timeout_s) + "\n{ (\n" +
-         source_cmd +
-         "\n) </dev/null 2>\"$d/serr\"; echo $? >\"$d/rc\"; } | timeout \"$to\" openssl s_client "
-         "-state -quiet -no_ign_eof -nocommands " +
+         source_cmd + "\n) </dev/null 2>\"$d/serr\"; r=$?; echo $r >\"$d/rc\"\n" + kAbortOnFailure +
+         "} | d=\"$d\" id=\"$id\" a=\"$a\" port=\"$port\" to=\"$to\" sh -c 'echo $$ >\"$d/cpid\"; "
+         "exec timeout \"$to\" openssl s_client -state -quiet -no_ign_eof -nocommands " +
          kTls +
-         " -connect \"$a:$port\" >/dev/null 2>\"$d/cerr\" &\njob=$!\n"
+         " -connect \"$a:$port\"' >/dev/null 2>\"$d/cerr\" &\njob=$!\n"
          // Connected once s_client starts its handshake (-state prints
          // "SSL_connect:" on stderr, unbuffered); no payload byte can leave
          // before that. Not within cto s: s_client is stopped.
@@ -146,6 +158,13 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
          "  [ $n -lt $((cto * 20)) ] || { kill $job 2>/dev/null; break; }\n"
          "  sleep 0.05; n=$((n + 1))\ndone\n"
          "wait $job 2>/dev/null; crc=$?; job=\nwait 2>/dev/null\n"
+         // Stopped by kAbortOnFailure: the source failed while s_client ran.
+         "if [ -e \"$d/aborted\" ]; then echo \"the source command exited $(cat \"$d/rc\"): $(head "
+         "-c "
+         "600 \"$d/serr\")\" >&2\n"
+         "  grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null || exit " +
+         std::to_string(kFabricSourceFailedUnconnectedExit) +
+         "\n  exit 1\nfi\n"
          "if ! grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; then\n"
          "  why=$(grep -e 'errno=' -e 'BIO_connect:' \"$d/cerr\" | tail -n 1 | head -c 300)\n"
          "  echo \"fabric: could not connect to $a:$port within $cto s${why:+ ($why)}; no byte "
@@ -203,6 +222,8 @@ std::string FabricStreamResult::Problem() const {
   return p;
 }
 
+namespace fabric_internal {
+
 namespace {
 
 // What the listener printed after its ready line, heartbeats left out.
@@ -215,10 +236,66 @@ std::string WithoutHeartbeats(std::string out) {
 
 }  // namespace
 
+std::string RandomKeyHex() { return RandomHex(32); }
+std::string RandomIdentity() { return "fleet-" + RandomHex(6); }
+
+Listener::Listener(Transport* t, const std::string& script, const std::string& stdin_data)
+    : thread_([this, t, script, stdin_data] {
+        Result<CommandResult> r = t->RunStreaming(
+            script, [this](std::string_view chunk) { return OnStdout(chunk); }, stdin_data);
+        std::lock_guard<std::mutex> lock(mu_);
+        result_ = std::move(r);
+        ended_ = true;
+        cv_.notify_all();
+      }) {}
+
+Listener::~Listener() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Listener::OnStdout(std::string_view chunk) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancel_) return false;  // stops the listener (it is waiting: heartbeats come)
+  if (port_ >= 0) {
+    after_.append(chunk);
+    return true;
+  }
+  head_.append(chunk);
+  size_t at = head_.find(kReady);
+  size_t eol = at == std::string::npos ? at : head_.find('\n', at);
+  if (eol != std::string::npos) {
+    port_ = std::atoi(head_.c_str() + at + sizeof kReady - 1);
+    after_ = head_.substr(0, at) + head_.substr(eol + 1);
+    cv_.notify_all();
+  }
+  return true;
+}
+
+int Listener::WaitPort() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return port_ >= 0 || ended_; });
+  return port_ > 0 ? port_ : -1;
+}
+
+void Listener::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancel_ = true;
+}
+
+Result<CommandResult> Listener::Join() {
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  Result<CommandResult> r = result_;
+  if (r.ok()) r->out = WithoutHeartbeats(after_);
+  return r;
+}
+
+}  // namespace fabric_internal
+
 FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
   FabricStreamResult result;
   const auto start = std::chrono::steady_clock::now();
-  const std::string key = RandomHex(32), id = "fleet-" + RandomHex(6);
+  const std::string key = fabric_internal::RandomKeyHex(), id = fabric_internal::RandomIdentity();
   const std::string pem = key.empty() ? "" : FabricSessionPem(key);
   const std::string source_pem =
       spec.source_key_override.empty() ? pem : FabricSessionPem(spec.source_key_override);
@@ -226,60 +303,25 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
     result.target = Status::Error("cannot make the transfer's key");
     return result;
   }
-  std::mutex mu;
-  std::condition_variable cv;
-  int port = -1;
-  bool ended = false, cancel = false;
-  std::string head, after;  // target stdout before and after the ready line
-  auto on_stdout = [&](std::string_view chunk) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (cancel) return false;  // stops the listener (it is waiting: heartbeats come)
-    if (port >= 0) {
-      after.append(chunk);
-      return true;
-    }
-    head.append(chunk);
-    size_t at = head.find(kReady);
-    size_t eol = at == std::string::npos ? at : head.find('\n', at);
-    if (eol != std::string::npos) {
-      port = std::atoi(head.c_str() + at + sizeof kReady - 1);
-      after = head.substr(0, at) + head.substr(eol + 1);
-      cv.notify_all();
-    }
-    return true;
-  };
-  std::thread listener([&] {
-    Result<CommandResult> r =
-        spec.target->RunStreaming(FabricListenScript(spec.target_address, id, spec.target_cmd,
-                                                     spec.accept_timeout_s, spec.timeout_s),
-                                  on_stdout, pem);
-    std::lock_guard<std::mutex> lock(mu);
-    result.target = std::move(r);
-    ended = true;
-    cv.notify_all();
-  });
-  int the_port;
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return port >= 0 || ended; });
-    the_port = port;
-  }
-  if (the_port > 0) {
+  fabric_internal::Listener listener(spec.target,
+                                     FabricListenScript(spec.target_address, id, spec.target_cmd,
+                                                        spec.accept_timeout_s, spec.timeout_s),
+                                     pem);
+  const int port = listener.WaitPort();
+  if (port > 0) {
     result.listening = true;
     result.source =
-        spec.source->Run(FabricSendScript(spec.target_address, the_port, id, spec.source_cmd,
+        spec.source->Run(FabricSendScript(spec.target_address, port, id, spec.source_cmd,
                                           spec.connect_timeout_s, spec.timeout_s),
                          source_pem);
-    if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit) {
-      std::lock_guard<std::mutex> lock(mu);
-      result.unconnected = cancel = true;
-    }
+    if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit)
+      result.unconnected = true;
+    if (result.source.ok() && NeverConnected(result.source->exit_code)) listener.Cancel();
   } else {
     result.source = Status::Error("not started: the target's listener did not come up");
     result.unconnected = true;
   }
-  listener.join();
-  if (result.target.ok()) result.target->out = WithoutHeartbeats(after);
+  result.target = listener.Join();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -35,7 +35,11 @@
 #ifndef FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 #define FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 
 #include "src/status.h"
 #include "src/transport.h"
@@ -80,12 +84,56 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
 
 // The exit status of the send script when it could not connect (no byte sent).
 constexpr int kFabricUnconnectedExit = 75;
+// ... when the source command failed before a connection was made (no byte
+// sent either, but another path would fail alike).
+constexpr int kFabricSourceFailedUnconnectedExit = 76;
+// The send script ended without reaching the listener, which then waits
+// for nobody: stop it.
+inline bool NeverConnected(int send_exit) {
+  return send_exit == kFabricUnconnectedExit || send_exit == kFabricSourceFailedUnconnectedExit;
+}
 
 // `openssl s_server/s_client -psk_session` input: a TLS 1.3 session (PEM)
 // holding `key_hex` (64 hex digits) as its PSK, for TLS_AES_128_GCM_SHA256,
 // valid from a week before now to a week after (node clocks may be off).
 // "" when OpenSSL fails or the key is not 64 hex digits.
 std::string FabricSessionPem(const std::string& key_hex);
+
+// Shared with FabricChain (fabric_chain.cc).
+namespace fabric_internal {
+
+std::string RandomKeyHex();    // 64 hex digits, "" when the RNG fails
+std::string RandomIdentity();  // "fleet-" + 12 hex digits
+
+// A listen script (FabricListenScript) running on a node, its stdout read
+// in a thread of its own from construction on.
+class Listener {
+ public:
+  Listener(Transport* t, const std::string& script, const std::string& stdin_data);
+  ~Listener();  // joins
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  // The port it listens on once its ready line came; -1 when it ended first.
+  int WaitPort();
+  // Stops it while it waits for a connection (at its next heartbeat).
+  // REQUIRES: no connection reached it (else the transfer is cut).
+  void Cancel();
+  // Waits for its end; out is what it printed after the ready line,
+  // heartbeats left out.
+  Result<CommandResult> Join();
+
+ private:
+  bool OnStdout(std::string_view chunk);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int port_ = -1;
+  bool ended_ = false, cancel_ = false;
+  std::string head_, after_;  // stdout before and after the ready line
+  Result<CommandResult> result_ = Status::Error("not run");
+  std::thread thread_;  // last: starts once the members above exist
+};
+
+}  // namespace fabric_internal
 
 }  // namespace fleet
 

@@ -19,6 +19,12 @@ bool SameRoute(const CopyRoute& a, const CopyRoute& b) {
 
 std::string Line(const RouteGroup& g) {
   const CopyRoute& r = *g.first;
+  if (!r.chain.empty()) {
+    std::string line = r.what + ": " + r.from;
+    for (const CopyRoute::Hop& h : r.chain) line += " \u2192 " + h.node;
+    return line + " over fabric " + r.fabric + " (one chain: each byte leaves " + r.from +
+           " once)";
+  }
   std::string to;
   for (const std::string& t : g.targets) to += (to.empty() ? "" : ", ") + t;
   std::string line = r.what + ": " + r.from + " \u2192 " + to;

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/engine/copy_chains.h"
 #include "src/engine/plan_sources.h"
 #include "src/engine/render.h"
 
@@ -130,6 +131,58 @@ TEST(CopyRoutes, SurviveThePlansJson) {
   Result<Plan> refused = Plan::FromJson(bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("image.b12x@dgx1"), std::string::npos);
+}
+
+CopyRoute WithAddress(CopyRoute r, const std::string& address) {
+  r.to_address = address;
+  return r;
+}
+
+// The lab's fan-out dgx4 -> dgx1..dgx3 becomes one chain, in the plan's
+// order, carried by each of its changes; what is no fan-out stays alone.
+TEST(CopyChains, AFanOutOverOneFabricBecomesOneChain) {
+  Plan p;
+  for (const char* n : {"dgx1", "dgx2", "dgx3"})
+    p.changes.push_back(
+        Copying(std::string("image.b12x@") + n,
+                WithAddress(Fabric("image b12x", "dgx4", n), std::string("10.77.0.1") + n[3])));
+  p.changes.push_back(Copying("image.b12x@dgx5",
+                              Controller("image b12x", "dgx4", "dgx5", "no common fabric subnet")));
+  p.changes.push_back(
+      Copying("model.q@dgx1", WithAddress(Fabric("model q", "dgx5", "dgx1"), "10.77.0.11")));
+  ChainFanOuts(&p.changes, true);
+  const std::vector<CopyRoute::Hop> chain = {
+      {"dgx1", "10.77.0.11"}, {"dgx2", "10.77.0.12"}, {"dgx3", "10.77.0.13"}};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.changes[i].copy->chain, chain);
+  EXPECT_TRUE(p.changes[3].copy->chain.empty());
+  EXPECT_TRUE(p.changes[4].copy->chain.empty());
+  EXPECT_EQ(p.changes[0].copy->ChainKey(), p.changes[2].copy->ChainKey());
+  EXPECT_EQ(CopyRouteLines(p)[0],
+            "image b12x: dgx4 \u2192 dgx1 \u2192 dgx2 \u2192 dgx3 over fabric 10.77.0.0/24 (one "
+            "chain: each byte leaves dgx4 once)");
+  // The chain survives the plan's JSON (a saved plan applies it alike).
+  Result<Plan> back = Plan::FromJson(p.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->changes[1].copy->chain, chain);
+  // FLEET_FABRIC_CHAIN=off: a copy per target, as before.
+  ChainFanOuts(&p.changes, false);
+  EXPECT_TRUE(p.changes[0].copy->chain.empty());
+  EXPECT_EQ(CopyRouteLines(p)[0],
+            "image b12x: dgx4 \u2192 dgx1, dgx2, dgx3 over fabric 10.77.0.0/24");
+}
+
+TEST(CopyChains, ANoopOrAFailedChangeOrNoAddressIsNoHop) {
+  Plan p;
+  p.changes.push_back(Copying("image.i@a", WithAddress(Fabric("image i", "s", "a"), "10.0.0.1")));
+  PlanChange noop = Copying("image.i@b", WithAddress(Fabric("image i", "s", "b"), "10.0.0.2"));
+  noop.action = Action::kNoop;
+  p.changes.push_back(noop);
+  PlanChange failed = Copying("image.i@c", WithAddress(Fabric("image i", "s", "c"), "10.0.0.3"));
+  failed.error = "cannot plan";
+  p.changes.push_back(failed);
+  p.changes.push_back(Copying("image.i@d", Fabric("image i", "s", "d")));  // no address
+  ChainFanOuts(&p.changes, true);
+  for (const PlanChange& c : p.changes) EXPECT_TRUE(c.copy->chain.empty()) << c.address;
 }
 
 }  // namespace

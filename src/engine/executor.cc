@@ -173,6 +173,7 @@ class ApplyRun {
     ctx->power = deps_.power;
     ctx->transport = c.node.empty() ? nullptr : connections->Get(c.node);
     ctx->node_transport = [connections](const std::string& node) { return connections->Get(node); };
+    ctx->shared = &shared_;
     ctx->progress = [this, addr = c.address](const std::string& line) {
       deps_.log(addr + ": " + line);
     };
@@ -365,6 +366,7 @@ class ApplyRun {
   std::vector<nlohmann::json> applied_;
   std::vector<std::optional<ResourceRecord>> prior_;
   std::vector<size_t> completion_order_;
+  SharedWork shared_;  // a fan-out chain run once for all its targets
   std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> busy_nodes_;

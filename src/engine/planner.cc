@@ -13,6 +13,7 @@
 
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "src/engine/copy_chains.h"
 #include "src/engine/create_before_destroy.h"
 #include "src/engine/probe_script.h"
 #include "src/engine/removal_order.h"
@@ -436,6 +437,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   if (!SortByDependencies(&changes, type_order))
     plan.errors.push_back("dependency cycle between resources");
   plan.changes = std::move(changes);
+  ChainFanOuts(&plan.changes, !options.destroy && FanOutChainsEnabled());
   if (options.probed_out != nullptr) *options.probed_out = std::move(probed);
   return plan;
 }

@@ -1,0 +1,140 @@
+#include "providers/node/fabric_chain.h"
+
+#include <chrono>
+#include <memory>
+
+#include "providers/node/fabric_stream.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+namespace {
+
+constexpr char kForwardMark[] = "fabric-forward: ";
+
+// The forward's payload: tee's copy on fd 3, then the verdict on the
+// stream into this hop ($up: the listen script's dir, where its s_server's
+// exit status and stderr land once it ended). Not clean: this command
+// fails, so the send script cuts the forward without close_notify.
+constexpr char kForwardPayload[] =
+    "cat <&3 || exit 1\n"
+    "i=0; until [ -e \"$up/rc\" ]; do\n"
+    "  i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.05\ndone\n"
+    "if [ \"$(cat \"$up/rc\")\" != 0 ] || grep -qv SSL_get_servername \"$up/err\"; then\n"
+    "  echo 'the stream into this hop did not end cleanly' >&2; exit 1\nfi\n";
+
+std::string Chomp(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// Moves the "fabric-forward: " line of a hop's stderr into forward_problem.
+void TakeForwardProblem(FabricHopResult* hop) {
+  if (!hop->target.ok()) return;
+  std::string& err = hop->target->err;
+  size_t at = err.find(kForwardMark);
+  if (at == std::string::npos) return;
+  size_t eol = err.find('\n', at);
+  hop->forward_problem =
+      err.substr(at + sizeof kForwardMark - 1,
+                 eol == std::string::npos ? eol : eol - at - sizeof kForwardMark + 1);
+  err.erase(at, eol == std::string::npos ? eol : eol - at + 1);
+}
+
+}  // namespace
+
+std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
+                               int next_port, const std::string& next_identity,
+                               int connect_timeout_s, int timeout_s) {
+  const std::string send = FabricSendScript(next_address, next_port, next_identity, kForwardPayload,
+                                            connect_timeout_s, timeout_s);
+  // fd 4: the pipe to the forward; fd 5: this hop's stdout (the channel).
+  return "awk '/^-----BEGIN/ { n++ } n == 2' \"$d/psk\" >\"$d/psk2\" || exit 1\n"
+         "exec 5>&1\n"
+         "{ tee -p /dev/fd/4 | (\n" +
+         target_cmd + "\n) 4>&- >&5; echo $? >\"$d/lrc\"; } 4>&1 | { up=\"$d\" sh -c " +
+         ShellQuote(send) +
+         " 3<&0 <\"$d/psk2\" >/dev/null 2>\"$d/ferr\"; echo $? >\"$d/frc\"; }\n"
+         "frc=$(cat \"$d/frc\" 2>/dev/null); lrc=$(cat \"$d/lrc\" 2>/dev/null)\n"
+         "[ \"$frc\" = 0 ] || echo \"" +
+         kForwardMark +
+         "exit ${frc:-?}: $(tr '\\n' ' ' <\"$d/ferr\" | head -c 600)\" >&2\n"
+         "exit ${lrc:-1}\n";
+}
+
+std::string FabricHopResult::Problem() const {
+  if (!target.ok()) return target.status().message();
+  if (target->exit_code == 0) return "";
+  std::string err = Chomp(target->err);
+  if (err.size() > 600) err = err.substr(0, 600) + "...";
+  return "exited " + std::to_string(target->exit_code) + (err.empty() ? "" : ": " + err);
+}
+
+std::string FabricChainResult::SourceProblem() const {
+  if (!source.ok()) return source.status().message();
+  if (source->exit_code == 0) return "";
+  return "exited " + std::to_string(source->exit_code) + ": " + Chomp(source->err);
+}
+
+FabricChainResult FabricChain(const FabricChainSpec& spec) {
+  FabricChainResult result;
+  const auto start = std::chrono::steady_clock::now();
+  const size_t n = spec.hops.size();
+  result.hops.resize(n);
+  std::vector<std::string> ids(n), pems(n);
+  for (size_t k = 0; k < n; ++k) {
+    ids[k] = fabric_internal::RandomIdentity();
+    pems[k] = FabricSessionPem(fabric_internal::RandomKeyHex());
+    if (pems[k].empty() || ids[k].size() < 7) {
+      result.source = Status::Error("cannot make the transfer's keys");
+      result.unconnected = true;
+      return result;
+    }
+  }
+  // From the last hop to the first: each forward needs the next one's port.
+  std::vector<std::unique_ptr<fabric_internal::Listener>> listeners(n);
+  std::vector<int> ports(n, -1);
+  size_t up_from = n;  // listeners [up_from, n) are up
+  while (up_from > 0) {
+    const size_t k = up_from - 1;
+    const FabricHop& hop = spec.hops[k];
+    const bool last = k + 1 == n;
+    const std::string cmd =
+        last ? hop.target_cmd
+             : FabricRelayCommand(hop.target_cmd, spec.hops[k + 1].address, ports[k + 1],
+                                  ids[k + 1], spec.connect_timeout_s, spec.timeout_s);
+    listeners[k] = std::make_unique<fabric_internal::Listener>(
+        hop.transport,
+        FabricListenScript(hop.address, ids[k], cmd, spec.accept_timeout_s, spec.timeout_s),
+        pems[k] + (last ? "" : pems[k + 1]));
+    ports[k] = listeners[k]->WaitPort();
+    if (ports[k] < 0) break;
+    up_from = k;
+  }
+  if (up_from > 0) {
+    // Hop up_from - 1's listener did not come up; those behind it wait for
+    // a connection that will not come.
+    result.unconnected = true;
+    result.source = Status::Error("not started: " + spec.hops[up_from - 1].node +
+                                  "'s listener did not come up");
+    for (size_t k = up_from; k < n; ++k) listeners[k]->Cancel();
+  } else {
+    result.source =
+        spec.source->Run(FabricSendScript(spec.hops[0].address, ports[0], ids[0], spec.source_cmd,
+                                          spec.connect_timeout_s, spec.timeout_s),
+                         pems[0]);
+    if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit)
+      result.unconnected = true;
+    // The hops behind hop 0 then get a stream that did not end cleanly.
+    if (result.source.ok() && NeverConnected(result.source->exit_code)) listeners[0]->Cancel();
+  }
+  for (size_t k = 0; k < n; ++k) {
+    if (!listeners[k]) continue;
+    result.hops[k].target = listeners[k]->Join();
+    TakeForwardProblem(&result.hops[k]);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace fleet

@@ -1,0 +1,106 @@
+// FabricChain on this machine (LocalTransport for every end, the listeners
+// on 127.0.0.1): the real openssl s_server/s_client, the real scripts.
+#include "providers/node/fabric_chain.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "src/local_transport.h"
+
+namespace fleet {
+namespace {
+
+bool HaveOpenssl() { return std::system("command -v openssl >/dev/null 2>&1") == 0; }
+
+SshEndpoint Local(const std::string& name) {
+  SshEndpoint e;
+  e.node = name;
+  e.address = "local";
+  return e;
+}
+
+struct Chain {
+  LocalTransport source{Local("src")};
+  std::vector<std::unique_ptr<LocalTransport>> ends;
+  FabricChainSpec spec;
+  Chain(const std::string& source_cmd, const std::vector<std::string>& target_cmds) {
+    spec.source = &source;
+    spec.source_cmd = source_cmd;
+    for (size_t k = 0; k < target_cmds.size(); ++k) {
+      ends.push_back(std::make_unique<LocalTransport>(Local("hop" + std::to_string(k))));
+      spec.hops.push_back(
+          {"hop" + std::to_string(k), ends.back().get(), target_cmds[k], "127.0.0.1"});
+    }
+  }
+};
+
+// sha256 of 5000000 zero bytes, by this machine's sha256sum.
+std::string ZerosSha() {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen("head -c 5000000 /dev/zero | sha256sum", "r"),
+                                          pclose);
+  char buf[65] = {};
+  return p && fread(buf, 1, 64, p.get()) == 64 ? std::string(buf, 64) : "";
+}
+
+std::string Trimmed(const std::string& s) {
+  size_t a = s.find_first_not_of(' ');
+  return a == std::string::npos ? "" : s.substr(a);
+}
+
+TEST(FabricChain, EveryHopGetsTheWholeStream) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  Chain c("head -c 5000000 /dev/zero", {"sha256sum", "sha256sum", "wc -c"});
+  FabricChainResult r = FabricChain(c.spec);
+  ASSERT_EQ(r.SourceProblem(), "");
+  ASSERT_EQ(r.hops.size(), 3u);
+  for (const FabricHopResult& h : r.hops) EXPECT_TRUE(h.delivered()) << h.Problem();
+  EXPECT_EQ(r.hops[0].target->out.substr(0, 64), ZerosSha());
+  EXPECT_EQ(r.hops[0].target->out, r.hops[1].target->out);
+  EXPECT_EQ(Trimmed(r.hops[2].target->out), "5000000\n");
+  EXPECT_EQ(r.hops[0].forward_problem, "");
+}
+
+TEST(FabricChain, AHopWhoseWriteFailsStillForwards) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  Chain c("head -c 2000000 /dev/zero", {"wc -c", "head -c 10 >/dev/null; exit 4", "wc -c"});
+  FabricChainResult r = FabricChain(c.spec);
+  EXPECT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();
+  EXPECT_FALSE(r.hops[1].delivered());
+  EXPECT_NE(r.hops[1].Problem().find("exited 4"), std::string::npos) << r.hops[1].Problem();
+  EXPECT_EQ(r.hops[1].forward_problem, "");
+  ASSERT_TRUE(r.hops[2].delivered()) << r.hops[2].Problem();
+  EXPECT_EQ(Trimmed(r.hops[2].target->out), "2000000\n");
+}
+
+TEST(FabricChain, ASourceThatFailsMidStreamFailsEveryHop) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  // A truncated stream must not end cleanly anywhere down the chain.
+  Chain c("head -c 1000000 /dev/zero; echo 'disk read error' >&2; exit 1",
+          {"cat >/dev/null", "cat >/dev/null", "cat >/dev/null"});
+  FabricChainResult r = FabricChain(c.spec);
+  EXPECT_NE(r.SourceProblem().find("disk read error"), std::string::npos) << r.SourceProblem();
+  for (const FabricHopResult& h : r.hops) {
+    EXPECT_FALSE(h.delivered());
+    EXPECT_NE(h.Problem().find("did not end cleanly"), std::string::npos) << h.Problem();
+  }
+}
+
+TEST(FabricChain, ALastHopGoneCostsOnlyItself) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  // The last hop's listener dies mid-stream (SIGKILL, as a node lost): the
+  // forward of the hop before it fails, and that hop still gets it all.
+  Chain c("head -c 200000000 /dev/zero",
+          {"wc -c",
+           "head -c 1 >/dev/null; p=$(cat \"$d/spid\"); kill -KILL $(pgrep -P $p) $p; exit 9"});
+  FabricChainResult r = FabricChain(c.spec);
+  ASSERT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();
+  EXPECT_EQ(Trimmed(r.hops[0].target->out), "200000000\n");
+  EXPECT_NE(r.hops[0].forward_problem, "");
+  EXPECT_FALSE(r.hops[1].delivered());
+}
+
+}  // namespace
+}  // namespace fleet
