@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "providers/image/chain_copy.h"
 #include "providers/image/engine_check.h"
 #include "providers/image/fabric_copy.h"
 #include "providers/image/image_json.h"
@@ -572,6 +573,8 @@ PlanChange ImageProvider::DiffOrphan(const ResourceRecord& record, const DiffCon
 
 namespace {
 
+using ChainTarget = ImageChainDelivery::Target;
+
 // A copy's source node, re-read at apply: the plan may be old.
 struct CopyFrom {
   Transport* transport = nullptr;
@@ -660,7 +663,10 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
 // The plan's direct route is checked again first: a fabric that went away
 // since is the path through the controller, said so. So is a fabric on
 // which no connection could be made (a link down): no byte was sent then.
-Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpec& spec) {
+Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpec& spec,
+                 const ChainTarget* chained) {
+  if (chained != nullptr && chained->delivered)
+    return FinishImageCopy(spec, "", chained->loaded, "over the fabric chain", ctx.progress);
   if (route.direct && ctx.manifest != nullptr) {
     Result<std::string> problem = FabricRouteProblem(spec.source, spec.target, route);
     if (!problem.ok()) return problem.status();
@@ -680,7 +686,8 @@ Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpe
 }
 
 Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const CopyFrom& src,
-                         const FabricRoute& route, ImageRecord record) {
+                         const FabricRoute& route, ImageRecord record,
+                         const ChainTarget* chained = nullptr) {
   CopySpec spec;
   spec.source = src.transport;
   spec.source_node = src.node;
@@ -696,7 +703,7 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   record.names = names;
   Status s = RecordBeforeStaging(ctx, record);
   if (!s.ok()) return s;
-  s = CopyBytes(ctx, route, spec);
+  s = CopyBytes(ctx, route, spec, chained);
   if (!s.ok()) return s;
   std::vector<std::string> marked = names;
   marked.push_back(ref.StagedTag());  // fleet copied it (DiffUnrecorded, Adopt)
@@ -704,6 +711,22 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
                   ctx.progress);
   if (!s.ok()) return s.Prefixed("copied, but naming it failed");
   return record;
+}
+
+// A fan-out's chain (change.copy->chain), run by the first of its steps
+// for all (ctx.shared): what it did for this step's node. Null when the
+// change is no part of a chain.
+std::shared_ptr<const ImageChainDelivery> JoinChain(const PlanChange& change,
+                                                    const std::string& config,
+                                                    const StepContext& ctx) {
+  if (!change.copy || change.copy->chain.size() < 2 || ctx.shared == nullptr ||
+      ctx.manifest == nullptr || config.empty())
+    return nullptr;
+  const CopyRoute& route = *change.copy;
+  const Manifest& m = *ctx.manifest;
+  const ProgressFn& progress = ctx.progress;
+  return ctx.shared->Once<ImageChainDelivery>(
+      route.ChainKey(), [&] { return RunImageChain(route, config, m, progress); });
 }
 
 Result<nlohmann::json> AsAttributes(const Result<ImageRecord>& r) {
@@ -734,6 +757,13 @@ Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
     if (!rechecked.ok()) return rechecked.status();
     src = *rechecked;
   }
+  std::shared_ptr<const ImageChainDelivery> chain = JoinChain(change, src.config, ctx);
+  const ChainTarget* chained = nullptr;
+  if (chain && chain->targets.count(ctx.node->name)) chained = &chain->targets.at(ctx.node->name);
+  if (chained && chained->delivered)
+    return AsAttributes(Copy(ctx, ref, src, step.route, record, chained));
+  if (chained && !chained->already && !chained->on_its_own)
+    return Result<nlohmann::json>::Error("not copied over the fabric chain: " + chained->problem);
   Result<FoundImage> here = FindImage(ctx.transport, ctx.node->container_cli, ref, src.config);
   if (!here.ok()) return here.status();
   if (here->present) return AsAttributes(KeepPresent(ctx, ref, *here, record));

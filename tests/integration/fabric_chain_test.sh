@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A fan-out over the fabric as one pipelined chain (issue 31), on a
+# two-network simulated fleet with shaped fabric links (fleet-sim --net
+# lan+fabric --fabric-rate: the link, not this machine's 2 CPUs, binds):
+# - the plan shows the chain (dgx1 → dgx2 → dgx3 → dgx4 → dgx5), in text
+#   and JSON;
+# - an image to 4 targets: each byte leaves the source once (its fabric
+#   netdev's tx_bytes ≤ 1.05 × the `save` stream), every target holds the
+#   image and is named as a copy, nothing is left listening, converged;
+# - a model to 3 targets: the same, every file verified on arrival;
+# - a middle node lost mid-transfer (fleet-sim crash: power loss): the
+#   nodes before it complete, those behind it are re-routed and complete,
+#   the lost one is named, nothing half-loaded is named, and once the node
+#   is back a re-apply completes it and converges.
+source "$(dirname "$0")/lib.sh"
+
+for tool in ip tc nsenter openssl podman; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+
+netns_of() { sed -n 's/^netns=//p' "$SIMDIR/nodes/$1/node.env"; }
+src_tx() { ip netns exec "$(netns_of dgx1)" cat /sys/class/net/enp1s0f1np1/statistics/tx_bytes; }
+has_config() { on_node "$1" "podman image exists $2"; }
+names_of() { on_node "$1" "podman images --format '{{.Repository}}:{{.Tag}}' | grep fleet/chain || true"; }
+no_openssl_on() {
+  local user _
+  user=$(node_field "$1" user)
+  for _ in $(seq 50); do
+    pgrep -u "$user" -x openssl >/dev/null || return 0
+    sleep 0.1
+  done
+  fail "$1: an openssl process is still running: $(pgrep -a -u "$user" -x openssl)"
+}
+# egress_within BYTES PAYLOAD: the source sent at most 1.05 x the payload.
+egress_within() {
+  python3 -c 'import sys; e, p = int(sys.argv[1]), int(sys.argv[2]); print(f"   source egress {e} B = {e / p:.3f} x payload"); sys.exit(0 if e <= 1.05 * p else 1)' "$1" "$2" ||
+    fail "the source sent $1 bytes for a payload of $2: more than once"
+}
+
+step "start 5 nodes on two networks, fabric links shaped to 200mbit"
+start_fleet 5 --net lan+fabric --fabric-rate 200mbit
+mkrepo
+expect_rc 0 apply --auto-approve
+
+step "an image on dgx1 only, declared on all 5"
+D=sha256:$(printf 'fleet chain test' | sha256sum | cut -d' ' -f1)
+REF="localhost/fleet/chain@$D"
+on_node dgx1 "d=\$(mktemp -d) && head -c 30000000 /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/chain:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
+C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/chain:sha256-${D#sha256:}")
+[[ $C =~ ^[0-9a-f]{64}$ ]] || fail "no image id on dgx1: $C"
+PAYLOAD=$(on_node dgx1 "podman save sha256:$C | wc -c")
+IMG='chain={"ref": "'$REF'", "source": "node:dgx1", "nodes": ["dgx1", "dgx2", "dgx3", "dgx4", "dgx5"]}'
+mkrepo --image "$IMG"
+
+step "the plan shows one chain"
+expect_rc 2 plan --detailed-exitcode
+expect_out "image chain: dgx1 → dgx2 → dgx3 → dgx4 → dgx5 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
+expect_rc 2 plan --json --detailed-exitcode
+python3 -c '
+import json, sys
+copies = {c["node"]: c["copy"] for c in json.load(open(sys.argv[1]))["changes"] if "copy" in c}
+assert sorted(copies) == ["dgx2", "dgx3", "dgx4", "dgx5"], copies
+hops = [{"node": f"dgx{i}", "address": f"10.77.0.1{i}"} for i in range(2, 6)]
+for n, c in copies.items():
+    assert c["chain"] == hops and c["to_address"] == f"10.77.0.1{n[3]}", c
+' "$WORK/out" || fail "plan --json: every change of the fan-out carries the chain"
+
+step "apply: the image leaves dgx1 once, every target holds it"
+before=$(src_tx)
+expect_rc 0 apply --auto-approve
+egress_within $(($(src_tx) - before)) "$PAYLOAD"
+expect_out "one chain"
+for n in dgx2 dgx3 dgx4 dgx5; do
+  has_config $n "$C" || fail "$n lacks image $C"
+  no_openssl_on $n
+done
+grep -Eq -e '-psk |k=[0-9a-f]{64}' "$WORK/transcript" && fail "a transfer key in fleet's output"
+python3 -c '
+import json, sys
+recs = {r["address"]: r for r in json.load(open(sys.argv[1]))["resources"]}
+for n in ("dgx2", "dgx3", "dgx4", "dgx5"):
+    a = recs["image.chain@" + n]["attributes"]
+    assert a["via"] == "copy" and a["from"] == "dgx1", (n, a)
+' "$(state_file)" || fail "every target is recorded as a copy from dgx1"
+assert_converged
+
+step "dgx3, a middle node, lost mid-transfer: the others complete, dgx3 is named"
+for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
+u3=$(node_field dgx3 user)
+before=$(src_tx)
+fl apply --auto-approve &
+apply_pid=$!
+crashed=
+for _ in $(seq 600); do
+  if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + PAYLOAD / 3)) ]]; then
+    "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
+    break
+  fi
+  sleep 0.05
+done
+rc=0
+wait "$apply_pid" || rc=$?
+[[ -n $crashed ]] || fail "never saw dgx3's hop running to crash it"
+[[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
+expect_out "dgx3 was lost mid-transfer"
+expect_out "re-routing dgx2 → dgx4 → dgx5"
+for n in dgx2 dgx4 dgx5; do
+  has_config $n "$C" || fail "$n lacks image $C after dgx3 was lost"
+  no_openssl_on $n
+done
+grep -q "image.chain@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
+
+step "dgx3 back: a re-apply completes it"
+"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+expect_rc 0 apply --auto-approve
+has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+[[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
+assert_converged
+echo PASS
