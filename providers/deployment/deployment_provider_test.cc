@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
+#include "providers/deployment/serve_health.h"
 #include "providers/image/image_probe.h"
 #include "providers/node/gpu_facts.h"
 #include "state/state.h"
@@ -724,6 +726,26 @@ TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
   // A serve that already runs is not checked again: its memory is in use.
   EXPECT_EQ(Diff(Running(200)).action, Action::kNoop);
   EXPECT_TRUE(Diff(Running(200)).reasons.empty());
+}
+
+// The health wait's dark-node time: 30 s unless FLEET_HEALTH_DARK_AFTER
+// says another duration; anything else is an error, never the default.
+TEST(ServeHealthTest, DarkNodeTimeComesFromTheEnvironment) {
+  unsetenv("FLEET_HEALTH_DARK_AFTER");
+  EXPECT_EQ(DarkNodeSeconds().value(), 30);
+  setenv("FLEET_HEALTH_DARK_AFTER", "", 1);
+  EXPECT_EQ(DarkNodeSeconds().value(), 30);
+  setenv("FLEET_HEALTH_DARK_AFTER", "5s", 1);
+  EXPECT_EQ(DarkNodeSeconds().value(), 5);
+  setenv("FLEET_HEALTH_DARK_AFTER", "2m", 1);
+  EXPECT_EQ(DarkNodeSeconds().value(), 120);
+  for (const char* bad : {"0", "-5", "five", "5x", "1.5s"}) {
+    setenv("FLEET_HEALTH_DARK_AFTER", bad, 1);
+    Result<int> r = DarkNodeSeconds();
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("FLEET_HEALTH_DARK_AFTER="), std::string::npos) << bad;
+  }
+  unsetenv("FLEET_HEALTH_DARK_AFTER");
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
+#include "manifests/duration.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/smoke_check.h"
 #include "src/shell_quote.h"
@@ -43,12 +45,14 @@ Result<Poll> PollContainer(const StepContext& ctx, const std::string& cli,
 
 // Whether a node has stopped answering during a health wait: polls that
 // cannot connect to it (refused, timed out), kDarkPolls in a row and over
-// at least kDarkTime. A busy sshd or a LAN blip fails a few connects; a
-// node without power or network fails them all, and its serve is gone.
+// at least `dark_s` (DarkNodeSeconds). A busy sshd or a LAN blip fails a
+// few connects; a node without power or network fails them all, and its
+// serve is gone.
 class DarkNode {
  public:
   static constexpr int kDarkPolls = 3;
-  static constexpr std::chrono::seconds kDarkTime{30};
+
+  explicit DarkNode(int dark_s) : dark_time_(dark_s) {}
 
   // Notes one poll's outcome; true when the wait should give up.
   bool Note(const Status& poll) {
@@ -57,7 +61,7 @@ class DarkNode {
       return false;
     }
     if (polls_++ == 0) since_ = Clock::now();
-    return polls_ >= kDarkPolls && Clock::now() - since_ >= kDarkTime;
+    return polls_ >= kDarkPolls && Clock::now() - since_ >= dark_time_;
   }
   std::string Describe() const {
     return std::to_string(polls_) + " connections in a row failed over " +
@@ -66,11 +70,20 @@ class DarkNode {
   }
 
  private:
+  std::chrono::seconds dark_time_;
   int polls_ = 0;
   Clock::time_point since_;
 };
 
 }  // namespace
+
+Result<int> DarkNodeSeconds() {
+  const char* v = std::getenv("FLEET_HEALTH_DARK_AFTER");
+  if (v == nullptr || *v == '\0') return kDefaultDarkNodeSeconds;
+  if (std::optional<int> s = ParseDurationSeconds(v)) return *s;
+  return Result<int>::Error(std::string("FLEET_HEALTH_DARK_AFTER=") + v +
+                            " is not a duration of at least 1 s (e.g. 30s, 2m)");
+}
 
 // Waits until the health URL answers 2xx. Fails at once when the container
 // stops, when the node has gone dark (DarkNode), and after `timeout_s`.
@@ -88,9 +101,11 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
                          std::to_string(p->exit_code) + ") 2 s after its start" +
                          LogTail(ctx, spec));
   }
+  const Result<int> dark_s = DarkNodeSeconds();
+  if (!dark_s.ok()) return dark_s.status();
   const auto start = Clock::now();
   auto last_report = start;
-  DarkNode dark;
+  DarkNode dark(*dark_s);
   if (ctx.progress)
     ctx.progress("waiting for " + url + " (health.timeout " + HumanDuration(spec.health_timeout_s) +
                  ")");

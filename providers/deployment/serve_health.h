@@ -21,10 +21,18 @@ std::string HumanDuration(long seconds);
 // their arguments (sglang's server_args, vLLM's non-default args).
 std::string LogTail(const StepContext& ctx, const ContainerSpec& spec);
 
+// How long a node may fail every connect during a health wait before the
+// wait gives up on it (with at least 3 connects failed in a row): the
+// environment's FLEET_HEALTH_DARK_AFTER, a duration, else 30 s. An error
+// when the variable is set to something else than a duration of >= 1 s.
+inline constexpr int kDefaultDarkNodeSeconds = 30;
+Result<int> DarkNodeSeconds();
+
 // Waits until the health URL answers 2xx (a worker, which serves no API:
 // until it is seen running 2 s after its start). Fails at once when the
-// container stops, when the node has gone dark (3 failed connects over
-// 30 s), and after spec.health_timeout_s; a lost round trip is retried.
+// container stops, when the node has gone dark (3 failed connects in a row
+// over DarkNodeSeconds()), and after spec.health_timeout_s; a lost round
+// trip is retried.
 Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec);
 
 // WaitHealthy, then the deployment's smoke checks (SmokeAfterHealthy).
