@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "providers/model/blob_hash.h"
+#include "providers/model/chain_copy.h"
 #include "providers/model/fabric_copy.h"
 #include "providers/model/hub_download.h"
 #include "providers/model/hub_remote.h"
@@ -399,10 +400,34 @@ Status ModelStaging::RunOnRepo(const std::string& script, const std::string& wha
 // missing is planned again from a fresh probe (a file whose stream never
 // connected got no byte) and copied through the controller.
 Status ModelStaging::CopyFromSource() {
-  Status s = CopyMissing();
+  Status s = JoinChain();
+  if (!s.ok()) return s;
+  s = CopyMissing();
   if (s.ok() || !fabric_unconnected_) return s;
   Status r = Reprobe();
   return r.ok() ? CopyMissing() : r;
+}
+
+// A fan-out's chain (change.copy->chain), run by the first of its steps
+// for all (ctx.shared), brings every target the files it lacks wholly;
+// CopyMissing then copies what is still missing here, on its own.
+Status ModelStaging::JoinChain() {
+  const std::optional<CopyRoute>& route = change_.copy;
+  if (!route || route->chain.size() < 2 || ctx_.shared == nullptr || ctx_.manifest == nullptr ||
+      !have_ref_ || location_ != change_.node || step_.want.location_kind != "node")
+    return Status::OK();
+  const Manifest& m = *ctx_.manifest;
+  std::shared_ptr<const ModelChainDelivery> d =
+      ctx_.shared->Once<ModelChainDelivery>(route->ChainKey(), [&] {
+        return RunModelChain(*route, src_loc_, ref_, m, options_.copy_streams, ctx_.progress);
+      });
+  auto mine = d->targets.find(change_.node);
+  if (mine == d->targets.end()) return Reprobe();
+  hashed_.insert(mine->second.hashed.begin(), mine->second.hashed.end());
+  if (!mine->second.problem.empty())
+    Say("the chain did not bring everything here (" + mine->second.problem +
+        "): copying the rest on its own");
+  return Reprobe();
 }
 
 Status ModelStaging::CopyMissing() {

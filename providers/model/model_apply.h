@@ -92,6 +92,7 @@ class ModelStaging {
   Status Reprobe();
   Status Download();
   Status CopyFromSource();
+  Status JoinChain();
   Status CopyMissing();
   Status CopyItems(const ModelCopyPlan& plan);
   // Whether the plan's direct fabric route is still usable now (said when

@@ -116,4 +116,54 @@ expect_rc 0 apply --auto-approve
 has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
 [[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
 assert_converged
+
+step "a model on dgx1, declared on dgx2..dgx5: one chain per file, each verified on arrival"
+REV=$(printf 'fleet-chain-model' | sha1sum | cut -c1-40)
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/chain-model \
+  --revision "$REV" --shards 4 --shard-kb 6144 --owner "$(node_field dgx1 user)" >/dev/null
+snap() { echo "$(node_root "$1")/hf/hub/models--fleet--chain-model/snapshots/$REV"; }
+sums() { (cd "$(snap "$1")" && find -L . -type f | sort | xargs sha256sum); }
+MPAYLOAD=$(find -L "$(snap dgx1)" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+MODEL='m={"repo": "fleet/chain-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2", "dgx3", "dgx4", "dgx5"]}'
+mkrepo --image "$IMG" --model "$MODEL"
+expect_rc 2 plan --detailed-exitcode
+expect_out "model m: dgx1 → dgx2 → dgx3 → dgx4 → dgx5 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
+before=$(src_tx)
+expect_rc 0 apply --auto-approve
+egress_within $(($(src_tx) - before)) "$MPAYLOAD"
+expect_out "one chain per file"
+for n in dgx2 dgx3 dgx4 dgx5; do
+  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's"
+  no_openssl_on $n
+done
+assert_converged
+
+step "dgx3 lost mid-transfer of the model: the others complete and verify, dgx3 is named"
+for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
+before=$(src_tx)
+fl apply --auto-approve &
+apply_pid=$!
+crashed=
+for _ in $(seq 600); do
+  if [[ $(src_tx) -gt $((before + MPAYLOAD / 3)) ]]; then
+    "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
+    break
+  fi
+  sleep 0.05
+done
+rc=0
+wait "$apply_pid" || rc=$?
+[[ -n $crashed ]] || fail "never saw the model's transfer under way to crash dgx3"
+[[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
+expect_out "dgx3 was lost mid-transfer"
+grep -q "model.m@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
+for n in dgx2 dgx4 dgx5; do
+  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 was lost"
+done
+"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+expect_rc 0 apply --auto-approve
+[[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
+[[ -z $(find "$(node_root dgx3)/hf/hub/models--fleet--chain-model/blobs" -name '*.incomplete') ]] ||
+  fail "dgx3: .incomplete blobs left after the re-apply"
+assert_converged
 echo PASS

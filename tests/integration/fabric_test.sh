@@ -154,28 +154,31 @@ step "the plan shows the copies' routes combined per source (text, Markdown, JSO
 mkrepo --image "$IMG" --fabric 'dgx4={address: 10.99.0.14}'
 expect_rc 2 plan --detailed-exitcode -out "$WORK/routes.plan" --markdown "$WORK/routes.md"
 expect_out "Copies between nodes, per source:"
-expect_out "  image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24"
+FAN="image fab: dgx1 → dgx2 → dgx3 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
+expect_out "  $FAN"
 expect_out "  image fab: dgx1 → dgx4 through the controller (no common fabric subnet)"
-grep -qxF -- '- `image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24`' "$WORK/routes.md" ||
+grep -qxF -- "- \`$FAN\`" "$WORK/routes.md" ||
   fail "the Markdown summary lacks the fabric route: $(cat "$WORK/routes.md")"
 grep -qxF -- '- `image fab: dgx1 → dgx4 through the controller (no common fabric subnet)`' "$WORK/routes.md" ||
   fail "the Markdown summary lacks the controller route"
 expect_rc 0 show "$WORK/routes.plan"
-expect_out "  image fab: dgx1 → dgx2, dgx3 over fabric 10.77.0.0/24"
+expect_out "  $FAN"
 expect_rc 2 plan --json --detailed-exitcode
 python3 -c '
 import json, sys
 copies = {c["node"]: c["copy"] for c in json.load(open(sys.argv[1]))["changes"] if "copy" in c}
 assert sorted(copies) == ["dgx2", "dgx3", "dgx4"], copies
+chain = [{"node": "dgx2", "address": "10.77.0.12"}, {"node": "dgx3", "address": "10.77.0.13"}]
 assert copies["dgx2"] == {"what": "image fab", "from": "dgx1", "to": "dgx2", "direct": True,
-                          "fabric": "10.77.0.0/24"}, copies
+                          "fabric": "10.77.0.0/24", "to_address": "10.77.0.12", "chain": chain}, copies
+assert copies["dgx3"]["chain"] == chain and "chain" not in copies["dgx4"], copies
 assert copies["dgx4"]["direct"] is False and copies["dgx4"]["why_not"] == "no common fabric subnet", copies
 ' "$WORK/out" || fail "plan --json: the changes' copy routes"
 
-step "copy to dgx2..dgx4 over the fabric, at once"
+step "copy to dgx2..dgx4 over the fabric, at once (one chain: tests/integration/fabric_chain_test.sh)"
 mkrepo --image "$IMG"
 expect_rc 2 plan --detailed-exitcode
-for n in dgx2 dgx3 dgx4; do expect_out "dgx1 → $n over fabric 10.77.0.0/24"; done
+expect_out "dgx1 → dgx2 → dgx3 → dgx4 over fabric 10.77.0.0/24 (one chain"
 before=$(ctl_bytes)
 t0=${EPOCHREALTIME/./}
 expect_rc 0 apply --auto-approve

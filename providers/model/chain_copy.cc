@@ -1,0 +1,240 @@
+#include "providers/model/chain_copy.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "providers/model/fabric_copy.h"
+#include "providers/model/model_apply.h"
+#include "providers/model/model_copy.h"
+#include "providers/node/fabric_chain.h"
+#include "providers/node/fabric_route.h"
+#include "src/provider.h"
+#include "src/shell_quote.h"
+
+namespace fleet {
+
+using namespace model_copy_internal;
+
+namespace {
+
+using Target = ModelChainDelivery::Target;
+using Progress = std::function<void(const std::string&)>;
+
+struct Member {
+  std::string node, address;
+  HubLocation loc;
+  std::map<std::string, CopyItem> fresh;  // path -> a file it lacks wholly
+};
+
+Result<std::unique_ptr<Transport>> Connected(const Manifest& m, const std::string& node) {
+  auto it = m.nodes.find(node);
+  if (it == m.nodes.end())
+    return Result<std::unique_ptr<Transport>>::Error("no node " + node + " in the manifests");
+  std::unique_ptr<Transport> t = MakeTransport(EndpointFor(it->second));
+  Status s = t->Connect();
+  if (!s.ok()) return s.Prefixed(node);
+  return t;
+}
+
+// What `hop` lacks wholly (a partial file is its own step's to resume), or
+// why the chain cannot write there.
+Result<Member> Needs(const CopyRoute::Hop& hop, const CopyRoute& route, const HubLocation& src,
+                     const Listing& reference, const Manifest& m, Transport* source) {
+  using R = Result<Member>;
+  Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
+  if (!t.ok()) return t.status();
+  Member member{hop.node, hop.address, {m.nodes.at(hop.node).hf_cache, src.repo, src.revision}, {}};
+  Result<HubProbe> probe = ProbeHub(t->get(), member.loc);
+  if (!probe.ok()) return probe.status();
+  if (probe->layout == "legacy") return R::Error("a legacy cache layout: its step fixes it first");
+  Result<std::map<std::string, uint64_t>> blobs = ListBlobs(t->get(), member.loc);
+  if (!blobs.ok()) return blobs.status();
+  Result<ModelCopyPlan> plan = PlanModelCopy(reference, *probe, *blobs, route.from);
+  if (!plan.ok()) return plan.status();
+  for (const CopyItem& item : plan->items)
+    if (item.offset == 0) member.fresh[item.path] = item;
+  Result<std::string> problem =
+      FabricRouteProblem(source, t->get(), {true, route.from, hop.node, "", hop.address});
+  if (!problem.ok()) return problem.status();
+  if (!problem->empty()) return R::Error(*problem);
+  return member;
+}
+
+// One lane: a connection to the source and to every member, for one file
+// at a time.
+struct Lane {
+  std::unique_ptr<Transport> source;
+  std::map<std::string, std::unique_ptr<Transport>> hops;
+};
+
+class ChainRun {
+ public:
+  ChainRun(std::vector<Member> members, const HubLocation& src, const Manifest& m,
+           const Progress& progress, ModelChainDelivery* d)
+      : members_(std::move(members)), src_(src), m_(m), progress_(progress), d_(d) {}
+
+  void Run(const CopyRoute& route, const Listing& reference, int streams) {
+    for (const ListedFile& f : reference)
+      if (std::any_of(members_.begin(), members_.end(),
+                      [&](const Member& x) { return x.fresh.count(f.path); }))
+        files_.push_back(f);
+    std::stable_sort(files_.begin(), files_.end(),
+                     [](const ListedFile& a, const ListedFile& b) { return a.size > b.size; });
+    const int lanes = std::max(1, std::min<int>(streams, static_cast<int>(files_.size())));
+    d_->streams = files_.empty() ? 0 : lanes;
+    std::vector<std::thread> threads;
+    for (int k = 0; k < lanes && !files_.empty(); ++k)
+      threads.emplace_back([this, &route] { RunLane(route); });
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  Status Open(const CopyRoute& route, Lane* lane) {
+    Result<std::unique_ptr<Transport>> s = Connected(m_, route.from);
+    if (!s.ok()) return s.status();
+    lane->source = std::move(s.value());
+    for (const Member& x : members_) {
+      Result<std::unique_ptr<Transport>> t = Connected(m_, x.node);
+      if (!t.ok()) {
+        Lose(x.node, t.status().message());
+        continue;
+      }
+      lane->hops[x.node] = std::move(t.value());
+    }
+    return Status::OK();
+  }
+
+  void RunLane(const CopyRoute& route) {
+    Lane lane;
+    Status s = Open(route, &lane);
+    if (!s.ok()) return Fail("", "the source: " + s.message());
+    for (size_t i = next_++; i < files_.size(); i = next_++) CopyFile(files_[i], &lane);
+  }
+
+  void CopyFile(const ListedFile& f, Lane* lane);
+
+  void Lose(const std::string& node, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Target& t = d_->targets[node];
+    if (!t.lost) t.problem = node + " was lost mid-transfer (" + why + ")";
+    t.lost = true;
+  }
+  void Fail(const std::string& node, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Member& x : members_) {
+      Target& t = d_->targets[x.node];
+      if ((node.empty() || node == x.node) && t.problem.empty()) t.problem = why;
+    }
+  }
+  bool Lost(const std::string& node) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return d_->targets[node].lost;
+  }
+
+  std::vector<Member> members_;
+  const HubLocation src_;
+  const Manifest& m_;
+  const Progress& progress_;
+  ModelChainDelivery* d_;
+  std::vector<ListedFile> files_;
+  std::atomic<size_t> next_{0};
+  std::mutex mu_;
+};
+
+// One file through the hops that lack it and are not lost, then each
+// hop's check against the blob name and rename.
+void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
+  FabricChainSpec spec;
+  spec.source = lane->source.get();
+  spec.source_cmd = RepoPrelude(src_) + "exec cat -- \"$m/snapshots/$r/\"" + ShellQuote(f.path);
+  std::vector<const Member*> hops;
+  for (const Member& x : members_) {
+    if (!x.fresh.count(f.path) || !lane->hops.count(x.node) || Lost(x.node)) continue;
+    const Paths p = TargetPaths(x.fresh.at(f.path));
+    spec.hops.push_back({x.node, lane->hops.at(x.node).get(),
+                         TargetPrelude(x.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
+                             ")\" || exit 1\n: > " + p.inc + " || exit 1\nexec cat >> " + p.inc,
+                         x.address});
+    hops.push_back(&x);
+  }
+  if (hops.empty()) return;
+  FabricChainResult r = FabricChain(spec);
+  for (size_t k = 0; k < hops.size(); ++k) {
+    const Member& x = *hops[k];
+    if (!r.hops[k].target.ok()) {
+      Lose(x.node, r.hops[k].Problem());
+      continue;
+    }
+    if (!r.hops[k].delivered()) {
+      Fail(x.node, f.path + " over the chain: " + r.hops[k].Problem());
+      continue;
+    }
+    const CopyItem& item = x.fresh.at(f.path);
+    const Paths p = TargetPaths(item);
+    Result<CommandResult> fin = lane->hops.at(x.node)->Run(
+        TargetPrelude(x.loc) + VerifyOnTargetScript(p, item) + FinishScript(p, item));
+    if (!fin.ok()) {
+      Lose(x.node, fin.status().message());
+    } else if (fin->exit_code != 0) {
+      Fail(x.node, f.path + ": " + fin->err);
+    } else {
+      std::lock_guard<std::mutex> lock(mu_);
+      Target& t = d_->targets[x.node];
+      t.bytes += f.size;
+      if (!item.blob.empty()) t.hashed.insert(f.path);
+    }
+  }
+}
+
+std::string RouteOf(const CopyRoute& route, const std::vector<Member>& members) {
+  std::string line = route.from;
+  for (const Member& x : members) line += " \u2192 " + x.node;
+  return line;
+}
+
+}  // namespace
+
+ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
+                                 const Listing& reference, const Manifest& m, int streams,
+                                 const Progress& progress) {
+  ModelChainDelivery d;
+  Result<std::unique_ptr<Transport>> source = Connected(m, route.from);
+  if (!source.ok()) {
+    for (const CopyRoute::Hop& hop : route.chain)
+      d.targets[hop.node].problem = source.status().message();
+    return d;
+  }
+  std::vector<Member> members;
+  for (const CopyRoute::Hop& hop : route.chain) {
+    Result<Member> x = Needs(hop, route, src, reference, m, source->get());
+    if (!x.ok())
+      d.targets[hop.node].problem = "not in the chain: " + x.status().message();
+    else if (!x->fresh.empty())
+      members.push_back(std::move(x.value()));
+  }
+  if (members.empty()) return d;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string line = RouteOf(route, members);
+  if (progress)
+    progress("copying " + src.repo + " " + line + " over the fabric, one chain per file, " +
+             std::to_string(streams) + " at once: each hop writes and forwards as it receives");
+  ChainRun(std::move(members), src, m, progress, &d).Run(route, reference, streams);
+  if (progress) {
+    char took[96];
+    snprintf(took, sizeof took, "%.1f s, %d stream(s)",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+             d.streams);
+    std::string lost;
+    for (const auto& [node, t] : d.targets)
+      if (t.lost) lost += (lost.empty() ? "" : ", ") + node;
+    progress("chain " + line + ": " + took + (lost.empty() ? "" : "; lost: " + lost));
+  }
+  return d;
+}
+
+}  // namespace fleet
