@@ -9,6 +9,9 @@ export FAULT_MODEL_SHARDS=${FAULT_MODEL_SHARDS:-3}
 export FAULT_MODPROBE_DELAY=${FAULT_MODPROBE_DELAY:-0.4}
 export TRIALS=${FAULTS_TEST_TRIALS:-1}
 export FAULT_DISK_SIZE=${FAULT_DISK_SIZE:-256m}  # disk.sh fills these tmpfs
+# nossh: dgx3's ssh.connect_timeout 3 s, not fleet's default 10 s (each of
+# plan and apply waits it out); bench/faults.sh keeps the default.
+export NOSSH_CONNECT_TIMEOUT_S=${NOSSH_CONNECT_TIMEOUT_S:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 # Faults known to fail are left out here and listed by bench/faults.sh.

@@ -2,11 +2,13 @@
 # Fault: a node that accepts TCP but never speaks SSH (odd trials: silent;
 # even trials: half a banner, then silence). dgx3's address in the manifests
 # points at such a listener; `fleet plan` and `fleet apply` must exit 1
-# after the connect timeout (10 s) and within NOSSH_MARGIN_S of it, with an
-# error naming dgx3 at the listener's port and the timeout, and apply must
-# change nothing.
+# after the connect timeout (NOSSH_CONNECT_TIMEOUT_S: dgx3's
+# ssh.connect_timeout; default 10, fleet's own default, the key left out)
+# and within NOSSH_MARGIN_S of it, with an error naming dgx3 at the
+# listener's port and the timeout, and apply must change nothing.
 #   TRIALS=N bash tests/faults/nossh.sh
 NOSSH_MARGIN_S=${NOSSH_MARGIN_S:-15}
+NOSSH_CONNECT_TIMEOUT_S=${NOSSH_CONNECT_TIMEOUT_S:-10}
 
 # silent_listener MODE: a loopback listener that accepts and says nothing
 # (MODE half: "SSH-2.0-" and no end of line). Sets LISTENER_PID and
@@ -43,17 +45,21 @@ trial_nossh() {
   trap 'kill "$LISTENER_PID" 2>/dev/null || true' EXIT  # this trial's subshell only
   port=$LISTENER_PORT
   note "mode=$mode"
-  # dgx3's ssh port -> the listener
-  sed -i "s/port: $(node_field dgx3 port)}/port: $port}/" "$REPO/fleet.yaml"
-  grep -q "port: $port}" "$REPO/fleet.yaml" || fail "could not point dgx3 at the listener"
+  # dgx3's ssh port -> the listener (and its connect timeout, unless fleet's
+  # default 10 s)
+  local timeout_key=
+  ((NOSSH_CONNECT_TIMEOUT_S == 10)) || timeout_key=", connect_timeout: ${NOSSH_CONNECT_TIMEOUT_S}s"
+  sed -i "s/port: $(node_field dgx3 port)}/port: $port$timeout_key}/" "$REPO/fleet.yaml"
+  grep -q "port: $port$timeout_key}" "$REPO/fleet.yaml" || fail "could not point dgx3 at the listener"
   serial=$(state_serial 2>/dev/null || echo none)
   for cmd in plan apply; do
     t0=$SECONDS
     if [[ $cmd == apply ]]; then expect_rc 1 apply --auto-approve; else expect_rc 1 plan; fi
     secs=$((SECONDS - t0))
-    ((secs <= 10 + NOSSH_MARGIN_S)) || fail "$cmd took $secs s to give up on dgx3"
+    ((secs <= NOSSH_CONNECT_TIMEOUT_S + NOSSH_MARGIN_S)) || fail "$cmd took $secs s to give up on dgx3"
     # A node that never speaks cannot be told from a slow one sooner.
-    ((secs >= 9)) || fail "$cmd gave up on dgx3 after $secs s, before the 10 s timeout"
+    ((secs >= NOSSH_CONNECT_TIMEOUT_S - 1)) ||
+      fail "$cmd gave up on dgx3 after $secs s, before the ${NOSSH_CONNECT_TIMEOUT_S} s timeout"
     # The listener's port, and a timeout: a refused connection fails at once
     # and proves nothing about a node that never speaks.
     grep -hE "dgx3.*:$port\b" "$WORK/out" "$WORK/err" | grep -viE 'refused' | grep -qiE 'timeout|timed out' ||
