@@ -17,8 +17,10 @@
 # Shaped mode (issue 31): the fabric links shaped too (fleet-sim
 # --fabric-rate: tc tbf at RATE each way on every node's fabric link), so
 # that the link, not this machine's CPUs, binds, as on a real switched
-# fabric. Over the fabric only, from dgx1 to 1, 2 and 4 targets at once,
-# for an image and a model, each run prints: wall time and its ratio to one
+# fabric. Over the fabric only, from dgx1 to 1, 2 and 4 targets at once
+# (a fan-out goes as one chain: src/engine/copy_chains.h), and to 4 targets
+# with a copy per target (FLEET_FABRIC_CHAIN=off, the baseline in the same
+# run), for an image and a model, each run prints: wall time and its ratio to one
 # target; the source's fabric egress (the tx_bytes of dgx1's enp1s0f1np1,
 # read in its netns) in bytes and as a multiple of the payload (the image's
 # `podman save` stream, the model's files); the bytes through the controller
@@ -30,10 +32,10 @@
 # busy share (100 % = every core; other users' work included): the link
 # binds when wall ~ link time and the copy's share stays well under 100 %.
 #   bash bench/fabric_bench.sh --shaped [RATE] [image MiB] [model MiB] [lan rate]
-#        (defaults 100mbit 64 128 200mbit; ~4 min. 100mbit: at 200mbit the
-#        copies of today's fan-out already used 40-55 % of this machine's 2
-#        cores, and a chain to 4 targets costs about 4 times the CPU per byte
-#        sent: docs/benchmarks.md)
+#        (defaults 100mbit 64 128 200mbit; ~5 min. 100mbit: at 200mbit a
+#        copy per target already used 40-55 % of this machine's 2 cores, and
+#        a chain to 4 targets runs 4 TLS receivers and 3 senders on them:
+#        docs/benchmarks.md)
 set -euo pipefail
 SHAPED=0
 if [[ ${1-} == --shaped ]]; then
@@ -123,8 +125,10 @@ node_cpu_us() { if [[ -n $NODE_CG ]]; then awk '$1 == "usage_usec" { print $2 }'
 src_tx() { ip netns exec "$SRC_NS" cat "/sys/class/net/$FABRIC_IF/statistics/tx_bytes"; }
 cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6; exit }' /proc/stat; }  # busy idle
 declare -A R_MS=() R_EG=() R_BY=() R_CPU=() R_NCPU=() R_BUSY=()
-shaped_run() {  # shaped_run KIND N PAYLOAD: one apply that copies KIND to N targets at once (KIND none: nothing to copy)
-  local kind=$1 n=$2 payload=$3 b0 e0 t0 c0 busy0 idle0 busy1 idle1 rc=0 tf=$WORK/cpu-time ms eg by cpu ncpu busy
+# shaped_run KIND N PAYLOAD [LABEL]: one apply that copies KIND to N targets
+# at once (KIND none: nothing to copy); LABEL (default KIND) names the row.
+shaped_run() {
+  local kind=$1 n=$2 payload=$3 label=${4:-$1} b0 e0 t0 c0 busy0 idle0 busy1 idle1 rc=0 tf=$WORK/cpu-time ms eg by cpu ncpu busy
   b0=$(ctl_bytes)
   e0=$(src_tx)
   c0=$(node_cpu_us)
@@ -134,22 +138,22 @@ shaped_run() {  # shaped_run KIND N PAYLOAD: one apply that copies KIND to N tar
   { time apply_quiet; } 2>"$tf" || rc=$?
   ms=$(($(now_ms) - t0))
   read -r busy1 idle1 < <(cpu_ticks)
-  ((rc == 0)) || fail "$kind fabric $n targets (shaped)"
-  cp "$WORK/out" "$WORK/out.$kind.$n"
+  ((rc == 0)) || fail "$label fabric $n targets (shaped)"
+  cp "$WORK/out" "$WORK/out.$label.$n"
   eg=$(($(src_tx) - e0))
   by=$(($(ctl_bytes) - b0))
   sleep 0.3  # the nodes' sessions end after fleet closes them
   ncpu=$(awk -v a="$c0" -v b="$(node_cpu_us)" 'BEGIN { printf "%.2f", (b - a) / 1e6 }')
   cpu=$(awk '{ printf "%.2f", $1 + $2 }' "$tf")
   busy=$(awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) 'BEGIN { printf "%.0f", 100 * b / (b + i) }')
-  R_MS[$kind $n]=$ms R_EG[$kind $n]=$eg R_BY[$kind $n]=$by R_CPU[$kind $n]=$cpu R_NCPU[$kind $n]=$ncpu R_BUSY[$kind $n]=$busy
+  R_MS[$label $n]=$ms R_EG[$label $n]=$eg R_BY[$label $n]=$by R_CPU[$label $n]=$cpu R_NCPU[$label $n]=$ncpu R_BUSY[$label $n]=$busy
   if [[ $kind == none ]]; then
     printf '  an apply with nothing to copy: %d ms, source egress %d B, controller %d B, CPU fleet %s s + nodes %s s, machine %s%%\n' \
       "$ms" "$eg" "$by" "$cpu" "$ncpu" "$busy"
     return 0
   fi
-  printf '  %-5s %d target(s) %7d ms (%sx one; link time %s s)  source egress %11d B = %sx payload  controller %8d B  CPU fleet %s s + nodes %s s  machine %s%%\n' \
-    "$kind" "$n" "$ms" "$(ratio "$ms" "${R_MS[$kind 1]}")" "$(awk -v e="$eg" -v r="$RATE_BITS" 'BEGIN { printf "%.1f", e * 8 / r }')" \
+  printf '  %-9s %d target(s) %7d ms (%sx one; link time %s s)  source egress %11d B = %sx payload  controller %8d B  CPU fleet %s s + nodes %s s  machine %s%%\n' \
+    "$label" "$n" "$ms" "$(ratio "$ms" "${R_MS[$kind 1]}")" "$(awk -v e="$eg" -v r="$RATE_BITS" 'BEGIN { printf "%.1f", e * 8 / r }')" \
     "$eg" "$(ratio "$eg" "$payload")" "$by" "$cpu" "$ncpu" "$busy"
   # each target's own step, as fleet reports it
   echo "      steps: $(grep -E "^$kind\.[a-z]+@dgx[2-9]: complete after" "$WORK/out" | sed -E 's/^[a-z]+\.[a-z]+@(dgx[0-9]+): complete after /\1 /' | paste -sd, - | sed 's/,/, /g')"
@@ -173,6 +177,11 @@ shaped_bench() {
     shaped_run image "$n" "$IMG_PAYLOAD"
     rm_image "${TARGETS[@]:0:n}"
   done
+  # The baseline in the same run: a copy per target (FLEET_FABRIC_CHAIN=off).
+  export FLEET_FABRIC_CHAIN=off
+  shaped_run image 4 "$IMG_PAYLOAD" image-off
+  unset FLEET_FABRIC_CHAIN
+  rm_image "${TARGETS[@]}"
   mkrepo  # the image's records go before the model's runs, not in them
   fl apply --auto-approve || fail "apply without the image"
   make_model
@@ -183,18 +192,23 @@ shaped_bench() {
     shaped_run model "$n" "$MODEL_PAYLOAD"
     rm_model "${TARGETS[@]:0:n}"
   done
+  export FLEET_FABRIC_CHAIN=off
+  shaped_run model 4 "$MODEL_PAYLOAD" model-off
+  unset FLEET_FABRIC_CHAIN
+  rm_model "${TARGETS[@]}"
 
   local k p line
   echo "== table (fabric $FABRIC_RATE, LAN $LAN_RATE, $(nproc) cores)"
   echo "| payload | targets | wall | ratio to 1 target | link time of the egress | source fabric egress | x payload | through the controller | CPU: fleet | CPU: nodes | copy's share of $(nproc) cores | machine CPU busy |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
-  for k in image model; do
-    [[ $k == image ]] && p=$IMG_PAYLOAD || p=$MODEL_PAYLOAD
+  for k in image image-off model model-off; do
+    [[ $k == image* ]] && p=$IMG_PAYLOAD || p=$MODEL_PAYLOAD
     for n in 1 2 4; do
-      line=$(awk -v ms="${R_MS[$k $n]}" -v one="${R_MS[$k 1]}" -v eg="${R_EG[$k $n]}" -v p="$p" -v by="${R_BY[$k $n]}" \
+      [[ -n ${R_MS[$k $n]-} ]] || continue
+      line=$(awk -v ms="${R_MS[$k $n]}" -v one="${R_MS[${k%-off} 1]}" -v eg="${R_EG[$k $n]}" -v p="$p" -v by="${R_BY[$k $n]}" \
         -v r="$RATE_BITS" -v c="${R_CPU[$k $n]}" -v nc="${R_NCPU[$k $n]}" -v cores="$(nproc)" \
         'BEGIN { printf "%.1f s | %.2f | %.1f s | %.1f MB | %.2f | %.0f KB | %.2f s | %.1f s | %.0f %%", ms / 1000, ms / one, eg * 8 / r, eg / 1e6, eg / p, by / 1e3, c, nc, 100 * (c + nc) / (ms / 1000) / cores }')
-      printf '| %s %.1f MB | %d | %s | %s %% |\n' "$k" "$(awk -v p="$p" 'BEGIN { print p / 1e6 }')" "$n" "$line" "${R_BUSY[$k $n]}"
+      printf '| %s %.1f MB | %d | %s | %s %% |\n' "${k/-off/ (a copy per target)}" "$(awk -v p="$p" 'BEGIN { print p / 1e6 }')" "$n" "$line" "${R_BUSY[$k $n]}"
     done
   done
 }

@@ -484,8 +484,10 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
     cr = CopyModelFilesOnNode(on, src_loc_, loc_, plan.items, [&](uint64_t n) { meter.Add(n); });
     if (!cr.ok()) return cr.status();
   } else {
+    const size_t streams = std::min<size_t>(
+        plan.items.size(), static_cast<size_t>(std::max(1, options_.copy_streams)));
     Say("copying " + std::to_string(plan.items.size()) + " file(s), " + HumanBytes(plan.bytes) +
-        " from " + src_name);
+        " from " + src_name + ", " + std::to_string(streams) + " stream(s) at once");
     CopySide from{[&] { return connect_(step_.want.source_node); }, src_loc_};
     CopySide to{[&] { return connect_(change_.node); }, loc_};
     CopyOptions co;
