@@ -1,6 +1,9 @@
 #include "providers/image/chain_copy.h"
 
 #include <memory>
+#include <optional>
+#include <set>
+#include <thread>
 
 #include "providers/node/fabric_chain.h"
 #include "providers/node/fabric_route.h"
@@ -35,30 +38,57 @@ bool Holds(Transport* t, const std::string& cli, const std::string& config) {
   return l.ok() && l->found && l->id == config;
 }
 
-// The chain's hops the image can go to; the others' outcomes are set here.
+// One hop's checks before the chain (its own connection, so that the hops
+// are checked at once): reachable, lacking the image, its fabric address
+// still up. Sets `out` when the hop is no part of the chain.
+std::optional<Member> CheckHop(const CopyRoute::Hop& hop, const std::string& config,
+                               const Manifest& m, Target* out) {
+  Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
+  if (!t.ok()) {
+    out->problem = "unreachable when the chain started: " + t.status().message();
+    return std::nullopt;
+  }
+  const std::string cli = m.nodes.at(hop.node).container_cli;
+  if (Holds(t->get(), cli, config)) {
+    out->already = true;
+    return std::nullopt;
+  }
+  Result<std::string> problem = FabricAddressProblem(t->get(), hop.node, hop.address);
+  if (!problem.ok() || !problem->empty()) {
+    out->on_its_own = true;
+    out->problem = problem.ok() ? *problem : problem.status().message();
+    return std::nullopt;
+  }
+  return Member{hop.node, hop.address, cli, std::move(t.value())};
+}
+
+// The chain's hops the image can go to, checked at once; the others'
+// outcomes are set here.
 std::vector<Member> Reachable(const CopyRoute& route, const std::string& config, const Manifest& m,
                               Transport* source, ImageChainDelivery* d) {
+  const size_t n = route.chain.size();
+  std::vector<std::optional<Member>> found(n);
+  std::vector<Target> outs(n);
+  std::vector<std::thread> checks;
+  for (size_t k = 0; k < n; ++k)
+    checks.emplace_back([&, k] { found[k] = CheckHop(route.chain[k], config, m, &outs[k]); });
+  for (std::thread& t : checks) t.join();
+  std::vector<std::string> addresses;
+  for (const std::optional<Member>& x : found)
+    if (x) addresses.push_back(x->address);
+  Result<std::set<std::string>> unrouted = UnroutedAddresses(source, addresses);
   std::vector<Member> hops;
-  for (const CopyRoute::Hop& hop : route.chain) {
-    Target& out = d->targets[hop.node];
-    Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
-    if (!t.ok()) {
-      out.problem = "unreachable when the chain started: " + t.status().message();
-      continue;
+  for (size_t k = 0; k < n; ++k) {
+    if (found[k] && !unrouted.ok()) {
+      outs[k].on_its_own = true;
+      outs[k].problem = unrouted.status().message();
+    } else if (found[k] && unrouted->count(found[k]->address)) {
+      outs[k].on_its_own = true;
+      outs[k].problem = route.from + " has no route to " + found[k]->address;
+    } else if (found[k]) {
+      hops.push_back(std::move(*found[k]));
     }
-    const std::string cli = m.nodes.at(hop.node).container_cli;
-    if (Holds(t->get(), cli, config)) {
-      out.already = true;
-      continue;
-    }
-    FabricRoute link{true, route.from, hop.node, "", hop.address};
-    Result<std::string> problem = FabricRouteProblem(source, t->get(), link);
-    if (!problem.ok() || !problem->empty()) {
-      out.on_its_own = true;
-      out.problem = problem.ok() ? *problem : problem.status().message();
-      continue;
-    }
-    hops.push_back({hop.node, hop.address, cli, std::move(t.value())});
+    d->targets[route.chain[k].node] = outs[k];
   }
   return hops;
 }

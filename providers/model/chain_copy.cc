@@ -44,7 +44,7 @@ Result<std::unique_ptr<Transport>> Connected(const Manifest& m, const std::strin
 // What `hop` lacks wholly (a partial file is its own step's to resume), or
 // why the chain cannot write there.
 Result<Member> Needs(const CopyRoute::Hop& hop, const CopyRoute& route, const HubLocation& src,
-                     const Listing& reference, const Manifest& m, Transport* source) {
+                     const Listing& reference, const Manifest& m) {
   using R = Result<Member>;
   Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
   if (!t.ok()) return t.status();
@@ -58,8 +58,7 @@ Result<Member> Needs(const CopyRoute::Hop& hop, const CopyRoute& route, const Hu
   if (!plan.ok()) return plan.status();
   for (const CopyItem& item : plan->items)
     if (item.offset == 0) member.fresh[item.path] = item;
-  Result<std::string> problem =
-      FabricRouteProblem(source, t->get(), {true, route.from, hop.node, "", hop.address});
+  Result<std::string> problem = FabricAddressProblem(t->get(), hop.node, hop.address);
   if (!problem.ok()) return problem.status();
   if (!problem->empty()) return R::Error(*problem);
   return member;
@@ -98,13 +97,17 @@ class ChainRun {
     Result<std::unique_ptr<Transport>> s = Connected(m_, route.from);
     if (!s.ok()) return s.status();
     lane->source = std::move(s.value());
-    for (const Member& x : members_) {
-      Result<std::unique_ptr<Transport>> t = Connected(m_, x.node);
-      if (!t.ok()) {
-        Lose(x.node, t.status().message());
-        continue;
-      }
-      lane->hops[x.node] = std::move(t.value());
+    std::vector<Result<std::unique_ptr<Transport>>> ts;
+    for (size_t k = 0; k < members_.size(); ++k) ts.emplace_back(Status::Error("not connected"));
+    std::vector<std::thread> connects;  // at once: each is an SSH handshake
+    for (size_t k = 0; k < members_.size(); ++k)
+      connects.emplace_back([&, k] { ts[k] = Connected(m_, members_[k].node); });
+    for (std::thread& t : connects) t.join();
+    for (size_t k = 0; k < members_.size(); ++k) {
+      if (!ts[k].ok())
+        Lose(members_[k].node, ts[k].status().message());
+      else
+        lane->hops[members_[k].node] = std::move(ts[k].value());
     }
     return Status::OK();
   }
@@ -191,6 +194,35 @@ void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
   }
 }
 
+// The hops that lack files wholly and can take them, checked at once; why
+// not for the others.
+std::vector<Member> Hops(const CopyRoute& route, const HubLocation& src, const Listing& reference,
+                         const Manifest& m, Transport* source, ModelChainDelivery* d) {
+  const size_t n = route.chain.size();
+  std::vector<Result<Member>> found(n, Result<Member>::Error("not checked"));
+  std::vector<std::thread> checks;
+  for (size_t k = 0; k < n; ++k)
+    checks.emplace_back([&, k] { found[k] = Needs(route.chain[k], route, src, reference, m); });
+  for (std::thread& t : checks) t.join();
+  std::vector<std::string> addresses;
+  for (const Result<Member>& x : found)
+    if (x.ok()) addresses.push_back(x->address);
+  Result<std::set<std::string>> unrouted = UnroutedAddresses(source, addresses);
+  std::vector<Member> members;
+  for (size_t k = 0; k < n; ++k) {
+    std::string& problem = d->targets[route.chain[k].node].problem;
+    if (!found[k].ok())
+      problem = "not in the chain: " + found[k].status().message();
+    else if (!unrouted.ok())
+      problem = "not in the chain: " + unrouted.status().message();
+    else if (unrouted->count(found[k]->address))
+      problem = "not in the chain: " + route.from + " has no route to " + found[k]->address;
+    else if (!found[k]->fresh.empty())
+      members.push_back(std::move(found[k].value()));
+  }
+  return members;
+}
+
 std::string RouteOf(const CopyRoute& route, const std::vector<Member>& members) {
   std::string line = route.from;
   for (const Member& x : members) line += " \u2192 " + x.node;
@@ -209,14 +241,7 @@ ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
       d.targets[hop.node].problem = source.status().message();
     return d;
   }
-  std::vector<Member> members;
-  for (const CopyRoute::Hop& hop : route.chain) {
-    Result<Member> x = Needs(hop, route, src, reference, m, source->get());
-    if (!x.ok())
-      d.targets[hop.node].problem = "not in the chain: " + x.status().message();
-    else if (!x->fresh.empty())
-      members.push_back(std::move(x.value()));
-  }
+  std::vector<Member> members = Hops(route, src, reference, m, source->get(), &d);
   if (members.empty()) return d;
   const auto start = std::chrono::steady_clock::now();
   const std::string line = RouteOf(route, members);

@@ -1,6 +1,7 @@
 #include "providers/node/fabric_route.h"
 
 #include <cstdlib>
+#include <sstream>
 
 #include "providers/node/fabric_facts.h"
 #include "src/shell_quote.h"
@@ -115,12 +116,32 @@ std::string HasRouteScript(const std::string& address) {
          " >/dev/null 2>&1";
 }
 
+Result<std::string> FabricAddressProblem(Transport* target, const std::string& node,
+                                         const std::string& address) {
+  Result<CommandResult> has = target->Run(HasAddressScript(address));
+  if (!has.ok()) return has.status();
+  if (has->exit_code != 0) return node + " no longer has " + address + " on any interface";
+  return std::string();
+}
+
+Result<std::set<std::string>> UnroutedAddresses(Transport* source,
+                                                const std::vector<std::string>& addresses) {
+  std::string script;
+  for (const std::string& a : addresses)
+    script += "(" + HasRouteScript(a) + ") || echo " + ShellQuote(a) + "\n";
+  Result<CommandResult> r = source->Run(script);
+  if (!r.ok()) return r.status();
+  std::set<std::string> unrouted;
+  std::istringstream lines(r->out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) unrouted.insert(line);
+  return unrouted;
+}
+
 Result<std::string> FabricRouteProblem(Transport* source, Transport* target,
                                        const FabricRoute& route) {
-  Result<CommandResult> has = target->Run(HasAddressScript(route.target_address));
-  if (!has.ok()) return has.status();
-  if (has->exit_code != 0)
-    return route.to + " no longer has " + route.target_address + " on any interface";
+  Result<std::string> has = FabricAddressProblem(target, route.to, route.target_address);
+  if (!has.ok() || !has->empty()) return has;
   Result<CommandResult> reach = source->Run(HasRouteScript(route.target_address));
   if (!reach.ok()) return reach.status();
   if (reach->exit_code != 0) return route.from + " has no route to " + route.target_address;

@@ -7,7 +7,9 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "manifests/manifest.h"
 #include "providers/node/fabric_facts.h"
@@ -58,6 +60,14 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
 // controller and says so. A transport failure is the Status.
 Result<std::string> FabricRouteProblem(Transport* source, Transport* target,
                                        const FabricRoute& route);
+
+// Its two halves, for a chain's many targets at once: the target still has
+// `address` ("" or why not, naming `node`), and the addresses of
+// `addresses` the source has no route to (one command for all).
+Result<std::string> FabricAddressProblem(Transport* target, const std::string& node,
+                                         const std::string& address);
+Result<std::set<std::string>> UnroutedAddresses(Transport* source,
+                                                const std::vector<std::string>& addresses);
 
 // The scripts the re-check runs (exit 0: fine, 1: not), for tests.
 std::string HasAddressScript(const std::string& address);

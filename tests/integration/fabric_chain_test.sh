@@ -4,10 +4,10 @@
 # lan+fabric --fabric-rate: the link, not this machine's 2 CPUs, binds):
 # - the plan shows the chain (dgx1 → dgx2 → dgx3 → dgx4 → dgx5), in text
 #   and JSON;
-# - an image to 4 targets: each byte leaves the source once (its fabric
-#   netdev's tx_bytes ≤ 1.05 × the `save` stream), every target holds the
-#   image and is named as a copy, nothing is left listening, converged;
-# - a model to 3 targets: the same, every file verified on arrival;
+# - an image and a model to 4 targets in one apply: each byte leaves the
+#   source once (its fabric netdev's tx_bytes ≤ 1.05 × the `save` stream
+#   and the model's files), every target holds the image (recorded as a
+#   copy) and the model's files, nothing is left listening, converged;
 # - a middle node lost mid-transfer (fleet-sim crash: power loss): the
 #   nodes before it complete, those behind it are re-routed and complete,
 #   the lost one is named, nothing half-loaded is named, and once the node
@@ -42,7 +42,7 @@ start_fleet 5 --net lan+fabric --fabric-rate 200mbit
 mkrepo
 expect_rc 0 apply --auto-approve
 
-step "an image on dgx1 only, declared on all 5"
+step "an image and a model on dgx1 only, declared on all 5"
 D=sha256:$(printf 'fleet chain test' | sha256sum | cut -d' ' -f1)
 REF="localhost/fleet/chain@$D"
 on_node dgx1 "d=\$(mktemp -d) && head -c 30000000 /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/chain:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
@@ -50,28 +50,40 @@ C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/chain:
 [[ $C =~ ^[0-9a-f]{64}$ ]] || fail "no image id on dgx1: $C"
 PAYLOAD=$(on_node dgx1 "podman save sha256:$C | wc -c")
 IMG='chain={"ref": "'$REF'", "source": "node:dgx1", "nodes": ["dgx1", "dgx2", "dgx3", "dgx4", "dgx5"]}'
-mkrepo --image "$IMG"
+REV=$(printf 'fleet-chain-model' | sha1sum | cut -c1-40)
+python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/chain-model \
+  --revision "$REV" --shards 4 --shard-kb 6144 --owner "$(node_field dgx1 user)" >/dev/null
+snap() { echo "$(node_root "$1")/hf/hub/models--fleet--chain-model/snapshots/$REV"; }
+sums() { (cd "$(snap "$1")" && find -L . -type f | sort | xargs sha256sum); }
+MPAYLOAD=$(find -L "$(snap dgx1)" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+MODEL='m={"repo": "fleet/chain-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2", "dgx3", "dgx4", "dgx5"]}'
+mkrepo --image "$IMG" --model "$MODEL"
 
-step "the plan shows one chain"
+step "the plan shows one chain for each"
 expect_rc 2 plan --detailed-exitcode
 expect_out "image chain: dgx1 → dgx2 → dgx3 → dgx4 → dgx5 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
+expect_out "model m: dgx1 → dgx2 → dgx3 → dgx4 → dgx5 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
 expect_rc 2 plan --json --detailed-exitcode
 python3 -c '
 import json, sys
-copies = {c["node"]: c["copy"] for c in json.load(open(sys.argv[1]))["changes"] if "copy" in c}
-assert sorted(copies) == ["dgx2", "dgx3", "dgx4", "dgx5"], copies
+changes = json.load(open(sys.argv[1]))["changes"]
 hops = [{"node": f"dgx{i}", "address": f"10.77.0.1{i}"} for i in range(2, 6)]
-for n, c in copies.items():
-    assert c["chain"] == hops and c["to_address"] == f"10.77.0.1{n[3]}", c
-' "$WORK/out" || fail "plan --json: every change of the fan-out carries the chain"
+for kind in ("image", "model"):
+    copies = {c["node"]: c["copy"] for c in changes if c["type"] == kind and "copy" in c}
+    assert sorted(copies) == ["dgx2", "dgx3", "dgx4", "dgx5"], copies
+    for n, c in copies.items():
+        assert c["chain"] == hops and c["to_address"] == f"10.77.0.1{n[3]}", c
+' "$WORK/out" || fail "plan --json: every change of a fan-out carries its chain"
 
-step "apply: the image leaves dgx1 once, every target holds it"
+step "apply: the image and the model leave dgx1 once, every target holds them, verified"
 before=$(src_tx)
 expect_rc 0 apply --auto-approve
-egress_within $(($(src_tx) - before)) "$PAYLOAD"
-expect_out "one chain"
+egress_within $(($(src_tx) - before)) $((PAYLOAD + MPAYLOAD))
+expect_out "one chain:"
+expect_out "one chain per file"
 for n in dgx2 dgx3 dgx4 dgx5; do
   has_config $n "$C" || fail "$n lacks image $C"
+  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's"
   no_openssl_on $n
 done
 grep -Eq -e '-psk |k=[0-9a-f]{64}' "$WORK/transcript" && fail "a transfer key in fleet's output"
@@ -115,28 +127,7 @@ step "dgx3 back: a re-apply completes it"
 expect_rc 0 apply --auto-approve
 has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
 [[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
-assert_converged
 
-step "a model on dgx1, declared on dgx2..dgx5: one chain per file, each verified on arrival"
-REV=$(printf 'fleet-chain-model' | sha1sum | cut -c1-40)
-python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo fleet/chain-model \
-  --revision "$REV" --shards 4 --shard-kb 6144 --owner "$(node_field dgx1 user)" >/dev/null
-snap() { echo "$(node_root "$1")/hf/hub/models--fleet--chain-model/snapshots/$REV"; }
-sums() { (cd "$(snap "$1")" && find -L . -type f | sort | xargs sha256sum); }
-MPAYLOAD=$(find -L "$(snap dgx1)" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
-MODEL='m={"repo": "fleet/chain-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2", "dgx3", "dgx4", "dgx5"]}'
-mkrepo --image "$IMG" --model "$MODEL"
-expect_rc 2 plan --detailed-exitcode
-expect_out "model m: dgx1 → dgx2 → dgx3 → dgx4 → dgx5 over fabric 10.77.0.0/24 (one chain: each byte leaves dgx1 once)"
-before=$(src_tx)
-expect_rc 0 apply --auto-approve
-egress_within $(($(src_tx) - before)) "$MPAYLOAD"
-expect_out "one chain per file"
-for n in dgx2 dgx3 dgx4 dgx5; do
-  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's"
-  no_openssl_on $n
-done
-assert_converged
 
 step "dgx3 lost mid-transfer of the model: the others complete and verify, dgx3 is named"
 for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
