@@ -71,6 +71,25 @@ TEST(FabricStream, SourceFailureIsReported) {
   EXPECT_NE(r.Problem().find("no such image"), std::string::npos) << r.Problem();
 }
 
+// A source that fails mid-stream cuts it without close_notify: the target
+// fails, even though what it read so far was well-formed.
+TEST(FabricStream, ASourceFailingMidStreamFailsTheTarget) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  LocalTransport src(Local("a")), dst(Local("b"));
+  FabricStreamSpec s;
+  s.source = &src;
+  s.source_cmd = "head -c 1000000 /dev/zero; echo 'read error' >&2; exit 1";
+  s.target = &dst;
+  s.target_cmd = "wc -c";
+  s.target_address = "127.0.0.1";
+  FabricStreamResult r = FabricStream(s);
+  EXPECT_FALSE(r.unconnected);
+  ASSERT_TRUE(r.target.ok());
+  EXPECT_NE(r.target->exit_code, 0);
+  EXPECT_NE(r.Problem().find("read error"), std::string::npos) << r.Problem();
+  EXPECT_NE(r.Problem().find("did not end cleanly"), std::string::npos) << r.Problem();
+}
+
 TEST(FabricStream, ListenerNobodyConnectsToIsStopped) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport dst(Local("b"));
