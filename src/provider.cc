@@ -100,4 +100,14 @@ SshEndpoint EndpointFor(const NodeSpec& spec) {
   return e;
 }
 
+Result<std::unique_ptr<Transport>> ConnectNode(const Manifest& m, const std::string& node) {
+  auto it = m.nodes.find(node);
+  if (it == m.nodes.end())
+    return Result<std::unique_ptr<Transport>>::Error("no node " + node + " in the manifests");
+  std::unique_ptr<Transport> t = MakeTransport(EndpointFor(it->second));
+  Status s = t->Connect();
+  if (!s.ok()) return s.Prefixed(node);
+  return t;
+}
+
 }  // namespace fleet

@@ -152,6 +152,10 @@ PlanChange ChangeFor(const DesiredResource& d);
 // The SSH endpoint a node's manifest entry describes.
 SshEndpoint EndpointFor(const NodeSpec& spec);
 
+// A connection of its own to `node` of `m`, connected (a step that moves
+// data between nodes, beside the steps that use the nodes' shared ones).
+Result<std::unique_ptr<Transport>> ConnectNode(const Manifest& m, const std::string& node);
+
 // Where clients and other nodes reach the node: its manifest address, or
 // 127.0.0.1 for `address: local`.
 std::string ClientAddress(const NodeSpec& spec);

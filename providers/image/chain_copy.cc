@@ -12,7 +12,7 @@
 
 namespace fleet {
 
-namespace {
+namespace image_chain {
 
 using Target = ImageChainDelivery::Target;
 
@@ -20,18 +20,6 @@ struct Member {
   std::string node, address, cli;
   std::unique_ptr<Transport> t;
 };
-
-// The other end of a link, with a connection of its own (steps on the
-// target nodes may use theirs at the same time).
-Result<std::unique_ptr<Transport>> Connected(const Manifest& m, const std::string& node) {
-  auto it = m.nodes.find(node);
-  if (it == m.nodes.end())
-    return Result<std::unique_ptr<Transport>>::Error("no node " + node + " in the manifests");
-  std::unique_ptr<Transport> t = MakeTransport(EndpointFor(it->second));
-  Status s = t->Connect();
-  if (!s.ok()) return s.Prefixed(node);
-  return t;
-}
 
 bool Holds(Transport* t, const std::string& cli, const std::string& config) {
   Result<ImageLookup> l = InspectImage(t, cli, config);
@@ -43,7 +31,7 @@ bool Holds(Transport* t, const std::string& cli, const std::string& config) {
 // still up. Sets `out` when the hop is no part of the chain.
 std::optional<Member> CheckHop(const CopyRoute::Hop& hop, const std::string& config,
                                const Manifest& m, Target* out) {
-  Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
+  Result<std::unique_ptr<Transport>> t = ConnectNode(m, hop.node);
   if (!t.ok()) {
     out->problem = "unreachable when the chain started: " + t.status().message();
     return std::nullopt;
@@ -141,12 +129,10 @@ void StreamThrough(Transport* from, const std::string& from_cli, const std::stri
   }
 }
 
-}  // namespace
-
-ImageChainDelivery RunImageChain(const CopyRoute& route, const std::string& config,
-                                 const Manifest& m, const ProgressFn& progress) {
+ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const Manifest& m,
+                       const ProgressFn& progress) {
   ImageChainDelivery d;
-  Result<std::unique_ptr<Transport>> source = Connected(m, route.from);
+  Result<std::unique_ptr<Transport>> source = ConnectNode(m, route.from);
   if (!source.ok()) {
     for (const CopyRoute::Hop& hop : route.chain)
       d.targets[hop.node] = Target{false, {}, false, true, false, source.status().message()};
@@ -175,6 +161,13 @@ ImageChainDelivery RunImageChain(const CopyRoute& route, const std::string& conf
   StreamThrough(holder ? holder->t.get() : source->get(), holder ? holder->cli : source_cli, from,
                 again, config, &d, progress);
   return d;
+}
+
+}  // namespace image_chain
+
+ImageChainDelivery RunImageChain(const CopyRoute& route, const std::string& config,
+                                 const Manifest& m, const ProgressFn& progress) {
+  return image_chain::Run(route, config, m, progress);
 }
 
 }  // namespace fleet

@@ -20,7 +20,7 @@ namespace fleet {
 
 using namespace model_copy_internal;
 
-namespace {
+namespace model_chain {
 
 using Target = ModelChainDelivery::Target;
 using Progress = std::function<void(const std::string&)>;
@@ -31,22 +31,12 @@ struct Member {
   std::map<std::string, CopyItem> fresh;  // path -> a file it lacks wholly
 };
 
-Result<std::unique_ptr<Transport>> Connected(const Manifest& m, const std::string& node) {
-  auto it = m.nodes.find(node);
-  if (it == m.nodes.end())
-    return Result<std::unique_ptr<Transport>>::Error("no node " + node + " in the manifests");
-  std::unique_ptr<Transport> t = MakeTransport(EndpointFor(it->second));
-  Status s = t->Connect();
-  if (!s.ok()) return s.Prefixed(node);
-  return t;
-}
-
 // What `hop` lacks wholly (a partial file is its own step's to resume), or
 // why the chain cannot write there.
 Result<Member> Needs(const CopyRoute::Hop& hop, const CopyRoute& route, const HubLocation& src,
                      const Listing& reference, const Manifest& m) {
   using R = Result<Member>;
-  Result<std::unique_ptr<Transport>> t = Connected(m, hop.node);
+  Result<std::unique_ptr<Transport>> t = ConnectNode(m, hop.node);
   if (!t.ok()) return t.status();
   Member member{hop.node, hop.address, {m.nodes.at(hop.node).hf_cache, src.repo, src.revision}, {}};
   Result<HubProbe> probe = ProbeHub(t->get(), member.loc);
@@ -94,14 +84,14 @@ class ChainRun {
 
  private:
   Status Open(const CopyRoute& route, Lane* lane) {
-    Result<std::unique_ptr<Transport>> s = Connected(m_, route.from);
+    Result<std::unique_ptr<Transport>> s = ConnectNode(m_, route.from);
     if (!s.ok()) return s.status();
     lane->source = std::move(s.value());
     std::vector<Result<std::unique_ptr<Transport>>> ts;
     for (size_t k = 0; k < members_.size(); ++k) ts.emplace_back(Status::Error("not connected"));
     std::vector<std::thread> connects;  // at once: each is an SSH handshake
     for (size_t k = 0; k < members_.size(); ++k)
-      connects.emplace_back([&, k] { ts[k] = Connected(m_, members_[k].node); });
+      connects.emplace_back([&, k] { ts[k] = ConnectNode(m_, members_[k].node); });
     for (std::thread& t : connects) t.join();
     for (size_t k = 0; k < members_.size(); ++k) {
       if (!ts[k].ok())
@@ -229,13 +219,10 @@ std::string RouteOf(const CopyRoute& route, const std::vector<Member>& members) 
   return line;
 }
 
-}  // namespace
-
-ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
-                                 const Listing& reference, const Manifest& m, int streams,
-                                 const Progress& progress) {
+ModelChainDelivery Run(const CopyRoute& route, const HubLocation& src, const Listing& reference,
+                       const Manifest& m, int streams, const Progress& progress) {
   ModelChainDelivery d;
-  Result<std::unique_ptr<Transport>> source = Connected(m, route.from);
+  Result<std::unique_ptr<Transport>> source = ConnectNode(m, route.from);
   if (!source.ok()) {
     for (const CopyRoute::Hop& hop : route.chain)
       d.targets[hop.node].problem = source.status().message();
@@ -260,6 +247,14 @@ ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
     progress("chain " + line + ": " + took + (lost.empty() ? "" : "; lost: " + lost));
   }
   return d;
+}
+
+}  // namespace model_chain
+
+ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
+                                 const Listing& reference, const Manifest& m, int streams,
+                                 const std::function<void(const std::string&)>& progress) {
+  return model_chain::Run(route, src, reference, m, streams, progress);
 }
 
 }  // namespace fleet

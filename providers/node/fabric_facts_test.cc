@@ -136,7 +136,7 @@ TEST(FabricRoute, ThePlansViewNamesTheSubnetOrWhyNotWithoutTheTarget) {
       {"d", FactsOf("10.99.0.15/24")}, {"none", FactsOf("")}};
   unsetenv("FLEET_FABRIC");
   const CopyRoute direct = PlanFabricRoute(&m, &facts, "s", "a").ForPlan("image i");
-  EXPECT_EQ(direct, (CopyRoute{"image i", "s", "a", true, "10.77.0.0/24", ""}));
+  EXPECT_EQ(direct, (CopyRoute{"image i", "s", "a", true, "10.77.0.0/24", "", "10.77.0.12"}));
   const FabricRoute c = PlanFabricRoute(&m, &facts, "s", "c"),
                     d = PlanFabricRoute(&m, &facts, "s", "d");
   EXPECT_EQ(c.Describe(),
