@@ -81,14 +81,34 @@ std::string Familiar(std::string name) {
   return name;
 }
 
+// The node's CLI is podman ("podman", "/usr/bin/podman").
+bool IsPodman(const std::string& cli) {
+  const size_t slash = cli.rfind('/');
+  return cli.substr(slash == std::string::npos ? 0 : slash + 1) == "podman";
+}
+
 }  // namespace
 
 std::string ImageListingScript(const std::string& cli) {
+  const std::string head =
+      "ilc=" + ShellQuote(cli) +
+      "\n"
+      "if ! command -v \"$ilc\" >/dev/null 2>&1; then echo images=cli-missing\n"
+      "else\n";
+  // podman's `image ls` takes the inspect's template (its rows carry the
+  // image's RepoDigests and RepoTags, one row per tag): one CLI start, not
+  // two, on every node of every plan (issue 31). docker's does not.
+  if (IsPodman(cli))
+    return head +
+           "  ilo=$(\"$ilc\" image ls --no-trunc --format "
+           "'img {{.ID}} {{json .RepoDigests}} {{json .RepoTags}}' 2>&1); ilr=$?\n"
+           "  if [ \"$ilr\" = 0 ]; then ili=inspect; ilo=$(printf '%s\\n' \"$ilo\" | awk "
+           "'!seen[$0]++'); else ili=ls; fi\n"
+           "  printf 'images=%s %s\\n' \"$ili\" \"$ilr\"\n"
+           "  [ -z \"$ilo\" ] || printf '%s\\n' \"$ilo\" | sed 's/^/image_out=/'\n"
+           "fi\n";
   // The IDs are checked to be hex before they reach the inspect unquoted.
-  return "ilc=" + ShellQuote(cli) +
-         "\n"
-         "if ! command -v \"$ilc\" >/dev/null 2>&1; then echo images=cli-missing\n"
-         "else\n"
+  return head +
          "  ilo=$(\"$ilc\" image ls -q --no-trunc 2>&1); ilr=$?\n"
          "  ili=$(printf '%s\\n' \"$ilo\" | awk '/^(sha256:)?[0-9a-f]+$/ && !seen[$0]++')\n"
          "  if [ \"$ilr\" = 0 ] && [ -n \"$ili\" ]; then\n"

@@ -90,6 +90,29 @@ TEST(ImageListingTest, ListsEveryImageOnceWithTwoCliRuns) {
   EXPECT_FALSE(p.fleet_tagged[0].staged);
 }
 
+// podman: one `image ls` with the inspect's template, its rows one per tag.
+TEST(ImageListingTest, PodmanListsWithOneCliRun) {
+  char dir[] = "/tmp/fleet-listing-XXXXXX";
+  const std::string d = mkdtemp(dir), cli = d + "/podman";
+  const std::string row = "img sha256:" + kC + " [\"other/name@" + kD + "\"] [\"x:1\",\"y:2\"]";
+  std::ofstream(cli) << "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/calls\"\n"
+                        "[ \"$1 $2 $3 $4\" = 'image ls --no-trunc --format' ] || exit 9\n"
+                        "echo '" +
+                            row + "'; echo '" + row + "'\n";
+  chmod(cli.c_str(), 0755);
+  const ImageListing l = ParseImageListing(RunSh(ImageListingScript(cli)));
+  std::ifstream calls(d + "/calls");
+  int n = 0;
+  for (std::string line; std::getline(calls, line);) ++n;
+  std::system(("rm -rf " + ShellQuote(d)).c_str());
+  EXPECT_EQ(n, 1);
+  ASSERT_TRUE(l.listed) << l.error;
+  EXPECT_EQ(l.error, "");
+  ASSERT_EQ(l.images.size(), 1u);
+  EXPECT_EQ(l.images[0].id, "sha256:" + kC);
+  EXPECT_EQ(l.images[0].tags, (std::vector<std::string>{"x:1", "y:2"}));
+}
+
 TEST(ImageListingTest, NoImagesNoInspect) {
   FakeCli cli("", 0, "");
   const ImageListing l = ParseImageListing(cli.Run());
@@ -137,11 +160,11 @@ TEST(ImageListingTest, ABrokenRecordWithNamesIsNamedByItsId) {
               125, "");
   const ImageListing l = ParseImageListing(cli.Run());
   EXPECT_EQ(l.broken_id, "sha256:" + id);
-  EXPECT_EQ(l.error.rfind("`image ls` exited 125: the engine holds a broken record of image sha256:" +
-                              id +
-                              " (a `load` cut short may leave one) and lists no image until it is "
-                              "removed (Error: retrieving label for image",
-                          0),
+  EXPECT_EQ(l.error.rfind(
+                "`image ls` exited 125: the engine holds a broken record of image sha256:" + id +
+                    " (a `load` cut short may leave one) and lists no image until it is "
+                    "removed (Error: retrieving label for image",
+                0),
             0u)
       << l.error;
   EXPECT_EQ(ImageListing::FromJson(l.ToJson()).broken_id, l.broken_id);
@@ -151,9 +174,10 @@ TEST(ImageListingTest, ABrokenRecordWithNamesIsNamedByItsId) {
                          "\": you may need to remove the image to resolve the error\n",
                      125, "");
   EXPECT_EQ(ParseImageListing(label_only.Run()).broken_id, "sha256:" + id);
-  FakeCli not_hex("Error: locating item named \"manifest\" for image with ID \"$(reboot)\" "
-                  "(consider removing the image to resolve the issue)\n",
-                  125, "");
+  FakeCli not_hex(
+      "Error: locating item named \"manifest\" for image with ID \"$(reboot)\" "
+      "(consider removing the image to resolve the issue)\n",
+      125, "");
   const ImageListing n = ParseImageListing(not_hex.Run());
   EXPECT_EQ(n.broken_id, "");
   EXPECT_NE(n.error.find("$(reboot)"), std::string::npos) << n.error;  // podman's words, as error

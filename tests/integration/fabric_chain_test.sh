@@ -37,6 +37,27 @@ egress_within() {
     fail "the source sent $1 bytes for a payload of $2: more than once"
 }
 
+# apply_crashing_dgx3 BYTES: an apply in the background; dgx3 loses power
+# (fleet-sim crash) once its hop runs (an openssl of its user) and dgx1 has
+# sent BYTES more over its fabric link. The apply must fail (dgx3 lost).
+apply_crashing_dgx3() {
+  local before crashed= u3 _ apply_pid rc=0
+  u3=$(node_field dgx3 user)
+  before=$(src_tx)
+  fl apply --auto-approve &
+  apply_pid=$!
+  for _ in $(seq 600); do
+    if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + $1)) ]]; then
+      "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
+      break
+    fi
+    sleep 0.05
+  done
+  wait "$apply_pid" || rc=$?
+  [[ -n $crashed ]] || fail "never saw dgx3's hop under way to crash it"
+  [[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
+}
+
 step "start 5 nodes on two networks, fabric links shaped to 200mbit"
 start_fleet 5 --net lan+fabric --fabric-rate 200mbit
 mkrepo
@@ -98,22 +119,7 @@ assert_converged
 
 step "dgx3, a middle node, lost mid-transfer: the others complete, dgx3 is named"
 for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
-u3=$(node_field dgx3 user)
-before=$(src_tx)
-fl apply --auto-approve &
-apply_pid=$!
-crashed=
-for _ in $(seq 600); do
-  if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + PAYLOAD / 3)) ]]; then
-    "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
-    break
-  fi
-  sleep 0.05
-done
-rc=0
-wait "$apply_pid" || rc=$?
-[[ -n $crashed ]] || fail "never saw dgx3's hop running to crash it"
-[[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
+apply_crashing_dgx3 $((PAYLOAD / 3))
 expect_out "dgx3 was lost mid-transfer"
 expect_out "re-routing dgx2 → dgx4 → dgx5"
 for n in dgx2 dgx4 dgx5; do
@@ -128,24 +134,9 @@ expect_rc 0 apply --auto-approve
 has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
 [[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
 
-
 step "dgx3 lost mid-transfer of the model: the others complete and verify, dgx3 is named"
 for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
-before=$(src_tx)
-fl apply --auto-approve &
-apply_pid=$!
-crashed=
-for _ in $(seq 600); do
-  if [[ $(src_tx) -gt $((before + MPAYLOAD / 3)) ]]; then
-    "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
-    break
-  fi
-  sleep 0.05
-done
-rc=0
-wait "$apply_pid" || rc=$?
-[[ -n $crashed ]] || fail "never saw the model's transfer under way to crash dgx3"
-[[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
+apply_crashing_dgx3 $((MPAYLOAD / 3))
 expect_out "dgx3 was lost mid-transfer"
 grep -q "model.m@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
 for n in dgx2 dgx4 dgx5; do
