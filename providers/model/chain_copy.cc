@@ -110,6 +110,7 @@ class ChainRun {
   }
 
   void CopyFile(const ListedFile& f, Lane* lane);
+  void Finish(const ListedFile& f, const Member& x, const FabricHopResult& hop, Lane* lane);
 
   void Lose(const std::string& node, const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -139,8 +140,9 @@ class ChainRun {
   std::mutex mu_;
 };
 
-// One file through the hops that lack it and are not lost, then each
-// hop's check against the blob name and rename.
+// One file through the hops that lack it and are not lost, each hop hashing
+// what it writes as it arrives; then, at once on every hop, the check of
+// that hash against the blob name and the rename.
 void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
   FabricChainSpec spec;
   spec.source = lane->source.get();
@@ -151,37 +153,37 @@ void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
     const Paths p = TargetPaths(x.fresh.at(f.path));
     spec.hops.push_back({x.node, lane->hops.at(x.node).get(),
                          TargetPrelude(x.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                             ")\" || exit 1\n: > " + p.inc + " || exit 1\nexec cat >> " + p.inc,
+                             ")\" || exit 1\n" + HashingWriterCommand(p, x.fresh.at(f.path)),
                          x.address});
     hops.push_back(&x);
   }
   if (hops.empty()) return;
   FabricChainResult r = FabricChain(spec);
-  for (size_t k = 0; k < hops.size(); ++k) {
-    const Member& x = *hops[k];
-    if (!r.hops[k].target.ok()) {
-      Lose(x.node, r.hops[k].Problem());
-      continue;
-    }
-    if (!r.hops[k].delivered()) {
-      Fail(x.node, f.path + " over the chain: " + r.hops[k].Problem());
-      continue;
-    }
-    const CopyItem& item = x.fresh.at(f.path);
-    const Paths p = TargetPaths(item);
-    Result<CommandResult> fin = lane->hops.at(x.node)->Run(
-        TargetPrelude(x.loc) + VerifyOnTargetScript(p, item) + FinishScript(p, item));
-    if (!fin.ok()) {
-      Lose(x.node, fin.status().message());
-    } else if (fin->exit_code != 0) {
-      Fail(x.node, f.path + ": " + fin->err);
-    } else {
-      std::lock_guard<std::mutex> lock(mu_);
-      Target& t = d_->targets[x.node];
-      t.bytes += f.size;
-      if (!item.blob.empty()) t.hashed.insert(f.path);
-    }
-  }
+  std::vector<std::thread> finishes;
+  for (size_t k = 0; k < hops.size(); ++k)
+    finishes.emplace_back([&, k] { Finish(f, *hops[k], r.hops[k], lane); });
+  for (std::thread& t : finishes) t.join();
+}
+
+void ChainRun::Finish(const ListedFile& f, const Member& x, const FabricHopResult& hop,
+                      Lane* lane) {
+  if (!hop.target.ok()) return Lose(x.node, hop.Problem());
+  if (!hop.delivered()) return Fail(x.node, f.path + " over the chain: " + hop.Problem());
+  const CopyItem& item = x.fresh.at(f.path);
+  const Paths p = TargetPaths(item);
+  const std::string mismatch = StreamHashProblem(hop.target->out, item);
+  const std::string script =
+      TargetPrelude(x.loc) + (mismatch.empty()
+                                  ? FinishScript(p, item)
+                                  : "rm -f -- " + p.inc + "\necho " + ShellQuote(mismatch) +
+                                        "'; the partial file is removed' >&2\nexit 1\n");
+  Result<CommandResult> fin = lane->hops.at(x.node)->Run(script);
+  if (!fin.ok()) return Lose(x.node, fin.status().message());
+  if (fin->exit_code != 0) return Fail(x.node, f.path + ": " + fin->err);
+  std::lock_guard<std::mutex> lock(mu_);
+  Target& t = d_->targets[x.node];
+  t.bytes += f.size;
+  if (!item.blob.empty()) t.hashed.insert(f.path);
 }
 
 // The hops that lack files wholly and can take them, checked at once; why

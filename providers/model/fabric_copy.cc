@@ -31,6 +31,37 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
          "}\n";
 }
 
+std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
+  switch (BlobHashKindOf(item.blob)) {
+    case BlobHashKind::kSha256:
+      return "tee -- " + p.inc + " | sha256sum";
+    case BlobHashKind::kGitSha1:
+      return "{ printf 'blob %s\\000' " + std::to_string(item.size) + "; tee -- " + p.inc +
+             "; } | sha1sum";
+    case BlobHashKind::kNone:
+      break;
+  }
+  return "exec cat > " + p.inc;
+}
+
+std::string StreamHashProblem(std::string_view out, const CopyItem& item) {
+  if (BlobHashKindOf(item.blob) == BlobHashKind::kNone) return "";
+  // The hash line is "HASH  -"; whatever else the channel added (a
+  // listener's blank line) is not a word of hex.
+  std::string_view hash;
+  for (size_t at = 0; at < out.size();) {
+    const size_t end = std::min(out.find_first_of(" \n", at), out.size());
+    const std::string_view word = out.substr(at, end - at);
+    if (word == item.blob) return "";
+    if (hash.empty() && word.size() >= 40 &&
+        word.find_first_not_of("0123456789abcdef") == std::string_view::npos)
+      hash = word;
+    at = end + 1;
+  }
+  return "what arrived hashes to " + std::string(hash.empty() ? "nothing" : hash) +
+         ", not its blob name";
+}
+
 namespace {
 
 Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,

@@ -30,6 +30,18 @@ Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide&
 // item has no hashable blob name.
 std::string VerifyOnTargetScript(const model_copy_internal::Paths& p, const CopyItem& item);
 
+// A target's writer of a whole file (offset 0) that hashes the bytes as it
+// writes them, so the check overlaps the stream instead of re-reading the
+// file after it (a chain's hops): its stdout is the hash line of what it
+// received (sha256sum's, or sha1sum's of git's blob header and the data).
+// Plain `cat` into the .incomplete file when the item has no hashable blob
+// name. A short write shows in FinishScript's size check.
+std::string HashingWriterCommand(const model_copy_internal::Paths& p, const CopyItem& item);
+
+// "" when a HashingWriterCommand's stdout `out` names the item's blob (or
+// the item has no hashable blob name), else why not.
+std::string StreamHashProblem(std::string_view out, const CopyItem& item);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_MODEL_FABRIC_COPY_H_
