@@ -5,8 +5,10 @@
 #      OpenSSH `ssh node true`: the controller's CPU time per node, the
 #      one-node latency, the 32-node wall time with the core count (target
 #      wall ratio <= 1.3);
-#   2. a one-node plan of a converged docker node (dgx1) and of a podman node
-#      (dgx2) vs `ssh node true` to the same node (target <= 0.7), and the
+#   2. a one-node plan of a converged docker node (dgx1), of a podman node
+#      (dgx2: the CLI) and of a podman node whose API service runs (dgx3:
+#      fleet-sim's podman-api) vs `ssh node true` to the same node (target
+#      <= 0.7), and the
 #      node side's share: the probe script's own wall time on the node
 #      (`fleet -v`'s "on the node", the @clock.begin/@clock.end markers;
 #      target <= 40 ms);
@@ -20,13 +22,14 @@ RUNS=${1:-7}
 WORK=$(mktemp -d /var/tmp/fleet-bench.XXXXXX)
 trap '"$SIM" stop "$WORK/sim32" --purge >/dev/null 2>&1 || true; "$SIM" stop "$WORK/sim256" --purge >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
-# dgx1 runs docker (its API socket answers), the others podman.
-"$SIM" start "$WORK/sim32" --nodes 32 --engine dgx1=docker >/dev/null
+# dgx1 runs docker (its API socket answers), dgx3 podman with its API
+# service, the others podman without one (the CLI).
+"$SIM" start "$WORK/sim32" --nodes 32 --engine dgx1=docker,dgx3=podman-api >/dev/null
 python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo32"
 "$FLEET" -C "$WORK/repo32" --no-color apply --auto-approve >/dev/null
 "$FLEET" -C "$WORK/repo32" --no-color plan --detailed-exitcode >/dev/null  # converged
 
-for n in dgx1 dgx2; do  # each its own state file
+for n in dgx1 dgx2 dgx3; do  # each its own state file
   python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo-$n" --only "$n"
   "$FLEET" -C "$WORK/repo-$n" --no-color apply --auto-approve >/dev/null
 done
@@ -83,7 +86,7 @@ def one_plan(node):
     return wall, float(found.group(1))
 
 by_name = {n["name"]: n for n in nodes}
-ones = {"dgx1": "docker", "dgx2": "podman"}
+ones = {"dgx1": "docker", "dgx2": "podman", "dgx3": "podman-api"}
 m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu")}
 for n in ones:
     m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: []})

@@ -28,7 +28,7 @@
 # DISK_FIRST=N starts the rotation at DISK_MOMENTS[N] (faults_test: by the seed).
 #   TRIALS=N bash tests/faults/disk.sh
 DISK_MOMENTS=(stage load before)
-[[ ${FAULT_ENGINE:-${FLEET_TEST_ENGINE:-podman}} == podman ]] || DISK_MOMENTS=(stage load layers before)
+[[ ${FAULT_ENGINE:-${FLEET_TEST_ENGINE:-podman}} == podman* ]] || DISK_MOMENTS=(stage load layers before)
 FAULT_DISK_LEAVE=${FAULT_DISK_LEAVE:-256k}
 
 # check_blobs NODE: every finished blob of the model on NODE hashes to its

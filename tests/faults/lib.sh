@@ -448,6 +448,6 @@ fault_main() {
   scene_start
   if [[ ${2-} == calibrate ]]; then calibrate; else scene_reset; fi
   local name=$1  # named for the engine when not podman's: disk-docker
-  [[ $ENGINE == podman ]] || name+=-$ENGINE
+  [[ $ENGINE == podman* ]] || name+=-$ENGINE
   run_trials "$name" "trial_$1"
 }

@@ -359,19 +359,20 @@ else
 fi
 
 # ---------------------------------------------------------------- docker engine
-# --engine mixed: dgx1 docker (its own dockerd, GPU toolkit stand-in), dgx2 podman.
+# dgx1 docker (its own dockerd, GPU toolkit stand-in), dgx2 podman with its
+# API service (podman-api; --engine mixed is docker, podman, ...).
 if ! command -v dockerd >/dev/null; then
 	echo "SKIP docker checks: dockerd not installed (apt-get install docker.io)"
 	echo "$PASS passed, $FAIL failed"
 	((FAIL == 0))
 	exit
 fi
-if ! "$SIM" start "$DOCKER_DIR" --nodes 2 --engine mixed --gpu dgx1=gb10,dgx2=gb10 2>/dev/null; then
-	not_ok "fleet-sim start --engine mixed"
+if ! "$SIM" start "$DOCKER_DIR" --nodes 2 --engine dgx1=docker,dgx2=podman-api --gpu dgx1=gb10,dgx2=gb10 2>/dev/null; then
+	not_ok "fleet-sim start --engine dgx1=docker,dgx2=podman-api"
 	echo "$PASS passed, $FAIL failed"
 	exit 1
 fi
-ok "fleet-sim start --engine mixed"
+ok "fleet-sim start --engine dgx1=docker,dgx2=podman-api"
 DIR=$DOCKER_DIR
 declare -a ENGINES=() DPIDS=()
 while read -r n p u r e; do
@@ -391,6 +392,9 @@ check_if "dgx1: DOCKER_HOST set by sshd, socket root:<node group> 660, daemon an
 	globs "$(words "$out")" "unix:///run/docker.sock root:${USERS[0]} 660 *"
 out=$(ssh_node 1 'docker version --format "{{.Server.Version}}" 2>&1; echo "rc=$?"' 2>&1) || true
 check_if "dgx2 (podman): the docker CLI is there, no daemon answers" "$out" globs "$out" "*Cannot connect*rc=1"
+# shellcheck disable=SC2016 # expanded on the node
+out=$(ssh_node 1 'curl -s --unix-socket "$XDG_RUNTIME_DIR/podman/podman.sock" http://d/_ping; echo; podman info --format "{{.Store.GraphDriverName}}"' 2>&1) || true
+check_eq "dgx2 (podman-api): the user's podman service answers on its socket; storage overlay" "OK overlay" "$(words "$out")"
 dpid=$(<"$DIR/nodes/dgx1/dockerd.pid")
 check "dgx1's dockerd runs in the node's mount namespace" \
 	test "$(readlink "/proc/$dpid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)"
