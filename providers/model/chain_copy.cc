@@ -172,13 +172,11 @@ void ChainRun::Finish(const ListedFile& f, const Member& x, const FabricHopResul
   const CopyItem& item = x.fresh.at(f.path);
   const Paths p = TargetPaths(item);
   const std::string mismatch = StreamHashProblem(hop.target->out, item);
-  const std::string script =
-      TargetPrelude(x.loc) + (mismatch.empty()
-                                  ? FinishScript(p, item)
-                                  : "rm -f -- " + p.inc + "\necho " + ShellQuote(mismatch) +
-                                        "'; the partial file is removed' >&2\nexit 1\n");
-  Result<CommandResult> fin = lane->hops.at(x.node)->Run(script);
+  Result<CommandResult> fin = lane->hops.at(x.node)->Run(
+      TargetPrelude(x.loc) + (mismatch.empty() ? FinishScript(p, item) : "rm -f -- " + p.inc));
   if (!fin.ok()) return Lose(x.node, fin.status().message());
+  if (!mismatch.empty())
+    return Fail(x.node, f.path + ": " + mismatch + "; the partial file is removed");
   if (fin->exit_code != 0) return Fail(x.node, f.path + ": " + fin->err);
   std::lock_guard<std::mutex> lock(mu_);
   Target& t = d_->targets[x.node];

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "providers/model/blob_hash.h"
@@ -16,6 +15,7 @@ namespace {
 
 using model_copy_internal::Paths;
 using model_copy_internal::TargetPaths;
+using testing_hub::ReadFile;
 using testing_hub::TempDir;
 
 // Runs `cmd` under /bin/sh with $m and $r set (TargetPrelude's names) and
@@ -34,13 +34,6 @@ std::string RunWriter(const std::string& dir, const std::string& cmd, const std:
   return out;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // An LFS blob (sha256) and a git blob (git's sha1 of "blob N\0" + data):
 // the writer leaves the bytes in the .incomplete file and prints the hash
 // that names the blob; a stream that is not the blob's is told apart.
@@ -55,7 +48,7 @@ TEST(HashingWriter, WritesTheFileAndHashesWhatArrived) {
     const Paths p = TargetPaths(item);
     const std::string out = RunWriter(dir.path(), HashingWriterCommand(p, item), data);
     EXPECT_EQ(StreamHashProblem(out, item), "") << path << ": " << out;
-    EXPECT_EQ(ReadAll(dir.path() + "/m/blobs/" + item.blob + ".incomplete"), data) << path;
+    EXPECT_EQ(ReadFile(dir.path() + "/m/blobs/" + item.blob + ".incomplete"), data) << path;
 
     const std::string other = RunWriter(dir.path(), HashingWriterCommand(p, item), data + "x");
     EXPECT_NE(StreamHashProblem(other, item).find("not its blob name"), std::string::npos) << path;
@@ -68,7 +61,7 @@ TEST(HashingWriter, AFileWithoutABlobNameIsWrittenAsIs) {
   const CopyItem item{"README.md", 6, "", 0};
   const Paths p = TargetPaths(item);
   EXPECT_EQ(RunWriter(dir.path(), HashingWriterCommand(p, item), "hello\n"), "");
-  EXPECT_EQ(ReadAll(dir.path() + "/m/snapshots/rev/README.md.incomplete"), "hello\n");
+  EXPECT_EQ(ReadFile(dir.path() + "/m/snapshots/rev/README.md.incomplete"), "hello\n");
   EXPECT_EQ(StreamHashProblem("", item), "");
 }
 

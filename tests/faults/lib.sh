@@ -43,25 +43,6 @@ REV=$(printf 'fleet-fault-test' | sha1sum | cut -c1-40)
 MODEL_DIR=models--org--tiny
 TARGETS=(dgx2 dgx3)
 
-# node_field from sim.json, read once (lib.sh's runs python per call, and
-# the checks ask for fields hundreds of times); node_fields_reload after a
-# node-start (new pid).
-declare -A NODE_FIELDS=()
-node_fields_reload() {
-  NODE_FIELDS=()
-  local k v
-  while IFS=$'\t' read -r k v; do NODE_FIELDS[$k]=$v; done < <(python3 -c '
-import json, sys
-for n in json.load(open(sys.argv[1]))["nodes"]:
-    for k, v in n.items():
-        print("%s.%s\t%s" % (n["name"], k, v))' "$SIMDIR/sim.json")
-}
-node_field() {
-  [[ -n ${NODE_FIELDS[$1.$2]+x} ]] || node_fields_reload
-  [[ -n ${NODE_FIELDS[$1.$2]+x} ]] || fail "sim.json: no field $2 for node $1"
-  echo "${NODE_FIELDS[$1.$2]}"
-}
-
 # ---------------------------------------------------------------- the scene
 
 scene_start() {  # scene_start [fleet-sim start options]
@@ -321,7 +302,6 @@ check_clean() {
 power_back_and_recover() {
   if [[ -n ${1-} ]]; then
     "$SIM" node-start "$SIMDIR" "$1" >/dev/null 2>&1 || fail "fleet-sim node-start $1"
-    node_fields_reload
   fi
   check_state_after_fault "$WORK/apply.log"
   recover_and_check
