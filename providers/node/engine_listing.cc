@@ -16,9 +16,15 @@ constexpr const char* kApiMarker = "@api=";
 
 // `ps --filter label=fleet.deployment`'s filter as the API takes it: the
 // JSON object {"label": [<the label>]}, URL-encoded.
-std::string ContainersUrl() {
-  return std::string("http://localhost/containers/json?filters=%7B%22label%22%3A%5B%22") +
-         kDeploymentLabel + "%22%5D%7D";
+std::string ContainersPath() {
+  return std::string("/containers/json?filters=%7B%22label%22%3A%5B%22") + kDeploymentLabel +
+         "%22%5D%7D";
+}
+
+// The same endpoints as URLs for curl.
+std::string CurlUrls(bool images) {
+  return ShellQuote("http://localhost" + ContainersPath()) +
+         (images ? " 'http://localhost/images/json'" : "");
 }
 
 // Sets $els to the engine's API socket when the CLI would talk to the
@@ -44,15 +50,27 @@ std::string SocketScript(const std::string& cli) {
   return "";
 }
 
-// One curl for both endpoints; kept only when every answer was a 200 (a
-// line "@api=<code>" can only come from -w: JSON escapes its newlines).
+// One read of both endpoints, kept only when every answer was a 200 (a line
+// "@api=<code>" can only come from the reader: JSON escapes its newlines).
+// The reader is fleet's installed probe (`fleet-probe --api`, one process of
+// ~4 ms) and else curl (~18 ms to load): an older probe refuses --api, and
+// curl answers instead. $elq says the probe answered: a probe that knows
+// --api also ends its GPU run itself (node_provider.cc drops `timeout`).
 std::string ApiScript(bool images) {
   const std::string nl = "\n";
-  return "  if [ -n \"$els\" ] && command -v curl >/dev/null 2>&1; then\n"
-         "    ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
-         std::string(kApiMarker) + "%{http_code}\\n' " + ShellQuote(ContainersUrl()) +
-         (images ? " 'http://localhost/images/json'" : "") +
+  const std::string paths = ShellQuote(ContainersPath()) + (images ? " /images/json" : "");
+  return "  if [ -n \"$els\" ]; then\n"
+         "    elf=\"" +
+         std::string(kInstalledProbe) +
+         "\"\n"
+         "    if [ -x \"$elf\" ] && ela=$(\"$elf\" --api \"$els\" " +
+         paths +
+         " 2>/dev/null); then elq=1\n"
+         "    elif command -v curl >/dev/null 2>&1; then\n"
+         "      ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
+         std::string(kApiMarker) + "%{http_code}\\n' " + CurlUrls(images) +
          " 2>/dev/null) || ela=\n"
+         "    fi\n"
          "    case $ela in *\"" +
          (images ? nl + kApiMarker + "200" + nl + "\"*\"" : std::string()) + nl + kApiMarker +
          "200\") ;; *) ela= ;; esac\n"
@@ -111,7 +129,7 @@ std::string EngineListingBegin(const std::string& cli, bool images) {
   std::string s;
   if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
   s += "elc=" + ShellQuote(cli) +
-       "; ela=; elp=; els=\n"
+       "; ela=; elp=; els=; elq=\n"
        "if ! command -v \"$elc\" >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
        "else\n" +
        SocketScript(cli) + ApiScript(images) +

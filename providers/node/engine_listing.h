@@ -8,8 +8,9 @@
 //   - where the engine's API socket answers (docker's DOCKER_HOST=unix://...,
 //     else /run/docker.sock, else /var/run/docker.sock; podman's
 //     $XDG_RUNTIME_DIR/podman/podman.sock only when its service already
-//     runs: fleet never starts one), one curl reads /containers/json and
-//     /images/json, and the controller parses the JSON (no jq on nodes);
+//     runs: fleet never starts one), one process reads /containers/json and
+//     /images/json (the installed `fleet-probe --api`, else curl), and the
+//     controller parses the JSON (no jq on nodes);
 //   - else (no curl, no socket, a docker context or a remote DOCKER_HOST,
 //     any failed call) the CLI, as before, with the image listing in a
 //     background job beside `ps`, so the node waits for about one CLI start.
@@ -24,6 +25,10 @@
 #include "providers/node/gpu_context.h"
 
 namespace fleet {
+
+// Where `fleet` installs its node-side probe (the probe@<node> step), as sh
+// spells it.
+constexpr const char* kInstalledProbe = "$HOME/.fleet/bin/fleet-probe";
 
 // sh that starts the listing with the node's container CLI `cli` ("docker"
 // or "podman") and prints the fleet_serves line (ServeListingScript's, or

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
@@ -135,6 +136,37 @@ class EngineListingTest : public ::testing::Test {
     ASSERT_EQ(bind(sock_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
     ASSERT_EQ(listen(sock_, 1), 0);
   }
+  // An engine's API on a socket at `path`: answers `connections` GETs, each
+  // on its own connection as HTTP/1.0 asks, from `a`, then closes.
+  std::thread Serve(const std::string& path, const EngineAnswers& a, int connections) {
+    Socket(path);
+    return std::thread([this, a, connections] {
+      for (int i = 0; i < connections; ++i) {
+        const int c = accept(sock_, nullptr, nullptr);
+        if (c < 0) return;
+        std::string request;
+        char buf[4096];
+        for (ssize_t n;
+             request.find("\r\n\r\n") == std::string::npos && (n = read(c, buf, sizeof buf)) > 0;)
+          request.append(buf, static_cast<size_t>(n));
+        const bool containers = request.rfind("GET /containers/json?filters=", 0) == 0;
+        const std::string body = containers ? a.containers_json : a.images_json;
+        const std::string answer =
+            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+            "Content-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body;
+        EXPECT_EQ(write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+        close(c);
+      }
+    });
+  }
+  // `from` as the node's installed fleet-probe ($HOME/.fleet/bin).
+  void InstallProbe(const std::string& from) {
+    ASSERT_EQ(std::system(("mkdir -p " + ShellQuote(dir_ + "/.fleet/bin") + " && cp " +
+                           ShellQuote(from) + " " + ShellQuote(dir_ + "/.fleet/bin/fleet-probe"))
+                              .c_str()),
+              0);
+  }
   // Runs `script` with only the stand-ins and the base system on PATH, and
   // `env` (e.g. DOCKER_HOST=...) set.
   std::string Run(const std::string& script, const std::string& env) {
@@ -223,6 +255,43 @@ TEST_F(EngineListingTest, PodmansApiGivesWhatItsCliGives) {
   EXPECT_FALSE(Ran("podman"));
   ExpectSameListing(api, cli);
   EXPECT_EQ(ImageListing::FromJson(api.images).images.size(), 2u);
+}
+
+// fleet's installed probe reads the API itself (`fleet-probe --api`, the
+// real one): not curl, and no `timeout` around its GPU run (it ends itself
+// after 20 s). An older probe refuses --api: curl answers, and timeout is
+// kept. The same facts every way.
+TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  Cli("docker", kDocker);
+  const std::string env = "DOCKER_HOST=unix://" + dir_ + "/docker.sock";
+  const NodeFacts want = Plan("docker", env);  // no socket yet: the CLI
+  Curl(kDocker);
+  Tool("timeout", "shift; exec \"$@\"\n");
+  InstallProbe(probe);
+  std::thread engine = Serve(dir_ + "/docker.sock", kDocker, 2);
+  Forget("docker");
+  const NodeFacts got = Plan("docker", env);
+  engine.join();
+  EXPECT_FALSE(Ran("docker"));
+  EXPECT_FALSE(Ran("curl"));
+  EXPECT_FALSE(Ran("timeout"));
+  ExpectSameListing(got, want);
+  EXPECT_EQ(got.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  EXPECT_GE(got.gpu_probe_s, 0.0);  // its document's elapsed_ns
+  EXPECT_LT(got.gpu_probe_s, 20.0);
+
+  Tool("old-probe",
+       "[ \"$1\" = --api ] && exit 2\n"
+       "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
+  InstallProbe(dir_ + "/bin/old-probe");
+  const NodeFacts old = Plan("docker", env);  // the socket listens, nobody answers: curl does
+  EXPECT_FALSE(Ran("docker"));
+  EXPECT_TRUE(Ran("curl"));
+  EXPECT_TRUE(Ran("timeout"));
+  ExpectSameListing(old, want);
+  EXPECT_LT(old.gpu_probe_s, 0.0);  // an older probe does not say
 }
 
 // Any failed call, or no curl, and the node asks the CLI: the same facts.

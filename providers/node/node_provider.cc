@@ -1,7 +1,7 @@
 #include "providers/node/node_provider.h"
 
 #include <chrono>
-#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
@@ -16,9 +16,6 @@
 namespace fleet {
 
 namespace {
-
-// Where `fleet` installs its node-side probe (see the probe@<node> step).
-constexpr const char* kProbeInstallPath = "$HOME/.fleet/bin/fleet-probe";
 
 NodeRecord IdentityRecord(const NodeFacts& f) {
   NodeRecord r;
@@ -56,13 +53,13 @@ Result<NodeFacts> ReadFacts(Transport* t, const NodeSpec& spec) {
   return f;
 }
 
-// "<start ns> <end ns>" (date +%s%N twice) as seconds; -1 when unreadable.
-double ProbeSeconds(const std::string& value) {
-  unsigned long long start = 0, end = 0;
-  char extra = 0;
-  if (std::sscanf(value.c_str(), "%llu %llu%c", &start, &end, &extra) != 2 || end < start)
-    return -1;
-  return static_cast<double>(end - start) / 1e9;
+// fleet-probe's own time ("elapsed_ns" of its document) in seconds; -1 for
+// a probe too old to say.
+double ProbeSecondsFromJson(const std::string& probe_json) {
+  const nlohmann::json j = nlohmann::json::parse(probe_json, nullptr, false);
+  const auto it = j.is_object() ? j.find("elapsed_ns") : j.end();
+  if (it == j.end() || !it->is_number_unsigned()) return -1;
+  return it->get<double>() / 1e9;
 }
 
 }  // namespace
@@ -88,19 +85,18 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
   s += EngineListingBegin(cli, list_images);
-  s += std::string("fp=\"") + kProbeInstallPath +
+  s += std::string("fp=\"") + kInstalledProbe +
        "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
-       // A driver hung in cuInit must not hang the whole plan.
-       "t=; command -v timeout >/dev/null 2>&1 && t='timeout 20'\n"
+       // A driver hung in cuInit must not hang the whole plan: a probe that
+       // answered --api ($elq) ends itself after 20 s, an older one gets
+       // timeout (a process more, ~4 ms).
+       "t=; [ -n \"$elq\" ] || { command -v timeout >/dev/null 2>&1 && t='timeout 20'; }\n"
        "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then\n" +
        GpuContextScript(gpu_context) +
-       // Its wall time, for -v (GNU date's %N; elsewhere the figure is dropped).
-       "gp0=$(date +%s%N 2>/dev/null)\n"
        // One line for the parser; tr only when the answer has more.
        "gpj=$($t \"$fp\" $fpa 2>/dev/null)\n"
        "case $gpj in *\"\n\"*) gpj=$(printf '%s' \"$gpj\" | tr -d '\\n') ;; esac\n"
        "printf 'gpu_probe=%s\\n' \"$gpj\"\n"
-       "printf 'gpu_probe_ns=%s %s\\n' \"$gp0\" \"$(date +%s%N 2>/dev/null)\"\n"
        "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
        "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
@@ -142,7 +138,7 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   std::string error;
   if (!probe_json.empty() && ParseProbeJson(probe_json, &gpu, &error)) {
     gpu.context_decision = ParseGpuContext(kv["gpu_context"]).why;
-    f.gpu_probe_s = ProbeSeconds(kv["gpu_probe_ns"]);
+    f.gpu_probe_s = ProbeSecondsFromJson(probe_json);
     f.gpu = GpuFactsToJson(gpu);
   } else if (!smi_csv.empty() && ParseNvidiaSmiCsv(smi_csv, &gpu, &error)) {
     f.gpu = GpuFactsToJson(gpu);

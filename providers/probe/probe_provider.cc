@@ -64,9 +64,9 @@ std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
 }
 
 std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
-  return std::string("cd && if [ -x ") + kBinary + " ]; then printf 'installed=%s\\n' \"$(cat " +
-         kVersionFile +
-         " 2>/dev/null)\"; fi\n"
+  // `read`, not $(cat ...): no process on a converged node.
+  return std::string("cd && if [ -x ") + kBinary + " ]; then pv=; { read -r pv <" + kVersionFile +
+         "; } 2>/dev/null; printf 'installed=%s\\n' \"$pv\"; fi\n"
          "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
 }
 

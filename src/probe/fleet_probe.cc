@@ -46,17 +46,33 @@
 //   still hashed. libcrypto (OpenSSL 1.1 or 3) is dlopen()ed: without it the
 //   exit is 3, so `fleet-probe --sha256` with no file (exit 0) says whether
 //   this node can hash with it.
+// - `fleet-probe --api SOCKET PATH...` reads a container engine's API instead
+//   (docker's, or podman's compatible one): for each PATH a GET over the
+//   unix socket SOCKET, printed as its body followed by "\n@api=<status>\n",
+//   the format of `curl -w '\n@api=%{http_code}\n'` ("000": no answer).
+//   Exit 0 when every GET was answered, 7 when one could not connect, write
+//   or read (curl's code), 2 on a bad command line; 10 s at most in all.
+//   Why not curl: loading libcurl and the libraries it links costs a node
+//   ~18 ms, most of what a converged plan costs there (issue 31); an HTTP/1.0
+//   GET over a local socket with the answer read to its end needs none of it.
+// - The GPU facts end themselves after 20 s (SIGALRM), as `timeout 20` did:
+//   a driver hung in cuInit must not hang the plan. "elapsed_ns" in the
+//   document is the probe's own time from main() to the document.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -210,6 +226,7 @@ struct Report {
   bool cuda_context = false;  // a primary context was retained
   LibraryReport nvml;
   std::vector<GpuReport> gpus;
+  uint64_t elapsed_ns = 0;  // from main() to the document
 };
 
 // ---------------------------------------------------------------------------
@@ -1060,6 +1077,8 @@ std::string Render(const Report& report, bool pretty) {
   }
   w.Key("cuda_context");
   w.Bool(report.cuda_context);
+  w.Key("elapsed_ns");
+  w.Uint(report.elapsed_ns);
   w.Key("gpus");
   w.BeginArray();
   for (const GpuReport& gpu : report.gpus) {
@@ -1106,21 +1125,114 @@ std::string Render(const Report& report, bool pretty) {
   return w.Finish();
 }
 
+// ---------------------------------------------------------------------------
+// --api: an engine's API over its unix socket.
+
+// Sends all of [data, data + size) on the socket `fd`; false on an error
+// (MSG_NOSIGNAL: a closed peer is an error, not a SIGPIPE).
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The whole answer to `GET path` on the unix socket `socket_path`, or "" when
+// there was none (connect, write or read failed).
+std::string HttpGet(const char* socket_path, const std::string& path) {
+  sockaddr_un addr{};
+  if (std::strlen(socket_path) >= sizeof(addr.sun_path)) return "";
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, socket_path);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  std::string answer;
+  // HTTP/1.0: the engine closes the connection after its answer, so the
+  // answer is everything up to the end of the stream (no keep-alive, and Go's
+  // servers send no chunked encoding to an HTTP/1.0 client).
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      WriteAll(fd, request.data(), request.size())) {
+    char buf[65536];
+    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        answer.clear();
+        break;
+      }
+      answer.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return answer;
+}
+
+// The status code and body of an HTTP answer; false when it is not one (or
+// uses a transfer coding this reader does not undo).
+bool SplitHttpAnswer(const std::string& answer, int* status, std::string* body) {
+  const size_t head_end = answer.find("\r\n\r\n");
+  if (answer.compare(0, 7, "HTTP/1.") != 0 || answer.size() < 12 || head_end == std::string::npos)
+    return false;
+  std::string head = answer.substr(0, head_end);
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.find("\r\ntransfer-encoding:") != std::string::npos) return false;
+  char* end = nullptr;
+  *status = static_cast<int>(std::strtol(answer.c_str() + 9, &end, 10));
+  if (end != answer.c_str() + 12 || *status < 100 || *status > 999) return false;
+  *body = answer.substr(head_end + 4);
+  return true;
+}
+
+// argv after --api: SOCKET PATH...
+int ApiMain(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs("fleet-probe: --api needs SOCKET and at least one PATH\n", stderr);
+    return 2;
+  }
+  alarm(10);  // curl --max-time 10, as the script had it
+  std::string out;
+  int rc = 0;
+  for (int i = 1; i < argc; ++i) {
+    int status = 0;
+    std::string body;
+    if (!SplitHttpAnswer(HttpGet(argv[0], argv[i]), &status, &body)) {
+      status = 0;
+      rc = 7;
+    }
+    char code[8];
+    std::snprintf(code, sizeof(code), "%03d", status);
+    out += body + "\n@api=" + code + "\n";
+  }
+  if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+    return 1;
+  return rc;
+}
+
 constexpr char kUsage[] =
     "usage: fleet-probe [--pretty] [--no-context]\n"
     "       fleet-probe --sha256 [--threads N] [--] FILE...\n"
+    "       fleet-probe --api SOCKET PATH...\n"
     "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
     "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
     "--no-context: create no CUDA context (free memory from NVML or, on\n"
     "unified memory, the host's MemAvailable).\n"
     "--sha256: prints \"<sha256 hex>  FILE\" per file, on N threads\n"
     "(default: the CPUs), largest first; exit 1 when a file could not be hashed, 3 when\n"
-    "OpenSSL's libcrypto cannot be loaded.\n";
+    "OpenSSL's libcrypto cannot be loaded.\n"
+    "--api: GETs each PATH from the HTTP server on the unix socket SOCKET and\n"
+    "prints its body and \"@api=<status>\" (000: no answer); exit 7 when one\n"
+    "was not answered.\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto started = std::chrono::steady_clock::now();
   if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
   bool pretty = false;
   bool with_context = true;
   for (int i = 1; i < argc; ++i) {
@@ -1138,11 +1250,15 @@ int main(int argc, char** argv) {
     }
   }
 
+  alarm(20);  // SIGALRM ends the probe: what `timeout 20` did around it
   Report report;
   ReadHostMemory(&report.host);
   ProbeCuda(&report, with_context);
   ProbeNvml(&report);
   FillFromHost(&report);
+  report.elapsed_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                std::chrono::steady_clock::now() - started)
+                                                .count());
 
   const std::string json = Render(report, pretty);
   if (std::fwrite(json.data(), 1, json.size(), stdout) != json.size() || std::fflush(stdout) != 0) {
