@@ -53,24 +53,31 @@ std::string SocketScript(const std::string& cli) {
 // One read of both endpoints, kept only when every answer was a 200 (a line
 // "@api=<code>" can only come from the reader: JSON escapes its newlines).
 // The reader is fleet's installed probe (`fleet-probe --api`, one process of
-// ~4 ms) and else curl (~18 ms to load): an older probe refuses --api, and
-// curl answers instead. $elq says the probe answered: a probe that knows
-// --api also ends its GPU run itself (node_provider.cc drops `timeout`).
+// ~4 ms); curl (~18 ms to load) only where that probe does not run or
+// refuses --api (exit 2: installed before it knew the flag). Any other
+// failure of the probe (no answer, a short one, its 10 s deadline) is the
+// engine's, which curl would meet too: the CLI answers then. $elq says the
+// probe knows --api, and so ends its GPU run itself (node_provider.cc drops
+// `timeout`).
 std::string ApiScript(bool images) {
   const std::string nl = "\n";
   const std::string paths = ShellQuote(ContainersPath()) + (images ? " /images/json" : "");
   return "  if [ -n \"$els\" ]; then\n"
          "    elf=\"" +
          std::string(kInstalledProbe) +
-         "\"\n"
-         "    if [ -x \"$elf\" ] && ela=$(\"$elf\" --api \"$els\" " +
+         "\"; elr=127\n"
+         "    [ -x \"$elf\" ] && { ela=$(\"$elf\" --api \"$els\" " +
          paths +
-         " 2>/dev/null); then elq=1\n"
-         "    elif command -v curl >/dev/null 2>&1; then\n"
-         "      ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
+         " 2>/dev/null); elr=$?; }\n"
+         "    case $elr in\n"
+         "    2 | 126 | 127) ela=\n"
+         "      if command -v curl >/dev/null 2>&1; then\n"
+         "        ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
          std::string(kApiMarker) + "%{http_code}\\n' " + CurlUrls(images) +
          " 2>/dev/null) || ela=\n"
-         "    fi\n"
+         "      fi ;;\n"
+         "    *) elq=1; [ \"$elr\" = 0 ] || ela= ;;\n"
+         "    esac\n"
          "    case $ela in *\"" +
          (images ? nl + kApiMarker + "200" + nl + "\"*\"" : std::string()) + nl + kApiMarker +
          "200\") ;; *) ela= ;; esac\n"
@@ -105,7 +112,7 @@ std::string CliNames(const nlohmann::json& names) {
   return joined;
 }
 
-// The bodies of the curl's answers, in order, from the engine_api lines.
+// The bodies of the API's answers, in order, from the engine_api lines.
 std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
   std::vector<std::string> bodies(1);
   std::istringstream in(output);

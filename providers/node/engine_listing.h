@@ -11,7 +11,7 @@
 //     runs: fleet never starts one), one process reads /containers/json and
 //     /images/json (the installed `fleet-probe --api`, else curl), and the
 //     controller parses the JSON (no jq on nodes);
-//   - else (no curl, no socket, a docker context or a remote DOCKER_HOST,
+//   - else (no reader, no socket, a docker context or a remote DOCKER_HOST,
 //     any failed call) the CLI, as before, with the image listing in a
 //     background job beside `ps`, so the node waits for about one CLI start.
 // Both ways end in the same facts: ParseEngineApi gives what the CLI path's
@@ -34,7 +34,8 @@ constexpr const char* kInstalledProbe = "$HOME/.fleet/bin/fleet-probe";
 // or "podman") and prints the fleet_serves line (ServeListingScript's, or
 // "fleet_serves=api:" and the API's answer as "engine_api=" lines). Defines
 // $fsl and $gcs for GpuContextScript ($fsl "api": $gcs is non-empty when a
-// fleet serve may run). With `images`, the image listing is left running in
+// fleet serve may run), and $elq ("1" when the installed fleet-probe knows
+// --api, and so its own deadline; else ""). With `images`, the image listing is left running in
 // the background (or was read from the API): EngineListingEnd prints it.
 std::string EngineListingBegin(const std::string& cli, bool images);
 

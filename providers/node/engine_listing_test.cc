@@ -129,6 +129,7 @@ class EngineListingTest : public ::testing::Test {
   }
   // A listening socket at `path` (the engine's, as far as `[ -S ]` can tell).
   void Socket(const std::string& path) {
+    unlink(path.c_str());  // one an earlier Socket left
     sock_ = socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -137,28 +138,41 @@ class EngineListingTest : public ::testing::Test {
     ASSERT_EQ(listen(sock_, 1), 0);
   }
   // An engine's API on a socket at `path`: answers `connections` GETs, each
-  // on its own connection as HTTP/1.0 asks, from `a`, then closes.
-  std::thread Serve(const std::string& path, const EngineAnswers& a, int connections) {
+  // on its own connection as HTTP/1.0 asks, from `a` (404 for another path),
+  // then closes; with `mute`, closes each connection without an answer.
+  std::thread Serve(const std::string& path, const EngineAnswers& a, int connections,
+                    bool mute = false) {
     Socket(path);
-    return std::thread([this, a, connections] {
+    return std::thread([this, a, connections, mute] {
       for (int i = 0; i < connections; ++i) {
         const int c = accept(sock_, nullptr, nullptr);
-        if (c < 0) return;
+        if (c < 0) return;  // shut down: the test is over
         std::string request;
         char buf[4096];
-        for (ssize_t n;
-             request.find("\r\n\r\n") == std::string::npos && (n = read(c, buf, sizeof buf)) > 0;)
+        for (ssize_t n; !mute && request.find("\r\n\r\n") == std::string::npos &&
+                        (n = read(c, buf, sizeof buf)) > 0;)
           request.append(buf, static_cast<size_t>(n));
-        const bool containers = request.rfind("GET /containers/json?filters=", 0) == 0;
-        const std::string body = containers ? a.containers_json : a.images_json;
+        const std::string line = request.substr(0, request.find("\r\n"));
+        const bool containers = line.rfind("GET /containers/json?filters=", 0) == 0;
+        const bool images = line == "GET /images/json HTTP/1.0";
+        const std::string body = containers ? a.containers_json : images ? a.images_json : "{}";
         const std::string answer =
-            "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
-            "Content-Length: " +
-            std::to_string(body.size()) + "\r\n\r\n" + body;
-        EXPECT_EQ(write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+            std::string(containers || images ? "HTTP/1.0 200 OK" : "HTTP/1.0 404 Not Found") +
+            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\n\r\n" + body;
+        if (!mute) {
+          EXPECT_EQ(write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
+        }
         close(c);
       }
     });
+  }
+  // Ends what Serve started, answered or not.
+  void StopServing(std::thread* engine) {
+    shutdown(sock_, SHUT_RDWR);
+    engine->join();
+    close(sock_);
+    sock_ = -1;
   }
   // `from` as the node's installed fleet-probe ($HOME/.fleet/bin).
   void InstallProbe(const std::string& from) {
@@ -273,7 +287,7 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   std::thread engine = Serve(dir_ + "/docker.sock", kDocker, 2);
   Forget("docker");
   const NodeFacts got = Plan("docker", env);
-  engine.join();
+  StopServing(&engine);
   EXPECT_FALSE(Ran("docker"));
   EXPECT_FALSE(Ran("curl"));
   EXPECT_FALSE(Ran("timeout"));
@@ -286,12 +300,34 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
        "[ \"$1\" = --api ] && exit 2\n"
        "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
   InstallProbe(dir_ + "/bin/old-probe");
-  const NodeFacts old = Plan("docker", env);  // the socket listens, nobody answers: curl does
+  Socket(dir_ + "/docker.sock");  // it listens; the stand-in curl answers
+  const NodeFacts old = Plan("docker", env);
   EXPECT_FALSE(Ran("docker"));
   EXPECT_TRUE(Ran("curl"));
   EXPECT_TRUE(Ran("timeout"));
   ExpectSameListing(old, want);
   EXPECT_LT(old.gpu_probe_s, 0.0);  // an older probe does not say
+}
+
+// An engine that does not answer the probe would not answer curl either:
+// the CLI answers, and the probe, which knows --api, runs without timeout.
+TEST_F(EngineListingTest, EngineThatDoesNotAnswerTheProbeMeansTheCli) {
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  Cli("docker", kDocker);
+  const std::string env = "DOCKER_HOST=unix://" + dir_ + "/docker.sock";
+  const NodeFacts want = Plan("docker", env);
+  Curl(kDocker);
+  Tool("timeout", "shift; exec \"$@\"\n");
+  InstallProbe(probe);
+  Forget("docker");
+  std::thread engine = Serve(dir_ + "/docker.sock", kDocker, 1, /*mute=*/true);
+  const NodeFacts got = Plan("docker", env);
+  StopServing(&engine);
+  EXPECT_TRUE(Ran("docker"));
+  EXPECT_FALSE(Ran("curl"));
+  EXPECT_FALSE(Ran("timeout"));
+  ExpectSameListing(got, want);
 }
 
 // Any failed call, or no curl, and the node asks the CLI: the same facts.

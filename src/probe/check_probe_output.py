@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 GPU_KEYS = {"index", "name", "uuid", "compute_capability", "memory_total_bytes",
             "memory_free_bytes", "memory_free_source", "unified_memory", "processes",
@@ -28,23 +29,41 @@ def run(probe, *args):
 
 
 class Engine(http.server.BaseHTTPRequestHandler):
-    """/containers/json answers a list, /gone a 404 with a body."""
+    """An engine's API as the probe meets it: /containers/json a list, /gone a
+    404; /big 200 KB in several writes; /noclen a body without its length (the
+    end of the stream ends it); /short a body that ends before its length;
+    /open one whose connection stays open after it."""
 
     def do_GET(self):
-        body = b'[{"Names":["/fleet-a"]}]\n' if self.path.startswith("/containers/json?") else b"{}"
-        self.send_response(200 if body != b"{}" else 404)
-        self.send_header("Content-Length", str(len(body)))
+        path = self.path.split("?")[0]
+        body = {"/containers/json": b'[{"Names":["/fleet-a"]}]\n', "/big": b"x" * 200000,
+                "/noclen": b"[]", "/short": b"[1,2]", "/open": b"[]"}.get(path, b"{}")
+        self.send_response(404 if body == b"{}" else 200)
+        if path != "/noclen":
+            self.send_header("Content-Length", str(len(body) + (95 if path == "/short" else 0)))
         self.end_headers()
-        self.wfile.write(body)
+        for i in range(0, len(body), 30000):
+            self.wfile.write(body[i:i + 30000])
+            self.wfile.flush()
+        if path == "/open":
+            time.sleep(5)
 
     def log_message(self, *args):
         pass
 
 
 class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    block_on_close = False
+
     def get_request(self):  # BaseHTTPRequestHandler wants a (host, port) address
         request, _ = super().get_request()
         return request, ("local", 0)
+
+
+def api(probe, sock, *paths):
+    return subprocess.run([probe, "--api", sock, *paths], capture_output=True, text=True,
+                          timeout=30)
 
 
 def check_api(probe):
@@ -53,15 +72,22 @@ def check_api(probe):
         server = UnixServer(sock, Engine)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         path = "/containers/json?filters=%7B%22label%22%3A%5B%22fleet.deployment%22%5D%7D"
-        got = subprocess.run([probe, "--api", sock, path, "/gone"], capture_output=True,
-                             text=True, timeout=30)
-        server.shutdown()
+        got = api(probe, sock, path, "/gone", "/noclen")
         assert got.returncode == 0, got
-        assert got.stdout == '[{"Names":["/fleet-a"]}]\n\n@api=200\n{}\n@api=404\n', got.stdout
-        none = subprocess.run([probe, "--api", os.path.join(d, "none.sock"), "/x"],
-                              capture_output=True, text=True, timeout=30)
+        assert got.stdout == ('[{"Names":["/fleet-a"]}]\n\n@api=200\n{}\n@api=404\n'
+                              '[]\n@api=200\n'), got.stdout
+        big = api(probe, sock, "/big")
+        assert big.returncode == 0 and big.stdout == "x" * 200000 + "\n@api=200\n", big.returncode
+        short = api(probe, sock, "/short", "/gone")
+        assert short.returncode == 7 and short.stdout == "\n@api=000\n", short  # /gone not asked
+        started = time.monotonic()
+        still_open = api(probe, sock, "/open")
+        assert still_open.returncode == 0 and still_open.stdout == "[]\n@api=200\n", still_open
+        assert time.monotonic() - started < 3, "waited for the engine to close the connection"
+        server.shutdown()
+        none = api(probe, os.path.join(d, "none.sock"), "/x")
         assert none.returncode == 7 and none.stdout == "\n@api=000\n", none
-        usage = subprocess.run([probe, "--api", sock], capture_output=True, text=True)
+        usage = api(probe, sock)
         assert usage.returncode == 2 and usage.stdout == "", usage
 
 

@@ -50,8 +50,10 @@
 //   (docker's, or podman's compatible one): for each PATH a GET over the
 //   unix socket SOCKET, printed as its body followed by "\n@api=<status>\n",
 //   the format of `curl -w '\n@api=%{http_code}\n'` ("000": no answer).
-//   Exit 0 when every GET was answered, 7 when one could not connect, write
-//   or read (curl's code), 2 on a bad command line; 10 s at most in all.
+//   Exit 0 when every GET was answered; 7 when one could not connect, write
+//   or read, or its body ended short of its Content-Length (curl's code):
+//   "000" is then its last line, the PATHs after it are not asked; 2 on a
+//   bad command line; 10 s at most in all (then SIGALRM).
 //   Why not curl: loading libcurl and the libraries it links costs a node
 //   ~18 ms, most of what a converged plan costs there (issue 31); an HTTP/1.0
 //   GET over a local socket with the answer read to its end needs none of it.
@@ -1141,50 +1143,80 @@ bool WriteAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-// The whole answer to `GET path` on the unix socket `socket_path`, or "" when
-// there was none (connect, write or read failed).
-std::string HttpGet(const char* socket_path, const std::string& path) {
+// The status and the Content-Length (-1: none) of an HTTP answer's head
+// (what precedes its blank line); false when it is not HTTP/1.x or uses a
+// transfer coding this reader does not undo.
+bool ParseHttpHead(std::string head, int* status, long long* length) {
+  if (head.compare(0, 7, "HTTP/1.") != 0 || head.size() < 12) return false;
+  char* end = nullptr;
+  *status = static_cast<int>(std::strtol(head.c_str() + 9, &end, 10));
+  if (end != head.c_str() + 12 || *status < 100 || *status > 999) return false;
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.find("\r\ntransfer-encoding:") != std::string::npos) return false;
+  *length = -1;
+  const size_t at = head.find("\r\ncontent-length:");
+  if (at == std::string::npos) return true;
+  *length = std::strtoll(head.c_str() + at + 17, &end, 10);
+  return *length >= 0 && (*end == '\0' || *end == '\r' || *end == ' ');
+}
+
+// Reads one HTTP answer from `fd`: its status and body. The body ends at its
+// Content-Length when the head gives one (a server that keeps the
+// connection open is not waited for), else at the end of the stream. False
+// when the stream ends before that, fails, or is not an answer this reader
+// takes (ParseHttpHead).
+bool ReadHttpAnswer(int fd, int* status, std::string* body) {
+  std::string in;
+  size_t body_at = std::string::npos;
+  long long length = -1;
+  char buf[65536];
+  while (body_at == std::string::npos || length < 0 ||
+         in.size() - body_at < static_cast<unsigned long long>(length)) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) {  // the end of the stream: the end of the body only without a length
+      if (body_at == std::string::npos || length >= 0) return false;
+      break;
+    }
+    in.append(buf, static_cast<size_t>(n));
+    const size_t blank = body_at == std::string::npos ? in.find("\r\n\r\n") : std::string::npos;
+    if (blank != std::string::npos) {
+      if (!ParseHttpHead(in.substr(0, blank), status, &length)) return false;
+      body_at = blank + 4;
+    }
+  }
+  *body = in.substr(body_at, length >= 0 ? static_cast<size_t>(length) : std::string::npos);
+  return true;
+}
+
+// `GET path` on the unix socket `socket_path`: the answer's status and body,
+// or false when there was none (connect, write or read failed; ReadHttpAnswer).
+bool HttpGet(const char* socket_path, const std::string& path, int* status, std::string* body) {
   sockaddr_un addr{};
-  if (std::strlen(socket_path) >= sizeof(addr.sun_path)) return "";
+  if (std::strlen(socket_path) >= sizeof(addr.sun_path)) return false;
   addr.sun_family = AF_UNIX;
   std::strcpy(addr.sun_path, socket_path);
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  std::string answer;
-  // HTTP/1.0: the engine closes the connection after its answer, so the
-  // answer is everything up to the end of the stream (no keep-alive, and Go's
-  // servers send no chunked encoding to an HTTP/1.0 client).
+  if (fd < 0) return false;
+  // HTTP/1.0: one answer per connection, never a chunked one (which Go's
+  // servers, docker's and podman's, send only to HTTP/1.1 clients).
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      WriteAll(fd, request.data(), request.size())) {
-    char buf[65536];
-    for (ssize_t n; (n = read(fd, buf, sizeof(buf))) != 0;) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        answer.clear();
-        break;
-      }
-      answer.append(buf, static_cast<size_t>(n));
-    }
-  }
+  const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  WriteAll(fd, request.data(), request.size()) && ReadHttpAnswer(fd, status, body);
   close(fd);
-  return answer;
+  return ok;
 }
 
-// The status code and body of an HTTP answer; false when it is not one (or
-// uses a transfer coding this reader does not undo).
-bool SplitHttpAnswer(const std::string& answer, int* status, std::string* body) {
-  const size_t head_end = answer.find("\r\n\r\n");
-  if (answer.compare(0, 7, "HTTP/1.") != 0 || answer.size() < 12 || head_end == std::string::npos)
-    return false;
-  std::string head = answer.substr(0, head_end);
-  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (head.find("\r\ntransfer-encoding:") != std::string::npos) return false;
-  char* end = nullptr;
-  *status = static_cast<int>(std::strtol(answer.c_str() + 9, &end, 10));
-  if (end != answer.c_str() + 12 || *status < 100 || *status > 999) return false;
-  *body = answer.substr(head_end + 4);
-  return true;
+// Ends the process by SIGALRM after `seconds`, whatever SIGALRM's
+// disposition and mask were inherited as (`timeout` set its own too).
+void ArmDeadline(unsigned seconds) {
+  signal(SIGALRM, SIG_DFL);
+  sigset_t alarm_only;
+  sigemptyset(&alarm_only);
+  sigaddset(&alarm_only, SIGALRM);
+  sigprocmask(SIG_UNBLOCK, &alarm_only, nullptr);
+  alarm(seconds);
 }
 
 // argv after --api: SOCKET PATH...
@@ -1193,14 +1225,15 @@ int ApiMain(int argc, char** argv) {
     std::fputs("fleet-probe: --api needs SOCKET and at least one PATH\n", stderr);
     return 2;
   }
-  alarm(10);  // curl --max-time 10, as the script had it
+  ArmDeadline(10);  // curl --max-time 10, as the script had it
   std::string out;
   int rc = 0;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc && rc == 0; ++i) {  // no more GETs after one went unanswered
     int status = 0;
     std::string body;
-    if (!SplitHttpAnswer(HttpGet(argv[0], argv[i]), &status, &body)) {
+    if (!HttpGet(argv[0], argv[i], &status, &body)) {
       status = 0;
+      body.clear();
       rc = 7;
     }
     char code[8];
@@ -1250,7 +1283,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  alarm(20);  // SIGALRM ends the probe: what `timeout 20` did around it
+  ArmDeadline(20);  // what `timeout 20` did around it
   Report report;
   ReadHostMemory(&report.host);
   ProbeCuda(&report, with_context);
