@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "providers/deployment/gpu_request.h"
+#include "providers/node/engine_listing.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
@@ -81,25 +82,91 @@ std::string PortBusyCommand(int port) {
          "(f?1:0) }'\n";
 }
 
+namespace {
+
+constexpr char kInspectApiLine[] = "inspect_api=";
+
+// sh: the container's inspect through the engine's API where it answers
+// (engine_listing.h: its socket, read by the installed `fleet-probe --api`):
+// one process of ~4 ms instead of a CLI start (podman ~95 ms of CPU, docker
+// ~50) on every probe of a serve: every plan, apply, health wait and `fleet
+// watch` round. Sets $fd_api to 1 when the API answered for the container
+// (200 or 404), with the answer in $fd_out; else the CLI asks.
+std::string ApiInspectScript(const ContainerSpec& spec) {
+  const std::string answered = "\"\n@api=";
+  return EngineSocketScript(spec.cli) + "fd_api=; fd_f=\"" + kInstalledProbe +
+         "\"\n"
+         "if [ -n \"$els\" ] && [ -x \"$fd_f\" ] && fd_out=$(\"$fd_f\" --api \"$els\" " +
+         ShellQuote("/containers/" + spec.container + "/json") +
+         " 2>/dev/null); then\n"
+         "  case $fd_out in *" +
+         answered + "200\" | *" + answered +
+         "404\") fd_api=1 ;; esac\n"
+         "fi\n";
+}
+
+// The body of the API's answer in a probe's output: from the inspect_api
+// line to the "@api=" line.
+std::string ApiBody(const std::string& output) {
+  const std::string mark = std::string("\n") + kInspectApiLine;
+  size_t at = output.rfind(kInspectApiLine, 0) == 0 ? 0 : output.find(mark);
+  if (at == std::string::npos) return "";
+  at = output.find('=', at) + 1;
+  const size_t end = output.find("\n@api=", at);
+  return output.substr(at, end == std::string::npos ? end : end - at);
+}
+
+// The inspect's fields from the engine API's answer to GET
+// /containers/NAME/json, as the CLI `cli` prints them (InspectFormat):
+// podman's image ID without "sha256:"; the start time as the API gives it
+// (RFC 3339) in *started. False when the answer is not a container's.
+bool InspectFromJson(const std::string& body, const std::string& cli, ContainerProbe* p,
+                     std::string* started) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("State") || !j["State"].is_object()) return false;
+  const nlohmann::json& state = j["State"];
+  const nlohmann::json labels =
+      j.value("Config", nlohmann::json::object()).value("Labels", nlohmann::json());
+  p->exists = true;
+  p->state = state.value("Status", "");
+  p->exit_code = state.value("ExitCode", 0);
+  p->id = j.value("Id", "");
+  p->image = j.value("Image", "");
+  if (cli == "podman" && p->image.rfind("sha256:", 0) == 0) p->image.erase(0, 7);
+  p->spec = labels.is_object() ? labels.value(kSpecLabel, "") : "";
+  *started = state.value("StartedAt", "");
+  return !p->state.empty();
+}
+
+}  // namespace
+
 std::string ContainerProbeScript(const ContainerSpec& spec) {
   const std::string cli = ShellQuote(spec.cli);
   std::string s;
   s += "if ! command -v " + cli + " >/dev/null 2>&1; then echo cli=missing; else\n";
+  s += ApiInspectScript(spec) + "fd_run=\nif [ -n \"$fd_api\" ]; then\n";
+  // The answer's JSON goes to the controller whole (ContainerProbeFromJson).
+  s += "  case $fd_out in *\"\n@api=404\") echo absent=1 ;;\n";
+  s += "  *) printf 'inspect_cli=%s\\n" + std::string(kInspectApiLine) + "%s\\nnow=%s\\n' " + cli +
+       " \"$fd_out\" \"$(date +%s)\"\n";
+  s += "    case $fd_out in *'\"State\":{\"Status\":\"running\"'*) fd_run=1 ;; esac ;;\n  esac\n";
+  s += "else\n";
   s += "fd_out=$(" +
        ShellCommand({spec.cli, "container", "inspect", "--format", InspectFormat(spec.cli),
                      spec.container}) +
        " 2>&1) && fd_rc=0 || fd_rc=$?\n";
   s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
+  s += "  case $fd_out in *state=running*) fd_run=1 ;; esac\n";
   s += std::string("else case $fd_out in ") + kNoSuchContainerPattern + ") echo absent=1 ;;\n";
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
+  s += "fi\n";
   // A worker (no health URL) neither answers HTTP nor owns the port.
   if (!spec.HealthUrl().empty())
-    s += "case $fd_out in *state=running*)\n  " + HealthCommand(spec.HealthUrl()) +
-         "  ;;\n*) fd_busy=$(" + PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" + "  " +
-         ServingContainersCommand(spec.cli) + " 2>/dev/null ;;\nesac\n";
+    s += "if [ -n \"$fd_run\" ]; then\n  " + HealthCommand(spec.HealthUrl()) + "else fd_busy=$(" +
+         PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" + "  " +
+         ServingContainersCommand(spec.cli) + " 2>/dev/null\nfi\n";
   else  // a worker that does not run: which serves hold its node
-    s += "case $fd_out in *state=running*) ;;\n*) " + ServingContainersCommand(spec.cli) +
-         " 2>/dev/null ;;\nesac\n";
+    s += "[ -n \"$fd_run\" ] || " + ServingContainersCommand(spec.cli) + " 2>/dev/null\n";
   s += "fi\n";
   if (!spec.gpus.empty()) s += GpuSupportProbeScript(spec.cli);
   return s;
@@ -121,19 +188,24 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
     return p;
   }
   p.error = get("error");
-  if (!get("state").empty()) {
+  std::string started;
+  if (!get("inspect_cli").empty()) {
+    if (!InspectFromJson(ApiBody(output), get("inspect_cli"), &p, &started))
+      p.error = "the engine's API answered the container's inspect with no container";
+  } else if (!get("state").empty()) {
     p.exists = true;
     p.state = get("state");
     p.exit_code = std::atoi(get("exit_code").c_str());
     p.id = get("id");
     p.spec = get("spec") == "<no value>" ? "" : get("spec");
     p.image = get("image");
-    const long started = ParseStarted(get("started"));
-    long now = 0, age = 0;
-    if (started > 0 && ParseSeconds(get("now"), &now) &&
-        !__builtin_sub_overflow(now, started, &age))
-      p.age_s = age;
+    started = get("started");
   }
+  const long started_s = ParseStarted(started);
+  long now = 0, age = 0;
+  if (p.exists && started_s > 0 && ParseSeconds(get("now"), &now) &&
+      !__builtin_sub_overflow(now, started_s, &age))
+    p.age_s = age;
   const std::string health = get("health");
   if (health == "none") {
     p.health_tool = "";

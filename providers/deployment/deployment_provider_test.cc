@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 
 #include "providers/deployment/deployment_json.h"
@@ -15,6 +16,7 @@
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/serve_health.h"
 #include "providers/image/image_probe.h"
+#include "providers/node/engine_api_test_util.h"
 #include "providers/node/gpu_facts.h"
 #include "state/state.h"
 
@@ -244,9 +246,10 @@ class ProbeScriptTest : public ::testing::Test {
     std::ofstream(dir_ + "/" + name) << "#!/bin/sh\n" << body;
     chmod((dir_ + "/" + name).c_str(), 0755);
   }
-  std::string Run(const std::string& script) {
+  std::string Run(const std::string& script, const std::string& env = "") {
     std::ofstream(dir_ + "/probe.sh") << script;
-    std::string cmd = "PATH=" + dir_ + ":/usr/bin:/bin sh " + dir_ + "/probe.sh";
+    std::string cmd = "env -u CONTAINER_HOST -u XDG_RUNTIME_DIR PATH=" + dir_ + ":/usr/bin:/bin " +
+                      env + " sh " + dir_ + "/probe.sh";
     FILE* f = popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
@@ -286,6 +289,60 @@ TEST_F(ProbeScriptTest, RunningContainerWithHealth) {
   std::ifstream args(dir_ + "/curl.args");
   std::string a((std::istreambuf_iterator<char>(args)), {});
   EXPECT_NE(a.find("http://127.0.0.1:30000/v1/models"), std::string::npos);
+}
+
+// Where the engine's API answers (podman's service here), fleet's installed
+// probe reads the container's inspect from it: not one CLI start, and the
+// fields the CLI gives (podman's image ID without "sha256:").
+TEST_F(ProbeScriptTest, InspectThroughTheEnginesApi) {
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/.fleet/bin " + dir_ + "/xdg/podman && cp " + probe +
+                         " " + dir_ + "/.fleet/bin/fleet-probe")
+                            .c_str()),
+            0);
+  Tool("podman", "echo \"$@\" >> " + dir_ + "/podman.args\nexit 125\n");
+  Tool("curl", "printf 200\n");
+  const std::time_t t = std::time(nullptr) - 95;
+  char started[64];
+  std::strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%S.010340068Z", std::gmtime(&t));
+  const std::string env = "HOME=" + dir_ + " XDG_RUNTIME_DIR=" + dir_ + "/xdg";
+  const std::string sock = dir_ + "/xdg/podman/podman.sock";
+  ContainerProbe p;
+  {
+    testing_engine::FakeEngineApi engine(
+        sock, {{"/containers/fleet-qwen/json",
+                {"200 OK", std::string(R"({"Id":"abc123","Image":"sha256:feedface","State":{)") +
+                               R"("Status":"running","ExitCode":0,"StartedAt":")" + started +
+                               R"("},"Config":{"Labels":{"fleet.spec":"feed"}}})"}}});
+    ASSERT_TRUE(engine.ok());
+    p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec()), env));
+    EXPECT_EQ(engine.requests(), 1);
+  }
+  EXPECT_TRUE(p.exists);
+  EXPECT_EQ(p.state, "running");
+  EXPECT_EQ(p.id, "abc123");
+  EXPECT_EQ(p.image, "feedface");
+  EXPECT_EQ(p.spec, "feed");
+  EXPECT_GE(p.age_s, 95);
+  EXPECT_LE(p.age_s, 100);
+  EXPECT_EQ(p.health, 200);
+  EXPECT_EQ(p.error, "");
+  EXPECT_NE(access((dir_ + "/podman.args").c_str(), F_OK), 0);  // no CLI start
+
+  // No such container (404): absent, and the CLI lists what holds the port.
+  {
+    testing_engine::FakeEngineApi engine(sock, {});
+    ASSERT_TRUE(engine.ok());
+    p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec()), env));
+  }
+  EXPECT_FALSE(p.exists);
+  EXPECT_EQ(p.error, "");
+  EXPECT_EQ(p.health, -1);
+  std::ifstream args(dir_ + "/podman.args");
+  const std::string a((std::istreambuf_iterator<char>(args)), {});
+  EXPECT_EQ(a.find("inspect"), std::string::npos) << a;
+  EXPECT_NE(a.find("ps --filter"), std::string::npos) << a;
 }
 
 TEST_F(ProbeScriptTest, AbsentContainerAndNoCli) {

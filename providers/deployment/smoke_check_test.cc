@@ -260,7 +260,8 @@ std::string RunOwnerScript(const std::string& exec_mode) {
   fputs(
       "#!/bin/sh\n"
       "case $1 in\n"
-      "  container) case $4 in *State.Pid*) echo 999999999 ;; *) echo b ;; esac ;;\n"
+      "  container) case $4 in '{{.State.Pid}} {{index .Config.Labels \"fleet.deployment\"}}') "
+      "echo 999999999 b ;; *) exit 125 ;; esac ;;\n"
       "  exec) shift 2\n"
       "    case $FAKE_EXEC in fail) exit 126 ;; none) echo 0; exit 1 ;; esac\n"
       "    exec \"$@\" ;;\n"

@@ -27,29 +27,6 @@ std::string CurlUrls(bool images) {
          (images ? " 'http://localhost/images/json'" : "");
 }
 
-// Sets $els to the engine's API socket when the CLI would talk to the
-// engine behind it: not under a docker context or a remote DOCKER_HOST
-// (the CLI's engine is elsewhere), and podman's only while its service
-// already runs (a socket-activated one would start on the first call).
-std::string SocketScript(const std::string& cli) {
-  if (cli == "docker")
-    return "  edc=${DOCKER_CONFIG:-$HOME/.docker}/config.json\n"
-           "  if [ -z \"${DOCKER_CONTEXT-}\" ] && { [ ! -f \"$edc\" ] || ! grep -q "
-           "'\"currentContext\"' \"$edc\" 2>/dev/null; }; then\n"
-           "    case ${DOCKER_HOST-} in\n"
-           "    unix://*) els=${DOCKER_HOST#unix://} ;;\n"
-           "    '') els=/run/docker.sock; [ -S \"$els\" ] || els=/var/run/docker.sock ;;\n"
-           "    esac\n"
-           "    [ -S \"$els\" ] || els=\n"
-           "  fi\n";
-  if (cli == "podman")
-    return "  eps=${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock\n"
-           "  if [ -z \"${CONTAINER_HOST-}\" ] && [ -S \"$eps\" ] && { [ ! -d "
-           "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
-           "2>/dev/null; }; then els=$eps; fi\n";
-  return "";
-}
-
 // One read of both endpoints, kept only when every answer was a 200 (a line
 // "@api=<code>" can only come from the reader: JSON escapes its newlines).
 // The reader is fleet's installed probe (`fleet-probe --api`, one process of
@@ -132,6 +109,28 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
 
 }  // namespace
 
+// Not under a docker context or a remote DOCKER_HOST (the CLI's engine is
+// elsewhere), and podman's only while its service already runs (a
+// socket-activated one would start on the first call).
+std::string EngineSocketScript(const std::string& cli) {
+  if (cli == "docker")
+    return "  edc=${DOCKER_CONFIG:-$HOME/.docker}/config.json\n"
+           "  if [ -z \"${DOCKER_CONTEXT-}\" ] && { [ ! -f \"$edc\" ] || ! grep -q "
+           "'\"currentContext\"' \"$edc\" 2>/dev/null; }; then\n"
+           "    case ${DOCKER_HOST-} in\n"
+           "    unix://*) els=${DOCKER_HOST#unix://} ;;\n"
+           "    '') els=/run/docker.sock; [ -S \"$els\" ] || els=/var/run/docker.sock ;;\n"
+           "    esac\n"
+           "    [ -S \"$els\" ] || els=\n"
+           "  fi\n";
+  if (cli == "podman")
+    return "  eps=${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock\n"
+           "  if [ -z \"${CONTAINER_HOST-}\" ] && [ -S \"$eps\" ] && { [ ! -d "
+           "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
+           "2>/dev/null; }; then els=$eps; fi\n";
+  return "";
+}
+
 std::string EngineListingBegin(const std::string& cli, bool images) {
   std::string s;
   if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
@@ -139,7 +138,7 @@ std::string EngineListingBegin(const std::string& cli, bool images) {
        "; ela=; elp=; els=; elq=\n"
        "if ! command -v \"$elc\" >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
        "else\n" +
-       SocketScript(cli) + ApiScript(images) +
+       EngineSocketScript(cli) + ApiScript(images) +
        "  if [ -n \"$ela\" ]; then\n"
        "    fsl=api; gcs=api; case $ela in '[]'*) gcs= ;; esac\n"
        "  else\n";

@@ -39,6 +39,11 @@ constexpr const char* kInstalledProbe = "$HOME/.fleet/bin/fleet-probe";
 // the background (or was read from the API): EngineListingEnd prints it.
 std::string EngineListingBegin(const std::string& cli, bool images);
 
+// sh that sets $els to the engine's API socket where the node's container
+// CLI `cli` would reach its engine through one ("" otherwise: see above).
+// Defines only $els, $edc and $eps.
+std::string EngineSocketScript(const std::string& cli);
+
 // sh that prints the image listing (ImageListingScript's lines, or
 // "images=api") once the background job is done; "" without `images`.
 std::string EngineListingEnd(bool images);

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 
+#include "providers/node/engine_api_test_util.h"
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
 #include "src/shell_quote.h"
@@ -78,6 +78,12 @@ img 6d125cb67bd48c269016f2a25c74a0381bdf7cb5e4e286e6adc3b1befe4f2e0f ["localhost
     R"([{"Id":"sha256:ddee57aaa7e7a702fee6a9534b4b918d0cbc6c5d9133d67f9df16e94f5c1f0d7","ParentId":"","RepoTags":["127.0.0.1:27499/team/app:p1","localhost/team/app:v1","localhost/team/app:fleet-sha256-aaaa","localhost/other/app:v2"],"RepoDigests":["127.0.0.1:27499/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","127.0.0.1:27499/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/other/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/other/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd","localhost/team/app@sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","localhost/team/app@sha256:f187259ae80a7291be35e650800ffb5ad1f84d9bde74b9caad9fca6655c9bfdd"],"Created":1796345600,"Size":1988025,"SharedSize":0,"VirtualSize":1988025,"Labels":null,"Containers":3,"Names":["127.0.0.1:27499/team/app:p1","localhost/team/app:v1","localhost/team/app:fleet-sha256-aaaa","localhost/other/app:v2"],"Digest":"sha256:b55c5aedfb2b25c555eba3d4f3407d88176845f88c91d07461b064defd15df4b","History":["localhost/other/app:v2","localhost/team/app:fleet-sha256-aaaa","localhost/team/app:v1","127.0.0.1:27499/team/app:p1","localhost/team/dang:v1"]},{"Id":"sha256:6d125cb67bd48c269016f2a25c74a0381bdf7cb5e4e286e6adc3b1befe4f2e0f","ParentId":"","RepoTags":["localhost/team/dang:v1"],"RepoDigests":["localhost/team/dang@sha256:0c448406f692f1572da6bb925b48b9e6a6e73c137ee212e9005621581ed49f95"],"Created":1796345600,"Size":1987673,"SharedSize":0,"VirtualSize":1987673,"Labels":{"a":"b"},"Containers":0,"Names":["localhost/team/dang:v1"],"Digest":"sha256:0c448406f692f1572da6bb925b48b9e6a6e73c137ee212e9005621581ed49f95","History":["localhost/team/dang:v1"]}]
 )"};
 
+// `a`'s API answers, for testing_engine::FakeEngineApi.
+std::map<std::string, std::pair<std::string, std::string>> ApiAnswers(const EngineAnswers& a) {
+  return {{"/containers/json?filters=", {"200 OK", a.containers_json}},
+          {"/images/json", {"200 OK", a.images_json}}};
+}
+
 class EngineListingTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -136,43 +142,6 @@ class EngineListingTest : public ::testing::Test {
     std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
     ASSERT_EQ(bind(sock_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << path;
     ASSERT_EQ(listen(sock_, 1), 0);
-  }
-  // An engine's API on a socket at `path`: answers `connections` GETs, each
-  // on its own connection as HTTP/1.0 asks, from `a` (404 for another path),
-  // then closes; with `mute`, closes each connection without an answer.
-  std::thread Serve(const std::string& path, const EngineAnswers& a, int connections,
-                    bool mute = false) {
-    Socket(path);
-    return std::thread([this, a, connections, mute] {
-      for (int i = 0; i < connections; ++i) {
-        const int c = accept(sock_, nullptr, nullptr);
-        if (c < 0) return;  // shut down: the test is over
-        std::string request;
-        char buf[4096];
-        for (ssize_t n; !mute && request.find("\r\n\r\n") == std::string::npos &&
-                        (n = read(c, buf, sizeof buf)) > 0;)
-          request.append(buf, static_cast<size_t>(n));
-        const std::string line = request.substr(0, request.find("\r\n"));
-        const bool containers = line.rfind("GET /containers/json?filters=", 0) == 0;
-        const bool images = line == "GET /images/json HTTP/1.0";
-        const std::string body = containers ? a.containers_json : images ? a.images_json : "{}";
-        const std::string answer =
-            std::string(containers || images ? "HTTP/1.0 200 OK" : "HTTP/1.0 404 Not Found") +
-            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-            "\r\n\r\n" + body;
-        if (!mute) {
-          EXPECT_EQ(write(c, answer.data(), answer.size()), static_cast<ssize_t>(answer.size()));
-        }
-        close(c);
-      }
-    });
-  }
-  // Ends what Serve started, answered or not.
-  void StopServing(std::thread* engine) {
-    shutdown(sock_, SHUT_RDWR);
-    engine->join();
-    close(sock_);
-    sock_ = -1;
   }
   // `from` as the node's installed fleet-probe ($HOME/.fleet/bin).
   void InstallProbe(const std::string& from) {
@@ -284,10 +253,11 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   Curl(kDocker);
   Tool("timeout", "shift; exec \"$@\"\n");
   InstallProbe(probe);
-  std::thread engine = Serve(dir_ + "/docker.sock", kDocker, 2);
+  testing_engine::FakeEngineApi engine(dir_ + "/docker.sock", ApiAnswers(kDocker));
+  ASSERT_TRUE(engine.ok());
   Forget("docker");
   const NodeFacts got = Plan("docker", env);
-  StopServing(&engine);
+  EXPECT_EQ(engine.requests(), 2);
   EXPECT_FALSE(Ran("docker"));
   EXPECT_FALSE(Ran("curl"));
   EXPECT_FALSE(Ran("timeout"));
@@ -300,7 +270,6 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
        "[ \"$1\" = --api ] && exit 2\n"
        "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
   InstallProbe(dir_ + "/bin/old-probe");
-  Socket(dir_ + "/docker.sock");  // it listens; the stand-in curl answers
   const NodeFacts old = Plan("docker", env);
   EXPECT_FALSE(Ran("docker"));
   EXPECT_TRUE(Ran("curl"));
@@ -321,9 +290,10 @@ TEST_F(EngineListingTest, EngineThatDoesNotAnswerTheProbeMeansTheCli) {
   Tool("timeout", "shift; exec \"$@\"\n");
   InstallProbe(probe);
   Forget("docker");
-  std::thread engine = Serve(dir_ + "/docker.sock", kDocker, 1, /*mute=*/true);
+  testing_engine::FakeEngineApi engine(dir_ + "/docker.sock", ApiAnswers(kDocker), /*mute=*/true);
+  ASSERT_TRUE(engine.ok());
   const NodeFacts got = Plan("docker", env);
-  StopServing(&engine);
+  EXPECT_EQ(engine.requests(), 1);  // none after the unanswered one
   EXPECT_TRUE(Ran("docker"));
   EXPECT_FALSE(Ran("curl"));
   EXPECT_FALSE(Ran("timeout"));
