@@ -122,20 +122,28 @@ std::string ApiBody(const std::string& output) {
 // (RFC 3339) in *started. False when the answer is not a container's.
 bool InspectFromJson(const std::string& body, const std::string& cli, ContainerProbe* p,
                      std::string* started) {
+  // Whatever a node answers, a field of another type reads as absent.
+  auto field = [](const nlohmann::json& o, const char* key) {
+    const auto it = o.is_object() ? o.find(key) : o.end();
+    return it == o.end() ? nlohmann::json() : *it;
+  };
+  auto text = [&](const nlohmann::json& o, const char* key) {
+    const nlohmann::json v = field(o, key);
+    return v.is_string() ? v.get<std::string>() : std::string();
+  };
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("State") || !j["State"].is_object()) return false;
-  const nlohmann::json& state = j["State"];
-  const nlohmann::json labels =
-      j.value("Config", nlohmann::json::object()).value("Labels", nlohmann::json());
+  const nlohmann::json state = field(j, "State");
+  p->state = text(state, "Status");
+  if (p->state.empty()) return false;
   p->exists = true;
-  p->state = state.value("Status", "");
-  p->exit_code = state.value("ExitCode", 0);
-  p->id = j.value("Id", "");
-  p->image = j.value("Image", "");
+  const nlohmann::json exit_code = field(state, "ExitCode");
+  p->exit_code = exit_code.is_number_integer() ? exit_code.get<int>() : 0;
+  p->id = text(j, "Id");
+  p->image = text(j, "Image");
   if (cli == "podman" && p->image.rfind("sha256:", 0) == 0) p->image.erase(0, 7);
-  p->spec = labels.is_object() ? labels.value(kSpecLabel, "") : "";
-  *started = state.value("StartedAt", "");
-  return !p->state.empty();
+  p->spec = text(field(field(j, "Config"), "Labels"), kSpecLabel);
+  *started = text(state, "StartedAt");
+  return true;
 }
 
 }  // namespace

@@ -270,6 +270,17 @@ ContainerSpec ProbeSpec() {
   return s;
 }
 
+// What both ways of reading the container give for the running abc123
+// labelled "feed", started 95 s ago.
+void ExpectRunningFor95s(const ContainerProbe& p) {
+  EXPECT_TRUE(p.exists);
+  EXPECT_EQ(p.state, "running");
+  EXPECT_EQ(p.spec, "feed");
+  EXPECT_EQ(p.id, "abc123");
+  EXPECT_GE(p.age_s, 95);
+  EXPECT_LE(p.age_s, 100);
+}
+
 TEST_F(ProbeScriptTest, RunningContainerWithHealth) {
   Tool("podman", "echo \"$@\" > " + dir_ +
                      "/podman.args\n"
@@ -277,12 +288,7 @@ TEST_F(ProbeScriptTest, RunningContainerWithHealth) {
                      "$(($(date +%s) - 95))\n");
   Tool("curl", "echo \"$@\" > " + dir_ + "/curl.args; printf 503\n");
   ContainerProbe p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec())));
-  EXPECT_TRUE(p.exists);
-  EXPECT_EQ(p.state, "running");
-  EXPECT_EQ(p.spec, "feed");
-  EXPECT_EQ(p.id, "abc123");
-  EXPECT_GE(p.age_s, 95);
-  EXPECT_LE(p.age_s, 100);
+  ExpectRunningFor95s(p);
   EXPECT_EQ(p.health, 503);
   EXPECT_EQ(p.health_tool, "curl");
   EXPECT_FALSE(p.Healthy());
@@ -319,13 +325,8 @@ TEST_F(ProbeScriptTest, InspectThroughTheEnginesApi) {
     p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec()), env));
     EXPECT_EQ(engine.requests(), 1);
   }
-  EXPECT_TRUE(p.exists);
-  EXPECT_EQ(p.state, "running");
-  EXPECT_EQ(p.id, "abc123");
+  ExpectRunningFor95s(p);
   EXPECT_EQ(p.image, "feedface");
-  EXPECT_EQ(p.spec, "feed");
-  EXPECT_GE(p.age_s, 95);
-  EXPECT_LE(p.age_s, 100);
   EXPECT_EQ(p.health, 200);
   EXPECT_EQ(p.error, "");
   EXPECT_NE(access((dir_ + "/podman.args").c_str(), F_OK), 0);  // no CLI start
@@ -343,6 +344,23 @@ TEST_F(ProbeScriptTest, InspectThroughTheEnginesApi) {
   const std::string a((std::istreambuf_iterator<char>(args)), {});
   EXPECT_EQ(a.find("inspect"), std::string::npos) << a;
   EXPECT_NE(a.find("ps --filter"), std::string::npos) << a;
+}
+
+// Whatever the API answers, the parse never throws: a field of another
+// type reads as absent, an answer that is no container is an error.
+TEST(ParseContainerProbe, OddApiAnswers) {
+  ContainerProbe p = ParseContainerProbe(
+      "inspect_cli=docker\ninspect_api={\"State\":{\"Status\":\"exited\",\"ExitCode\":\"x\"},"
+      "\"Config\":{\"Labels\":null},\"Image\":7}\n@api=200\nnow=5\n");
+  EXPECT_TRUE(p.exists);
+  EXPECT_EQ(p.state, "exited");
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_EQ(p.image, "");
+  EXPECT_EQ(p.spec, "");
+  EXPECT_EQ(p.age_s, -1);
+  p = ParseContainerProbe("inspect_cli=podman\ninspect_api=[1,2\n@api=200\nnow=5\n");
+  EXPECT_FALSE(p.exists);
+  EXPECT_NE(p.error.find("no container"), std::string::npos) << p.error;
 }
 
 TEST_F(ProbeScriptTest, AbsentContainerAndNoCli) {
