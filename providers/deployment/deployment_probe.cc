@@ -94,13 +94,10 @@ constexpr char kInspectApiLine[] = "inspect_api=";
 // (200 or 404), with the answer in $fd_out; else the CLI asks.
 std::string ApiInspectScript(const ContainerSpec& spec) {
   const std::string answered = "\"\n@api=";
-  return EngineSocketScript(spec.cli) + "fd_api=; fd_f=\"" + kInstalledProbe +
-         "\"\n"
-         "if [ -n \"$els\" ] && [ -x \"$fd_f\" ] && fd_out=$(\"$fd_f\" --api \"$els\" " +
-         ShellQuote("/containers/" + spec.container + "/json") +
-         " 2>/dev/null); then\n"
-         "  case $fd_out in *" +
-         answered + "200\" | *" + answered +
+  return EngineSocketScript(spec.cli) + "fd_api=\nif [ -n \"$els\" ]; then\n  " +
+         ProbeApiReadScript("fd_out", "fd_rc",
+                            ShellQuote("/containers/" + spec.container + "/json")) +
+         "  [ $fd_rc != 0 ] || case $fd_out in *" + answered + "200\" | *" + answered +
          "404\") fd_api=1 ;; esac\n"
          "fi\n";
 }
@@ -146,13 +143,12 @@ bool InspectFromJson(const std::string& body, const std::string& cli, ContainerP
   return true;
 }
 
-}  // namespace
-
-std::string ContainerProbeScript(const ContainerSpec& spec) {
+// sh, inside "the CLI is there": prints the container's inspect (the API's
+// answer whole, or the CLI's InspectFormat lines), "absent=1" or "error=";
+// sets $fd_run when it runs.
+std::string InspectScript(const ContainerSpec& spec) {
   const std::string cli = ShellQuote(spec.cli);
-  std::string s;
-  s += "if ! command -v " + cli + " >/dev/null 2>&1; then echo cli=missing; else\n";
-  s += ApiInspectScript(spec) + "fd_run=\nif [ -n \"$fd_api\" ]; then\n";
+  std::string s = ApiInspectScript(spec) + "fd_run=\nif [ -n \"$fd_api\" ]; then\n";
   // The answer's JSON goes to the controller whole (ContainerProbeFromJson).
   s += "  case $fd_out in *\"\n@api=404\") echo absent=1 ;;\n";
   s += "  *) printf 'inspect_cli=%s\\n" + std::string(kInspectApiLine) + "%s\\nnow=%s\\n' " + cli +
@@ -168,6 +164,17 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += std::string("else case $fd_out in ") + kNoSuchContainerPattern + ") echo absent=1 ;;\n";
   s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
   s += "fi\n";
+  return s;
+}
+
+std::string IfCliScript(const std::string& cli) {
+  return "if ! command -v " + ShellQuote(cli) + " >/dev/null 2>&1; then echo cli=missing; else\n";
+}
+
+}  // namespace
+
+std::string ContainerProbeScript(const ContainerSpec& spec) {
+  std::string s = IfCliScript(spec.cli) + InspectScript(spec);
   // A worker (no health URL) neither answers HTTP nor owns the port.
   if (!spec.HealthUrl().empty())
     s += "if [ -n \"$fd_run\" ]; then\n  " + HealthCommand(spec.HealthUrl()) + "else fd_busy=$(" +
@@ -178,6 +185,12 @@ std::string ContainerProbeScript(const ContainerSpec& spec) {
   s += "fi\n";
   if (!spec.gpus.empty()) s += GpuSupportProbeScript(spec.cli);
   return s;
+}
+
+std::string ContainerPollScript(const ContainerSpec& spec, const std::string& url) {
+  std::string s = IfCliScript(spec.cli) + InspectScript(spec);
+  if (!url.empty()) s += "[ -z \"$fd_run\" ] || " + HealthCommand(url);
+  return s + "fi\n";
 }
 
 ContainerProbe ParseContainerProbe(const std::string& output) {

@@ -71,6 +71,12 @@ std::string PortBusyCommand(int port);
 // The fragment for `spec` on its node.
 std::string ContainerProbeScript(const ContainerSpec& spec);
 
+// The fragment for one poll of a health wait: the container's inspect, as
+// ContainerProbeScript reads it, and while it runs HealthCommand(url) (none
+// for an empty url). ParseContainerProbe reads it: state, exit_code and
+// health.
+std::string ContainerPollScript(const ContainerSpec& spec, const std::string& url);
+
 // Parses the fragment's output ("key=value" lines).
 ContainerProbe ParseContainerProbe(const std::string& output);
 

@@ -309,10 +309,13 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          " 2>/dev/null)\n"
          "pid=${pl%% *}; label=; case $pl in *' '*) label=${pl#* } ;; esac\n"
          "echo \"pid=$pid\"\necho \"label=$label\"\n"
-         "ns=$(readlink /proc/\"$pid\"/ns/pid 2>/dev/null)\nowner=unknown\n"
-         "if [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && [ -n \"$ns\" ]; then\n  owner=other\n"
+         // `-ef` (the same namespace inode) is the shell's own test: a
+         // readlink per process would start hundreds on a busy node.
+         "ns=/proc/$pid/ns/pid\nowner=unknown\n"
+         "if [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && [ -n \"$pid\" ] && [ -e \"$ns\" ]; then\n"
+         "  owner=other\n"
          "  for p in /proc/[0-9]*; do\n"
-         "    [ \"$(readlink \"$p\"/ns/pid 2>/dev/null)\" = \"$ns\" ] || continue\n"
+         "    [ \"$p/ns/pid\" -ef \"$ns\" ] || continue\n"
          "    if ls -l \"$p\"/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
          "owner=container; break; fi\n"
          "  done\nfi\n"

@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "manifests/smoke_schema.h"
@@ -248,11 +251,11 @@ TEST(SmokeCheck, FreshContextPromptsAreNeverTheSame) {
   EXPECT_NE(a.find("Reply with the single word OK."), std::string::npos);
 }
 
-// The identity script on a root daemon's node (docker): the container's
-// PID namespace is not readable, so the engine is asked through `exec`.
-// A stand-in CLI answers inspect (a PID whose /proc entry cannot be read)
-// and runs exec's command here, where this process holds the connection.
-std::string RunOwnerScript(const std::string& exec_mode) {
+// The identity script. A stand-in CLI answers inspect with `pid` (by
+// default one whose /proc entry cannot be read: a root daemon's container
+// on a docker node, so the engine is asked through `exec`) and runs exec's
+// command here, where this process holds the connection.
+std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid = "999999999") {
   char dir_template[] = "/tmp/fleet-owner-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   const std::string cli = dir + "/engine";
@@ -261,7 +264,7 @@ std::string RunOwnerScript(const std::string& exec_mode) {
       "#!/bin/sh\n"
       "case $1 in\n"
       "  container) case $4 in '{{.State.Pid}} {{index .Config.Labels \"fleet.deployment\"}}') "
-      "echo 999999999 b ;; *) exit 125 ;; esac ;;\n"
+      "echo $FAKE_PID b ;; *) exit 125 ;; esac ;;\n"
       "  exec) shift 2\n"
       "    case $FAKE_EXEC in fail) exit 126 ;; none) echo 0; exit 1 ;; esac\n"
       "    exec \"$@\" ;;\n"
@@ -286,7 +289,7 @@ std::string RunOwnerScript(const std::string& exec_mode) {
   getsockname(cfd, reinterpret_cast<sockaddr*>(&c), &len);
   int afd = accept(lfd, nullptr, nullptr);
   const std::string cmd =
-      "FAKE_EXEC=" + exec_mode + " sh -c " +
+      "FAKE_PID=" + pid + " FAKE_EXEC=" + exec_mode + " sh -c " +
       ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, ntohs(c.sin_port)));
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
@@ -312,6 +315,36 @@ TEST(SmokeCheck, IdentityAsksTheEngineWhenTheNodeCannotSeeTheContainer) {
   // No shell in the image: unknown, as before.
   out = RunOwnerScript("fail");
   EXPECT_NE(out.find("owner=unknown"), std::string::npos) << out;
+}
+
+// A container the node can see (podman: the user's own processes): the
+// processes of its PID namespace are searched, and the engine is not asked.
+TEST(SmokeCheck, IdentityFindsTheHolderInTheContainersNamespace) {
+  if (geteuid() != 0) GTEST_SKIP() << "reads every process's fds: needs root";
+  const std::string self = std::to_string(getpid());
+  std::string out = RunOwnerScript("fail", self);
+  EXPECT_NE(out.find("owner=container"), std::string::npos) << out;
+  EXPECT_EQ(out.find("via=engine"), std::string::npos) << out;
+  // A container whose namespace holds none of the test's processes (a
+  // sleep in a PID namespace of its own): another process holds the port.
+  if (std::system("command -v unshare >/dev/null 2>&1") != 0) GTEST_SKIP() << "no unshare";
+  FILE* u = popen("unshare --pid --fork --kill-child sleep 60 >/dev/null 2>&1 & echo $!", "r");
+  ASSERT_NE(u, nullptr);
+  int unshare_pid = 0;
+  ASSERT_EQ(fscanf(u, "%d", &unshare_pid), 1);
+  pclose(u);
+  std::string child;
+  for (int i = 0; i < 100 && child.empty(); ++i) {
+    std::ifstream("/proc/" + std::to_string(unshare_pid) + "/task/" + std::to_string(unshare_pid) +
+                  "/children") >>
+        child;
+    if (child.empty()) usleep(20000);
+  }
+  ASSERT_FALSE(child.empty()) << "unshare's child did not start";
+  out = RunOwnerScript("none", child);
+  kill(unshare_pid, SIGKILL);
+  EXPECT_NE(out.find("owner=other"), std::string::npos) << out;
+  EXPECT_EQ(out.find("via=engine"), std::string::npos) << out;
 }
 
 TEST(SmokeCheck, ExpectedServedModel) {

@@ -8,6 +8,7 @@
 #include "providers/display_ram/display_ram_json.h"
 #include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 
@@ -184,8 +185,8 @@ Status Restore(const StepContext& ctx, const ModuleValues& original,
 // null when there is no probe or the figure is unknown: the unlock's gain is
 // recorded as measured, never guessed.
 std::optional<uint64_t> GpuFreeBytes(const StepContext& ctx) {
-  Result<CommandResult> r = ctx.transport->Run(
-      "cd && [ -x .fleet/bin/fleet-probe ] && timeout 20 .fleet/bin/fleet-probe");
+  const std::string probe = ShellQuote(kProbeInstallPath);
+  Result<CommandResult> r = ctx.transport->Run("cd && [ -x " + probe + " ] && timeout 20 " + probe);
   if (!r.ok() || r->exit_code != 0) return std::nullopt;
   GpuFacts facts;
   std::string error;

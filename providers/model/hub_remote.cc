@@ -5,6 +5,7 @@
 
 #include "providers/model/blob_hash.h"
 #include "providers/model/hub_cache.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -137,16 +138,15 @@ Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc
 
 namespace {
 
-// Sets $hasher (and $fp, $h) for the sha256 blobs and names it on stderr
+// After kFindProbeScript: sets $hasher (and $h) for the sha256 blobs and names it on stderr
 // ("fleet-hasher NAME"): fleet-probe --sha256 where the installed probe has
 // that mode and libcrypto loads (it maps the files instead of copying them
 // out of the page cache: ~0.9 of `openssl speed`'s per-core rate per
 // CPU-second, `openssl dgst` ~0.8); else OpenSSL's CLI (the CPU's SHA
 // extensions: several times coreutils' sha256sum where both exist); else
-// sha256sum. The probe's path is the one probe.<node> installs (probe_provider.h).
-constexpr char kChooseSha256Hasher[] = R"SH(
-fp="$HOME/.fleet/bin/fleet-probe"; [ -x "$fp" ] || fp=$(command -v fleet-probe 2>/dev/null)
-if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
+// sha256sum.
+constexpr char kChooseSha256Hasher[] =
+    R"SH(if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
 elif command -v openssl >/dev/null 2>&1; then hasher='openssl dgst'; h='openssl dgst -sha256 -r'
 elif command -v sha256sum >/dev/null 2>&1; then hasher=sha256sum; h=sha256sum
 else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi
@@ -169,7 +169,7 @@ std::string GitBlobHashScript(const std::vector<std::string>& git) {
 std::string Sha256HashScript(const std::vector<std::string>& sha256, int parallel) {
   std::vector<std::string> dotted;
   for (const std::string& p : sha256) dotted.push_back("./" + p);
-  std::string script = kChooseSha256Hasher;
+  std::string script = std::string(kFindProbeScript) + kChooseSha256Hasher;
   // fleet-probe: a thread per core; it keeps them all busy to the end itself
   // (the last files in steps, the one with the most left first), so that 3
   // shards on 2 cores take 1.5 shards' time. Other hashers (a process per

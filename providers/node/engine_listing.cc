@@ -39,13 +39,7 @@ std::string CurlUrls(bool images) {
 std::string ApiScript(bool images) {
   const std::string nl = "\n";
   const std::string paths = ShellQuote(ContainersPath()) + (images ? " /images/json" : "");
-  return "  if [ -n \"$els\" ]; then\n"
-         "    elf=\"" +
-         std::string(kInstalledProbe) +
-         "\"; elr=127\n"
-         "    [ -x \"$elf\" ] && { ela=$(\"$elf\" --api \"$els\" " +
-         paths +
-         " 2>/dev/null); elr=$?; }\n"
+  return "  if [ -n \"$els\" ]; then\n    " + ProbeApiReadScript("ela", "elr", paths) +
          "    case $elr in\n"
          "    2 | 126 | 127) ela=\n"
          "      if command -v curl >/dev/null 2>&1; then\n"
@@ -129,6 +123,13 @@ std::string EngineSocketScript(const std::string& cli) {
            "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
            "2>/dev/null; }; then els=$eps; fi\n";
   return "";
+}
+
+std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
+                               const std::string& quoted_paths) {
+  const std::string probe = std::string("\"") + kInstalledProbe + "\"";
+  return rc + "=127; [ -x " + probe + " ] && { " + out + "=$(" + probe + " --api \"$els\" " +
+         quoted_paths + " 2>/dev/null); " + rc + "=$?; }\n";
 }
 
 std::string EngineListingBegin(const std::string& cli, bool images) {

@@ -23,12 +23,9 @@
 
 #include "providers/image/image_listing.h"
 #include "providers/node/gpu_context.h"
+#include "src/probe/probe_install.h"
 
 namespace fleet {
-
-// Where `fleet` installs its node-side probe (the probe@<node> step), as sh
-// spells it.
-constexpr const char* kInstalledProbe = "$HOME/.fleet/bin/fleet-probe";
 
 // sh that starts the listing with the node's container CLI `cli` ("docker"
 // or "podman") and prints the fleet_serves line (ServeListingScript's, or
@@ -43,6 +40,13 @@ std::string EngineListingBegin(const std::string& cli, bool images);
 // CLI `cli` would reach its engine through one ("" otherwise: see above).
 // Defines only $els, $edc and $eps.
 std::string EngineSocketScript(const std::string& cli);
+
+// sh: "RC=127; " then, where the installed fleet-probe is, its read of the
+// engine API's `quoted_paths` (shell words) on the socket $els into $OUT
+// (as `curl -w '\n@api=%{http_code}\n'` prints them) and its exit status
+// into $RC. REQUIRES: $els set (EngineSocketScript).
+std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
+                               const std::string& quoted_paths);
 
 // sh that prints the image listing (ImageListingScript's lines, or
 // "images=api") once the background job is done; "" without `images`.

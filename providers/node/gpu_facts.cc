@@ -341,7 +341,8 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error) {
   GpuFacts facts;
   facts.source = "fleet-probe";
   if (!HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error) ||
-      !GetOptBool(j, "cuda_context", "", &facts.cuda_context, error)) {
+      !GetOptBool(j, "cuda_context", "", &facts.cuda_context, error) ||
+      !GetOptUint(j, "elapsed_ns", "", &facts.probe_elapsed_ns, error)) {
     return false;
   }
   std::string cuda_error;

@@ -25,9 +25,9 @@ struct GpuProcess {
 };
 
 struct GpuInfo {
-  int index = 0;     // PCI bus order, as nvidia-smi and `docker --gpus` count
-  std::string name;  // "NVIDIA GB10"; empty when unknown
-  std::string uuid;  // "GPU-…"; empty when unknown
+  int index = 0;                   // PCI bus order, as nvidia-smi and `docker --gpus` count
+  std::string name;                // "NVIDIA GB10"; empty when unknown
+  std::string uuid;                // "GPU-…"; empty when unknown
   std::string compute_capability;  // "12.1"; empty when unknown
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
@@ -59,6 +59,10 @@ struct GpuFacts {
   // "memory unknown: nvidia-smi reports [N/A] (unified memory?); install
   // fleet-probe".
   std::string note;
+  // fleet-probe's own run ("elapsed_ns" of its document); unset for an older
+  // probe and for nvidia-smi. The plan's timing, not a fact of the node: not
+  // in GpuFactsToJson.
+  std::optional<uint64_t> probe_elapsed_ns;
 
   friend bool operator==(const GpuFacts&, const GpuFacts&) = default;
 };
@@ -75,15 +79,13 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error);
 // (memory in MiB). A bracketed value such as [N/A] or [Not Supported] makes
 // that figure unknown. Empty output or "No devices were found" means no GPU.
 // Same success/failure contract as ParseProbeJson (source "nvidia-smi").
-bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out,
-                       std::string* error);
+bool ParseNvidiaSmiCsv(std::string_view csv_noheader_output, GpuFacts* out, std::string* error);
 
 // GpuFacts as JSON for the state file and saved plans; unknown figures are
 // null. GpuFactsFromJson(GpuFactsToJson(f)) == f. On failure returns false
 // with *error (when given) saying where, and leaves *out untouched.
 nlohmann::json GpuFactsToJson(const GpuFacts& facts);
-bool GpuFactsFromJson(const nlohmann::json& json, GpuFacts* out,
-                      std::string* error = nullptr);
+bool GpuFactsFromJson(const nlohmann::json& json, GpuFacts* out, std::string* error = nullptr);
 
 // One line for `fleet status` / `fleet probe`, e.g. "GPU 0 (NVIDIA GB10,
 // unified) 96.3 GiB free of 119.7 GiB, host MemAvailable 110.4 GiB"; says
@@ -103,8 +105,7 @@ struct BudgetAnswer {
 // memory as the CUDA driver reports it; for unified memory the explanation
 // also gives the host's MemAvailable. Unknown memory gives known=false and
 // fits=false, with the reason.
-BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes,
-                               int gpu_index = -1);
+BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes, int gpu_index = -1);
 
 }  // namespace fleet
 

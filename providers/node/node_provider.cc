@@ -53,15 +53,6 @@ Result<NodeFacts> ReadFacts(Transport* t, const NodeSpec& spec) {
   return f;
 }
 
-// fleet-probe's own time ("elapsed_ns" of its document) in seconds; -1 for
-// a probe too old to say.
-double ProbeSecondsFromJson(const std::string& probe_json) {
-  const nlohmann::json j = nlohmann::json::parse(probe_json, nullptr, false);
-  const auto it = j.is_object() ? j.find("elapsed_ns") : j.end();
-  if (it == j.end() || !it->is_number_unsigned()) return -1;
-  return it->get<double>() / 1e9;
-}
-
 }  // namespace
 
 std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
@@ -85,8 +76,7 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
   s += EngineListingBegin(cli, list_images);
-  s += std::string("fp=\"") + kInstalledProbe +
-       "\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe 2>/dev/null)\n"
+  s += std::string(kFindProbeScript) +
        // A driver hung in cuInit must not hang the whole plan: a probe that
        // answered --api ($elq) ends itself after 20 s, an older one gets
        // timeout (a process more, ~4 ms).
@@ -138,7 +128,7 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   std::string error;
   if (!probe_json.empty() && ParseProbeJson(probe_json, &gpu, &error)) {
     gpu.context_decision = ParseGpuContext(kv["gpu_context"]).why;
-    f.gpu_probe_s = ProbeSecondsFromJson(probe_json);
+    if (gpu.probe_elapsed_ns) f.gpu_probe_s = *gpu.probe_elapsed_ns / 1e9;
     f.gpu = GpuFactsToJson(gpu);
   } else if (!smi_csv.empty() && ParseNvidiaSmiCsv(smi_csv, &gpu, &error)) {
     f.gpu = GpuFactsToJson(gpu);

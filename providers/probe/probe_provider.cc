@@ -9,15 +9,14 @@
 
 #include "providers/probe/probe_json.h"
 #include "src/probe/fleet_probe_source.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 namespace {
 
-// Relative to the node user's home: SFTP and exec channels both start there.
-constexpr const char* kDir = ".fleet/bin";
-constexpr const char* kBinary = ".fleet/bin/fleet-probe";
+// Beside the probe (src/probe/probe_install.h), relative to the node user's home.
 constexpr const char* kVersionFile = ".fleet/bin/fleet-probe.sha256src";
 constexpr const char* kSourceFile = ".fleet/src/fleet_probe.cc";
 
@@ -65,7 +64,8 @@ std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
 
 std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
   // `read`, not $(cat ...): no process on a converged node.
-  return std::string("cd && if [ -x ") + kBinary + " ]; then pv=; { read -r pv <" + kVersionFile +
+  return std::string("cd && if [ -x ") + kProbeInstallPath + " ]; then pv=; { read -r pv <" +
+         kVersionFile +
          "; } 2>/dev/null; printf 'installed=%s\\n' \"$pv\"; fi\n"
          "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
 }
@@ -166,12 +166,12 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
     method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? kMethodUpload
                                                                           : kMethodCompile;
 
-  Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", kDir, ".fleet/src"})).status();
+  Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", kProbeInstallDir, ".fleet/src"})).status();
   if (!s.ok()) return s;
   if (method == kMethodUpload) {
     std::string binary = ReadFile(LocalProbeBinary());
     if (binary.empty()) return Result<nlohmann::json>::Error("cannot read the local fleet-probe");
-    s = ctx.transport->WriteFile(kBinary, binary, 0755);
+    s = ctx.transport->WriteFile(kProbeInstallPath, binary, 0755);
   } else {
     s = ctx.transport->WriteFile(
         kSourceFile,
@@ -179,16 +179,17 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
         0644);
     if (s.ok())
       s = RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-pthread",
-                                       "-o", std::string(kBinary) + ".tmp"}) +
+                                       "-o", std::string(kProbeInstallPath) + ".tmp"}) +
                              " && " +
-                             ShellCommand({"mv", "-f", std::string(kBinary) + ".tmp", kBinary}))
+                             ShellCommand({"mv", "-f", std::string(kProbeInstallPath) + ".tmp",
+                                           kProbeInstallPath}))
               .status();
   }
   if (!s.ok()) return s;
   s = ctx.transport->WriteFile(kVersionFile, std::string(kFleetProbeSourceSha256) + "\n", 0644);
   if (!s.ok()) return s;
   // Verify: the installed probe runs and prints its JSON document.
-  Result<CommandResult> run = ctx.transport->Run(kBinary);
+  Result<CommandResult> run = ctx.transport->Run(kProbeInstallPath);
   if (!run.ok()) return run.status();
   if (run->exit_code != 0 || run->out.find("\"probe_version\"") == std::string::npos)
     return Result<nlohmann::json>::Error("on " + ctx.node->name +

@@ -1,0 +1,22 @@
+// Where fleet installs fleet-probe on a node (the probe.<node> step,
+// providers/probe/): every node-side script and the installer name the
+// program from here.
+#ifndef FLEET_SRC_PROBE_PROBE_INSTALL_H_
+#define FLEET_SRC_PROBE_PROBE_INSTALL_H_
+
+namespace fleet {
+
+// Relative to the node user's home, where SFTP and exec channels start.
+inline constexpr char kProbeInstallDir[] = ".fleet/bin";
+inline constexpr char kProbeInstallPath[] = ".fleet/bin/fleet-probe";
+// The same program as sh spells it from any directory.
+inline constexpr char kInstalledProbe[] = "$HOME/.fleet/bin/fleet-probe";
+// sh: $fp names the installed probe, else a fleet-probe on PATH ("" when
+// neither; the caller checks `[ -n "$fp" ] && [ -x "$fp" ]`).
+inline constexpr char kFindProbeScript[] =
+    "fp=\"$HOME/.fleet/bin/fleet-probe\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe "
+    "2>/dev/null)\n";
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_PROBE_PROBE_INSTALL_H_
