@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "providers/image/cli_error.h"
+#include "providers/node/engine_listing.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -34,7 +35,63 @@ bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
   return true;
 }
 
+constexpr char kImageApiLine[] = "image_api=";
+
+// A name or an ID the API's path can carry as it is.
+bool PathSafe(const std::string& what) {
+  return !what.empty() && what.find_first_not_of(
+                              "abcdefghijklmnopqrstuvwxyz"
+                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:/@") == std::string::npos;
+}
+
+// The API's answer to GET /images/NAME/json: its Id and RepoDigests, as
+// the CLI's kInspectFormat gives them. False when it is not an image's.
+bool ImageLookupFromJson(const std::string& body, ImageLookup* l) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return false;
+  const auto id = j.find("Id");
+  if (id == j.end() || !id->is_string()) return false;
+  l->id = NormalizeImageId(id->get<std::string>());
+  if (l->id.empty()) return false;
+  const auto digests = j.find("RepoDigests");
+  if (digests != j.end() && digests->is_array())
+    for (const auto& d : *digests)
+      if (d.is_string()) l->repo_digests.push_back(d.get<std::string>());
+  return true;
+}
+
 }  // namespace
+
+std::string ImageInspectScript(const std::string& cli, const std::string& what) {
+  const std::string by_cli =
+      ShellCommand({cli, "image", "inspect", "--format", kInspectFormat, what}) + " 2>&1\n";
+  if (!PathSafe(what)) return by_cli;
+  return EngineSocketScript(cli) +
+         "ii=\n"
+         "if [ -n \"$els\" ]; then\n  " +
+         ProbeApiReadScript("iio", "iir", ShellQuote("/images/" + what + "/json")) +
+         "  [ $iir != 0 ] || case $iio in *\"\n@api=200\" | *\"\n@api=404\") ii=1 ;; esac\n"
+         "fi\n"
+         "if [ -n \"$ii\" ]; then printf '" +
+         kImageApiLine + "%s\\n' \"$iio\"; else " + by_cli + "fi\n";
+}
+
+ImageLookup ParseImageInspect(int exit_code, const std::string& output) {
+  if (output.rfind(kImageApiLine, 0) != 0) return ParseInspect(exit_code, output);
+  ImageLookup l;
+  l.tried = true;
+  const size_t mark = output.rfind("\n@api=");
+  if (mark == std::string::npos) {
+    l.error = "the engine's API answer has no status";
+    return l;
+  }
+  if (output.compare(mark + 6, 3, "404") == 0) return l;  // a plain miss
+  const std::string body =
+      output.substr(sizeof kImageApiLine - 1, mark - (sizeof kImageApiLine - 1));
+  l.found = ImageLookupFromJson(body, &l);
+  if (!l.found) l.error = "cannot read the engine API's image inspect: " + body.substr(0, 300);
+  return l;
+}
 
 std::string DigestOfFleetTag(const std::string& name) {
   const size_t colon = name.rfind(':');

@@ -80,6 +80,15 @@ ImageProbe ParseImageProbe(const std::string& output);
 // answer are skipped; "no such image" / "image not known" is a plain miss.
 ImageLookup ParseInspect(int exit_code, const std::string& output);
 
+// sh for one image inspect of `what` (a name or an ID) on a node whose
+// container CLI is `cli`: GET /images/WHAT/json through the engine's API
+// where it answers (EngineSocketScript's socket, the installed fleet-probe:
+// no CLI start, ~50-95 ms of the node's CPU each), else `<cli> image inspect
+// --format kInspectFormat WHAT 2>&1`. Exits with the CLI's status, 0 on the
+// API's path. ParseImageInspect reads it.
+std::string ImageInspectScript(const std::string& cli, const std::string& what);
+ImageLookup ParseImageInspect(int exit_code, const std::string& output);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_

@@ -4,6 +4,13 @@
 #include "providers/image/image_provider.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "providers/image/cli_error.h"
 #include "providers/image/image_listing.h"
@@ -11,6 +18,7 @@
 #include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
 #include "providers/image/run_args.h"
+#include "providers/node/engine_api_test_util.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -173,6 +181,67 @@ TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
   ImageProbe q = ImageProbe::FromJson(ParseImageProbe("ref 0 [] " + kC + "\n").ToJson());
   EXPECT_TRUE(q.by_ref.found);
   EXPECT_EQ(q.by_ref.id, kC);
+}
+
+// Where the engine's API answers (podman's service here), an image's
+// inspect is read from it by fleet's installed probe: found (podman's ID in
+// the CLI's form), missing (404), and an answer the API cannot give (a
+// record it cannot read: 500) goes to the CLI, as does a node without the
+// service.
+TEST(ImageProbeTest, InspectThroughTheEnginesApi) {
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  char tmpl[] = "/tmp/image_api_test.XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  ASSERT_EQ(std::system(("mkdir -p " + dir + "/.fleet/bin " + dir + "/xdg/podman && cp " + probe +
+                         " " + dir + "/.fleet/bin/fleet-probe")
+                            .c_str()),
+            0);
+  std::ofstream(dir + "/podman") << "#!/bin/sh\necho \"$@\" >>" << dir
+                                 << "/podman.args\necho 'Error: image not known' >&2; exit 125\n";
+  chmod((dir + "/podman").c_str(), 0755);
+  const std::string ref = kRepo + "@" + kD;
+  auto inspect = [&](const std::string& what) {
+    std::ofstream(dir + "/inspect.sh") << ImageInspectScript("podman", what);
+    const std::string cmd = "env -u CONTAINER_HOST HOME=" + dir + " XDG_RUNTIME_DIR=" + dir +
+                            "/xdg PATH=" + dir + ":/usr/bin:/bin sh " + dir + "/inspect.sh";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    const int status = pclose(f);
+    return ParseImageInspect(WEXITSTATUS(status), out);
+  };
+  auto cli_calls = [&] {
+    std::ifstream in(dir + "/podman.args");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  const std::string sock = dir + "/xdg/podman/podman.sock";
+  {
+    testing_engine::FakeEngineApi engine(
+        sock, {{"/images/" + ref + "/json",
+                {"200 OK", R"({"Id":")" + kC + R"(","RepoDigests":[")" + ref + R"("]})"}},
+               {"/images/broken/json", {"500 Internal Server Error", R"({"message":"x"})"}}});
+    ASSERT_TRUE(engine.ok());
+    ImageLookup l = inspect(ref);
+    EXPECT_TRUE(l.found) << l.error;
+    EXPECT_EQ(l.id, kC);
+    EXPECT_TRUE(HasRepoDigest(l.repo_digests, kD));
+    l = inspect("sha256:" + std::string(64, 'e'));
+    EXPECT_TRUE(l.tried);
+    EXPECT_FALSE(l.found);
+    EXPECT_EQ(l.error, "");
+    EXPECT_EQ(cli_calls(), "");  // not one CLI start
+    l = inspect("broken");
+    EXPECT_FALSE(l.found);
+    EXPECT_NE(cli_calls().find("image inspect --format"), std::string::npos);
+    EXPECT_EQ(engine.requests(), 3);
+  }
+  unlink(sock.c_str());
+  const ImageLookup l = inspect(ref);  // no service: the CLI
+  EXPECT_FALSE(l.found);
+  EXPECT_EQ(l.error, "");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ImageProviderTest, ParseProbeReportsMissingCliAsError) {

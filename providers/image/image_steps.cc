@@ -48,10 +48,9 @@ std::string Remove(Transport* t, const std::string& cli, const std::string& what
 }  // namespace
 
 Result<ImageLookup> InspectImage(Transport* t, const std::string& cli, const std::string& what) {
-  Result<CommandResult> r =
-      t->Run(ShellCommand({cli, "image", "inspect", "--format", kInspectFormat, what}) + " 2>&1");
+  Result<CommandResult> r = t->Run(ImageInspectScript(cli, what));
   if (!r.ok()) return r.status();
-  ImageLookup l = ParseInspect(r->exit_code, r->out);
+  ImageLookup l = ParseImageInspect(r->exit_code, r->out);
   if (!l.error.empty()) return Status::Error("looking up " + what + ": " + l.error);
   return l;
 }
