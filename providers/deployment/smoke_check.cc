@@ -314,11 +314,12 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "ns=/proc/$pid/ns/pid\nowner=unknown\n"
          "if [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && [ -n \"$pid\" ] && [ -e \"$ns\" ]; then\n"
          "  owner=other\n"
-         "  for p in /proc/[0-9]*; do\n"
-         "    [ \"$p/ns/pid\" -ef \"$ns\" ] || continue\n"
-         "    if ls -l \"$p\"/fd 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
-         "owner=container; break; fi\n"
-         "  done\nfi\n"
+         "  fds=\n"
+         "  for p in /proc/[0-9]*; do [ \"$p/ns/pid\" -ef \"$ns\" ] && fds=\"$fds $p/fd\"; done\n"
+         // One ls for all of them: their fds' targets name the socket.
+         "  if [ -n \"$fds\" ] && ls -l $fds 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
+         "owner=container; fi\n"
+         "fi\n"
          // A root daemon's container (docker): the node user cannot read
          // its processes, but the engine can look among them (exec runs in
          // the container's PID namespace, as its user). No shell there:

@@ -168,11 +168,13 @@ if [ -d "$l" ]; then
 fi
 p=$c
 while [ ! -e "$p" ]; do case $p in */*) p=${p%/*}; [ -n "$p" ] || p=/;; *) break;; esac; done
-$to df -Pk "$p" 2>/dev/null | awk -v p="$p" 'NR==2 {printf "df\t%s\t%s\t%s\n", $4, $6, p}'
+$to df -Pk "$p" 2>/dev/null | { read -r dfx; read -r dfx dfx dfx dfa dfx dfm && printf 'df\t%s\t%s\t%s\n' "$dfa" "$dfm" "$p"; }
 )SH";
   for (const auto& [name, path] : t.stores) {
-    s += "$to df -Pk " + NodePathWord(path) + " 2>/dev/null | awk -v n=" + ShellQuote(name) +
-         " 'NR==2 {printf \"dfstore\\t%s\\t%s\\t%s\\n\", n, $4, $6}'\n";
+    s += "$to df -Pk " + NodePathWord(path) +
+         " 2>/dev/null | { read -r dfx; read -r dfx dfx dfx dfa dfx dfm && printf "
+         "'dfstore\\t%s\\t%s\\t%s\\n' " +
+         ShellQuote(name) + " \"$dfa\" \"$dfm\"; }\n";
   }
   s += "exit 0\n";
   return s;

@@ -133,7 +133,13 @@ TEST(HubCache, ProbesARealLayout) {
   }
   EXPECT_TRUE(p.disk.known);
   EXPECT_GT(p.disk.avail_bytes, 0u);
+  // df's sixth field, not its capacity ("24% /"): the mount point.
+  ASSERT_FALSE(p.disk.mount.empty());
+  EXPECT_EQ(p.disk.mount[0], '/') << p.disk.mount;
+  EXPECT_EQ(p.disk.mount.find('%'), std::string::npos) << p.disk.mount;
   EXPECT_TRUE(p.stores.at("nas").known);
+  EXPECT_GT(p.stores.at("nas").avail_bytes, 0u);
+  EXPECT_EQ(p.stores.at("nas").mount, p.disk.mount);
   EXPECT_FALSE(p.lock.has_value());
   Completeness c = CheckCompleteness(p, nullptr, kRev);
   EXPECT_TRUE(c.complete) << JoinProblems(c.problems);
