@@ -13,6 +13,8 @@
 namespace fleet {
 namespace {
 
+constexpr char kServingApiLine[] = "serving_api=";
+
 // One value per line, so no value can break the parse; the spec label is
 // read through `index` because `.Config.Labels.fleet.spec` is not a path.
 std::string InspectFormat(const std::string& cli) {
@@ -59,17 +61,38 @@ std::string HealthCommand(const std::string& url) {
          "else echo health=none; fi\n";
 }
 
-std::string ServingContainersCommand(const std::string& cli) {
+std::string ServingContainersCliCommand(const std::string& cli) {
   return ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
                        "serving={{.Names}}"});
+}
+
+std::string ServingContainersCommand(const std::string& cli) {
+  // The API's answer goes to the controller, which reads its names.
+  return "{\n" + EngineSocketScript(cli) +
+         "sv_api=\n"
+         "if [ -n \"$els\" ]; then\n  " +
+         ProbeApiReadScript("sv_out", "sv_rc", ShellQuote(ServingContainersApiPath())) +
+         "  [ $sv_rc != 0 ] || case $sv_out in *\"\n@api=200\") sv_api=1 ;; esac\n"
+         "fi\n"
+         "if [ -n \"$sv_api\" ]; then printf '%s\\n' \"${sv_out%\"\n@api=200\"}\" | while IFS= "
+         "read -r "
+         "sv_l; do printf '" +
+         kServingApiLine +
+         "%s\\n' \"$sv_l\"; done\n"
+         "else " +
+         ServingContainersCliCommand(cli) + "; fi\n}";
 }
 
 std::vector<std::string> ParseServingContainers(const std::string& output) {
   std::vector<std::string> names;
   std::istringstream lines(output);
-  std::string line;
-  while (std::getline(lines, line))
+  std::string line, api;
+  while (std::getline(lines, line)) {
     if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
+    if (line.rfind(kServingApiLine, 0) == 0) api += line.substr(sizeof kServingApiLine - 1);
+  }
+  if (!api.empty())
+    for (const std::string& n : ContainersFromJson(api).names) names.push_back(n);
   return names;
 }
 

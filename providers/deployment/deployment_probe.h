@@ -59,8 +59,14 @@ struct ContainerProbe {
 std::string HealthCommand(const std::string& url);
 
 // `<cli> ps` of the running containers labelled fleet.deployment, one
-// "serving=<name>" line each; ParseServingContainers reads those lines back.
-// The one listing display_ram and the deployment probe both use.
+// "serving=<name>" line each.
+std::string ServingContainersCliCommand(const std::string& cli);
+// The same list, one sh command (a group: a redirection after it covers it
+// all): the engine API's answer on one "serving_api=" line where it
+// answers (EngineSocketScript's socket, the installed fleet-probe: no CLI
+// start), else ServingContainersCliCommand, whose exit status it keeps.
+// ParseServingContainers reads both. The one listing display_ram and the
+// deployment probe use.
 std::string ServingContainersCommand(const std::string& cli);
 std::vector<std::string> ParseServingContainers(const std::string& output);
 

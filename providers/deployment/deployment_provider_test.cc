@@ -331,15 +331,26 @@ TEST_F(ProbeScriptTest, InspectThroughTheEnginesApi) {
   EXPECT_EQ(p.error, "");
   EXPECT_NE(access((dir_ + "/podman.args").c_str(), F_OK), 0);  // no CLI start
 
-  // No such container (404): absent, and the CLI lists what holds the port.
+  // No such container (404): absent, and the API lists the serves that
+  // hold the node (docker's names start with '/').
   {
-    testing_engine::FakeEngineApi engine(sock, {});
+    testing_engine::FakeEngineApi engine(
+        sock, {{"/containers/json?filters=", {"200 OK", R"([{"Names":["/fleet-old"]}])"}}});
     ASSERT_TRUE(engine.ok());
     p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec()), env));
   }
   EXPECT_FALSE(p.exists);
   EXPECT_EQ(p.error, "");
   EXPECT_EQ(p.health, -1);
+  EXPECT_EQ(p.serving, std::vector<std::string>{"fleet-old"});
+  EXPECT_NE(access((dir_ + "/podman.args").c_str(), F_OK), 0);  // no CLI start
+  // An API that does not list them: the CLI does.
+  {
+    testing_engine::FakeEngineApi engine(sock, {});
+    ASSERT_TRUE(engine.ok());
+    p = ParseContainerProbe(Run(ContainerProbeScript(ProbeSpec()), env));
+  }
+  EXPECT_FALSE(p.exists);
   std::ifstream args(dir_ + "/podman.args");
   const std::string a((std::istreambuf_iterator<char>(args)), {});
   EXPECT_EQ(a.find("inspect"), std::string::npos) << a;

@@ -14,12 +14,16 @@ namespace {
 constexpr const char* kApiLine = "engine_api=";
 constexpr const char* kApiMarker = "@api=";
 
-// `ps --filter label=fleet.deployment`'s filter as the API takes it: the
-// JSON object {"label": [<the label>]}, URL-encoded.
-std::string ContainersPath() {
+}  // namespace
+
+std::string ServingContainersApiPath() {
   return std::string("/containers/json?filters=%7B%22label%22%3A%5B%22") + kDeploymentLabel +
          "%22%5D%7D";
 }
+
+namespace {
+
+std::string ContainersPath() { return ServingContainersApiPath(); }
 
 // The same endpoints as URLs for curl.
 std::string CurlUrls(bool images) {
@@ -57,7 +61,7 @@ std::string ApiScript(bool images) {
 
 // Today's CLI listing of the serves (ServeListingScript's words).
 std::string CliServesScript(const std::string& cli) {
-  return "    if gcs=$(" + ServingContainersCommand(cli) +
+  return "    if gcs=$(" + ServingContainersCliCommand(cli) +
          " 2>&1); then\n"
          "      fsl=listed; gcs=$(printf '%s\\n' \"$gcs\" | sed -n 's/^serving=//p' | tr '\\n' "
          "' ')\n"

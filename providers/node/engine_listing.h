@@ -41,6 +41,11 @@ std::string EngineListingBegin(const std::string& cli, bool images);
 // Defines only $els, $edc and $eps.
 std::string EngineSocketScript(const std::string& cli);
 
+// The API's GET of the running containers labelled fleet.deployment (`ps
+// --filter label=fleet.deployment`'s filter as the API takes it: the JSON
+// object {"label": [<the label>]}, URL-encoded).
+std::string ServingContainersApiPath();
+
 // sh: "RC=127; " then, where the installed fleet-probe is, its read of the
 // engine API's `quoted_paths` (shell words) on the socket $els into $OUT
 // (as `curl -w '\n@api=%{http_code}\n'` prints them) and its exit status
