@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "manifests/smoke_schema.h"
+#include "providers/node/engine_listing.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -300,8 +301,21 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          " /proc/net/tcp /proc/net/tcp6 2>/dev/null | head -n 1)\n"
          "  [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && break\n  sleep 0.1\ndone\n"
          "echo \"inode=$inode\"\n"
-         // One inspect for both (a CLI start is ~50-95 ms of a node's CPU).
-         "pl=$(" +
+         // The pid and the label from the engine's API where it answers
+         // (the shell cuts them out of its JSON: "Pid" is State's alone,
+         // and a key inside a string would be escaped), else one CLI inspect
+         // for both (a CLI start is ~50-95 ms of a node's CPU).
+         + EngineSocketScript(cli) + "pl=\nif [ -n \"$els\" ]; then\n  " +
+         ProbeApiReadScript("co_out", "co_rc", ShellQuote("/containers/" + container + "/json")) +
+         "  if [ $co_rc = 0 ]; then case $co_out in *\"\n@api=200\")\n"
+         "    pid=${co_out#*'\"Pid\":'}; pid=${pid%%[!0-9]*}\n"
+         "    label=${co_out#*'\"" +
+         std::string(kDeploymentLabel) +
+         "\":\"'}\n"
+         "    [ \"$label\" = \"$co_out\" ] && label= || label=${label%%'\"'*}\n"
+         "    pl=\"${pid:-0} $label\" ;; esac; fi\n"
+         "fi\n"
+         "[ -n \"$pl\" ] || pl=$(" +
          inspect + " " +
          ShellQuote(std::string("{{.State.Pid}} {{index .Config.Labels \"") + kDeploymentLabel +
                     "\"}}") +

@@ -12,9 +12,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <thread>
 
 #include "manifests/smoke_schema.h"
+#include "providers/node/engine_api_test_util.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -255,15 +258,20 @@ TEST(SmokeCheck, FreshContextPromptsAreNeverTheSame) {
 // default one whose /proc entry cannot be read: a root daemon's container
 // on a docker node, so the engine is asked through `exec`) and runs exec's
 // command here, where this process holds the connection.
-std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid = "999999999") {
+// With `api`, the CLI is podman's and its service answers the inspect
+// (through the fleet-probe this build installs); "cli_inspect=1" is
+// appended when the CLI was asked all the same.
+std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid = "999999999",
+                           bool api = false) {
   char dir_template[] = "/tmp/fleet-owner-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
-  const std::string cli = dir + "/engine";
-  FILE* f = fopen(cli.c_str(), "w");
+  const std::string cli = api ? "podman" : dir + "/engine";
+  FILE* f = fopen((dir + (api ? "/podman" : "/engine")).c_str(), "w");
   fputs(
       "#!/bin/sh\n"
       "case $1 in\n"
-      "  container) case $4 in '{{.State.Pid}} {{index .Config.Labels \"fleet.deployment\"}}') "
+      "  container) touch \"$FAKE_DIR/cli_inspect\"\n"
+      "    case $4 in '{{.State.Pid}} {{index .Config.Labels \"fleet.deployment\"}}') "
       "echo $FAKE_PID b ;; *) exit 125 ;; esac ;;\n"
       "  exec) shift 2\n"
       "    case $FAKE_EXEC in fail) exit 126 ;; none) echo 0; exit 1 ;; esac\n"
@@ -271,7 +279,24 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
       "esac\n",
       f);
   fclose(f);
-  chmod(cli.c_str(), 0755);
+  chmod((dir + (api ? "/podman" : "/engine")).c_str(), 0755);
+  std::unique_ptr<testing_engine::FakeEngineApi> engine;
+  std::string env = "FAKE_DIR=" + dir;
+  if (api) {
+    const char* probe = std::getenv("FLEET_PROBE");
+    EXPECT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+    EXPECT_EQ(std::system(("mkdir -p " + dir + "/.fleet/bin " + dir + "/xdg/podman && cp " + probe +
+                           " " + dir + "/.fleet/bin/fleet-probe")
+                              .c_str()),
+              0);
+    engine = std::make_unique<testing_engine::FakeEngineApi>(
+        dir + "/xdg/podman/podman.sock",
+        std::map<std::string, std::pair<std::string, std::string>>{
+            {"/containers/fleet-b/json",
+             {"200 OK", R"({"Id":"x","Args":["--name","\"Pid\":7"],"State":{"ConmonPid":5,"Pid":)" +
+                            pid + R"(},"Config":{"Labels":{"fleet.deployment":"b"}}})"}}});
+    env += " HOME=" + dir + " XDG_RUNTIME_DIR=" + dir + "/xdg PATH=" + dir + ":/usr/bin:/bin";
+  }
   // A connection from this process to itself: the accepted end is held here.
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -289,7 +314,7 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
   getsockname(cfd, reinterpret_cast<sockaddr*>(&c), &len);
   int afd = accept(lfd, nullptr, nullptr);
   const std::string cmd =
-      "FAKE_PID=" + pid + " FAKE_EXEC=" + exec_mode + " sh -c " +
+      "env -u CONTAINER_HOST " + env + " FAKE_PID=" + pid + " FAKE_EXEC=" + exec_mode + " sh -c " +
       ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, ntohs(c.sin_port)));
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
@@ -299,6 +324,7 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
   close(afd);
   close(cfd);
   close(lfd);
+  if (access((dir + "/cli_inspect").c_str(), F_OK) == 0) out += "cli_inspect=1\n";
   std::filesystem::remove_all(dir);
   return out;
 }
@@ -325,6 +351,14 @@ TEST(SmokeCheck, IdentityFindsTheHolderInTheContainersNamespace) {
   std::string out = RunOwnerScript("fail", self);
   EXPECT_NE(out.find("owner=container"), std::string::npos) << out;
   EXPECT_EQ(out.find("via=engine"), std::string::npos) << out;
+  EXPECT_NE(out.find("cli_inspect=1"), std::string::npos) << out;
+  // The pid and the label from podman's service: no CLI start (and not
+  // fooled by "Pid" in an argument or ConmonPid).
+  out = RunOwnerScript("fail", self, /*api=*/true);
+  EXPECT_NE(out.find("pid=" + self + "\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("label=b\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("owner=container"), std::string::npos) << out;
+  EXPECT_EQ(out.find("cli_inspect=1"), std::string::npos) << out;
   // A container whose namespace holds none of the test's processes (a
   // sleep in a PID namespace of its own): another process holds the port.
   if (std::system("command -v unshare >/dev/null 2>&1") != 0) GTEST_SKIP() << "no unshare";
