@@ -301,12 +301,7 @@ TEST_F(ProbeScriptTest, RunningContainerWithHealth) {
 // probe reads the container's inspect from it: not one CLI start, and the
 // fields the CLI gives (podman's image ID without "sha256:").
 TEST_F(ProbeScriptTest, InspectThroughTheEnginesApi) {
-  const char* probe = std::getenv("FLEET_PROBE");
-  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
-  ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/.fleet/bin " + dir_ + "/xdg/podman && cp " + probe +
-                         " " + dir_ + "/.fleet/bin/fleet-probe")
-                            .c_str()),
-            0);
+  ASSERT_TRUE(testing_engine::InstallBuiltProbe(dir_)) << "run by meson, which sets FLEET_PROBE";
   Tool("podman", "echo \"$@\" >> " + dir_ + "/podman.args\nexit 125\n");
   Tool("curl", "printf 200\n");
   const std::time_t t = std::time(nullptr) - 95;

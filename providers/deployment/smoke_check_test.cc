@@ -283,12 +283,7 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
   std::unique_ptr<testing_engine::FakeEngineApi> engine;
   std::string env = "FAKE_DIR=" + dir;
   if (api) {
-    const char* probe = std::getenv("FLEET_PROBE");
-    EXPECT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
-    EXPECT_EQ(std::system(("mkdir -p " + dir + "/.fleet/bin " + dir + "/xdg/podman && cp " + probe +
-                           " " + dir + "/.fleet/bin/fleet-probe")
-                              .c_str()),
-              0);
+    EXPECT_TRUE(testing_engine::InstallBuiltProbe(dir)) << "run by meson, which sets FLEET_PROBE";
     engine = std::make_unique<testing_engine::FakeEngineApi>(
         dir + "/xdg/podman/podman.sock",
         std::map<std::string, std::pair<std::string, std::string>>{

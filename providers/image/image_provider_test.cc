@@ -189,14 +189,9 @@ TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
 // record it cannot read: 500) goes to the CLI, as does a node without the
 // service.
 TEST(ImageProbeTest, InspectThroughTheEnginesApi) {
-  const char* probe = std::getenv("FLEET_PROBE");
-  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
   char tmpl[] = "/tmp/image_api_test.XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  ASSERT_EQ(std::system(("mkdir -p " + dir + "/.fleet/bin " + dir + "/xdg/podman && cp " + probe +
-                         " " + dir + "/.fleet/bin/fleet-probe")
-                            .c_str()),
-            0);
+  ASSERT_TRUE(testing_engine::InstallBuiltProbe(dir)) << "run by meson, which sets FLEET_PROBE";
   std::ofstream(dir + "/podman") << "#!/bin/sh\necho \"$@\" >>" << dir
                                  << "/podman.args\necho 'Error: image not known' >&2; exit 125\n";
   chmod((dir + "/podman").c_str(), 0755);

@@ -9,11 +9,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include "src/probe/probe_install.h"
 
 namespace fleet::testing_engine {
 
@@ -74,6 +77,18 @@ class FakeEngineApi {
   std::atomic<int> requests_{0};
   std::thread thread_;
 };
+
+// Installs this build's fleet-probe (FLEET_PROBE, which meson sets) as the
+// probe of a node whose home is `home` (no quote in it), and makes the
+// folder of a podman service's socket, home/xdg/podman. False without
+// FLEET_PROBE or when the copy fails.
+inline bool InstallBuiltProbe(const std::string& home) {
+  const char* probe = std::getenv("FLEET_PROBE");
+  return probe != nullptr &&
+         std::system(("mkdir -p '" + home + "/" + kProbeInstallDir + "' '" + home +
+                      "/xdg/podman' && cp '" + probe + "' '" + home + "/" + kProbeInstallPath + "'")
+                         .c_str()) == 0;
+}
 
 }  // namespace fleet::testing_engine
 
