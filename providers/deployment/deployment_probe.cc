@@ -69,11 +69,7 @@ std::string ServingContainersCliCommand(const std::string& cli) {
 std::string ServingContainersCommand(const std::string& cli) {
   // The API's answer goes to the controller, which reads its names.
   return "{\n" + EngineSocketScript(cli) +
-         "sv_api=\n"
-         "if [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript("sv_out", "sv_rc", ShellQuote(ServingContainersApiPath())) +
-         "  [ $sv_rc != 0 ] || case $sv_out in *\"\n@api=200\") sv_api=1 ;; esac\n"
-         "fi\n"
+         ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
          "if [ -n \"$sv_api\" ]; then printf '%s\\n' \"${sv_out%\"\n@api=200\"}\" | while IFS= "
          "read -r "
          "sv_l; do printf '" +
@@ -116,13 +112,9 @@ constexpr char kInspectApiLine[] = "inspect_api=";
 // watch` round. Sets $fd_api to 1 when the API answered for the container
 // (200 or 404), with the answer in $fd_out; else the CLI asks.
 std::string ApiInspectScript(const ContainerSpec& spec) {
-  const std::string answered = "\"\n@api=";
-  return EngineSocketScript(spec.cli) + "fd_api=\nif [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript("fd_out", "fd_rc",
-                            ShellQuote("/containers/" + spec.container + "/json")) +
-         "  [ $fd_rc != 0 ] || case $fd_out in *" + answered + "200\" | *" + answered +
-         "404\") fd_api=1 ;; esac\n"
-         "fi\n";
+  return EngineSocketScript(spec.cli) + ProbeApiGetScript("fd_out", "fd_api",
+                                                          "/containers/" + spec.container + "/json",
+                                                          {"200", "404"});
 }
 
 // The body of the API's answer in a probe's output: from the inspect_api

@@ -305,15 +305,15 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          // (the shell cuts them out of its JSON: "Pid" is State's alone,
          // and a key inside a string would be escaped), else one CLI inspect
          // for both (a CLI start is ~50-95 ms of a node's CPU).
-         + EngineSocketScript(cli) + "pl=\nif [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript("co_out", "co_rc", ShellQuote("/containers/" + container + "/json")) +
-         "  if [ $co_rc = 0 ]; then case $co_out in *\"\n@api=200\")\n"
+         + EngineSocketScript(cli) +
+         ProbeApiGetScript("co_out", "co_api", "/containers/" + container + "/json", {"200"}) +
+         "pl=\nif [ -n \"$co_api\" ]; then\n"
          "    pid=${co_out#*'\"Pid\":'}; pid=${pid%%[!0-9]*}\n"
          "    label=${co_out#*'\"" +
          std::string(kDeploymentLabel) +
          "\":\"'}\n"
          "    [ \"$label\" = \"$co_out\" ] && label= || label=${label%%'\"'*}\n"
-         "    pl=\"${pid:-0} $label\" ;; esac; fi\n"
+         "    pl=\"${pid:-0} $label\"\n"
          "fi\n"
          "[ -n \"$pl\" ] || pl=$(" +
          inspect + " " +

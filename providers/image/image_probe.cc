@@ -67,13 +67,9 @@ std::string ImageInspectScript(const std::string& cli, const std::string& what) 
       ShellCommand({cli, "image", "inspect", "--format", kInspectFormat, what}) + " 2>&1\n";
   if (!PathSafe(what)) return by_cli;
   return EngineSocketScript(cli) +
-         "ii=\n"
-         "if [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript("iio", "iir", ShellQuote("/images/" + what + "/json")) +
-         "  [ $iir != 0 ] || case $iio in *\"\n@api=200\" | *\"\n@api=404\") ii=1 ;; esac\n"
-         "fi\n"
-         "if [ -n \"$ii\" ]; then printf '" +
-         kImageApiLine + "%s\\n' \"$iio\"; else " + by_cli + "fi\n";
+         ProbeApiGetScript("iio", "ii", "/images/" + what + "/json", {"200", "404"}) +
+         "if [ -n \"$ii\" ]; then printf '" + kImageApiLine + "%s\\n' \"$iio\"; else " + by_cli +
+         "fi\n";
 }
 
 ImageLookup ParseImageInspect(int exit_code, const std::string& output) {

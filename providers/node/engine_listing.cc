@@ -23,11 +23,9 @@ std::string ServingContainersApiPath() {
 
 namespace {
 
-std::string ContainersPath() { return ServingContainersApiPath(); }
-
 // The same endpoints as URLs for curl.
 std::string CurlUrls(bool images) {
-  return ShellQuote("http://localhost" + ContainersPath()) +
+  return ShellQuote("http://localhost" + ServingContainersApiPath()) +
          (images ? " 'http://localhost/images/json'" : "");
 }
 
@@ -42,7 +40,8 @@ std::string CurlUrls(bool images) {
 // `timeout`).
 std::string ApiScript(bool images) {
   const std::string nl = "\n";
-  const std::string paths = ShellQuote(ContainersPath()) + (images ? " /images/json" : "");
+  const std::string paths =
+      ShellQuote(ServingContainersApiPath()) + (images ? " /images/json" : "");
   return "  if [ -n \"$els\" ]; then\n    " + ProbeApiReadScript("ela", "elr", paths) +
          "    case $elr in\n"
          "    2 | 126 | 127) ela=\n"
@@ -134,6 +133,17 @@ std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
   const std::string probe = std::string("\"") + kInstalledProbe + "\"";
   return rc + "=127; [ -x " + probe + " ] && { " + out + "=$(" + probe + " --api \"$els\" " +
          quoted_paths + " 2>/dev/null); " + rc + "=$?; }\n";
+}
+
+std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
+                              const std::string& path, std::initializer_list<const char*> codes) {
+  std::string wanted;
+  for (const char* c : codes)
+    wanted += std::string(wanted.empty() ? "" : " | ") + "*\"\n@api=" + c + "\"";
+  const std::string rc = out + "_rc";
+  return answered + "=\nif [ -n \"$els\" ]; then\n  " +
+         ProbeApiReadScript(out, rc, ShellQuote(path)) + "  [ $" + rc + " != 0 ] || case $" + out +
+         " in " + wanted + ") " + answered + "=1 ;; esac\nfi\n";
 }
 
 std::string EngineListingBegin(const std::string& cli, bool images) {

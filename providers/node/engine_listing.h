@@ -19,6 +19,7 @@
 #ifndef FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
 #define FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
 
+#include <initializer_list>
 #include <string>
 
 #include "providers/image/image_listing.h"
@@ -52,6 +53,13 @@ std::string ServingContainersApiPath();
 // into $RC. REQUIRES: $els set (EngineSocketScript).
 std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
                                const std::string& quoted_paths);
+
+// sh: the installed probe's GET of the API's `path` into $OUT (as
+// ProbeApiReadScript, its exit status in $OUT_rc), and $ANSWERED set to 1
+// when the engine answered with one of `codes` (e.g. "200", "404"), else
+// "". REQUIRES: $els set (EngineSocketScript).
+std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
+                              const std::string& path, std::initializer_list<const char*> codes);
 
 // sh that prints the image listing (ImageListingScript's lines, or
 // "images=api") once the background job is done; "" without `images`.

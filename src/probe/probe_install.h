@@ -4,6 +4,8 @@
 #ifndef FLEET_SRC_PROBE_PROBE_INSTALL_H_
 #define FLEET_SRC_PROBE_PROBE_INSTALL_H_
 
+#include <string_view>
+
 namespace fleet {
 
 // Relative to the node user's home, where SFTP and exec channels start.
@@ -16,6 +18,11 @@ inline constexpr char kInstalledProbe[] = "$HOME/.fleet/bin/fleet-probe";
 inline constexpr char kFindProbeScript[] =
     "fp=\"$HOME/.fleet/bin/fleet-probe\"; [ -x \"$fp\" ] || fp=$(command -v fleet-probe "
     "2>/dev/null)\n";
+
+// The three spell one path.
+static_assert(std::string_view(kInstalledProbe).substr(6) == kProbeInstallPath);
+static_assert(std::string_view(kFindProbeScript).find(kInstalledProbe) == 4);
+static_assert(std::string_view(kProbeInstallPath).starts_with(kProbeInstallDir));
 
 }  // namespace fleet
 
