@@ -39,15 +39,32 @@ void TakeForwardProblem(FabricHopResult* hop) {
       err.substr(at + sizeof kForwardMark - 1,
                  eol == std::string::npos ? eol : eol - at - sizeof kForwardMark + 1);
   err.erase(at, eol == std::string::npos ? eol : eol - at + 1);
+  hop->forward_stalled =
+      hop->forward_problem.starts_with("exit " + std::to_string(kFabricStalledExit) + ":");
+}
+
+// Why the hops behind hop k (behind the source: k = -1) can get no whole
+// stream although their listeners may still wait; "" when they can.
+std::string SilentBefore(const FabricChainSpec& spec, const FabricChainResult& r, int k) {
+  const std::string stall = std::to_string(spec.limits.stall_s);
+  if (k < 0) {
+    if (!r.source.ok()) return "the source was lost: " + r.source.status().message();
+    if (r.source->exit_code != kFabricStalledExit) return "";
+    return "the chain's first hop answered the source nothing for " + stall + " s";
+  }
+  const FabricHopResult& hop = r.hops[k];
+  if (!hop.target.ok()) return spec.hops[k].node + ", before it in the chain, was lost";
+  if (!hop.forward_stalled) return "";
+  return "the hop after " + spec.hops[k].node + " answered it nothing for " + stall + " s";
 }
 
 }  // namespace
 
 std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
                                int next_port, const std::string& next_identity,
-                               int connect_timeout_s, int timeout_s) {
-  const std::string send = FabricSendScript(next_address, next_port, next_identity, kForwardPayload,
-                                            connect_timeout_s, timeout_s);
+                               const FabricLimits& limits) {
+  const std::string send =
+      FabricSendScript(next_address, next_port, next_identity, kForwardPayload, limits);
   // fd 4: the pipe to the forward; fd 5: this hop's stdout (the channel).
   return "awk '/^-----BEGIN/ { n++ } n == 2' \"$d/psk\" >\"$d/psk2\" || exit 1\n"
          "exec 5>&1\n"
@@ -99,13 +116,11 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     const size_t k = up_from - 1;
     const FabricHop& hop = spec.hops[k];
     const bool last = k + 1 == n;
-    const std::string cmd =
-        last ? hop.target_cmd
-             : FabricRelayCommand(hop.target_cmd, spec.hops[k + 1].address, ports[k + 1],
-                                  ids[k + 1], spec.connect_timeout_s, spec.timeout_s);
+    const std::string cmd = last ? hop.target_cmd
+                                 : FabricRelayCommand(hop.target_cmd, spec.hops[k + 1].address,
+                                                      ports[k + 1], ids[k + 1], spec.limits);
     listeners[k] = std::make_unique<fabric_internal::Listener>(
-        hop.transport,
-        FabricListenScript(hop.address, ids[k], cmd, spec.accept_timeout_s, spec.timeout_s),
+        hop.transport, FabricListenScript(hop.address, ids[k], cmd, spec.limits),
         pems[k] + (last ? "" : pems[k + 1]));
     ports[k] = listeners[k]->WaitPort();
     if (ports[k] < 0) break;
@@ -119,19 +134,29 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
                                   "'s listener did not come up");
     for (size_t k = up_from; k < n; ++k) listeners[k]->Cancel();
   } else {
-    result.source =
-        spec.source->Run(FabricSendScript(spec.hops[0].address, ports[0], ids[0], spec.source_cmd,
-                                          spec.connect_timeout_s, spec.timeout_s),
-                         pems[0]);
+    result.source = spec.source->Run(
+        FabricSendScript(spec.hops[0].address, ports[0], ids[0], spec.source_cmd, spec.limits),
+        pems[0]);
     if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit)
       result.unconnected = true;
     // The hops behind hop 0 then get a stream that did not end cleanly.
     if (result.source.ok() && NeverConnected(result.source->exit_code)) listeners[0]->Cancel();
   }
+  // In chain order: a hop that went silent stops all those behind it at
+  // once (the first of them may be the lost node, whose end waits for the
+  // keepalive).
+  auto stop_behind = [&](int k) {
+    const std::string why = SilentBefore(spec, result, k);
+    for (size_t j = k + 1; !why.empty() && j < n; ++j)
+      if (listeners[j]) listeners[j]->Cancel(why);
+    return !why.empty();
+  };
+  bool stopped = !result.unconnected && stop_behind(-1);
   for (size_t k = 0; k < n; ++k) {
     if (!listeners[k]) continue;
     result.hops[k].target = listeners[k]->Join();
     TakeForwardProblem(&result.hops[k]);
+    if (!stopped) stopped = stop_behind(static_cast<int>(k));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -17,13 +17,17 @@
 // passes for a whole one.
 //
 // Listeners start from the last hop to the first (each forward needs the
-// next one's port), then the source connects to hop 0.
+// next one's port), then the source connects to hop 0. A hop that went
+// silent (its sender stalled, or its node lost) leaves the hops behind it
+// waiting for bytes that will not come: their listeners are stopped, and
+// those hops fail as after a stream that did not end cleanly.
 #ifndef FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
 #define FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
 
 #include <string>
 #include <vector>
 
+#include "providers/node/fabric_stream.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -40,9 +44,7 @@ struct FabricChainSpec {
   Transport* source = nullptr;  // connected
   std::string source_cmd;       // prints the payload on stdout
   std::vector<FabricHop> hops;  // at least one
-  int accept_timeout_s = 60;
-  int connect_timeout_s = 10;
-  int timeout_s = 6 * 3600;
+  FabricLimits limits;
 };
 
 struct FabricHopResult {
@@ -50,7 +52,8 @@ struct FabricHopResult {
   // TARGET_CMD succeeded; out: TARGET_CMD's stdout. Not ok: the channel
   // itself failed (the node lost).
   Result<CommandResult> target = Status::Error("not run");
-  std::string forward_problem;  // its forward to the next hop failed ("" when fine or last)
+  std::string forward_problem;   // its forward to the next hop failed ("" when fine or last)
+  bool forward_stalled = false;  // ... because the next hop answered nothing (kFabricStalledExit)
   bool delivered() const { return target.ok() && target->exit_code == 0; }
   std::string Problem() const;  // "" when delivered
 };
@@ -74,7 +77,7 @@ FabricChainResult FabricChain(const FabricChainSpec& spec);
 // status; a failed forward is one stderr line "fabric-forward: ...".
 std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
                                int next_port, const std::string& next_identity,
-                               int connect_timeout_s, int timeout_s);
+                               const FabricLimits& limits);
 
 }  // namespace fleet
 

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 
+#include "providers/node/silenced_port_test_util.h"
 #include "src/local_transport.h"
 
 namespace fleet {
@@ -100,6 +102,43 @@ TEST(FabricChain, ALastHopGoneCostsOnlyItself) {
   EXPECT_EQ(Trimmed(r.hops[0].target->out), "200000000\n");
   EXPECT_NE(r.hops[0].forward_problem, "");
   EXPECT_FALSE(r.hops[1].delivered());
+}
+
+TEST(FabricChain, AMiddleHopGoneSilentStopsOnlyThoseBehindIt) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  if (!testing_net::SilencingWorks()) GTEST_SKIP() << "needs root and nft to drop packets";
+  // hop1's port goes silent once its stream runs (power lost, no RST):
+  // hop0's forward stops after stall_s without an answer and hop0 still
+  // gets it all; hop1 and hop2, which wait for bytes that cannot come, are
+  // stopped, not left for TCP's 15 minutes.
+  char dir[] = "/tmp/fleet-silent.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string port_file = std::string(dir) + "/port";
+  Chain c("head -c 50000000 /dev/zero",
+          {"wc -c", "head -c 1 >/dev/null; echo $port >" + port_file + "; sleep 2; cat >/dev/null",
+           "wc -c"});
+  c.spec.limits.stall_s = 2;
+  FabricChainResult r;
+  std::thread run([&] { r = FabricChain(c.spec); });
+  const int port = testing_net::WaitForPortFile(port_file);
+  std::unique_ptr<testing_net::SilencedPort> silence;
+  if (port > 0) silence = std::make_unique<testing_net::SilencedPort>(port);
+  run.join();
+  silence.reset();
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  ASSERT_GT(port, 0);
+  EXPECT_EQ(r.SourceProblem(), "");
+  ASSERT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();
+  EXPECT_EQ(Trimmed(r.hops[0].target->out), "50000000\n");
+  EXPECT_TRUE(r.hops[0].forward_stalled) << r.hops[0].forward_problem;
+  // hop1 is stopped; hop2 is stopped too, or its stream (cut with hop1's
+  // forward) ends unclean first: either way not delivered.
+  ASSERT_TRUE(r.hops[1].target.ok()) << r.hops[1].Problem();
+  EXPECT_NE(r.hops[1].Problem().find("stopped: the hop after hop0 answered it nothing for 2 s"),
+            std::string::npos)
+      << r.hops[1].Problem();
+  ASSERT_TRUE(r.hops[2].target.ok()) << r.hops[2].Problem();
+  EXPECT_FALSE(r.hops[2].delivered());
 }
 
 }  // namespace

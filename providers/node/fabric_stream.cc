@@ -79,19 +79,40 @@ constexpr char kListenCheck[] =
     "2>/dev/null)\" >&2; exit 1\n"
     "  fi\n  sleep 0.05\ndone\n";
 
-// Until a connection comes: a heartbeat line every 0.5 s (a write that
-// fails, the channel gone, stops the listener); nobody within ato s: the
-// listener is stopped.
+// A heartbeat line every 0.5 s until a connection comes, then every
+// second until the stream ends (a write that fails, the channel gone,
+// stops the listener); nobody within ato s: the listener is stopped.
 constexpr char kWatchdog[] =
     "est=$(printf ':%04X [0-9A-F]*:[0-9A-F]* 01' \"$port\")\n"
     "( trap '' PIPE; n=0\n"
+    "  beat() { printf 'FLEET-FABRIC-WAIT\\n' || { kill $(cat \"$d/spid\"); exit 0; }; }\n"
     "  while [ $n -lt $((ato * 10)) ]; do\n"
-    "    grep -q \"$est\" /proc/net/tcp && exit 0\n"
-    "    if [ $((n % 5)) = 0 ]; then\n"
-    "      printf 'FLEET-FABRIC-WAIT\\n' || { kill $(cat \"$d/spid\"); exit 0; }\n"
+    "    if grep -q \"$est\" /proc/net/tcp; then\n"
+    "      until [ -e \"$d/rc\" ] || [ ! -d \"$d\" ]; do beat; sleep 1 >/dev/null; done; exit 0\n"
     "    fi\n"
+    "    [ $((n % 5)) != 0 ] || beat\n"
     "    sleep 0.1 >/dev/null; n=$((n + 1))\n"
     "  done; : >\"$d/expired\"; kill $(cat \"$d/spid\") ) </dev/null 2>/dev/null &\nwd=$!\n";
+
+// While s_client runs: its connection's line in /proc/net/tcp (remote
+// address and port as the kernel prints them on a little-endian host,
+// state 01) showing retransmissions ($7) or window probes ($9) that got no
+// answer, for `stall` samples a second apart in a row, stops it. An answer
+// resets both counters, so a slow receiver (a zero window, answered) never
+// counts; only silence does. It is stopped with KILL: a TERM that comes
+// while the forked shell still has its parent's trap handler is lost. It
+// holds no fd of the caller's (a relay's pipes, the channel), so its last
+// `sleep` delays nobody's end of file.
+constexpr char kStallWatch[] =
+    "rem=$(IFS=.; set -- $a; printf '%02X%02X%02X%02X:%04X' \"$4\" \"$3\" \"$2\" \"$1\" "
+    "\"$port\")\n"
+    "( n=0\n"
+    "  while sleep 1 && [ -d \"$d\" ]; do\n"
+    "    set -- $(grep -m 1 \" $rem 01 \" /proc/net/tcp)\n"
+    "    if [ $# -ge 9 ] && { [ \"$7\" != 00000000 ] || [ \"$9\" != 0 ]; }; then n=$((n + 1)); "
+    "else n=0; fi\n"
+    "    [ $n -lt $stall ] || { : >\"$d/stalled\"; kill $(cat \"$d/cpid\"); exit 0; }\n"
+    "  done ) </dev/null >/dev/null 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &\nsw=$!\n";
 
 // The source command failed ($r): s_client is stopped before it sees its
 // input end, so the stream ends without close_notify and the target side
@@ -108,12 +129,12 @@ constexpr char kAbortOnFailure[] =
 }  // namespace
 
 std::string FabricListenScript(const std::string& address, const std::string& identity,
-                               const std::string& target_cmd, int accept_timeout_s, int timeout_s) {
+                               const std::string& target_cmd, const FabricLimits& limits) {
   // The EXIT trap stops a listener still running (no rc yet) and the watchdog.
   return "wd=\n" +
-         Prelude(address, identity, timeout_s,
+         Prelude(address, identity, limits.timeout_s,
                  "[ -e \"$d/rc\" ] || kill $(cat \"$d/spid\"); [ -z \"$wd\" ] || kill $wd; ") +
-         "ato=" + std::to_string(accept_timeout_s) +
+         "ato=" + std::to_string(limits.accept_timeout_s) +
          "\n"
          "mkfifo \"$d/in\" || exit 1\n"
          // A free port: not in /proc/net/tcp{,6} (a race with another
@@ -142,10 +163,13 @@ std::string FabricListenScript(const std::string& address, const std::string& id
 }
 
 std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
-                             const std::string& source_cmd, int connect_timeout_s, int timeout_s) {
-  return "job=\n" + Prelude(address, identity, timeout_s, "[ -z \"$job\" ] || kill $job; ") +
-         "port=" + std::to_string(port) + "; cto=" + std::to_string(connect_timeout_s) + "\n{ (\n" +
-         source_cmd + "\n) </dev/null 2>\"$d/serr\"; r=$?; echo $r >\"$d/rc\"\n" + kAbortOnFailure +
+                             const std::string& source_cmd, const FabricLimits& limits) {
+  return "job=; sw=\n" +
+         Prelude(address, identity, limits.timeout_s,
+                 "[ -z \"$job\" ] || kill $job; [ -z \"$sw\" ] || kill -9 $sw; ") +
+         "port=" + std::to_string(port) + "; cto=" + std::to_string(limits.connect_timeout_s) +
+         "; stall=" + std::to_string(limits.stall_s) + "\n{ (\n" + source_cmd +
+         "\n) </dev/null 2>\"$d/serr\"; r=$?; echo $r >\"$d/rc\"\n" + kAbortOnFailure +
          "} | d=\"$d\" id=\"$id\" a=\"$a\" port=\"$port\" to=\"$to\" sh -c 'echo $$ >\"$d/cpid\"; "
          "exec timeout \"$to\" openssl s_client -state -quiet -no_ign_eof -nocommands " +
          kTls +
@@ -156,8 +180,13 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
          "n=0\nuntil grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; do\n"
          "  kill -0 $job 2>/dev/null || break\n"
          "  [ $n -lt $((cto * 20)) ] || { kill $job 2>/dev/null; break; }\n"
-         "  sleep 0.05; n=$((n + 1))\ndone\n"
-         "wait $job 2>/dev/null; crc=$?; job=\nwait 2>/dev/null\n"
+         "  sleep 0.05; n=$((n + 1))\ndone\n" +
+         kStallWatch +
+         "wait $job 2>/dev/null; crc=$?; job=\nkill -9 $sw 2>/dev/null; sw=\nwait 2>/dev/null\n"
+         "if [ -e \"$d/stalled\" ]; then echo \"fabric: $a:$port answered nothing for $stall s: "
+         "that node or its link is gone; stopped sending\" >&2; exit " +
+         std::to_string(kFabricStalledExit) +
+         "\nfi\n"
          // Stopped by kAbortOnFailure: the source failed while s_client ran.
          "if [ -e \"$d/aborted\" ]; then echo \"the source command exited $(cat \"$d/rc\"): $(head "
          "-c "
@@ -255,7 +284,10 @@ Listener::~Listener() {
 
 bool Listener::OnStdout(std::string_view chunk) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (cancel_) return false;  // stops the listener (it is waiting: heartbeats come)
+  if (cancel_) {  // stops the listener (heartbeats come while it runs)
+    stopped_ = true;
+    return false;
+  }
   if (port_ >= 0) {
     after_.append(chunk);
     return true;
@@ -277,15 +309,18 @@ int Listener::WaitPort() {
   return port_ > 0 ? port_ : -1;
 }
 
-void Listener::Cancel() {
+void Listener::Cancel(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   cancel_ = true;
+  why_ = why;
 }
 
 Result<CommandResult> Listener::Join() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   Result<CommandResult> r = result_;
+  // Stopped by us, not lost: the node answered (a heartbeat came).
+  if (!r.ok() && stopped_ && !why_.empty()) r = CommandResult{1, "", "fabric: stopped: " + why_};
   if (r.ok()) r->out = WithoutHeartbeats(after_);
   return r;
 }
@@ -303,20 +338,19 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
     result.target = Status::Error("cannot make the transfer's key");
     return result;
   }
-  fabric_internal::Listener listener(spec.target,
-                                     FabricListenScript(spec.target_address, id, spec.target_cmd,
-                                                        spec.accept_timeout_s, spec.timeout_s),
-                                     pem);
+  fabric_internal::Listener listener(
+      spec.target, FabricListenScript(spec.target_address, id, spec.target_cmd, spec.limits), pem);
   const int port = listener.WaitPort();
   if (port > 0) {
     result.listening = true;
-    result.source =
-        spec.source->Run(FabricSendScript(spec.target_address, port, id, spec.source_cmd,
-                                          spec.connect_timeout_s, spec.timeout_s),
-                         source_pem);
+    result.source = spec.source->Run(
+        FabricSendScript(spec.target_address, port, id, spec.source_cmd, spec.limits), source_pem);
     if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit)
       result.unconnected = true;
     if (result.source.ok() && NeverConnected(result.source->exit_code)) listener.Cancel();
+    if (result.source.ok() && result.source->exit_code == kFabricStalledExit)
+      listener.Cancel("its sender got no answer from it for " +
+                      std::to_string(spec.limits.stall_s) + " s");
   } else {
     result.source = Status::Error("not started: the target's listener did not come up");
     result.unconnected = true;

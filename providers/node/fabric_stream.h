@@ -27,11 +27,20 @@
 //   link down, no route): it has sent no byte then, the listener is stopped
 //   at once, and the result says `unconnected`: the caller may take the
 //   path through the controller;
-// - lifetime: until a connection comes, the listener prints a heartbeat
-//   line every 0.5 s; fleet stops it by not reading one (cancel), and a
-//   channel closed under it (fleet gone) stops it at the next one. A
-//   watchdog kills it if nobody connects within `accept_timeout_s`; both
-//   ends run under `timeout T`; the scripts' temp dirs go with them.
+// - a peer that goes silent (power lost, a cable pulled: no FIN, no RST)
+//   would hold a sender until TCP gives up (~15 min), and every hop
+//   before it with it, as each one's pipe fills: the send script stops
+//   sending once its connection has retransmitted or probed without an
+//   answer for `stall_s` seconds in a row (/proc/net/tcp) and exits
+//   kFabricStalledExit. A receiver that is only slow answers the
+//   probes of its zero window and is waited for;
+// - lifetime: the listener prints a heartbeat line every 0.5 s until a
+//   connection comes and every second after, until its stream ends; fleet
+//   stops it by not reading one (cancel: also mid-stream, for a listener
+//   whose sender went silent), and a channel closed under it (fleet gone)
+//   stops it at the next one. A watchdog kills it if nobody connects
+//   within `accept_timeout_s`; both ends run under `timeout T`; the
+//   scripts' temp dirs go with them.
 #ifndef FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 #define FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
 
@@ -46,15 +55,21 @@
 
 namespace fleet {
 
+// How long each end of a stream waits for what.
+struct FabricLimits {
+  int accept_timeout_s = 60;   // the listener dies if nobody connects by then
+  int connect_timeout_s = 10;  // the source gives up connecting after this
+  int stall_s = 30;            // a sender stops after this long without an answer
+  int timeout_s = 6 * 3600;    // both ends die after this, whatever happens
+};
+
 struct FabricStreamSpec {
   Transport* source = nullptr;  // connected; used by this stream only while it runs
   std::string source_cmd;       // prints the payload on stdout
   Transport* target = nullptr;  // connected
   std::string target_cmd;       // reads the payload on stdin; its stdout comes back
   std::string target_address;   // the target's fabric IPv4: the listener binds it
-  int accept_timeout_s = 60;    // the listener dies if nobody connects by then
-  int connect_timeout_s = 10;   // the source gives up connecting after this
-  int timeout_s = 6 * 3600;     // both ends die after this, whatever happens
+  FabricLimits limits;
   // Test hook: the key the source uses, 64 hex digits ("" = the right one).
   std::string source_key_override;
 };
@@ -78,15 +93,19 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec);
 // The scripts, for tests and review. Each reads the PSK session file
 // (FabricSessionPem) on its stdin; no secret is in the script.
 std::string FabricListenScript(const std::string& address, const std::string& identity,
-                               const std::string& target_cmd, int accept_timeout_s, int timeout_s);
+                               const std::string& target_cmd, const FabricLimits& limits);
 std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
-                             const std::string& source_cmd, int connect_timeout_s, int timeout_s);
+                             const std::string& source_cmd, const FabricLimits& limits);
 
 // The exit status of the send script when it could not connect (no byte sent).
 constexpr int kFabricUnconnectedExit = 75;
 // ... when the source command failed before a connection was made (no byte
 // sent either, but another path would fail alike).
 constexpr int kFabricSourceFailedUnconnectedExit = 76;
+// ... when the receiver answered nothing for stall_s: it or its link is
+// gone, and its listener (and whatever is behind it) waits for bytes that
+// will not come: stop them.
+constexpr int kFabricStalledExit = 74;
 // The send script ended without reaching the listener, which then waits
 // for nobody: stop it.
 inline bool NeverConnected(int send_exit) {
@@ -115,9 +134,10 @@ class Listener {
   Listener& operator=(const Listener&) = delete;
   // The port it listens on once its ready line came; -1 when it ended first.
   int WaitPort();
-  // Stops it while it waits for a connection (at its next heartbeat).
-  // REQUIRES: no connection reached it (else the transfer is cut).
-  void Cancel();
+  // Stops it at its next heartbeat, waiting for a connection or mid-stream
+  // (a stream cut so is not whole, and its hop fails). Join then gives
+  // exit 1 and `why` on stderr; a node lost meanwhile stays an error.
+  void Cancel(const std::string& why = "");
   // Waits for its end; out is what it printed after the ready line,
   // heartbeats left out.
   Result<CommandResult> Join();
@@ -128,6 +148,8 @@ class Listener {
   std::condition_variable cv_;
   int port_ = -1;
   bool ended_ = false, cancel_ = false;
+  bool stopped_ = false;      // a heartbeat came after Cancel: the stop is ours
+  std::string why_;           // Cancel's
   std::string head_, after_;  // stdout before and after the ready line
   Result<CommandResult> result_ = Status::Error("not run");
   std::thread thread_;  // last: starts once the members above exist

@@ -6,8 +6,11 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <string_view>
+#include <thread>
 
+#include "providers/node/silenced_port_test_util.h"
 #include "src/local_transport.h"
 #include "src/shell_quote.h"
 
@@ -90,11 +93,69 @@ TEST(FabricStream, ASourceFailingMidStreamFailsTheTarget) {
   EXPECT_NE(r.Problem().find("did not end cleanly"), std::string::npos) << r.Problem();
 }
 
+TEST(FabricStream, AReceiverThatOnlyStopsReadingIsWaitedFor) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  // The target reads nothing for 4 s while 20 MB wait: its window closes,
+  // the sender's probes are answered, and a stall limit of 2 s must not
+  // cut the stream.
+  LocalTransport src(Local("a")), dst(Local("b"));
+  FabricStreamSpec s;
+  s.source = &src;
+  s.source_cmd = "head -c 20000000 /dev/zero";
+  s.target = &dst;
+  s.target_cmd = "sleep 4; wc -c";
+  s.target_address = "127.0.0.1";
+  s.limits.stall_s = 2;
+  FabricStreamResult r = FabricStream(s);
+  ASSERT_TRUE(r.ok()) << r.Problem();
+  EXPECT_EQ(r.target->out.substr(r.target->out.find_first_not_of(' ')), "20000000\n");
+}
+
+TEST(FabricStream, ASilentReceiverStopsTheSenderAndItsListener) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  if (!testing_net::SilencingWorks()) GTEST_SKIP() << "needs root and nft to drop packets";
+  // Once the stream runs, every packet of the listener's port is dropped
+  // (its node lost power): the sender stops after stall_s without an
+  // answer, and fleet stops the listener, which waits for bytes that
+  // cannot come.
+  char dir[] = "/tmp/fleet-silent.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string port_file = std::string(dir) + "/port";
+  LocalTransport src(Local("a")), dst(Local("b"));
+  FabricStreamSpec s;
+  s.source = &src;
+  s.source_cmd = "head -c 50000000 /dev/zero";
+  s.target = &dst;
+  s.target_cmd = "head -c 1 >/dev/null; echo $port >" + port_file + "; sleep 2; cat >/dev/null";
+  s.target_address = "127.0.0.1";
+  s.limits.stall_s = 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  FabricStreamResult r;
+  std::thread run([&] { r = FabricStream(s); });
+  const int port = testing_net::WaitForPortFile(port_file);
+  std::unique_ptr<testing_net::SilencedPort> silence;
+  if (port > 0) silence = std::make_unique<testing_net::SilencedPort>(port);
+  run.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  silence.reset();
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  ASSERT_GT(port, 0);
+  ASSERT_TRUE(r.source.ok());
+  EXPECT_EQ(r.source->exit_code, kFabricStalledExit) << r.source->err;
+  EXPECT_NE(r.source->err.find("answered nothing for 2 s"), std::string::npos) << r.source->err;
+  ASSERT_TRUE(r.target.ok()) << r.target.status().message();
+  EXPECT_EQ(r.target->exit_code, 1);
+  EXPECT_NE(r.target->err.find("fabric: stopped: its sender got no answer"), std::string::npos)
+      << r.target->err;
+  EXPECT_LT(took, 20.0);
+}
+
 TEST(FabricStream, ListenerNobodyConnectsToIsStopped) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport dst(Local("b"));
   const auto t0 = std::chrono::steady_clock::now();
-  Result<CommandResult> r = dst.Run(FabricListenScript("127.0.0.1", "fleet-test", "cat", 1, 30),
+  Result<CommandResult> r = dst.Run(FabricListenScript("127.0.0.1", "fleet-test", "cat",
+                                                       {.accept_timeout_s = 1, .timeout_s = 30}),
                                     FabricSessionPem(std::string(64, 'a')));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok());
@@ -127,8 +188,8 @@ TEST(FabricStream, TheKeyIsOnNoCommandLine) {
   EXPECT_EQ(FabricSessionPem(std::string(64, 'x')), "");
   // The scripts take no key: it comes on their stdin.
   for (const std::string& script :
-       {FabricListenScript("10.77.0.2", "fleet-id", "cat", 60, 100),
-        FabricSendScript("10.77.0.2", 40000, "fleet-id", "cat f", 10, 100)}) {
+       {FabricListenScript("10.77.0.2", "fleet-id", "cat", {}),
+        FabricSendScript("10.77.0.2", 40000, "fleet-id", "cat f", {})}) {
     EXPECT_EQ(script.find("-psk "), std::string::npos) << script;
     EXPECT_NE(script.find("-psk_session \"$d/psk\""), std::string::npos) << script;
     EXPECT_NE(script.find("umask 077"), std::string::npos) << script;
@@ -189,7 +250,7 @@ TEST(FabricStream, NoConnectionStopsTheListenerAtOnce) {
   s.target = &dst;
   s.target_cmd = "wc -c";
   s.target_address = "127.0.0.1";
-  s.connect_timeout_s = 3;
+  s.limits.connect_timeout_s = 3;
   const auto t0 = std::chrono::steady_clock::now();
   FabricStreamResult r = FabricStream(s);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -223,7 +284,8 @@ TEST(FabricStream, SendScriptGivesUpConnectingInTime) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport src(Local("a"));
   // Nothing listens on 127.0.0.1:1: refused at once, exit kFabricUnconnectedExit.
-  Result<CommandResult> r = src.Run(FabricSendScript("127.0.0.1", 1, "fleet-id", "echo hi", 2, 30),
+  Result<CommandResult> r = src.Run(FabricSendScript("127.0.0.1", 1, "fleet-id", "echo hi",
+                                                     {.connect_timeout_s = 2, .timeout_s = 30}),
                                     FabricSessionPem(std::string(64, 'a')));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, kFabricUnconnectedExit) << r->err;

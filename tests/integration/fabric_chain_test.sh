@@ -11,7 +11,9 @@
 # - a middle node lost mid-transfer (fleet-sim crash: power loss): the
 #   nodes before it complete, those behind it are re-routed and complete,
 #   the lost one is named, nothing half-loaded is named, and once the node
-#   is back a re-apply completes it and converges.
+#   is back a re-apply completes it and converges;
+# - the same when the node goes silent (fleet-sim crash-silent: its packets
+#   dropped, no FIN or RST), well before TCP would give up on it (~15 min).
 source "$(dirname "$0")/lib.sh"
 
 for tool in ip tc nsenter openssl podman; do
@@ -37,18 +39,19 @@ egress_within() {
     fail "the source sent $1 bytes for a payload of $2: more than once"
 }
 
-# apply_crashing_dgx3 BYTES: an apply in the background; dgx3 loses power
-# (fleet-sim crash) once its hop runs (an openssl of its user) and dgx1 has
-# sent BYTES more over its fabric link. The apply must fail (dgx3 lost).
+# apply_crashing_dgx3 BYTES [CRASH]: an apply in the background; dgx3 loses
+# power (fleet-sim CRASH, default crash) once its hop runs (an openssl of its
+# user) and dgx1 has sent BYTES more over its fabric link. The apply must
+# fail (dgx3 lost).
 apply_crashing_dgx3() {
-  local before crashed= u3 _ apply_pid rc=0
+  local before crashed= u3 _ apply_pid rc=0 crash=${2:-crash}
   u3=$(node_field dgx3 user)
   before=$(src_tx)
   fl apply --auto-approve &
   apply_pid=$!
   for _ in $(seq 600); do
     if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + $1)) ]]; then
-      "$SIM" crash "$SIMDIR" dgx3 >/dev/null && crashed=1
+      "$SIM" "$crash" "$SIMDIR" dgx3 >/dev/null && crashed=1
       break
     fi
     sleep 0.05
@@ -147,5 +150,24 @@ expect_rc 0 apply --auto-approve
 [[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
 [[ -z $(find "$(node_root dgx3)/hf/hub/models--fleet--chain-model/blobs" -name '*.incomplete') ]] ||
   fail "dgx3: .incomplete blobs left after the re-apply"
+assert_converged
+
+step "dgx3 goes silent mid-transfer of the image (no FIN, no RST): the others complete well before TCP gives up"
+for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
+t0=$SECONDS
+apply_crashing_dgx3 $((PAYLOAD / 3)) crash-silent
+took=$((SECONDS - t0))
+echo "   apply with dgx3 silent: ${took} s"
+((took < 240)) || fail "the apply took ${took} s with dgx3 silent: it waited for TCP"
+expect_out "dgx3 was lost mid-transfer"
+expect_out "the hop after dgx2 answered it nothing for 30 s"
+expect_out "re-routing dgx2 → dgx4 → dgx5"
+for n in dgx2 dgx4 dgx5; do
+  has_config $n "$C" || fail "$n lacks image $C after dgx3 went silent"
+  no_openssl_on $n
+done
+"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+expect_rc 0 apply --auto-approve
+has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
 assert_converged
 echo PASS

@@ -171,6 +171,17 @@ net_up() {
 	ip -n "$fab" link set br0 mtu 9000
 }
 
+# net_fabric_port NAME up|down: the switch's end of the node's fabric link
+# (down: frames to and from the node are dropped, without a word to either
+# side). Nothing without the fabric.
+net_fabric_port() {
+	load_sim
+	net_on || return 0
+	load_node "$1"
+	[[ -n ${NODE[net_index]-} ]] || return 0
+	ip -n "${SIM[net_tag]}f" link set "${SIM[net_tag]}x${NODE[net_index]}" "$2" 2>/dev/null || true
+}
+
 # net_down: removes what net_up made (idempotent). The LAN veths' host ends
 # are deleted by name first: deleting a netns frees the veths in it from a
 # kernel work queue, and under load their root-side peers outlived `stop` by
