@@ -130,9 +130,12 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     // Hop up_from - 1's listener did not come up; those behind it wait for
     // a connection that will not come.
     result.unconnected = true;
-    result.source = Status::Error("not started: " + spec.hops[up_from - 1].node +
-                                  "'s listener did not come up");
-    for (size_t k = up_from; k < n; ++k) listeners[k]->Cancel();
+    const std::string why =
+        "not started: " + spec.hops[up_from - 1].node + "'s listener did not come up";
+    result.source = Status::Error(why);
+    for (size_t k = up_from; k < n; ++k) listeners[k]->Cancel(why);
+    // The hops before it never listened: not lost, just not reached.
+    for (size_t k = 0; k + 1 < up_from; ++k) result.hops[k].target = CommandResult{1, "", why};
   } else {
     result.source = spec.source->Run(
         FabricSendScript(spec.hops[0].address, ports[0], ids[0], spec.source_cmd, spec.limits),
@@ -140,7 +143,8 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     if (result.source.ok() && result.source->exit_code == kFabricUnconnectedExit)
       result.unconnected = true;
     // The hops behind hop 0 then get a stream that did not end cleanly.
-    if (result.source.ok() && NeverConnected(result.source->exit_code)) listeners[0]->Cancel();
+    if (result.source.ok() && NeverConnected(result.source->exit_code))
+      listeners[0]->Cancel("the source did not connect: " + result.SourceProblem());
   }
   // In chain order: a hop that went silent stops all those behind it at
   // once (the first of them may be the lost node, whose end waits for the

@@ -104,6 +104,22 @@ TEST(FabricChain, ALastHopGoneCostsOnlyItself) {
   EXPECT_FALSE(r.hops[1].delivered());
 }
 
+TEST(FabricChain, AListenerThatDoesNotComeUpLeavesTheOthersUnreachedNotLost) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  Chain c("head -c 1000 /dev/zero", {"wc -c", "wc -c", "wc -c"});
+  c.spec.hops[1].address = "198.51.100.254";  // TEST-NET-2, not here: its bind fails
+  FabricChainResult r = FabricChain(c.spec);
+  EXPECT_TRUE(r.unconnected);
+  // hop0 never listened; hop2 was stopped, or got hop1's forward cut: an
+  // answer either way, not a node lost.
+  ASSERT_TRUE(r.hops[0].target.ok()) << r.hops[0].Problem();
+  EXPECT_NE(r.hops[0].Problem().find("not started: hop1's listener did not come up"),
+            std::string::npos)
+      << r.hops[0].Problem();
+  ASSERT_TRUE(r.hops[2].target.ok()) << r.hops[2].Problem();
+  EXPECT_FALSE(r.hops[2].delivered());
+}
+
 TEST(FabricChain, AMiddleHopGoneSilentStopsOnlyThoseBehindIt) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   if (!testing_net::SilencingWorks()) GTEST_SKIP() << "needs root and nft to drop packets";

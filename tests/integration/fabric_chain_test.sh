@@ -169,5 +169,22 @@ done
 "$SIM" node-start "$SIMDIR" dgx3 >/dev/null
 expect_rc 0 apply --auto-approve
 has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+
+step "dgx3 goes silent mid-transfer of the model: the others complete and verify, none taken for lost"
+for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
+t0=$SECONDS
+apply_crashing_dgx3 $((MPAYLOAD / 3)) crash-silent
+took=$((SECONDS - t0))
+echo "   apply with dgx3 silent: ${took} s"
+((took < 240)) || fail "the apply took ${took} s with dgx3 silent: it waited for TCP"
+expect_out "dgx3 was lost mid-transfer"
+grep -E "lost: .*dgx[245]" "$WORK/out" && fail "a node that answers was taken for lost"
+for n in dgx2 dgx4 dgx5; do
+  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 went silent"
+  no_openssl_on $n
+done
+"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+expect_rc 0 apply --auto-approve
+[[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
 assert_converged
 echo PASS
