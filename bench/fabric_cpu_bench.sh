@@ -17,7 +17,7 @@
 # so), and the fixed part: a converged apply right after (nothing to copy).
 # Beside it: `openssl speed -evp aes-128-gcm -bytes 16384` (one core, CPU
 # time, three samples over the run) and the target's verify hash
-# (sha256sum over the copied blobs, timed apart). It prints bytes per node
+# (`openssl dgst -sha256` over the copied blobs, timed apart). It prints bytes per node
 # CPU-second (both ends, and per end), the ratio to one core's AES-GCM, and a
 # projection to two 20-core GB10 nodes on a 200 Gb/s link that scales this
 # machine's per-core figures (a projection, not a measurement).
@@ -171,19 +171,20 @@ copy_run default
 aes_speed
 
 # The target's verify hash apart: what the copy runs on dgx2 after each
-# file arrives (sha256sum for LFS blobs; providers/model/fabric_copy.cc),
-# over the same blobs (the last copy's, page-cached), user+sys.
+# file arrives (`openssl dgst -sha256 -r < FILE` for LFS blobs, sha256sum
+# on a node without openssl; providers/model/fabric_copy.cc), over the same
+# blobs (the last copy's, page-cached), user+sys.
 TIMEFORMAT='%3U %3S'
-HASH_CPU=$({ time find "$(node_root dgx2)/hf/hub/models--fleet--bench-model/blobs" -type f -size +1M -exec sha256sum {} + >/dev/null; } 2>&1 | awk '{ printf "%.3f", $1 + $2 }')
+HASH_CPU=$({ time find "$(node_root dgx2)/hf/hub/models--fleet--bench-model/blobs" -type f -size +1M -exec sh -c 'for f; do openssl dgst -sha256 -r <"$f"; done' sh {} + >/dev/null; } 2>&1 | awk '{ printf "%.3f", $1 + $2 }')
 HASH_BYTES=$(find "$(node_root dgx2)/hf/hub/models--fleet--bench-model/blobs" -type f -size +1M -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f", s }')
-echo "  the target's verify hash apart: sha256sum over $HASH_BYTES bytes: $HASH_CPU CPU-s ($(fmt "$(awk -v b="$HASH_BYTES" -v c="$HASH_CPU" 'BEGIN { print b / c / 1e6 }')" 0) MB per CPU-second)"
+echo "  the target's verify hash apart: openssl dgst -sha256 over $HASH_BYTES bytes: $HASH_CPU CPU-s ($(fmt "$(awk -v b="$HASH_BYTES" -v c="$HASH_CPU" 'BEGIN { print b / c / 1e6 }')" 0) MB per CPU-second)"
 
 AES=$(printf '%s\n' "${SPEED[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')  # the median
 AES_RANGE=$(printf '%s\n' "${SPEED[@]}" | sort -g | awk '{ v[NR] = $1 / 1e6 } END { printf "%.0f-%.0f", v[1], v[NR] }')
 
 echo "== figures ($CORES cores, load $(loadavg) at the end)"
 echo "  what shares the $CORES cores: fleet (the controller), both simulated nodes (their sshd, cat, openssl s_client/s_server,"
-echo "  the target's writer and sha256sum) and every other process on this machine (the machine busy column counts all of it)"
+echo "  the target's writer and hasher) and every other process on this machine (the machine busy column counts all of it)"
 echo "  one core's AES-128-GCM (openssl speed, 16 KiB blocks, per CPU-second): median $(fmt "$(awk -v s="$AES" 'BEGIN { print s / 1e6 }')" 0) MB/s (samples $AES_RANGE)"
 echo
 echo "| streams | wall | wall throughput | fleet CPU | nodes CPU: source / target / both | both, net of a converged apply | payload per node CPU-s (both ends) | / one core's AES-GCM | per source CPU-s (net) | per target CPU-s (net) | machine busy | load at start |"
@@ -213,9 +214,9 @@ awk -v p="$PAYLOAD" -v s="${M_SRC[streams-default]}" -v d="${M_DST[streams-defau
   }
   BEGIN {
     ns = s - fs; nd = d - fd
-    line("per end as measured (the target includes its sha256sum verify)", p / ns, p / nd)
+    line("per end as measured (the target includes its verify hash)", p / ns, p / nd)
     line("both ends'"'"' CPU split in half (the sim'"'"'s veth may charge the receiver'"'"'s TCP work to the sender)", 2 * p / (ns + nd), 2 * p / (ns + nd))
     ndh = nd - hc * p / hb
-    if (ndh > 0) line("target without its sha256sum pass (hash CPU measured apart, subtracted)", p / ns, p / ndh)
+    if (ndh > 0) line("target without its verify hash (hash CPU measured apart, subtracted)", p / ns, p / ndh)
     printf "  the floor, one AES-GCM pass per byte per end at openssl speed'"'"'s rate: %.1f cores per end\n", link / aes
   }'

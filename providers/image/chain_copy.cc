@@ -160,6 +160,8 @@ ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const 
     progress("re-routing " + Route(from, again) + " after: " + d.targets[again[0]->node].problem);
   StreamThrough(holder ? holder->t.get() : source->get(), holder ? holder->cli : source_cli, from,
                 again, config, &d, progress);
+  for (Member* h : again)
+    if (d.targets[h->node].delivered) d.targets[h->node].via = from;
   return d;
 }
 

@@ -33,6 +33,7 @@ struct ImageChainDelivery {
     bool on_its_own = false;
     bool lost = false;    // its node went away mid-transfer
     std::string problem;  // when none of the above: why not, naming the node
+    std::string via;      // delivered by the re-route: the node that chain started at
   };
   std::map<std::string, Target> targets;  // by node
 };

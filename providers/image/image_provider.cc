@@ -666,7 +666,11 @@ Result<ImageRecord> Pull(const StepContext& ctx, const ImageRef& ref, const std:
 Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpec& spec,
                  const ChainTarget* chained) {
   if (chained != nullptr && chained->delivered)
-    return FinishImageCopy(spec, "", chained->loaded, "over the fabric chain", ctx.progress);
+    return FinishImageCopy(
+        spec, "", chained->loaded,
+        "over the fabric chain" +
+            (chained->via.empty() ? "" : " (re-routed from " + chained->via + ")"),
+        ctx.progress);
   if (route.direct && ctx.manifest != nullptr) {
     Result<std::string> problem = FabricRouteProblem(spec.source, spec.target, route);
     if (!problem.ok()) return problem.status();

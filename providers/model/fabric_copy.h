@@ -33,7 +33,8 @@ std::string VerifyOnTargetScript(const model_copy_internal::Paths& p, const Copy
 // A target's writer of a whole file (offset 0) that hashes the bytes as it
 // writes them, so the check overlaps the stream instead of re-reading the
 // file after it (a chain's hops): its stdout is the hash line of what it
-// received (sha256sum's, or sha1sum's of git's blob header and the data).
+// received (`openssl dgst -sha256 -r`'s, or sha256sum's where the node has
+// no openssl; sha1sum's of git's blob header and the data).
 // Plain `cat` into the .incomplete file when the item has no hashable blob
 // name. A short write shows in FinishScript's size check.
 std::string HashingWriterCommand(const model_copy_internal::Paths& p, const CopyItem& item);

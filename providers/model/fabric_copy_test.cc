@@ -1,8 +1,10 @@
 #include "providers/model/fabric_copy.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -18,40 +20,79 @@ using model_copy_internal::TargetPaths;
 using testing_hub::ReadFile;
 using testing_hub::TempDir;
 
+// A PATH of the tools the node scripts use, without openssl: a node that
+// lacks it hashes with coreutils.
+std::string PathWithoutOpenssl(const std::string& dir) {
+  const std::string bin = dir + "/bin-no-openssl";
+  std::string cmd = "mkdir -p " + bin;
+  for (const char* tool : {"sh", "tee", "sha256sum", "sha1sum", "cat", "mkdir", "rm", "dirname"})
+    cmd += std::string(" && ln -sf \"$(command -v ") + tool + ")\" " + bin + "/" + tool;
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return bin;
+}
+
 // Runs `cmd` under /bin/sh with $m and $r set (TargetPrelude's names) and
-// `data` on its stdin; returns its stdout.
-std::string RunWriter(const std::string& dir, const std::string& cmd, const std::string& data) {
+// `data` on its stdin (PATH=`path` when given); returns its stdout. `rc`:
+// the exit status it must have.
+std::string RunWriter(const std::string& dir, const std::string& cmd, const std::string& data,
+                      const std::string& path = "", int rc = 0) {
   const std::string in = dir + "/stdin";
   std::ofstream(in, std::ios::binary) << data;
-  const std::string script = "m=" + ShellQuote(dir + "/m") + "; r=rev; mkdir -p \"$m/blobs\" " +
+  const std::string script = (path.empty() ? "" : "PATH=" + ShellQuote(path) + "\n") +
+                             "m=" + ShellQuote(dir + "/m") + "; r=rev; mkdir -p \"$m/blobs\" " +
                              "\"$m/snapshots/$r\"\n" + cmd;
   FILE* p = ::popen(("sh -c " + ShellQuote(script) + " < " + ShellQuote(in)).c_str(), "r");
   std::string out;
   char buf[4096];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(::pclose(p), 0) << cmd;
+  const int status = ::pclose(p);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, rc) << cmd;
   return out;
 }
 
 // An LFS blob (sha256) and a git blob (git's sha1 of "blob N\0" + data):
 // the writer leaves the bytes in the .incomplete file and prints the hash
 // that names the blob; a stream that is not the blob's is told apart.
+// With openssl on the node and without it.
 TEST(HashingWriter, WritesTheFileAndHashesWhatArrived) {
   TempDir dir;
   const std::string weights(3 << 20, 'w');
   const std::string config = "{\"hidden_size\": 64}\n";
-  for (const auto& [path, data, kind] :
-       {std::tuple{"model.safetensors", weights, BlobHashKind::kSha256},
-        std::tuple{"config.json", config, BlobHashKind::kGitSha1}}) {
-    const CopyItem item{path, data.size(), HashBlobData(kind, data), 0};
-    const Paths p = TargetPaths(item);
-    const std::string out = RunWriter(dir.path(), HashingWriterCommand(p, item), data);
-    EXPECT_EQ(StreamHashProblem(out, item), "") << path << ": " << out;
-    EXPECT_EQ(ReadFile(dir.path() + "/m/blobs/" + item.blob + ".incomplete"), data) << path;
+  for (const std::string& path_env : {std::string(), PathWithoutOpenssl(dir.path())}) {
+    for (const auto& [path, data, kind] :
+         {std::tuple{"model.safetensors", weights, BlobHashKind::kSha256},
+          std::tuple{"config.json", config, BlobHashKind::kGitSha1}}) {
+      const CopyItem item{path, data.size(), HashBlobData(kind, data), 0};
+      const Paths p = TargetPaths(item);
+      const std::string out = RunWriter(dir.path(), HashingWriterCommand(p, item), data, path_env);
+      EXPECT_EQ(StreamHashProblem(out, item), "") << path << " " << path_env << ": " << out;
+      EXPECT_EQ(ReadFile(dir.path() + "/m/blobs/" + item.blob + ".incomplete"), data) << path;
 
-    const std::string other = RunWriter(dir.path(), HashingWriterCommand(p, item), data + "x");
-    EXPECT_NE(StreamHashProblem(other, item).find("not its blob name"), std::string::npos) << path;
+      const std::string other =
+          RunWriter(dir.path(), HashingWriterCommand(p, item), data + "x", path_env);
+      EXPECT_NE(StreamHashProblem(other, item).find("not its blob name"), std::string::npos)
+          << path << " " << path_env;
+    }
+  }
+}
+
+// The check of a finished .incomplete file: kept when it hashes to its
+// blob name, removed when not; with openssl on the node and without it.
+TEST(VerifyOnTarget, KeepsAMatchAndRemovesAMismatch) {
+  TempDir dir;
+  const std::string data(1 << 20, 'v');
+  const CopyItem item{"model.safetensors", data.size(), HashBlobData(BlobHashKind::kSha256, data),
+                      0};
+  const Paths p = TargetPaths(item);
+  const std::string inc = dir.path() + "/m/blobs/" + item.blob + ".incomplete";
+  for (const std::string& path_env : {std::string(), PathWithoutOpenssl(dir.path())}) {
+    RunWriter(dir.path(), "cat > " + p.inc, data, path_env);
+    RunWriter(dir.path(), VerifyOnTargetScript(p, item), "", path_env);
+    EXPECT_EQ(ReadFile(inc), data) << path_env;
+    RunWriter(dir.path(), "cat > " + p.inc, data + "x", path_env);
+    RunWriter(dir.path(), VerifyOnTargetScript(p, item), "", path_env, 1);
+    EXPECT_FALSE(std::ifstream(inc).good()) << path_env << ": a mismatch is removed";
   }
 }
 

@@ -125,6 +125,7 @@ for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
 apply_crashing_dgx3 $((PAYLOAD / 3))
 expect_out "dgx3 was lost mid-transfer"
 expect_out "re-routing dgx2 → dgx4 → dgx5"
+expect_out "image.chain@dgx5: copied over the fabric chain (re-routed from dgx2) from dgx1"
 for n in dgx2 dgx4 dgx5; do
   has_config $n "$C" || fail "$n lacks image $C after dgx3 was lost"
   no_openssl_on $n
