@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <thread>
 
 #include "providers/node/silenced_port_test_util.h"
 #include "src/local_transport.h"
@@ -127,21 +126,11 @@ TEST(FabricChain, AMiddleHopGoneSilentStopsOnlyThoseBehindIt) {
   // hop0's forward stops after stall_s without an answer and hop0 still
   // gets it all; hop1 and hop2, which wait for bytes that cannot come, are
   // stopped, not left for TCP's 15 minutes.
-  char dir[] = "/tmp/fleet-silent.XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string port_file = std::string(dir) + "/port";
-  Chain c("head -c 50000000 /dev/zero",
-          {"wc -c", "head -c 1 >/dev/null; echo $port >" + port_file + "; sleep 2; cat >/dev/null",
-           "wc -c"});
+  testing_net::SilenceOnCue cue;
+  Chain c("head -c 50000000 /dev/zero", {"wc -c", cue.TargetCommand(), "wc -c"});
   c.spec.limits.stall_s = 2;
   FabricChainResult r;
-  std::thread run([&] { r = FabricChain(c.spec); });
-  const int port = testing_net::WaitForPortFile(port_file);
-  std::unique_ptr<testing_net::SilencedPort> silence;
-  if (port > 0) silence = std::make_unique<testing_net::SilencedPort>(port);
-  run.join();
-  silence.reset();
-  std::system(("rm -rf " + std::string(dir)).c_str());
+  const int port = cue.Run([&] { r = FabricChain(c.spec); });
   ASSERT_GT(port, 0);
   EXPECT_EQ(r.SourceProblem(), "");
   ASSERT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();

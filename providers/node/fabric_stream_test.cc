@@ -6,9 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <memory>
 #include <string_view>
-#include <thread>
 
 #include "providers/node/silenced_port_test_util.h"
 #include "src/local_transport.h"
@@ -26,16 +24,23 @@ SshEndpoint Local(const char* name) {
   return e;
 }
 
+// A stream between two local "nodes" over 127.0.0.1.
+struct Stream {
+  LocalTransport src{Local("a")}, dst{Local("b")};
+  FabricStreamSpec spec;
+  Stream(const std::string& source_cmd, const std::string& target_cmd) {
+    spec.source = &src;
+    spec.source_cmd = source_cmd;
+    spec.target = &dst;
+    spec.target_cmd = target_cmd;
+    spec.target_address = "127.0.0.1";
+  }
+};
+
 TEST(FabricStream, CarriesTheBytes) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 3000000 /dev/zero";
-  s.target = &dst;
-  s.target_cmd = "wc -c";
-  s.target_address = "127.0.0.1";
-  FabricStreamResult r = FabricStream(s);
+  Stream t("head -c 3000000 /dev/zero", "wc -c");
+  FabricStreamResult r = FabricStream(t.spec);
   ASSERT_TRUE(r.ok()) << r.Problem();
   EXPECT_TRUE(r.listening);
   EXPECT_EQ(r.target->out.substr(r.target->out.find_first_not_of(' ')), "3000000\n");
@@ -43,15 +48,9 @@ TEST(FabricStream, CarriesTheBytes) {
 
 TEST(FabricStream, WrongKeyIsRefused) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 100000 /dev/zero";
-  s.target = &dst;
-  s.target_cmd = "n=$(wc -c); echo \"got $n\"; [ \"$n\" -gt 0 ]";
-  s.target_address = "127.0.0.1";
-  s.source_key_override = std::string(64, 'f');
-  FabricStreamResult r = FabricStream(s);
+  Stream t("head -c 100000 /dev/zero", "n=$(wc -c); echo \"got $n\"; [ \"$n\" -gt 0 ]");
+  t.spec.source_key_override = std::string(64, 'f');
+  FabricStreamResult r = FabricStream(t.spec);
   EXPECT_FALSE(r.ok());
   ASSERT_TRUE(r.target.ok());
   EXPECT_NE(r.target->exit_code, 0);
@@ -62,14 +61,8 @@ TEST(FabricStream, WrongKeyIsRefused) {
 
 TEST(FabricStream, SourceFailureIsReported) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "echo 'no such image' >&2; exit 125";
-  s.target = &dst;
-  s.target_cmd = "cat >/dev/null";
-  s.target_address = "127.0.0.1";
-  FabricStreamResult r = FabricStream(s);
+  Stream t("echo 'no such image' >&2; exit 125", "cat >/dev/null");
+  FabricStreamResult r = FabricStream(t.spec);
   EXPECT_FALSE(r.ok());
   EXPECT_NE(r.Problem().find("no such image"), std::string::npos) << r.Problem();
 }
@@ -78,14 +71,8 @@ TEST(FabricStream, SourceFailureIsReported) {
 // fails, even though what it read so far was well-formed.
 TEST(FabricStream, ASourceFailingMidStreamFailsTheTarget) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 1000000 /dev/zero; echo 'read error' >&2; exit 1";
-  s.target = &dst;
-  s.target_cmd = "wc -c";
-  s.target_address = "127.0.0.1";
-  FabricStreamResult r = FabricStream(s);
+  Stream t("head -c 1000000 /dev/zero; echo 'read error' >&2; exit 1", "wc -c");
+  FabricStreamResult r = FabricStream(t.spec);
   EXPECT_FALSE(r.unconnected);
   ASSERT_TRUE(r.target.ok());
   EXPECT_NE(r.target->exit_code, 0);
@@ -98,15 +85,9 @@ TEST(FabricStream, AReceiverThatOnlyStopsReadingIsWaitedFor) {
   // The target reads nothing for 4 s while 20 MB wait: its window closes,
   // the sender's probes are answered, and a stall limit of 2 s must not
   // cut the stream.
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 20000000 /dev/zero";
-  s.target = &dst;
-  s.target_cmd = "sleep 4; wc -c";
-  s.target_address = "127.0.0.1";
-  s.limits.stall_s = 2;
-  FabricStreamResult r = FabricStream(s);
+  Stream t("head -c 20000000 /dev/zero", "sleep 4; wc -c");
+  t.spec.limits.stall_s = 2;
+  FabricStreamResult r = FabricStream(t.spec);
   ASSERT_TRUE(r.ok()) << r.Problem();
   EXPECT_EQ(r.target->out.substr(r.target->out.find_first_not_of(' ')), "20000000\n");
 }
@@ -118,27 +99,13 @@ TEST(FabricStream, ASilentReceiverStopsTheSenderAndItsListener) {
   // (its node lost power): the sender stops after stall_s without an
   // answer, and fleet stops the listener, which waits for bytes that
   // cannot come.
-  char dir[] = "/tmp/fleet-silent.XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string port_file = std::string(dir) + "/port";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 50000000 /dev/zero";
-  s.target = &dst;
-  s.target_cmd = "head -c 1 >/dev/null; echo $port >" + port_file + "; sleep 2; cat >/dev/null";
-  s.target_address = "127.0.0.1";
-  s.limits.stall_s = 2;
+  testing_net::SilenceOnCue cue;
+  Stream t("head -c 50000000 /dev/zero", cue.TargetCommand());
+  t.spec.limits.stall_s = 2;
   const auto t0 = std::chrono::steady_clock::now();
   FabricStreamResult r;
-  std::thread run([&] { r = FabricStream(s); });
-  const int port = testing_net::WaitForPortFile(port_file);
-  std::unique_ptr<testing_net::SilencedPort> silence;
-  if (port > 0) silence = std::make_unique<testing_net::SilencedPort>(port);
-  run.join();
+  const int port = cue.Run([&] { r = FabricStream(t.spec); });
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  silence.reset();
-  std::system(("rm -rf " + std::string(dir)).c_str());
   ASSERT_GT(port, 0);
   ASSERT_TRUE(r.source.ok());
   EXPECT_EQ(r.source->exit_code, kFabricStalledExit) << r.source->err;
@@ -167,14 +134,9 @@ TEST(FabricStream, ListenerNobodyConnectsToIsStopped) {
 
 TEST(FabricStream, NoListenerOnAForeignAddress) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src(Local("a")), dst(Local("b"));
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "echo hi";
-  s.target = &dst;
-  s.target_cmd = "cat >/dev/null";
-  s.target_address = "198.51.100.254";  // TEST-NET-2, not on this machine: bind fails
-  FabricStreamResult r = FabricStream(s);
+  Stream t("echo hi", "cat >/dev/null");
+  t.spec.target_address = "198.51.100.254";  // TEST-NET-2, not on this machine: bind fails
+  FabricStreamResult r = FabricStream(t.spec);
   EXPECT_FALSE(r.ok());
   EXPECT_FALSE(r.listening);
   EXPECT_NE(r.Problem().find("no listener came up"), std::string::npos) << r.Problem();
@@ -237,22 +199,17 @@ class ToAClosedPort : public Transport {
 
 TEST(FabricStream, NoConnectionStopsTheListenerAtOnce) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  LocalTransport src_local(Local("a")), dst(Local("b"));
-  ToAClosedPort src(&src_local);
+  Stream t("head -c 100000 /dev/zero", "wc -c");
+  ToAClosedPort src(&t.src);
+  t.spec.source = &src;
+  t.spec.limits.connect_timeout_s = 3;
   // The scripts' temp dirs go here (they honour TMPDIR): nothing may stay.
   char tmp[] = "/tmp/fleet-fabric-test.XXXXXX";
   ASSERT_NE(mkdtemp(tmp), nullptr);
   const std::string old_tmpdir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
   setenv("TMPDIR", tmp, 1);
-  FabricStreamSpec s;
-  s.source = &src;
-  s.source_cmd = "head -c 100000 /dev/zero";
-  s.target = &dst;
-  s.target_cmd = "wc -c";
-  s.target_address = "127.0.0.1";
-  s.limits.connect_timeout_s = 3;
   const auto t0 = std::chrono::steady_clock::now();
-  FabricStreamResult r = FabricStream(s);
+  FabricStreamResult r = FabricStream(t.spec);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (old_tmpdir.empty())
     unsetenv("TMPDIR");
@@ -266,18 +223,18 @@ TEST(FabricStream, NoConnectionStopsTheListenerAtOnce) {
   // Not the listener's 60 s accept timeout: it was stopped.
   EXPECT_LT(secs, 30.0);
   // Its s_server (the PSK file named under tmp) and temp dir are gone.
-  const std::string t = ShellQuote(tmp);
+  const std::string quoted_tmp = ShellQuote(tmp);
   // "/tmp/[f]leet-...": the pattern does not match the shell running pgrep.
   const std::string no_listener =
       "! pgrep -f " + ShellQuote("/tmp/[f]" + std::string(tmp).substr(6));
-  const std::string empty = "[ -z \"$(ls -A " + t + ")\" ]";
+  const std::string empty = "[ -z \"$(ls -A " + quoted_tmp + ")\" ]";
   bool gone = false;
   for (int i = 0; i < 50 && !gone; ++i) {
     gone = std::system(no_listener.c_str()) == 0 && std::system(empty.c_str()) == 0;
     if (!gone) std::system("sleep 0.1");
   }
   EXPECT_TRUE(gone) << "a listener or a temp dir is left";
-  std::system(("rm -rf " + t).c_str());
+  std::system(("rm -rf " + quoted_tmp).c_str());
 }
 
 TEST(FabricStream, SendScriptGivesUpConnectingInTime) {

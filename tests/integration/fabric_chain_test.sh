@@ -120,72 +120,66 @@ for n in ("dgx2", "dgx3", "dgx4", "dgx5"):
 ' "$(state_file)" || fail "every target is recorded as a copy from dgx1"
 assert_converged
 
-step "dgx3, a middle node, lost mid-transfer: the others complete, dgx3 is named"
-for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
-apply_crashing_dgx3 $((PAYLOAD / 3))
-expect_out "dgx3 was lost mid-transfer"
-expect_out "re-routing dgx2 → dgx4 → dgx5"
-expect_out "image.chain@dgx5: copied over the fabric chain (re-routed from dgx2) from dgx1"
-for n in dgx2 dgx4 dgx5; do
-  has_config $n "$C" || fail "$n lacks image $C after dgx3 was lost"
-  no_openssl_on $n
-done
-grep -q "image.chain@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
+# lose_dgx3_in_image CRASH [SAID]: dgx3 lost (fleet-sim CRASH) while the
+# image goes down the chain: dgx2 completes, dgx4 and dgx5 are re-routed
+# from dgx2 and complete, dgx3 is named (and SAID is in the output); back
+# on, a re-apply completes it.
+lose_dgx3_in_image() {
+  local n t0=$SECONDS took
+  for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
+  apply_crashing_dgx3 $((PAYLOAD / 3)) "$1"
+  took=$((SECONDS - t0))
+  echo "   apply with dgx3 lost ($1): ${took} s"
+  ((took < 240)) || fail "the apply took ${took} s with dgx3 lost ($1): it waited for TCP"
+  expect_out "dgx3 was lost mid-transfer"
+  expect_out "re-routing dgx2 → dgx4 → dgx5"
+  expect_out "image.chain@dgx5: copied over the fabric chain (re-routed from dgx2) from dgx1"
+  [[ -z ${2-} ]] || expect_out "$2"
+  for n in dgx2 dgx4 dgx5; do
+    has_config $n "$C" || fail "$n lacks image $C after dgx3 was lost ($1)"
+    no_openssl_on $n
+  done
+  grep -q "image.chain@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
+  "$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+  expect_rc 0 apply --auto-approve
+  has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+  [[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
+}
 
-step "dgx3 back: a re-apply completes it"
-"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
-expect_rc 0 apply --auto-approve
-has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
-[[ $(names_of dgx3) == *"fleet/chain:sha256-"* ]] || fail "dgx3: the image is not named: $(names_of dgx3)"
+# lose_dgx3_in_model CRASH: the same for the model: the others complete and
+# verify, no node that answers is taken for lost, and nothing half-written
+# is left once a re-apply completed dgx3.
+lose_dgx3_in_model() {
+  local n t0=$SECONDS took
+  for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
+  apply_crashing_dgx3 $((MPAYLOAD / 3)) "$1"
+  took=$((SECONDS - t0))
+  echo "   apply with dgx3 lost ($1): ${took} s"
+  ((took < 240)) || fail "the apply took ${took} s with dgx3 lost ($1): it waited for TCP"
+  expect_out "dgx3 was lost mid-transfer"
+  grep -q "model.m@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
+  grep -E "lost: .*dgx[245]" "$WORK/out" && fail "a node that answers was taken for lost"
+  for n in dgx2 dgx4 dgx5; do
+    [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 was lost ($1)"
+    no_openssl_on $n
+  done
+  "$SIM" node-start "$SIMDIR" dgx3 >/dev/null
+  expect_rc 0 apply --auto-approve
+  [[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
+  [[ -z $(find "$(node_root dgx3)/hf/hub/models--fleet--chain-model/blobs" -name '*.incomplete') ]] ||
+    fail "dgx3: .incomplete blobs left after the re-apply"
+  assert_converged
+}
 
-step "dgx3 lost mid-transfer of the model: the others complete and verify, dgx3 is named"
-for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
-apply_crashing_dgx3 $((MPAYLOAD / 3))
-expect_out "dgx3 was lost mid-transfer"
-grep -q "model.m@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
-for n in dgx2 dgx4 dgx5; do
-  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 was lost"
-done
-"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
-expect_rc 0 apply --auto-approve
-[[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
-[[ -z $(find "$(node_root dgx3)/hf/hub/models--fleet--chain-model/blobs" -name '*.incomplete') ]] ||
-  fail "dgx3: .incomplete blobs left after the re-apply"
-assert_converged
+step "dgx3, a middle node, lost mid-transfer of the image (power loss): the others complete, a re-apply completes it"
+lose_dgx3_in_image crash
 
-step "dgx3 goes silent mid-transfer of the image (no FIN, no RST): the others complete well before TCP gives up"
-for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
-t0=$SECONDS
-apply_crashing_dgx3 $((PAYLOAD / 3)) crash-silent
-took=$((SECONDS - t0))
-echo "   apply with dgx3 silent: ${took} s"
-((took < 240)) || fail "the apply took ${took} s with dgx3 silent: it waited for TCP"
-expect_out "dgx3 was lost mid-transfer"
-expect_out "the hop after dgx2 answered it nothing for 30 s"
-expect_out "re-routing dgx2 → dgx4 → dgx5"
-for n in dgx2 dgx4 dgx5; do
-  has_config $n "$C" || fail "$n lacks image $C after dgx3 went silent"
-  no_openssl_on $n
-done
-"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
-expect_rc 0 apply --auto-approve
-has_config dgx3 "$C" || fail "dgx3 lacks the image after the re-apply"
+step "dgx3 lost mid-transfer of the model: the others complete and verify, a re-apply completes it"
+lose_dgx3_in_model crash
 
-step "dgx3 goes silent mid-transfer of the model: the others complete and verify, none taken for lost"
-for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
-t0=$SECONDS
-apply_crashing_dgx3 $((MPAYLOAD / 3)) crash-silent
-took=$((SECONDS - t0))
-echo "   apply with dgx3 silent: ${took} s"
-((took < 240)) || fail "the apply took ${took} s with dgx3 silent: it waited for TCP"
-expect_out "dgx3 was lost mid-transfer"
-grep -E "lost: .*dgx[245]" "$WORK/out" && fail "a node that answers was taken for lost"
-for n in dgx2 dgx4 dgx5; do
-  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 went silent"
-  no_openssl_on $n
-done
-"$SIM" node-start "$SIMDIR" dgx3 >/dev/null
-expect_rc 0 apply --auto-approve
-[[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
-assert_converged
+step "dgx3 goes silent mid-transfer of the image (no FIN, no RST): the same, well before TCP gives up"
+lose_dgx3_in_image crash-silent "the hop after dgx2 answered it nothing for 30 s"
+
+step "dgx3 goes silent mid-transfer of the model: the same"
+lose_dgx3_in_model crash-silent
 echo PASS
