@@ -192,13 +192,17 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
          std::to_string(kFabricStalledExit) +
          "\nfi\n"
          // Stopped by kAbortOnFailure: the source failed while s_client ran.
-         "if [ -e \"$d/aborted\" ]; then echo \"the source command exited $(cat \"$d/rc\"): $(head "
-         "-c "
-         "600 \"$d/serr\")\" >&2\n"
-         "  grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null || exit " +
+         // Not when it died of SIGPIPE (141) before any connection: then
+         // s_client had already given up on connecting (its exit broke the
+         // pipe), and that is the failure to report.
+         "conn=; grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null && conn=1\n"
+         "if [ -e \"$d/aborted\" ] && { [ -n \"$conn\" ] || [ \"$(cat \"$d/rc\")\" != 141 ]; }; "
+         "then\n"
+         "  echo \"the source command exited $(cat \"$d/rc\"): $(head -c 600 \"$d/serr\")\" >&2\n"
+         "  [ -n \"$conn\" ] || exit " +
          std::to_string(kFabricSourceFailedUnconnectedExit) +
          "\n  exit 1\nfi\n"
-         "if ! grep -q '^SSL_connect:' \"$d/cerr\" 2>/dev/null; then\n"
+         "if [ -z \"$conn\" ]; then\n"
          "  why=$(grep -e 'errno=' -e 'BIO_connect:' \"$d/cerr\" | tail -n 1 | head -c 300)\n"
          "  echo \"fabric: could not connect to $a:$port within $cto s${why:+ ($why)}; no byte "
          "was sent\" >&2; exit " +
