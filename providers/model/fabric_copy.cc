@@ -13,24 +13,11 @@ namespace fleet {
 
 using namespace model_copy_internal;
 
-namespace {
-
-// sh: the sha256 of stdin as "HEX ..." on stdout. OpenSSL's CLI where the
-// node has it (it is there for the fabric's TLS): it uses the CPU's SHA
-// extensions, measured here at 1.8 GB per CPU-second against coreutils'
-// sha256sum at 0.35 (`head -c 1000000000 /dev/zero | tee F | HASHER`:
-// 2.6 CPU-s against 5.2 for the whole pipeline); else sha256sum.
-constexpr char kSha256OfStdin[] =
-    "if command -v openssl >/dev/null 2>&1; then exec openssl dgst -sha256 -r; "
-    "else exec sha256sum; fi";
-
-}  // namespace
-
 std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
   std::string hash;
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      hash = "h=$(" + std::string(kSha256OfStdin) + " < " + p.inc + ") || exit 1\n";
+      hash = std::string(kChooseSha256Cli) + "h=$($sha256 < " + p.inc + ") || exit 1\n";
       break;
     case BlobHashKind::kGitSha1:
       hash = "h=$({ printf 'blob %s\\000' " + std::to_string(item.size) + "; cat < " + p.inc +
@@ -47,7 +34,7 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
 std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      return "tee -- " + p.inc + " | { " + kSha256OfStdin + "; }";
+      return "tee -- " + p.inc + " | { " + kChooseSha256Cli + "exec $sha256; }";
     case BlobHashKind::kGitSha1:
       return "{ printf 'blob %s\\000' " + std::to_string(item.size) + "; tee -- " + p.inc +
              "; } | sha1sum";

@@ -138,20 +138,21 @@ Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc
 
 namespace {
 
-// After kFindProbeScript: sets $hasher (and $h) for the sha256 blobs and names it on stderr
+// After kFindProbeScript: sets $hasher (and $sha256) for the sha256 blobs and names it on stderr
 // ("fleet-hasher NAME"): fleet-probe --sha256 where the installed probe has
 // that mode and libcrypto loads (it maps the files instead of copying them
 // out of the page cache: ~0.9 of `openssl speed`'s per-core rate per
 // CPU-second, `openssl dgst` ~0.8); else OpenSSL's CLI (the CPU's SHA
 // extensions: several times coreutils' sha256sum where both exist); else
 // sha256sum.
-constexpr char kChooseSha256Hasher[] =
-    R"SH(if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
-elif command -v openssl >/dev/null 2>&1; then hasher='openssl dgst'; h='openssl dgst -sha256 -r'
-elif command -v sha256sum >/dev/null 2>&1; then hasher=sha256sum; h=sha256sum
+std::string ChooseSha256Hasher() {
+  return std::string(kChooseSha256Cli) +
+         R"SH(if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
+elif command -v "${sha256%% *}" >/dev/null 2>&1; then hasher=${sha256% -sha256 -r}
 else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi
 echo "fleet-hasher $hasher" >&2
 )SH";
+}
 
 // Git's blob sha1 of each file: sha1("blob <size>\0" + content).
 std::string GitBlobHashScript(const std::vector<std::string>& git) {
@@ -169,7 +170,7 @@ std::string GitBlobHashScript(const std::vector<std::string>& git) {
 std::string Sha256HashScript(const std::vector<std::string>& sha256, int parallel) {
   std::vector<std::string> dotted;
   for (const std::string& p : sha256) dotted.push_back("./" + p);
-  std::string script = std::string(kFindProbeScript) + kChooseSha256Hasher;
+  std::string script = kFindProbeScript + ChooseSha256Hasher();
   // fleet-probe: a thread per core; it keeps them all busy to the end itself
   // (the last files in steps, the one with the most left first), so that 3
   // shards on 2 cores take 1.5 shards' time. Other hashers (a process per
@@ -180,7 +181,7 @@ std::string Sha256HashScript(const std::vector<std::string>& sha256, int paralle
     script += "[ \"$hasher\" = fleet-probe ] || [ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
   return script + "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
          " | if [ \"$hasher\" = fleet-probe ]; then xargs -0 \"$fp\" --sha256 --threads \"$p\"\n"
-         "else xargs -0 -n 1 -P \"$p\" $h; fi || exit $?\n";
+         "else xargs -0 -n 1 -P \"$p\" $sha256; fi || exit $?\n";
 }
 
 // The node-side hashing script: one line "<hex>  <path>" or "<hex> *<path>"

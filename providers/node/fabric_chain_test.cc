@@ -103,6 +103,14 @@ TEST(FabricChain, ALastHopGoneCostsOnlyItself) {
   EXPECT_FALSE(r.hops[1].delivered());
 }
 
+// The hop answered (its node was not taken for lost) and did not get the
+// stream whole; its problem says `says` where given.
+void ExpectAnsweredNotDelivered(const FabricHopResult& hop, const std::string& says = "") {
+  ASSERT_TRUE(hop.target.ok()) << hop.Problem();
+  EXPECT_FALSE(hop.delivered());
+  if (!says.empty()) EXPECT_NE(hop.Problem().find(says), std::string::npos) << hop.Problem();
+}
+
 TEST(FabricChain, AListenerThatDoesNotComeUpLeavesTheOthersUnreachedNotLost) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 1000 /dev/zero", {"wc -c", "wc -c", "wc -c"});
@@ -111,12 +119,8 @@ TEST(FabricChain, AListenerThatDoesNotComeUpLeavesTheOthersUnreachedNotLost) {
   EXPECT_TRUE(r.unconnected);
   // hop0 never listened; hop2 was stopped, or got hop1's forward cut: an
   // answer either way, not a node lost.
-  ASSERT_TRUE(r.hops[0].target.ok()) << r.hops[0].Problem();
-  EXPECT_NE(r.hops[0].Problem().find("not started: hop1's listener did not come up"),
-            std::string::npos)
-      << r.hops[0].Problem();
-  ASSERT_TRUE(r.hops[2].target.ok()) << r.hops[2].Problem();
-  EXPECT_FALSE(r.hops[2].delivered());
+  ExpectAnsweredNotDelivered(r.hops[0], "not started: hop1's listener did not come up");
+  ExpectAnsweredNotDelivered(r.hops[2]);
 }
 
 TEST(FabricChain, AMiddleHopGoneSilentStopsOnlyThoseBehindIt) {
@@ -138,12 +142,8 @@ TEST(FabricChain, AMiddleHopGoneSilentStopsOnlyThoseBehindIt) {
   EXPECT_TRUE(r.hops[0].forward_stalled) << r.hops[0].forward_problem;
   // hop1 is stopped; hop2 is stopped too, or its stream (cut with hop1's
   // forward) ends unclean first: either way not delivered.
-  ASSERT_TRUE(r.hops[1].target.ok()) << r.hops[1].Problem();
-  EXPECT_NE(r.hops[1].Problem().find("stopped: the hop after hop0 answered it nothing for 2 s"),
-            std::string::npos)
-      << r.hops[1].Problem();
-  ASSERT_TRUE(r.hops[2].target.ok()) << r.hops[2].Problem();
-  EXPECT_FALSE(r.hops[2].delivered());
+  ExpectAnsweredNotDelivered(r.hops[1], "stopped: the hop after hop0 answered it nothing for 2 s");
+  ExpectAnsweredNotDelivered(r.hops[2]);
 }
 
 }  // namespace
