@@ -70,12 +70,8 @@ std::string ServingContainersCommand(const std::string& cli) {
   // The API's answer goes to the controller, which reads its names.
   return "{\n" + EngineSocketScript(cli) +
          ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
-         "if [ -n \"$sv_api\" ]; then printf '%s\\n' \"${sv_out%\"\n@api=200\"}\" | while IFS= "
-         "read -r "
-         "sv_l; do printf '" +
-         kServingApiLine +
-         "%s\\n' \"$sv_l\"; done\n"
-         "else " +
+         "if [ -n \"$sv_api\" ]; then " +
+         PrefixedLinesScript("\"${sv_out%\"\n@api=200\"}\"", kServingApiLine) + "else " +
          ServingContainersCliCommand(cli) + "; fi\n}";
 }
 

@@ -135,6 +135,11 @@ std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
          quoted_paths + " 2>/dev/null); " + rc + "=$?; }\n";
 }
 
+std::string PrefixedLinesScript(const std::string& value, const std::string& prefix) {
+  return "printf '%s\\n' " + value + " | while IFS= read -r l; do printf '" + prefix +
+         "%s\\n' \"$l\"; done\n";
+}
+
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes) {
   std::string wanted;
@@ -163,10 +168,8 @@ std::string EngineListingBegin(const std::string& cli, bool images) {
   s += CliServesScript(cli) +
        "  fi\n"
        "fi\n"
-       "if [ \"$fsl\" = api ]; then echo fleet_serves=api:\n"
-       "  printf '%s\\n' \"$ela\" | while IFS= read -r l; do printf '" +
-       kApiLine +
-       "%s\\n' \"$l\"; done\n"
+       "if [ \"$fsl\" = api ]; then echo fleet_serves=api:\n  " +
+       PrefixedLinesScript("\"$ela\"", kApiLine) +
        "else printf 'fleet_serves=%s:%s\\n' \"$fsl\" \"$gcs\"; fi\n";
   return s;
 }

@@ -54,6 +54,11 @@ std::string ServingContainersApiPath();
 std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
                                const std::string& quoted_paths);
 
+// sh: prints each line of the shell word `value` (e.g. "$ela") as
+// PREFIX + line, so that an API's answer can travel among other lines of a
+// probe's output and be told apart there.
+std::string PrefixedLinesScript(const std::string& value, const std::string& prefix);
+
 // sh: the installed probe's GET of the API's `path` into $OUT (as
 // ProbeApiReadScript, its exit status in $OUT_rc), and $ANSWERED set to 1
 // when the engine answered with one of `codes` (e.g. "200", "404"), else
