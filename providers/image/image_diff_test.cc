@@ -1,6 +1,8 @@
 // The image diff's named decisions, each on its own.
 #include <gtest/gtest.h>
 
+#include "providers/image/image_json.h"
+#include "providers/image/image_listing.h"
 #include "providers/image/image_provider.h"
 
 namespace fleet {
@@ -90,6 +92,23 @@ TEST_F(ImageDiffTest, PresentKeepsWhatIsThere) {
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->action, Action::kNoop);
   EXPECT_EQ(d->after, d->before);
+}
+
+TEST_F(ImageDiffTest, LoadedButNotNamedIsNamedNotCopiedAgain) {
+  const ConfigDigest config{kConfig, "dgx4"};
+  EXPECT_FALSE(LoadedNotNamed(In(), config, PlanChange()).has_value());  // not listed
+  ImageListing listing;
+  listing.listed = true;
+  listing.images.push_back({kConfig, {}, {}});  // loaded, no name
+  facts_.images = listing.ToJson();
+  EXPECT_FALSE(LoadedNotNamed(In(), ConfigDigest(), PlanChange()).has_value());  // unknown config
+  Decision d = LoadedNotNamed(In(), config, PlanChange());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->action, Action::kUpdate);
+  EXPECT_EQ(d->detail.get<ImageStep>().op, kOpName);
+  EXPECT_NE(d->summary.find("name image"), std::string::npos);
+  judged_.other_id = "sha256:" + std::string(64, 'e');  // fleet's tag names another image
+  EXPECT_FALSE(LoadedNotNamed(In(), config, PlanChange()).has_value());
 }
 
 }  // namespace

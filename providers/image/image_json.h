@@ -53,10 +53,12 @@ struct ImageRecord {
 inline constexpr const char* kOpPull = "pull";
 inline constexpr const char* kOpCopy = "copy";
 inline constexpr const char* kOpRemove = "remove";
+// Give fleet's names to an image already on the node (LoadedNotNamed).
+inline constexpr const char* kOpName = "name";
 struct ImageStep {
-  std::string op;        // kOpPull, kOpCopy, kOpRemove; "" when the plan failed
-  std::string ref;       // pull, copy
-  std::string config;    // pull, copy: the config digest expected ("" unknown)
+  std::string op;        // kOpPull, kOpCopy, kOpRemove, kOpName; "" when the plan failed
+  std::string ref;       // pull, copy, name
+  std::string config;    // pull, copy, name: the config digest expected ("" unknown)
   std::string from;      // copy: the source node
   std::string image_id;  // remove
   FabricRoute route;     // copy: over the fabric or through the controller

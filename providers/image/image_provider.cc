@@ -241,6 +241,30 @@ Decision Present(const ImageDiffInput& in, const ConfigDigest& config, const Pla
   return c;
 }
 
+// On the node by its config digest but without fleet's tag: a copy (or a
+// load by hand) whose naming was cut short, e.g. fleet killed between the
+// load and the tag (tests/integration/copy_record_test.sh). The step names
+// it; nothing is copied again.
+Decision LoadedNotNamed(const ImageDiffInput& in, const ConfigDigest& config,
+                        const PlanChange& base) {
+  if (!in.actual.probed || !in.ref.pinned() || config.id.empty() || !in.judged.other_id.empty())
+    return std::nullopt;
+  const ImageListing listing = ImageListing::FromJson(in.ctx.facts.images);
+  const bool listed = std::any_of(listing.images.begin(), listing.images.end(),
+                                  [&](const ListedImage& i) { return i.id == config.id; });
+  if (!listed) return std::nullopt;
+  PlanChange c = base;
+  c.action = Action::kUpdate;
+  c.before = ImageVersionJson(in.ref, config.id);
+  c.after = c.before;
+  c.reasons.push_back("image " + ShortId(config.id) + " (" + in.ref.digest + ", read on " +
+                      config.from + ") is on the node without fleet's tag " + in.ref.FleetTag() +
+                      ": its naming was cut short");
+  c.detail = ImageStep{kOpName, in.ref.text, config.id, "", ""};
+  c.summary = "name image " + ShortId(config.id) + " " + in.ref.FleetTag() + " (already loaded)";
+  return c;
+}
+
 // Missing (or unknown: the node is off and will be checked at apply): the
 // change to stage it, before its source is chosen.
 PlanChange Missing(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base) {
@@ -372,6 +396,7 @@ PlanChange ImageProvider::Diff(const DesiredResource& desired, const ActualResou
   if (auto c = ProbeFailed(in, base)) return *c;
   FloatingTagNotes(in, &base);
   if (auto c = Present(in, config, base)) return *c;
+  if (auto c = LoadedNotNamed(in, config, base)) return *c;
   PlanChange c = Missing(in, config, base);
   if (want.source == "registry") return PullFromRegistry(in, config, c);
   return CopyFromNode(in, config, c);
@@ -611,15 +636,37 @@ Result<CopyFrom> RecheckSource(const ImageStep& step, const ImageRef& ref, const
 // the next probe finds it without a copy.
 Result<ImageRecord> KeepPresent(const StepContext& ctx, const ImageRef& ref, const FoundImage& here,
                                 ImageRecord record) {
+  // The state's record of staging this very image stays (with the staged
+  // mark the copy or pull gives): --purge removes what fleet staged, also
+  // when only its naming was left to do.
+  std::optional<ImageRecord> staged;
+  if (ctx.record != nullptr) {
+    staged = ctx.record->attributes.get<ImageRecord>();
+    if (!StagedByFleet(*staged) || staged->image_id != here.id) staged.reset();
+  }
   if (here.how == "by config digest") {
-    Status s = EnsureNames(ctx.transport, ctx.node->container_cli, ctx.node->name, here.id,
-                           NamesForCopy(ref), ctx.progress);
+    std::vector<std::string> names = NamesForCopy(ref);
+    if (staged && ref.pinned()) names.push_back(ref.StagedTag());
+    Status s = EnsureNames(ctx.transport, ctx.node->container_cli, ctx.node->name, here.id, names,
+                           ctx.progress);
     if (!s.ok()) return s;
   }
+  if (staged) return *staged;
   record.image_id = here.id;
   record.via = kViaPresent;
   record.found = here.how;
   return record;
+}
+
+// LoadedNotNamed's step: the image must still be there by its config digest.
+Result<ImageRecord> NameLoaded(const StepContext& ctx, const ImageRef& ref,
+                               const std::string& config, const ImageRecord& record) {
+  Result<FoundImage> here = FindImage(ctx.transport, ctx.node->container_cli, ref, config);
+  if (!here.ok()) return here.status();
+  if (!here->present)
+    return Result<ImageRecord>::Error("image " + config + " is no longer on " + ctx.node->name +
+                                      ": plan again");
+  return KeepPresent(ctx, ref, *here, record);
 }
 
 // A pull or copy the state does not know yet is recorded before it starts
@@ -748,12 +795,13 @@ Result<nlohmann::json> ImageProvider::Apply(const PlanChange& change,
     if (!s.ok()) return s;
     return nlohmann::json();  // removed: drop the record
   }
-  if (step.op != kOpPull && step.op != kOpCopy)
-    return Result<nlohmann::json>::Error("unknown image op '" + step.op + "'");
   const ImageRef ref = ParseImageRef(step.ref);
   ImageRecord record;
   record.ref = ref.text;
   record.digest = ref.digest;
+  if (step.op == kOpName) return AsAttributes(NameLoaded(ctx, ref, step.config, record));
+  if (step.op != kOpPull && step.op != kOpCopy)
+    return Result<nlohmann::json>::Error("unknown image op '" + step.op + "'");
   CopyFrom src;
   src.config = step.config;
   if (step.op == kOpCopy) {

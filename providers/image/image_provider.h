@@ -71,7 +71,7 @@ class ImageProvider : public Provider {
 };
 
 // The diff's named decisions and what they read, exposed for tests. Diff
-// asks NotPinned, ProbeFailed, adds FloatingTagNotes, asks Present, else
+// asks NotPinned, ProbeFailed, adds FloatingTagNotes, asks Present, LoadedNotNamed, else
 // plans Missing and then PullFromRegistry or CopyFromNode.
 namespace image_internal {
 
@@ -112,6 +112,8 @@ Decision NotPinned(const ImageDiffInput& in, const PlanChange& base);
 Decision ProbeFailed(const ImageDiffInput& in, const PlanChange& base);
 void FloatingTagNotes(const ImageDiffInput& in, PlanChange* c);
 Decision Present(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base);
+Decision LoadedNotNamed(const ImageDiffInput& in, const ConfigDigest& config,
+                        const PlanChange& base);
 PlanChange Missing(const ImageDiffInput& in, const ConfigDigest& config, const PlanChange& base);
 PlanChange PullFromRegistry(const ImageDiffInput& in, const ConfigDigest& config, PlanChange c);
 
