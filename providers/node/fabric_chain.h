@@ -16,9 +16,8 @@
 // close_notify, so every hop behind it fails too: a truncated stream never
 // passes for a whole one.
 //
-// All hops' listeners start at once, each on a port picked beforehand;
-// a forward connects to the next hop only once its own hop's upstream
-// connected. Then the source connects to hop 0. A hop that went
+// Listeners start from the last hop to the first (each forward needs the
+// next one's port), then the source connects to hop 0. A hop that went
 // silent (its sender stalled, or its node lost) leaves the hops behind it
 // waiting for bytes that will not come: their listeners are stopped, and
 // those hops fail as after a stream that did not end cleanly.
@@ -46,9 +45,6 @@ struct FabricChainSpec {
   std::string source_cmd;       // prints the payload on stdout
   std::vector<FabricHop> hops;  // at least one
   FabricLimits limits;
-  // The port each hop's listener tries first, one per hop (tests); empty:
-  // picked at random.
-  std::vector<int> first_ports;
 };
 
 struct FabricHopResult {
@@ -68,8 +64,6 @@ struct FabricChainResult {
   // No connection was made to hop 0 and no payload byte left the source,
   // or a listener did not come up (no byte was sent then either).
   bool unconnected = false;
-  // Hops started again because the next hop's first port was taken.
-  int restarted = 0;
   double seconds = 0;
   std::string SourceProblem() const;  // "" when the source's side ended well
 };
@@ -81,7 +75,6 @@ FabricChainResult FabricChain(const FabricChainSpec& spec);
 // `next_address`:`next_port` (identity `next_identity`). Its key is the
 // second PEM of the listen script's stdin. Exits with target_cmd's
 // status; a failed forward is one stderr line "fabric-forward: ...".
-// It reads the listen script's $d and $port.
 std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
                                int next_port, const std::string& next_identity,
                                const FabricLimits& limits);

@@ -2,16 +2,11 @@
 // on 127.0.0.1): the real openssl s_server/s_client, the real scripts.
 #include "providers/node/fabric_chain.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <utility>
 
 #include "providers/node/silenced_port_test_util.h"
 #include "src/local_transport.h"
@@ -69,45 +64,6 @@ TEST(FabricChain, EveryHopGetsTheWholeStream) {
   EXPECT_EQ(r.hops[0].forward_problem, "");
 }
 
-// A socket listening on 127.0.0.1 (its port taken), or just a port that
-// was free a moment ago.
-struct LocalPort {
-  int fd = -1, port = -1;
-  explicit LocalPort(bool keep) {
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      return;
-    port = ntohs(a.sin_port);
-    if (!keep) close(std::exchange(fd, -1));
-  }
-  ~LocalPort() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-TEST(FabricChain, AHopWhosePortIsTakenListensElsewhereAndIsReachedThere) {
-  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  // The listeners start at once, hop0's forward pointed at hop1's first
-  // port; that port is taken, so hop1 listens on another and hop0 is
-  // started again, pointed there.
-  LocalPort p0(false), taken(true), p2(false);
-  ASSERT_GT(taken.port, 0);
-  Chain c("head -c 1000000 /dev/zero", {"wc -c", "wc -c", "wc -c"});
-  c.spec.first_ports = {p0.port, taken.port, p2.port};
-  FabricChainResult r = FabricChain(c.spec);
-  EXPECT_GE(r.restarted, 1);  // more when a picked port was taken meanwhile
-  ASSERT_EQ(r.SourceProblem(), "");
-  for (const FabricHopResult& h : r.hops) {
-    ASSERT_TRUE(h.delivered()) << h.Problem();
-    EXPECT_EQ(Trimmed(h.target->out), "1000000\n");
-  }
-}
-
 TEST(FabricChain, AHopWhoseWriteFailsStillForwards) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 2000000 /dev/zero", {"wc -c", "head -c 10 >/dev/null; exit 4", "wc -c"});
@@ -128,8 +84,7 @@ TEST(FabricChain, ASourceThatFailsMidStreamFailsEveryHop) {
   FabricChainResult r = FabricChain(c.spec);
   EXPECT_NE(r.SourceProblem().find("disk read error"), std::string::npos) << r.SourceProblem();
   for (const FabricHopResult& h : r.hops) {
-    EXPECT_FALSE(h.delivered()) << h.target->out << " / " << h.target->err << " / "
-                                << h.forward_problem;
+    EXPECT_FALSE(h.delivered());
     EXPECT_NE(h.Problem().find("did not end cleanly"), std::string::npos) << h.Problem();
   }
 }

@@ -70,9 +70,9 @@ std::string Prelude(const std::string& address, const std::string& id, int timeo
 
 // Fails when the listener did not come up (~10 s). Polled every 10 ms for
 // its first 0.1 s, then every 50: s_server listens ~30-40 ms after its
-// start, and every stream and chain waits for its listeners to be ready,
-// which now came ~22 ms sooner than with 50 ms throughout (55-62 ms
-// against 82-86: the listen script alone, 6 runs each).
+// start, and a chain starts its listeners one after another, so each
+// listener's ready line came ~22 ms sooner than with 50 ms throughout
+// (55-62 ms against 82-86: the listen script alone, 6 runs each).
 constexpr char kListenCheck[] =
     "listen=$(printf ':%04X 00000000:0000 0A' \"$port\")\n"
     "i=0\nuntil grep -q \"$listen\" /proc/net/tcp 2>/dev/null; do\n"
@@ -133,8 +133,7 @@ constexpr char kAbortOnFailure[] =
 }  // namespace
 
 std::string FabricListenScript(const std::string& address, const std::string& identity,
-                               const std::string& target_cmd, const FabricLimits& limits,
-                               int first_port) {
+                               const std::string& target_cmd, const FabricLimits& limits) {
   // The EXIT trap stops a listener still running (no rc yet) and the watchdog.
   return "wd=\n" +
          Prelude(address, identity, limits.timeout_s,
@@ -144,14 +143,10 @@ std::string FabricListenScript(const std::string& address, const std::string& id
          "mkfifo \"$d/in\" || exit 1\n"
          // A free port: not in /proc/net/tcp{,6} (a race with another
          // program only makes the listener fail to start, which is reported).
-         "port=; p=" +
-         std::to_string(first_port > 0 ? first_port : 0) +
-         "\nfor i in 1 2 3 4 5 6 7 8 9 10; do\n"
-         "  [ \"$p\" -gt 0 ] || p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % " +
-         std::to_string(kFabricPortSpan) + " + " + std::to_string(kFabricPortBase) +
-         " ))\n"
+         "port=\nfor i in 1 2 3 4 5 6 7 8 9 10; do\n"
+         "  p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 28000 + 32000 ))\n"
          "  grep -q \"$(printf ':%04X ' \"$p\")\" /proc/net/tcp /proc/net/tcp6 2>/dev/null || "
-         "{ port=$p; break; }\n  p=0\ndone\n"
+         "{ port=$p; break; }\ndone\n"
          "[ -n \"$port\" ] || { echo 'fabric: no free port' >&2; exit 1; }\n"
          // stdin: a FIFO opened read-write never has data nor EOF (s_server
          // closes the connection at EOF on its stdin). $d/rc is renamed into

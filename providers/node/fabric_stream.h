@@ -92,15 +92,8 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec);
 
 // The scripts, for tests and review. Each reads the PSK session file
 // (FabricSessionPem) on its stdin; no secret is in the script.
-// `first_port` (> 0) is the port the listener tries first; if it is taken
-// on the node, the listener takes a free one at random from the same range
-// and its ready line says which.
 std::string FabricListenScript(const std::string& address, const std::string& identity,
-                               const std::string& target_cmd, const FabricLimits& limits,
-                               int first_port = 0);
-// The range listeners take their ports from: [base, base + span).
-constexpr int kFabricPortBase = 32000;
-constexpr int kFabricPortSpan = 28000;
+                               const std::string& target_cmd, const FabricLimits& limits);
 std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
                              const std::string& source_cmd, const FabricLimits& limits);
 
