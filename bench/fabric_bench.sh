@@ -36,6 +36,9 @@
 #        copy per target already used 40-55 % of this machine's 2 cores, and
 #        a chain to 4 targets runs 4 TLS receivers and 3 senders on them:
 #        docs/benchmarks.md)
+# The nodes' engine: rootless podman, or with FLEET_TEST_ENGINE=docker a
+# dockerd per node (the operators' engine; its dockerd, which does what
+# `docker load` reads, counts in the nodes' CPU).
 set -euo pipefail
 SHAPED=0
 if [[ ${1-} == --shaped ]]; then
@@ -80,13 +83,13 @@ make_image() {
   echo "== image: $IMG_MB MiB on dgx1"
   D=sha256:$(printf 'fleet fabric bench' | sha256sum | cut -d' ' -f1)
   REF="localhost/fleet/fabbench@$D"
-  on_node dgx1 "d=\$(mktemp -d) && head -c $((IMG_MB * 1048576)) /dev/urandom > \$d/blob && tar -C \$d -c blob | podman import -q - localhost/fleet/fabbench:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
-  C=$(on_node dgx1 "podman image inspect --format '{{.Id}}' localhost/fleet/fabbench:sha256-${D#sha256:}")
+  on_node dgx1 "d=\$(mktemp -d) && head -c $((IMG_MB * 1048576)) /dev/urandom > \$d/blob && tar -C \$d -c blob | $CE import - localhost/fleet/fabbench:sha256-${D#sha256:} >/dev/null && rm -rf \$d"
+  C=$(on_node dgx1 "$CE image inspect --format '{{.Id}}' localhost/fleet/fabbench:sha256-${D#sha256:}")
 }
 img() { printf 'b={"ref": "%s", "source": "node:dgx1", "nodes": [%s]}' "$REF" "$1"; }
 ONE='"dgx1", "dgx2"'
 ALL='"dgx1", "dgx2", "dgx3", "dgx4", "dgx5"'
-rm_image() { for n in "$@"; do on_node "$n" "podman rmi -f $C >/dev/null 2>&1 || true"; done; }
+rm_image() { for n in "$@"; do on_node "$n" "$CE rmi -f $C >/dev/null 2>&1 || true"; done; }
 apply_quiet() { fl apply --auto-approve; }
 apply_ctl() { FLEET_FABRIC=off fl apply --auto-approve; }
 
@@ -113,7 +116,14 @@ node_cg_setup() {
   [[ -n $root && -w $root/cgroup.procs ]] || return 0
   NODE_CG=$root/fleet-fabric-bench.$$
   mkdir "$NODE_CG" || { NODE_CG=; return 0; }
-  for n in dgx1 "${TARGETS[@]}"; do echo "$(node_field "$n" pid)" >"$NODE_CG/cgroup.procs"; done
+  for n in dgx1 "${TARGETS[@]}"; do
+    echo "$(node_field "$n" pid)" >"$NODE_CG/cgroup.procs"
+    # Docker nodes: the node's dockerd (it imports what `docker load` reads)
+    # and what it runs already (containerd), where fleet-sim started one.
+    local d=$SIMDIR/nodes/$n/dockerd.pid p
+    [[ -r $d ]] || continue
+    for p in $(cat "$d") $(pgrep -P "$(cat "$d")" || true); do echo "$p" >"$NODE_CG/cgroup.procs"; done
+  done
 }
 node_cg_cleanup() {
   local p
@@ -170,8 +180,8 @@ shaped_bench() {
   fl apply --auto-approve || fail "first apply (node adoption)"
   shaped_run none 0 1
   make_image
-  IMG_PAYLOAD=$(on_node dgx1 "podman save $C | wc -c")
-  echo "  payload: the image's podman save stream, $IMG_PAYLOAD bytes"
+  IMG_PAYLOAD=$(on_node dgx1 "$CE save $C | wc -c")
+  echo "  payload: the image's $CE save stream, $IMG_PAYLOAD bytes"
   for n in 1 2 4; do
     mkrepo --image "$(img "$(node_list "$n")")"
     shaped_run image "$n" "$IMG_PAYLOAD"
@@ -241,7 +251,7 @@ on_node dgx1 "mkdir -p ~/.ssh && cat > ~/.ssh/bench_key && chmod 600 ~/.ssh/benc
 sparkrun() {
   local n
   for n in "$@"; do
-    on_node dgx1 "podman save $C | ssh -q -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i ~/.ssh/bench_key -p $(node_field "$n" port) $(node_field "$n" user)@$(node_field "$n" fabric_address) podman load -q" >/dev/null || return 1
+    on_node dgx1 "$CE save $C | ssh -q -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -i ~/.ssh/bench_key -p $(node_field "$n" port) $(node_field "$n" user)@$(node_field "$n" fabric_address) $CE load -q" >/dev/null || return 1
   done
 }
 timed "image sparkrun-way 1 target" sparkrun dgx2
