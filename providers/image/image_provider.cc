@@ -664,8 +664,7 @@ Result<ImageRecord> NameLoaded(const StepContext& ctx, const ImageRef& ref,
   Result<FoundImage> here = FindImage(ctx.transport, ctx.node->container_cli, ref, config);
   if (!here.ok()) return here.status();
   if (!here->present)
-    return Result<ImageRecord>::Error("image " + config + " is no longer on " + ctx.node->name +
-                                      ": plan again");
+    return Result<ImageRecord>::Error("image " + config + " is no longer on the node: plan again");
   return KeepPresent(ctx, ref, *here, record);
 }
 

@@ -3,7 +3,8 @@
 # killed (-9) after the copied image is loaded on the target, while it names
 # it, before the step's own state save, still owns the image: the state holds
 # image.bb@dgx2, the re-apply plans only the naming of the loaded image
-# (LoadedNotNamed) and converges without copying again, and dropping
+# (LoadedNotNamed) and converges without copying again (a saved plan of
+# that naming, applied after the image went, fails saying so), and dropping
 # the image with --purge removes it from dgx2. Before the fix the re-apply
 # found the copy unrecorded (a note: `fleet state adopt`), converged with it
 # out of the state, and --purge left it on the node (tests/faults/kill9.sh).
@@ -53,6 +54,19 @@ recs = {r["address"]: r for r in json.load(open(sys.argv[1]))["resources"]}
 a = recs["image.bb@dgx2"]["attributes"]
 assert a["via"] == "copy" and a["from"] == "dgx1" and a["image_id"], a
 PY
+
+step "a saved plan that names the image fails clearly when the image went meanwhile"
+ID=$(python3 -c 'import json,sys; print({r["address"]: r for r in json.load(open(sys.argv[1]))["resources"]}["image.bb@dgx2"]["attributes"]["image_id"])' "$(state_file)")
+expect_rc 0 plan --out "$WORK/name.plan"
+expect_out "name image"
+on_node dgx2 "$CLI rmi $ID" >/dev/null || fail "rmi of the loaded image on dgx2"
+expect_rc 1 apply --auto-approve "$WORK/name.plan"
+expect_out "is no longer on the node: plan again"
+no_crash
+# Back to the image loaded without a name, as the kill left it.
+on_node dgx1 "$CLI save $ID" | on_node dgx2 "$CLI load" >/dev/null 2>&1 || fail "reloading the image on dgx2"
+[[ -z $(on_node dgx2 "$CLI image inspect --format '{{.RepoTags}}' $ID" | tr -d '[]') ]] ||
+  fail "the reloaded image has a name on dgx2"
 
 step "the re-apply names the image without copying it again, and converges"
 expect_rc 0 plan
