@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "providers/deployment/gpu_request.h"
+#include "providers/image/image_listing.h"
 #include "providers/node/engine_listing.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
@@ -62,7 +63,8 @@ std::string HealthCommand(const std::string& url) {
 }
 
 std::string ServingContainersCliCommand(const std::string& cli) {
-  return ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
+  return kListingCliEnv +
+         ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
                        "serving={{.Names}}"});
 }
 

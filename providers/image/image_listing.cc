@@ -99,8 +99,8 @@ std::string ImageListingScript(const std::string& cli) {
   // image's RepoDigests and RepoTags, one row per tag): one CLI start, not
   // two, on every node of every plan (issue 31). docker's does not.
   if (IsPodman(cli))
-    return head +
-           "  ilo=$(\"$ilc\" image ls --no-trunc --format "
+    return head + "  ilo=$(" + std::string(kListingCliEnv) +
+           "\"$ilc\" image ls --no-trunc --format "
            "'img {{.ID}} {{json .RepoDigests}} {{json .RepoTags}}' 2>&1); ilr=$?\n"
            "  if [ \"$ilr\" = 0 ]; then ili=inspect; ilo=$(printf '%s\\n' \"$ilo\" | awk "
            "'!seen[$0]++'); else ili=ls; fi\n"
@@ -108,11 +108,13 @@ std::string ImageListingScript(const std::string& cli) {
            "  [ -z \"$ilo\" ] || printf '%s\\n' \"$ilo\" | sed 's/^/image_out=/'\n"
            "fi\n";
   // The IDs are checked to be hex before they reach the inspect unquoted.
-  return head +
-         "  ilo=$(\"$ilc\" image ls -q --no-trunc 2>&1); ilr=$?\n"
+  return head + "  ilo=$(" + std::string(kListingCliEnv) +
+         "\"$ilc\" image ls -q --no-trunc 2>&1); ilr=$?\n"
          "  ili=$(printf '%s\\n' \"$ilo\" | awk '/^(sha256:)?[0-9a-f]+$/ && !seen[$0]++')\n"
          "  if [ \"$ilr\" = 0 ] && [ -n \"$ili\" ]; then\n"
-         "    ilo=$(\"$ilc\" image inspect --format "
+         "    ilo=$(" +
+         std::string(kListingCliEnv) +
+         "\"$ilc\" image inspect --format "
          "'img {{.Id}} {{json .RepoDigests}} {{json .RepoTags}}' $ili 2>&1); ilr=$?; ili=inspect\n"
          "  elif [ \"$ilr\" = 0 ]; then ilo=; ili=inspect\n"
          "  else ili=ls; fi\n"

@@ -13,7 +13,7 @@
 //     controller parses the JSON (no jq on nodes);
 //   - else (no reader, no socket, a docker context or a remote DOCKER_HOST,
 //     any failed call) the CLI, as before, with the image listing in a
-//     background job beside `ps`, so the node waits for about one CLI start.
+//     pipeline beside `ps`, so the node waits for about one CLI start.
 // Both ways end in the same facts: ParseEngineApi gives what the CLI path's
 // lines give (engine_listing_test.cc feeds both from the same engines).
 #ifndef FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
@@ -33,8 +33,11 @@ namespace fleet {
 // "fleet_serves=api:" and the API's answer as "engine_api=" lines). Defines
 // $fsl and $gcs for GpuContextScript ($fsl "api": $gcs is non-empty when a
 // fleet serve may run), and $elq ("1" when the installed fleet-probe knows
-// --api, and so its own deadline; else ""). With `images`, the image listing is left running in
-// the background (or was read from the API): EngineListingEnd prints it.
+// --api, and so its own deadline; else ""). With `images`, what follows up
+// to EngineListingEnd runs beside the CLI's image listing (or after the
+// API's) and EngineListingEnd prints that listing after it.
+// REQUIRES with `images`: EngineListingEnd(true) follows in the same
+// script at the same nesting (the two open and close a function).
 std::string EngineListingBegin(const std::string& cli, bool images);
 
 // sh that sets $els to the engine's API socket where the node's container
@@ -66,8 +69,9 @@ std::string PrefixedLinesScript(const std::string& value, const std::string& pre
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes);
 
-// sh that prints the image listing (ImageListingScript's lines, or
-// "images=api") once the background job is done; "" without `images`.
+// sh that ends what EngineListingBegin(cli, images) began: it runs that
+// part and prints the image listing after it (ImageListingScript's lines,
+// or "images=api"); "" without `images`.
 std::string EngineListingEnd(bool images);
 
 // What the API's answer says ("engine_api=" lines in `output`); present is

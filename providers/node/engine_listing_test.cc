@@ -350,6 +350,30 @@ TEST_F(EngineListingTest, CliRunsGoSideBySide) {
   EXPECT_EQ(ImageListing::FromJson(f.images).images.size(), 2u);
 }
 
+// The image listing reaches the controller through a pipe, after the rest
+// of the node's lines: one far larger than a pipe's buffer (64 KiB) comes
+// whole, and so do the lines it waited behind.
+TEST_F(EngineListingTest, ALargeImageListingComesWhole) {
+  Tool("fleet-probe", "printf '{\"probe_version\":1,\"cuda_context\":true,\"gpus\":[]}\\n'\n");
+  Cli("podman", kPodman);
+  std::string inspect;
+  for (int i = 0; i < 2000; ++i) {
+    char id[65];
+    std::snprintf(id, sizeof id, "%064x", i + 1);
+    inspect += std::string("img ") + id + " [\"127.0.0.1:5000/team/app@sha256:" + id +
+               "\"] [\"127.0.0.1:5000/team/app:v" + std::to_string(i) + "\"]\n";
+  }
+  ASSERT_GT(inspect.size(), 4u * 65536);
+  Write("inspect", inspect);
+  const NodeFacts f = Plan("podman", "");
+  EXPECT_EQ(f.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  EXPECT_TRUE(f.gpu.is_object()) << f.gpu.dump();
+  const ImageListing l = ImageListing::FromJson(f.images);
+  EXPECT_EQ(l.error, "");
+  ASSERT_EQ(l.images.size(), 2000u);
+  EXPECT_EQ(l.images[1999].tags, std::vector<std::string>{"127.0.0.1:5000/team/app:v1999"});
+}
+
 TEST(ParseEngineApi, WhatTheAnswerSays) {
   EXPECT_FALSE(ParseEngineApi("fleet_serves=listed:x \n").present);
   EngineApiListing a = ParseEngineApi("engine_api=[]\nengine_api=\nengine_api=@api=200\n");

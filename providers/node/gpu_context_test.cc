@@ -14,6 +14,8 @@
 
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "src/probe/fleet_probe_source.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -176,6 +178,32 @@ TEST_F(GpuContextTest, NodeFactsCarryTheDecision) {
   ASSERT_TRUE(GpuFactsFromJson(f.gpu, &gpu));
   EXPECT_TRUE(gpu.cuda_context);
   EXPECT_EQ(Read("probe.args"), "--no-context\n\n\n");
+}
+
+// A driver hung in cuInit must not hang a plan: the installed probe built
+// from this fleet's source ends itself after 20 s (fleet_probe.cc), any
+// other fleet-probe runs under `timeout 20`.
+TEST_F(GpuContextTest, OnlyTheProbeOfThisSourceRunsWithoutTimeout) {
+  Tool("timeout",
+       "echo \"$*\" >> " + ShellQuote(dir_ + "/timeout.args") + "\nshift\nexec \"$@\"\n");
+  Cli("");
+  ASSERT_EQ(mkdir((dir_ + "/.fleet").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dir_ + "/" + kProbeInstallDir).c_str(), 0755), 0);
+  const std::string probe = dir_ + "/" + kProbeInstallPath;
+  std::ofstream(probe) << "#!/bin/sh\necho \"$*\" >> " << ShellQuote(dir_ + "/probe.args")
+                       << "\nprintf '{\"probe_version\":1,\"cuda_context\":true,\"gpus\":[]}\\n'\n";
+  chmod(probe.c_str(), 0755);
+
+  std::ofstream(dir_ + "/" + kProbeVersionFile) << std::string(64, '0') << "\n";
+  NodeFacts f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  EXPECT_TRUE(f.gpu.is_object()) << f.gpu.dump();
+  EXPECT_EQ(Read("timeout.args"), "20 " + probe + "\n");
+
+  std::ofstream(dir_ + "/" + kProbeVersionFile) << kFleetProbeSourceSha256 << "\n";
+  f = ParseNodeFacts(Run(NodeFactsScript("/nonexistent", "docker")));
+  EXPECT_TRUE(f.gpu.is_object()) << f.gpu.dump();
+  EXPECT_EQ(Read("timeout.args"), "20 " + probe + "\n");  // not run again
+  EXPECT_EQ(Read("probe.args"), "\n\n");                  // the probe was, twice
 }
 
 // Without fleet-probe on the node the serves are listed all the same.

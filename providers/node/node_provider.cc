@@ -10,6 +10,8 @@
 #include "providers/node/fabric_facts.h"
 #include "providers/node/gpu_facts.h"
 #include "src/power_switch.h"
+#include "src/probe/fleet_probe_source.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 
@@ -78,9 +80,13 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   s += EngineListingBegin(cli, list_images);
   s += std::string(kFindProbeScript) +
        // A driver hung in cuInit must not hang the whole plan: a probe that
-       // answered --api ($elq) ends itself after 20 s, an older one gets
-       // timeout (a process more, ~4 ms).
-       "t=; [ -n \"$elq\" ] || { command -v timeout >/dev/null 2>&1 && t='timeout 20'; }\n"
+       // answered --api ($elq), or the installed one built from this
+       // fleet's source, ends itself after 20 s; any other gets timeout (a
+       // process more, ~2 ms on a node that lists with its CLI).
+       "t=; [ -n \"$elq\" ] || { fpv=; { read -r fpv <\"$HOME/\"" + kProbeVersionFile +
+       "; } 2>/dev/null\n  [ \"$fp\" = \"" + kInstalledProbe +
+       "\" ] && [ \"$fpv\" = " + kFleetProbeSourceSha256 +
+       " ] || { command -v timeout >/dev/null 2>&1 && t='timeout 20'; }; }\n"
        "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then\n" +
        GpuContextScript(gpu_context) +
        // One line for the parser; tr only when the answer has more.

@@ -17,7 +17,6 @@ namespace fleet {
 namespace {
 
 // Beside the probe (src/probe/probe_install.h), relative to the node user's home.
-constexpr const char* kVersionFile = ".fleet/bin/fleet-probe.sha256src";
 constexpr const char* kSourceFile = ".fleet/src/fleet_probe.cc";
 
 std::string ControllerArch() {
@@ -65,7 +64,7 @@ std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
 std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
   // `read`, not $(cat ...): no process on a converged node.
   return std::string("cd && if [ -x ") + kProbeInstallPath + " ]; then pv=; { read -r pv <" +
-         kVersionFile +
+         kProbeVersionFile +
          "; } 2>/dev/null; printf 'installed=%s\\n' \"$pv\"; fi\n"
          "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
 }
@@ -186,7 +185,8 @@ Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
               .status();
   }
   if (!s.ok()) return s;
-  s = ctx.transport->WriteFile(kVersionFile, std::string(kFleetProbeSourceSha256) + "\n", 0644);
+  s = ctx.transport->WriteFile(kProbeVersionFile, std::string(kFleetProbeSourceSha256) + "\n",
+                               0644);
   if (!s.ok()) return s;
   // Verify: the installed probe runs and prints its JSON document.
   Result<CommandResult> run = ctx.transport->Run(kProbeInstallPath);

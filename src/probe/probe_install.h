@@ -11,6 +11,8 @@ namespace fleet {
 // Relative to the node user's home, where SFTP and exec channels start.
 inline constexpr char kProbeInstallDir[] = ".fleet/bin";
 inline constexpr char kProbeInstallPath[] = ".fleet/bin/fleet-probe";
+// Beside it: the SHA-256 of the source it was built from, one line.
+inline constexpr char kProbeVersionFile[] = ".fleet/bin/fleet-probe.sha256src";
 // The same program as sh spells it from any directory.
 inline constexpr char kInstalledProbe[] = "$HOME/.fleet/bin/fleet-probe";
 // sh: $fp names the installed probe, else a fleet-probe on PATH ("" when
@@ -23,6 +25,7 @@ inline constexpr char kFindProbeScript[] =
 static_assert(std::string_view(kInstalledProbe).substr(6) == kProbeInstallPath);
 static_assert(std::string_view(kFindProbeScript).find(kInstalledProbe) == 4);
 static_assert(std::string_view(kProbeInstallPath).starts_with(kProbeInstallDir));
+static_assert(std::string_view(kProbeVersionFile).starts_with(kProbeInstallPath));
 
 }  // namespace fleet
 
