@@ -65,18 +65,27 @@ std::string FabricRelayCommand(const std::string& target_cmd, const std::string&
                                const FabricLimits& limits) {
   const std::string send =
       FabricSendScript(next_address, next_port, next_identity, kForwardPayload, limits);
-  // fd 4: the pipe to the forward; fd 5: this hop's stdout (the channel).
+  // tee alone holds the write ends of both its outputs: the forward (the
+  // FIFO $d/fw) sees its end of file when the stream into this hop ends,
+  // not when this hop's target_cmd does (podman load imports after its
+  // input ends: each hop's import held up the hops behind it, one after
+  // another), and the target_cmd does not wait for the forward either.
   return "awk '/^-----BEGIN/ { n++ } n == 2' \"$d/psk\" >\"$d/psk2\" || exit 1\n"
-         "exec 5>&1\n"
-         "{ tee -p /dev/fd/4 | (\n" +
-         target_cmd + "\n) 4>&- >&5; echo $? >\"$d/lrc\"; } 4>&1 | { up=\"$d\" sh -c " +
+         "mkfifo \"$d/fw\" || exit 1\n"
+         "{ up=\"$d\" sh -c " +
          ShellQuote(send) +
-         " 3<&0 <\"$d/psk2\" >/dev/null 2>\"$d/ferr\"; echo $? >\"$d/frc\"; }\n"
-         "frc=$(cat \"$d/frc\" 2>/dev/null); lrc=$(cat \"$d/lrc\" 2>/dev/null)\n"
+         " 3<\"$d/fw\" <\"$d/psk2\" >/dev/null 2>\"$d/ferr\"; echo $? >\"$d/frc\"; } &\n"
+         "fwj=$!\n"
+         "tee -p \"$d/fw\" | (\n" +
+         target_cmd +
+         "\n)\n"
+         "lrc=$?\n"
+         "wait $fwj\n"
+         "frc=$(cat \"$d/frc\" 2>/dev/null)\n"
          "[ \"$frc\" = 0 ] || echo \"" +
          kForwardMark +
          "exit ${frc:-?}: $(tr '\\n' ' ' <\"$d/ferr\" | head -c 600)\" >&2\n"
-         "exit ${lrc:-1}\n";
+         "exit $lrc\n";
 }
 
 std::string FabricHopResult::Problem() const {

@@ -64,6 +64,29 @@ TEST(FabricChain, EveryHopGetsTheWholeStream) {
   EXPECT_EQ(r.hops[0].forward_problem, "");
 }
 
+// A hop whose target works on after its input ended (podman load imports
+// then) does not hold up the hops behind it: here hop0's target waits until
+// hop1's has its whole stream, for 10 s at most.
+TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string mark = std::string(tmpl) + "/hop1-done";
+  Chain c("head -c 3000000 /dev/zero",
+          {"cat >/dev/null; i=0; while [ ! -e " + mark +
+               " ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; "
+               "[ -e " +
+               mark + " ] && echo hop1-was-done",
+           "wc -c; touch " + mark});
+  FabricChainResult r = FabricChain(c.spec);
+  std::system((std::string("rm -rf ") + tmpl).c_str());
+  ASSERT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();
+  ASSERT_TRUE(r.hops[1].delivered()) << r.hops[1].Problem();
+  EXPECT_EQ(r.hops[0].target->out, "hop1-was-done\n");
+  EXPECT_EQ(Trimmed(r.hops[1].target->out), "3000000\n");
+  EXPECT_EQ(r.hops[0].forward_problem, "");
+}
+
 TEST(FabricChain, AHopWhoseWriteFailsStillForwards) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 2000000 /dev/zero", {"wc -c", "head -c 10 >/dev/null; exit 4", "wc -c"});
