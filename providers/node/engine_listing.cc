@@ -59,15 +59,15 @@ std::string ApiScript(bool images) {
 }
 
 // Today's CLI listing of the serves (ServeListingScript's words). The names
-// are picked out by the shell itself (a sed and a tr were ~2 ms of a plan's
-// wait on the node); a container name holds no blank and no glob character,
-// and `set -f` keeps a warning's words from matching files.
+// are picked out of the lines by the shell itself (a sed and a tr were ~2
+// ms of a plan's wait on the node): split at newlines only, with `set -f`
+// so that no line is taken for a file pattern.
 std::string CliServesScript(const std::string& cli) {
   return "    if gcs=$(" + ServingContainersCliCommand(cli) +
          " 2>&1); then\n"
-         "      fsl=listed; set -f; elg=\n"
+         "      fsl=listed; set -f; elo=$IFS; IFS='\n'; elg=\n"
          "      for l in $gcs; do case $l in serving=*) elg=\"$elg${l#serving=} \" ;; esac; done\n"
-         "      set +f; gcs=$elg\n"
+         "      IFS=$elo; set +f; gcs=$elg\n"
          "    else fsl=engine-error; gcs=$(printf '%s' \"$gcs\" | head -n 1 | cut -c1-300); fi\n";
 }
 
@@ -156,7 +156,8 @@ std::string ProbeApiGetScript(const std::string& out, const std::string& answere
 }
 
 // With the images, where the CLI answers, the script from here to
-// EngineListingEnd becomes the function elm, run as `ell | { elm; cat; }`:
+// EngineListingEnd becomes the function elm, run as `ell | { elm; cat; }`
+// (elm's stdin /dev/null, so that nothing in it can read the listing):
 // the images' CLI runs go on beside `ps` and what follows it, and their
 // lines come after elm's, whole and in order, through the pipe (no temp
 // file: mktemp and rm were ~3 ms of the node's side). elm starts with `ps`.
@@ -184,7 +185,7 @@ std::string EngineListingBegin(const std::string& cli, bool images) {
 std::string EngineListingEnd(bool images) {
   if (!images) return "";
   return "}\n"
-         "if [ \"$fsl\" = cli ]; then ell 2>&1 | { elm; cat; }\n"
+         "if [ \"$fsl\" = cli ]; then ell 2>&1 | { elm </dev/null; cat; }\n"
          "else elm; if [ \"$fsl\" = api ]; then echo images=api; else ell; fi; fi\n";
 }
 

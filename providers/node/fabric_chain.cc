@@ -70,13 +70,15 @@ std::string FabricRelayCommand(const std::string& target_cmd, const std::string&
   // not when this hop's target_cmd does (podman load imports after its
   // input ends: each hop's import held up the hops behind it, one after
   // another), and the target_cmd does not wait for the forward either.
+  // tee's own process opens the FIFO (fd 4): a tee that cannot start
+  // still releases the forward's open, which then ends and says so.
   return "awk '/^-----BEGIN/ { n++ } n == 2' \"$d/psk\" >\"$d/psk2\" || exit 1\n"
          "mkfifo \"$d/fw\" || exit 1\n"
          "{ up=\"$d\" sh -c " +
          ShellQuote(send) +
          " 3<\"$d/fw\" <\"$d/psk2\" >/dev/null 2>\"$d/ferr\"; echo $? >\"$d/frc\"; } &\n"
          "fwj=$!\n"
-         "tee -p \"$d/fw\" | (\n" +
+         "{ tee -p /dev/fd/4 4>\"$d/fw\"; echo $? >\"$d/trc\"; } | (\n" +
          target_cmd +
          "\n)\n"
          "lrc=$?\n"
@@ -85,6 +87,11 @@ std::string FabricRelayCommand(const std::string& target_cmd, const std::string&
          "[ \"$frc\" = 0 ] || echo \"" +
          kForwardMark +
          "exit ${frc:-?}: $(tr '\\n' ' ' <\"$d/ferr\" | head -c 600)\" >&2\n"
+         // tee -p exits 0 when an output's reader went (a target or a
+         // forward that failed); any other status cut this hop's stream.
+         "trc=; { read -r trc <\"$d/trc\"; } 2>/dev/null\n"
+         "[ \"$trc\" = 0 ] || { echo \"fabric: this hop's tee exited ${trc:-?}\" >&2; "
+         "[ $lrc != 0 ] || lrc=1; }\n"
          "exit $lrc\n";
 }
 

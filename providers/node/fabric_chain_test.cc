@@ -87,6 +87,34 @@ TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
   EXPECT_EQ(r.hops[0].forward_problem, "");
 }
 
+// A relay whose tee cannot run (here: one without -p) ends, fails its hop
+// and the hops behind it, and says why; nothing waits for good on the FIFO
+// between tee and the forward. (The forward waits 30 s for the stream into
+// its hop to end, which a dead tee never lets happen.)
+TEST(FabricChain, ARelayWhoseTeeFailsEndsAndSaysSo) {
+  if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
+  char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string shim = tmpl;
+  ASSERT_EQ(std::system(("printf '#!/bin/sh\\necho \"tee: invalid option -- p\" >&2; exit 1\\n' >" +
+                         shim + "/tee && chmod +x " + shim + "/tee")
+                            .c_str()),
+            0);
+  const std::string path = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (shim + ":" + path).c_str(), 1);
+  Chain c("head -c 100000 /dev/zero", {"wc -c", "wc -c"});
+  FabricChainResult r = FabricChain(c.spec);
+  setenv("PATH", path.c_str(), 1);
+  std::system(("rm -rf " + shim).c_str());
+  EXPECT_FALSE(r.hops[0].delivered());
+  EXPECT_NE(r.hops[0].Problem().find("invalid option"), std::string::npos) << r.hops[0].Problem();
+  EXPECT_NE(r.hops[0].Problem().find("this hop's tee exited 1"), std::string::npos);
+  EXPECT_NE(r.hops[0].forward_problem, "");
+  EXPECT_FALSE(r.hops[1].delivered());
+  EXPECT_NE(r.hops[1].Problem().find("did not end cleanly"), std::string::npos)
+      << r.hops[1].Problem();
+}
+
 TEST(FabricChain, AHopWhoseWriteFailsStillForwards) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 2000000 /dev/zero", {"wc -c", "head -c 10 >/dev/null; exit 4", "wc -c"});
