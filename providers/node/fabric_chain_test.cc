@@ -51,6 +51,18 @@ std::string Trimmed(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a);
 }
 
+// A directory of the test's own under /tmp, removed with it.
+struct ScratchDir {
+  std::string path;
+  ScratchDir() {
+    char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
+    if (mkdtemp(tmpl) != nullptr) path = tmpl;
+  }
+  ~ScratchDir() {
+    if (!path.empty()) std::system(("rm -rf " + path).c_str());
+  }
+};
+
 TEST(FabricChain, EveryHopGetsTheWholeStream) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 5000000 /dev/zero", {"sha256sum", "sha256sum", "wc -c"});
@@ -69,9 +81,9 @@ TEST(FabricChain, EveryHopGetsTheWholeStream) {
 // hop1's has its whole stream, for 10 s at most.
 TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string mark = std::string(tmpl) + "/hop1-done";
+  ScratchDir dir;
+  ASSERT_NE(dir.path, "");
+  const std::string mark = dir.path + "/hop1-done";
   Chain c("head -c 3000000 /dev/zero",
           {"cat >/dev/null; i=0; while [ ! -e " + mark +
                " ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; "
@@ -79,7 +91,6 @@ TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
                mark + " ] && echo hop1-was-done",
            "wc -c; touch " + mark});
   FabricChainResult r = FabricChain(c.spec);
-  std::system((std::string("rm -rf ") + tmpl).c_str());
   ASSERT_TRUE(r.hops[0].delivered()) << r.hops[0].Problem();
   ASSERT_TRUE(r.hops[1].delivered()) << r.hops[1].Problem();
   EXPECT_EQ(r.hops[0].target->out, "hop1-was-done\n");
@@ -93,9 +104,9 @@ TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
 // its hop to end, which a dead tee never lets happen.)
 TEST(FabricChain, ARelayWhoseTeeFailsEndsAndSaysSo) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string shim = tmpl;
+  ScratchDir dir;
+  ASSERT_NE(dir.path, "");
+  const std::string shim = dir.path;
   ASSERT_EQ(std::system(("printf '#!/bin/sh\\necho \"tee: invalid option -- p\" >&2; exit 1\\n' >" +
                          shim + "/tee && chmod +x " + shim + "/tee")
                             .c_str()),
@@ -105,7 +116,6 @@ TEST(FabricChain, ARelayWhoseTeeFailsEndsAndSaysSo) {
   Chain c("head -c 100000 /dev/zero", {"wc -c", "wc -c"});
   FabricChainResult r = FabricChain(c.spec);
   setenv("PATH", path.c_str(), 1);
-  std::system(("rm -rf " + shim).c_str());
   EXPECT_FALSE(r.hops[0].delivered());
   EXPECT_NE(r.hops[0].Problem().find("invalid option"), std::string::npos) << r.hops[0].Problem();
   EXPECT_NE(r.hops[0].Problem().find("this hop's tee exited 1"), std::string::npos);
