@@ -27,6 +27,9 @@ struct SshSettings {
   std::string known_hosts;  // resolved path; default ~/.ssh/known_hosts
   int port = 22;
   int connect_timeout_s = 10;
+  // Where the settings in force were written (the node's own ssh block, else
+  // the top-level one); empty (line 0) for the defaults.
+  SourceLoc loc;
 };
 
 struct PowerController {
@@ -245,6 +248,7 @@ struct SyncSettings {
   std::vector<std::string> allow = {"add", "change", "replace"};
   // Also destroy resources and power nodes off.
   bool destroy = false;
+  SourceLoc loc;  // the `sync` key; empty (line 0) when absent
 };
 
 struct StateSettings {
@@ -254,6 +258,7 @@ struct StateSettings {
   // (never the string itself: it may hold a password) and the schema.
   std::string conn_env = "FLEET_STATE_PG";
   std::string schema = "fleet";
+  SourceLoc loc;  // the `state` key; empty (line 0) when absent
 };
 
 struct Manifest {

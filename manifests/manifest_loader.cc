@@ -126,6 +126,8 @@ class ManifestLoader {
   // Controller-side path: `~` expanded, relative made absolute against the
   // repo root.
   std::string ResolveLocalPath(const Located<std::string>& path);
+  // True when `path`, its links followed, is a path inside the repo.
+  bool InsideRepo(const fs::path& path) const;
   // Node-side path: absolute or ~/... (the node's home), kept as written.
   bool CheckNodePath(const Located<std::string>& path, const std::string& field);
 
@@ -258,6 +260,7 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   ReadState(top);
   manifest_->ssh.known_hosts = ResolveLocalPath({"~/.ssh/known_hosts", SourceLoc{}});
   ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
+  if (const Entry* e = top.Find("ssh")) manifest_->ssh.loc = e->key_loc;
   ReadPower(top);
   ReadSync(top);
   ReadDefaults(top);
@@ -291,6 +294,7 @@ void ManifestLoader::ForEachEntry(const MapReader& top, const std::string& key,
 
 void ManifestLoader::ReadState(const MapReader& top) {
   const MapReader state = top.Map("state", "state");
+  if (const Entry* e = top.Find("state")) manifest_->state.loc = e->key_loc;
   state.CheckKeys({"backend", "path", "conn_env", "schema"},
                   "name the environment variable holding the libpq connection string "
                   "(conn_env: FLEET_STATE_PG)");
@@ -359,6 +363,7 @@ void ManifestLoader::ReadSsh(const MapReader& ssh, SshSettings* out) {
 
 void ManifestLoader::ReadSync(const MapReader& top) {
   const MapReader sync = top.Map("sync", "sync");
+  if (const Entry* e = top.Find("sync")) manifest_->sync.loc = e->key_loc;
   sync.CheckKeys({"allow", "destroy"});
   if (auto allow = sync.StringList("allow")) {
     const std::vector<std::string> actions = {"add", "change", "replace"};
@@ -464,6 +469,7 @@ void ManifestLoader::ReadNode(const Entry& entry) {
     }
   }
   ReadSsh(node.Map("ssh", what + " ssh"), &spec.ssh);
+  if (const Entry* e = node.Find("ssh")) spec.ssh.loc = e->key_loc;
   if (auto hostname = node.String("hostname")) spec.hostname = hostname->value;
   ReadNodePower(node, &spec);
   if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
@@ -892,16 +898,26 @@ void ManifestLoader::ReadRecipe(const Located<std::string>& path, DeploymentSpec
     return;
   }
   const fs::path resolved = (fs::path(manifest_->root_dir) / path.value).lexically_normal();
+  // Only files of the repo: a commit names what fleet reads, and a path out
+  // of it (absolute, "..", or a link) would read the controller's own files
+  // and quote them in errors. Links are followed first, so a link inside
+  // the repo that points out of it is refused too.
+  if (!InsideRepo(resolved)) {
+    reporter_.Error(path.loc, "deployment '" + spec->name + "': recipe file '" + path.value +
+                                  "' is outside the manifests repo (a recipe must be a file of "
+                                  "the repo, e.g. recipes/" +
+                                  spec->name + ".toml)");
+    return;
+  }
   std::error_code ec;
   if (!fs::is_regular_file(resolved, ec)) {
     std::string message = "deployment '" + spec->name + "': recipe file '" + path.value +
                           "' not found (looked for " + resolved.string() + ")";
     // Suggest a close file name in the same directory: a typo in a file name
-    // is the usual cause.
+    // is the usual cause. Only names of the repo's own files.
     std::vector<std::string> siblings;
-    for (const auto& f : fs::directory_iterator(resolved.parent_path(), ec)) {
-      siblings.push_back(f.path().filename().string());
-    }
+    for (const auto& f : fs::directory_iterator(resolved.parent_path(), ec))
+      if (InsideRepo(f.path())) siblings.push_back(f.path().filename().string());
     const std::string near = NearestName(resolved.filename().string(), siblings);
     if (!near.empty()) {
       message += "; did you mean '" + (fs::path(path.value).parent_path() / near).string() + "'?";
@@ -921,6 +937,16 @@ void ManifestLoader::ReadRecipe(const Located<std::string>& path, DeploymentSpec
 void ManifestLoader::AddRefs(const std::string& kind, const std::string& context,
                              const std::vector<Located<std::string>>& refs) {
   for (const auto& ref : refs) notes_.refs.push_back({kind, context, ref});
+}
+
+bool ManifestLoader::InsideRepo(const fs::path& path) const {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(manifest_->root_dir, ec);
+  if (ec) return false;
+  const fs::path real = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  const fs::path rel = real.lexically_relative(root);
+  return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
 }
 
 std::string ManifestLoader::ResolveLocalPath(const Located<std::string>& path) {

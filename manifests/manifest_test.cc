@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -839,6 +840,36 @@ TEST(ManifestTest, MissingRecipeFile) {
   EXPECT_NE(l.diags[0].message.find("did you mean 'recipes/qwen38-flash-next-int4.toml'?"),
             std::string::npos)
       << l.diags[0].message;
+}
+
+// A commit names what fleet reads: a recipe out of the repo (absolute, "..",
+// or a link of the repo pointing out of it) is refused, its text unread and
+// unquoted, and no "did you mean" lists files of another folder.
+TEST(ManifestTest, RecipesOutsideTheRepoAreRefusedUnread) {
+  const std::string outside = "/tmp/fleet-outside-recipe-" + std::to_string(getpid());
+  fs::create_directories(outside);
+  std::ofstream(outside + "/secret.toml") << "model = \"SECRET-LINE\"\n";
+  for (const std::string path :
+       {outside + "/secret.toml",
+        std::string("../") + fs::path(outside).filename().string() + "/secret.toml",
+        std::string("recipes/link.toml"), outside + "/secret.tom"}) {
+    TempRepo repo;
+    fs::create_symlink(outside + "/secret.toml", fs::path(repo.dir()) / "recipes" / "link.toml");
+    repo.Write("fleet.yaml", DeployRepo() + "  a: {recipe: \"" + path +
+                                 "\", nodes: [dgx1], image: b12x, port: 1}\n");
+    Loaded l;
+    l.ok = LoadManifest(repo.dir(), &l.manifest, &l.diags);
+    ASSERT_FALSE(l.ok) << path;
+    const std::string all = Dump(l.diags);
+    EXPECT_NE(all.find("fleet.yaml:13:15: error: deployment 'a': recipe file '" + path +
+                       "' is outside the manifests repo"),
+              std::string::npos)
+        << path << "\n"
+        << all;
+    EXPECT_EQ(all.find("SECRET"), std::string::npos) << all;
+    EXPECT_EQ(all.find("did you mean"), std::string::npos) << all;
+  }
+  fs::remove_all(outside);
 }
 
 TEST(ManifestTest, RecipeErrorsAreReportedWithTheRecipeFile) {

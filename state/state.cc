@@ -124,6 +124,9 @@ Result<State> FromJsonUnchecked(const json& j) {
   if (auto sync = j.find("sync"); sync != j.end() && sync->is_object()) {
     auto commit = sync->find("commit");
     if (commit != sync->end() && commit->is_string()) st.synced_commit = commit->get<std::string>();
+    auto approved = sync->find("approved");
+    if (approved != sync->end() && approved->is_string())
+      st.sync_approved = approved->get<std::string>();
   }
   std::stable_sort(st.resources.begin(), st.resources.end(), AddressLess);
   for (size_t i = 1; i < st.resources.size(); ++i) {
@@ -184,7 +187,8 @@ json State::ToJson() const {
            {"lineage", lineage},
            {"serial", serial},
            {"resources", std::move(list)}};
-  if (!synced_commit.empty()) out["sync"] = {{"commit", synced_commit}};
+  if (!synced_commit.empty()) out["sync"]["commit"] = synced_commit;
+  if (!sync_approved.empty()) out["sync"]["approved"] = sync_approved;
   return out;
 }
 

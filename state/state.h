@@ -31,6 +31,9 @@ struct State {
   // The manifests commit `fleet watch --sync` applied last ("" when none):
   // sync never goes backwards from it. Written only when set.
   std::string synced_commit;
+  // A commit a person approved for sync (`fleet sync approve`): sync applies
+  // it although it changes what only a person may change. "" when none.
+  std::string sync_approved;
 
   const ResourceRecord* Find(const std::string& address) const;
   // Inserts or replaces the record with the same address; keeps the order.

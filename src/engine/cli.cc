@@ -237,7 +237,7 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   struct WatchArgs {
     fleet::WatchOptions opts;
     std::string every = "2m", report_log, report_out = "report.html";
-    std::string events_since, reset_addr, endpoints_format;
+    std::string events_since, reset_addr, endpoints_format, approve_commit;
     bool events_json = false, endpoints_json = false;
   };
   auto a = std::make_shared<WatchArgs>();
@@ -259,6 +259,15 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                                 "apply new commits of the manifests repo at REMOTE/BRANCH "
                                 "(default: the checkout's upstream)")
                    ->expected(0, 1);
+  watch->add_option("--sync-allow-env", a->opts.sync_allow_env,
+                    "with --sync: an environment variable a recipe's {from_env = ...} may "
+                    "read (repeat for more; default none: a commit naming one is refused)");
+  watch->add_option("--sync-allowed-signers", a->opts.sync_allowed_signers,
+                    "with --sync: apply only commits with a good SSH signature by a key of "
+                    "this allowed-signers file (ssh-keygen(1) format)");
+  watch->add_option("--sync-gpg-key", a->opts.sync_gpg_keys,
+                    "with --sync: apply only commits with a good GnuPG signature by this key "
+                    "fingerprint (repeat for more; the key in this user's keyring)");
   watch->add_option("--metrics-listen", a->opts.metrics_listen,
                     "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
@@ -288,6 +297,15 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   events->add_flag("--json", a->events_json, "one JSON object a line");
   out->push_back({events, [a](const fleet::GlobalOptions& g) {
                     return fleet::CmdEvents(g, a->events_since, a->events_json);
+                  }});
+  auto* sync_cmd = app->add_subcommand("sync", "what fleet watch --sync may apply");
+  sync_cmd->require_subcommand(1);
+  auto* approve = sync_cmd->add_subcommand(
+      "approve", "let fleet watch --sync apply a commit that waits for a person");
+  approve->add_option("commit", a->approve_commit, "the commit (as its sync event names it)")
+      ->required();
+  out->push_back({approve, [a](const fleet::GlobalOptions& g) {
+                    return fleet::CmdSyncApprove(g, a->approve_commit);
                   }});
   auto* heal = app->add_subcommand("heal", "what fleet watch --heal keeps of a serve");
   heal->require_subcommand(1);

@@ -29,6 +29,12 @@ struct WatchOptions {
   // (sync_round.h); "" follows the checkout's upstream.
   bool sync = false;
   std::string sync_ref;
+  // Set by the person who starts the watch, never by a commit
+  // (sync_round.h's SyncOptions): the from_env names recipes may read, and
+  // the keys whose signatures sync accepts (none given: unsigned is fine).
+  std::vector<std::string> sync_allow_env;
+  std::string sync_allowed_signers;
+  std::vector<std::string> sync_gpg_keys;
   // --metrics-listen ADDR:PORT: serve the last round as Prometheus metrics
   // (watch_metrics.h); "" serves nothing.
   std::string metrics_listen;
@@ -48,6 +54,11 @@ int CmdEndpoints(const GlobalOptions& g, const std::string& format);
 
 // `fleet heal reset ADDR`: forgets a serve's heal tries and quarantine.
 int CmdHealReset(const GlobalOptions& g, const std::string& address);
+
+// `fleet sync approve COMMIT`: lets `fleet watch --sync` apply COMMIT
+// although it changes what only a person may (sync_policy.h), recorded in
+// the state; a signature requirement and --sync-allow-env still hold.
+int CmdSyncApprove(const GlobalOptions& g, const std::string& commit);
 
 // Writes the HTML report of the watch log `log_file` to `out_file`.
 int CmdReport(const std::string& log_file, const std::string& out_file);

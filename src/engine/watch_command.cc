@@ -216,8 +216,10 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer;
-  Syncer syncer(g.dir, o.sync_ref,
-                int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000);
+  Syncer syncer(g.dir,
+                SyncOptions{o.sync_ref,
+                            int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
+                            o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
   HoldSignals(true);
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();

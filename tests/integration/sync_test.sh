@@ -10,39 +10,11 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
 
+source "$(dirname "$0")/sync_lib.sh"
+
 PA=$(free_port)
 PB=$(free_port)
-LOG=$WORK/watch.jsonl
-ORIGIN=$WORK/origin.git
-OP=$WORK/operator
-export GIT_AUTHOR_NAME=fleet-test GIT_AUTHOR_EMAIL=test@fleet.invalid
-export GIT_COMMITTER_NAME=fleet-test GIT_COMMITTER_EMAIL=test@fleet.invalid
 
-rounds() {
-  local n
-  n=$(grep -c '"round"' "$LOG" 2>/dev/null)
-  echo "${n:-0}"
-}
-# sync_events OUTCOME COMMIT: how many sync events of that outcome for COMMIT.
-sync_events() {
-  python3 - "$LOG" "$1" "$2" <<'PY'
-import json, sys
-n = 0
-for line in open(sys.argv[1]):
-    e = json.loads(line)
-    n += e.get("event") == "sync" and e.get("outcome") == sys.argv[2] and e.get("commit") == sys.argv[3]
-print(n)
-PY
-}
-wait_sync() {  # wait_sync OUTCOME COMMIT SECONDS
-  for _ in $(seq $(($3 * 10))); do
-    (($(sync_events "$1" "$2") > 0)) && return 0
-    kill -0 "$WATCH" 2>/dev/null || fail "fleet watch died: $(tail -20 "$WORK/watch.out" "$WORK/watch.err")"
-    sleep 0.1
-  done
-  fail "no sync $1 event for $2 within $3 s: $(grep '"sync"' "$LOG" | tail -3; tail -10 "$WORK/watch.out")"
-}
-synced() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("sync",{}).get("commit",""))' "$(state_file)"; }
 deployment() {  # deployment NAME NODE PORT
   echo "$1={\"recipe\": \"recipes/e.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}}"
 }
@@ -52,17 +24,12 @@ push_repo() {
   shift
   python3 "$ROOT/tests/integration/mkrepo.py" --sim "$SIMDIR" --out "$OP" \
     --image "eng={\"ref\": \"$REGISTRY/fleet/engine@$D\", \"source\": \"registry\"}" "$@"
-  git -C "$OP" add -A
-  git -C "$OP" commit -qm "$msg"
-  git -C "$OP" push -q origin HEAD:main
-  git -C "$OP" rev-parse HEAD
+  commit_push "$msg"
 }
 
 step "registry, engine image, 2 nodes; the lab's checkout of a bare repo, applied by hand"
 engine_fleet 2  # (its recipes/e.toml goes with the repo, replaced by the lab's clone below)
-git init -q --bare -b main "$ORIGIN"
-git init -q -b main "$OP"
-git -C "$OP" remote add origin "$ORIGIN"
+init_origin
 REPO=$OP engine_recipe e
 printf '.fleet/\n' >"$OP/.gitignore"
 C0=$(push_repo "a on dgx1" --deployment "$(deployment a dgx1 "$PA")")
@@ -72,11 +39,7 @@ expect_rc 0 apply --auto-approve
 assert_converged
 
 step "a pushed commit is applied within two rounds"
-"$FLEET" -C "$REPO" --no-color watch --sync --every 1s --log "$LOG" \
-  >"$WORK/watch.out" 2>"$WORK/watch.err" </dev/null &
-WATCH=$!
-BG_PIDS+=("$WATCH")
-for _ in $(seq 100); do (($(rounds) >= 1)) && break; sleep 0.1; done
+start_watch
 C1=$(push_repo "b on dgx2" --deployment "$(deployment a dgx1 "$PA")" --deployment "$(deployment b dgx2 "$PB")")
 r0=$(rounds)
 wait_sync applied "$C1" 60
@@ -114,8 +77,7 @@ git -C "$OP" push -qf origin HEAD:main
 C4=$(git -C "$OP" rev-parse HEAD)
 wait_sync refused "$C4" 60
 [[ $(synced) == "$C1" ]] || fail "the force-push moved the synced commit"
-kill -TERM "$WATCH"
-wait "$WATCH" || fail "fleet watch exited $?"
+stop_watch
 
 step "fleet status and events show the sync"
 expect_rc 0 status

@@ -1,0 +1,180 @@
+#include "src/engine/sync_policy.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace fleet {
+
+namespace {
+
+// "fleet.yaml:12:3: " (or "fleet.yaml: " where no line is known).
+std::string At(const SourceLoc& loc) {
+  SourceLoc l = loc;
+  if (l.file.empty()) l.file = "fleet.yaml";
+  return l.ToString() + ": ";
+}
+
+std::string Quoted(const std::string& s) { return s.empty() ? "(none)" : "'" + s + "'"; }
+
+// One line per ssh setting that differs, for `who` ("ssh", "node dgx1's ssh").
+void SshChanges(const SshSettings& was, const SshSettings& now, const std::string& who,
+                std::vector<std::string>* out) {
+  const std::string why = " (whom fleet logs in to, and with which key: a person approves it)";
+  auto diff = [&](const std::string& key, const std::string& a, const std::string& b) {
+    if (a != b)
+      out->push_back(At(now.loc) + who + " " + key + " changes from " + Quoted(a) + " to " +
+                     Quoted(b) + why);
+  };
+  diff("user", was.user, now.user);
+  diff("identity", was.identity, now.identity);
+  diff("known_hosts", was.known_hosts, now.known_hosts);
+  diff("port", std::to_string(was.port), std::to_string(now.port));
+}
+
+void PowerChanges(const PowerController& was, const PowerController& now,
+                  std::vector<std::string>* out) {
+  const std::string why = " (where the switch's token is sent: a person approves it)";
+  if (was.present != now.present) {
+    out->push_back(At(now.loc) +
+                   (now.present ? "the commit adds a power controller"
+                                : "the commit removes the power controller") +
+                   why);
+    return;
+  }
+  auto diff = [&](const std::string& key, const std::string& a, const std::string& b) {
+    if (a != b)
+      out->push_back(At(now.loc) + "power " + key + " changes from " + Quoted(a) + " to " +
+                     Quoted(b) + why);
+  };
+  diff("kind", was.kind, now.kind);
+  diff("url", was.url, now.url);
+  diff("token_env", was.token_env, now.token_env);
+}
+
+void StateChanges(const StateSettings& was, const StateSettings& now,
+                  std::vector<std::string>* out) {
+  const std::string why = " (where the lab's state lives: a person migrates it)";
+  if (was.backend != now.backend)
+    out->push_back(At(now.loc) + "state backend changes from " + Quoted(was.backend) + " to " +
+                   Quoted(now.backend) + why);
+  if (now.backend == "postgres" && (was.conn_env != now.conn_env || was.schema != now.schema))
+    out->push_back(At(now.loc) + "state conn_env/schema change from " +
+                   Quoted(was.conn_env + "/" + was.schema) + " to " +
+                   Quoted(now.conn_env + "/" + now.schema) + why);
+}
+
+bool SameSync(const SyncSettings& a, const SyncSettings& b) {
+  std::vector<std::string> x = a.allow, y = b.allow;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y && a.destroy == b.destroy;
+}
+
+// "add", "change", "replace", "destroy" or "power off" for a change.
+std::string SyncAction(const PlanChange& c) {
+  if (c.type == "node" && c.summary.rfind("power off", 0) == 0) return "power off";
+  switch (c.action) {
+    case Action::kCreate:
+      return "add";
+    case Action::kUpdate:
+      return "change";
+    case Action::kReplace:
+      return "replace";
+    case Action::kDelete:
+      return "destroy";
+    default:
+      return "";
+  }
+}
+
+// True when `path` lies under `dir` (both absolute, lexically normal).
+bool Under(const std::string& path, const std::string& dir) {
+  if (dir.empty() || path.size() <= dir.size() || path.compare(0, dir.size(), dir) != 0)
+    return false;
+  return path[dir.size()] == '/' || dir.back() == '/';
+}
+
+// The node has no ssh block of its own: its settings are the top level's.
+bool Inherits(const NodeSpec& node, const Manifest& m) {
+  return node.ssh.loc.line == m.ssh.loc.line && node.ssh.loc.column == m.ssh.loc.column;
+}
+
+}  // namespace
+
+std::vector<std::string> ChangesForAPerson(const Manifest& applied, const Manifest& next) {
+  std::vector<std::string> out;
+  if (!SameSync(applied.sync, next.sync))
+    out.push_back(At(next.sync.loc) +
+                  "the commit changes sync: (the policy that gates it is the applied "
+                  "commit's; a person applies a new one)");
+  PowerChanges(applied.power, next.power, &out);
+  StateChanges(applied.state, next.state, &out);
+  SshChanges(applied.ssh, next.ssh, "ssh", &out);
+  for (const auto& [name, node] : next.nodes) {
+    auto was = applied.nodes.find(name);
+    if (was == applied.nodes.end()) {
+      out.push_back(At(node.loc) + "the commit adds node " + name + " at " + Quoted(node.address) +
+                    " (fleet would log in to it and install fleet-probe: a person approves it)");
+      continue;
+    }
+    if (was->second.address != node.address)
+      out.push_back(At(node.loc) + "node " + name + "'s address changes from " +
+                    Quoted(was->second.address) + " to " + Quoted(node.address) +
+                    " (whom fleet logs in to: a person approves it)");
+    // A node that takes the top-level block in both commits changed with
+    // it (said once, above); one with a block of its own in either is said
+    // here.
+    if (!(Inherits(was->second, applied) && Inherits(node, next)))
+      SshChanges(was->second.ssh, node.ssh, "node " + name + "'s ssh", &out);
+  }
+  return out;
+}
+
+std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy) {
+  for (const PlanChange& c : plan.changes) {
+    const std::string a = SyncAction(c);
+    if (a.empty()) continue;
+    if (a == "destroy" || a == "power off") {
+      if (!policy.destroy)
+        return "the plan would " + a + " " + c.address + " (sync.destroy is false)";
+      continue;
+    }
+    if (std::find(policy.allow.begin(), policy.allow.end(), a) == policy.allow.end())
+      return "the plan would " + a + " " + c.address + " (sync.allow does not list " + a + ")";
+  }
+  return "";
+}
+
+std::vector<std::string> EnvNamesNotAllowed(const Manifest& next,
+                                            const std::vector<std::string>& allowed) {
+  std::vector<std::string> out;
+  std::vector<std::string> seen;  // one line per recipe file and name
+  for (const auto& [name, d] : next.deployments) {
+    for (const auto& [key, var] : d.recipe.env_from) {
+      if (std::find(allowed.begin(), allowed.end(), var) != allowed.end()) continue;
+      std::string line = d.recipe_path + ": " + key + " = {from_env = \"" + var + "\"}";
+      if (std::find(seen.begin(), seen.end(), line) != seen.end()) continue;
+      seen.push_back(line);
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+void RebaseControllerPaths(const std::string& from, const std::string& to, Manifest* m) {
+  namespace fs = std::filesystem;
+  const std::string base = fs::path(from).lexically_normal().string();
+  auto rebase = [&](std::string* p) {
+    if (!Under(*p, base)) return;
+    *p = (fs::path(to) / fs::path(*p).lexically_relative(base)).lexically_normal().string();
+  };
+  rebase(&m->ssh.identity);
+  rebase(&m->ssh.known_hosts);
+  rebase(&m->state.path);
+  for (auto& [name, node] : m->nodes) {
+    rebase(&node.ssh.identity);
+    rebase(&node.ssh.known_hosts);
+  }
+}
+
+}  // namespace fleet
