@@ -31,6 +31,7 @@
 #include "manifests/recipe.h"
 #include "manifests/restart_policy.h"
 #include "manifests/secrets.h"
+#include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
 #include "manifests/utf8.h"
 #include "manifests/yaml_schema.h"
@@ -840,11 +841,11 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
 void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec) {
   if (auto routed = deployment.Bool("gateway")) spec->routed = routed->value;
   if (auto served = deployment.String("served_model")) {
-    // It is written into the gateway's HAProxy config and JSON answers.
-    if (!std::regex_match(served->value, std::regex("[A-Za-z0-9][A-Za-z0-9._:/@+-]*")))
-      reporter_.Error(served->loc, "'served_model' in " + deployment.what() +
-                                       " must be letters, digits and . _ : / @ + -, got '" +
-                                       served->value + "'");
+    // It is written into the gateway's HAProxy config and JSON answers:
+    // the one served name check (manifests/served_name.h), as a recipe's.
+    if (const std::string problem = ServedNameProblem(served->value); !problem.empty())
+      reporter_.Error(served->loc, "'served_model' in " + deployment.what() + " " + problem +
+                                       " (got '" + served->value + "')");
     else
       spec->served_model = served->value;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "manifests/secrets.h"
+#include "manifests/served_name.h"
 
 namespace fleet {
 
@@ -196,6 +197,7 @@ class RecipeReader {
   void OrderingTrap(const TomlEntry& e, const std::string& header, const toml::table& table);
   void CheckTwoPositionals();
   void CheckPlaceholders();
+  void CheckServedName();
 
   std::string file_;
   Recipe* recipe_;
@@ -212,6 +214,7 @@ void RecipeReader::Read(const toml::table& root) {
   for (const TomlEntry& e : entries) ReadKey(e);
   CheckTwoPositionals();
   CheckPlaceholders();
+  CheckServedName();
 }
 
 void RecipeReader::ReadKey(const TomlEntry& e) {
@@ -587,6 +590,39 @@ void RecipeReader::CheckTwoPositionals() {
                           "('unrecognized arguments'); set model = \"\" when "
                           "args carries the model path, "
                           "or start args with a --flag");
+}
+
+// The name the serve answers to (what ExpectedServedModel reads from the
+// command) reaches the gateway's HAProxy config: it passes the one served
+// name check (manifests/served_name.h). A placeholder counts as a safe
+// word here; what it becomes is checked again at plan, rendered.
+void RecipeReader::CheckServedName() {
+  std::string value, field;
+  std::optional<SourceLoc> loc;
+  if (auto arg = FindServedNameArg(recipe_->args); arg && arg->index < arg_locs_.size()) {
+    value = arg->value;
+    field = "args[" + std::to_string(arg->index) + "]";
+    loc = arg_locs_[arg->index];
+  } else if (!recipe_->model.empty() && model_loc_) {
+    value = recipe_->model;
+    field = "model";
+    loc = model_loc_;
+  } else {
+    return;
+  }
+  const std::vector<std::string>& known = RecipePlaceholders();
+  for (const std::string& name : PlaceholderNames(value))
+    if (std::find(known.begin(), known.end(), name) == known.end()) return;  // reported
+  std::string filled = value;
+  for (const std::string& name : known)
+    for (size_t at; (at = filled.find("{" + name + "}")) != std::string::npos;)
+      filled.replace(at, name.size() + 2, "0");
+  const std::string problem = ServedNameProblem(filled);
+  if (problem.empty()) return;
+  Error(*loc, field + " '" + value +
+                  "' is the model name the serve answers to, which a gateway writes into its "
+                  "HAProxy config: it " +
+                  problem);
 }
 
 void RecipeReader::CheckPlaceholders() {

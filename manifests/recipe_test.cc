@@ -201,6 +201,34 @@ TEST(RecipeTest, Placeholders) {
   EXPECT_TRUE(Parse("args = ['--cfg', '{\"a\": {\"b\": 1}}', '{}', '{port}']\n").empty());
 }
 
+// The name a serve answers to is written into a gateway's HAProxy config
+// (issue 44: "0 } || TRUE #" routed every request to one serve): it passes
+// the served name check wherever the recipe says it, at its file:line:column.
+TEST(RecipeTest, ServedNamesThatCouldChangeTheGatewayConfigAreRefused) {
+  const std::string rule =
+      "is the model name the serve answers to, which a gateway writes into its HAProxy config: "
+      "it must be letters, digits and . _ : / @ + -, starting with a letter, a digit or '/', got ";
+  EXPECT_DIAG(
+      Parse("args = [\"--port\", \"{port}\",\n  \"--served-model-name\", \"0 } || TRUE #\"]\n"),
+      "recipes/r.toml:2:26: error: args[3] '0 } || TRUE #' " + rule + "a space at byte 1");
+  EXPECT_DIAG(Parse("args = [\"--served-model-name=Qwen 3.8\"]\n"),
+              "recipes/r.toml:1:9: error: args[0] 'Qwen 3.8' " + rule + "a space at byte 4");
+  EXPECT_DIAG(Parse("args = [\"--model\", \"a'b\"]\n"),
+              "recipes/r.toml:1:20: error: args[1] 'a'b' " + rule + "\"'\" at byte 1");
+  EXPECT_DIAG(Parse("model = \"m#1\"\nargs = [\"--port\", \"{port}\"]\n"),
+              "recipes/r.toml:1:9: error: model 'm#1' " + rule + "'#' at byte 1");
+  EXPECT_DIAG(Parse("args = [\"--model\", \"-x\"]\n"),
+              "recipes/r.toml:1:20: error: args[1] '-x' " + rule + "'-' at byte 0");
+  // --served-model-name wins over --model and the model: only it is checked.
+  EXPECT_TRUE(
+      Parse("model = \"/models/My Model\"\nargs = [\"--served-model-name\", \"org/m@v1+a:b\"]\n")
+          .empty());
+  // A placeholder is a safe word here (its value is checked at plan).
+  EXPECT_TRUE(Parse("model = \"{model_path}\"\n").empty());
+  EXPECT_TRUE(Parse("args = [\"--served-model-name\", \"qwen-{node}\"]\n").empty());
+  EXPECT_TRUE(Parse("model = \"/model\"\n").empty());
+}
+
 TEST(RecipeTest, SyntaxErrorIsLocated) {
   // The log: an edit dropped the '#' of a comment line.
   const std::string text = "model = \"\"\n Aiden 4x recipe, see AGENTS.md\nargs = []\n";

@@ -14,6 +14,7 @@
 #include <regex>
 #include <vector>
 
+#include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
 #include "providers/node/engine_listing.h"
 #include "src/shell_quote.h"
@@ -264,12 +265,8 @@ SmokeResult SmokeResult::FromJson(const nlohmann::json& j) {
 
 std::string ExpectedServedModel(const Manifest& m, const ContainerSpec& spec) {
   const std::vector<std::string>& c = spec.command;
-  for (const char* flag : {"--served-model-name", "--model"})
-    for (size_t i = 0; i < c.size(); ++i) {
-      if (c[i] == flag && i + 1 < c.size()) return c[i + 1];
-      if (c[i].rfind(std::string(flag) + "=", 0) == 0)
-        return c[i].substr(std::string(flag).size() + 1);
-    }
+  // The same reading as the recipe lint's (manifests/served_name.h).
+  if (auto arg = FindServedNameArg(c)) return arg->value;
   auto d = m.deployments.find(spec.deployment);
   if (d != m.deployments.end() && !d->second.recipe.model.empty() && !c.empty()) return c[0];
   return "";

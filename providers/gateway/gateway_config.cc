@@ -5,7 +5,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
+#include "manifests/served_name.h"
 #include "providers/model/blob_hash.h"
 
 namespace fleet {
@@ -13,7 +15,8 @@ namespace {
 
 // Bumped when RenderHaproxyConfig writes something else for the same
 // routes, so that every gateway reloads into the new text.
-constexpr int kConfigFormat = 2;
+// 3: only /v1/ paths are forwarded; the routed models are one ACL line each.
+constexpr int kConfigFormat = 3;
 
 // The models routed, each once, in order, with its backend's servers.
 std::map<std::string, std::vector<const GatewayRoute*>> ByModel(const GatewayWant& w) {
@@ -49,10 +52,22 @@ std::string ModelList(const GatewayWant& w) {
 }
 
 std::string OpenAiError(const std::string& message, const std::string& type,
-                        const std::string& code) {
+                        const std::string& code, const nlohmann::json& param = "model") {
   return nlohmann::json{
-      {"error", {{"message", message}, {"type", type}, {"param", "model"}, {"code", code}}}}
+      {"error", {{"message", message}, {"type", type}, {"param", param}, {"code", code}}}}
       .dump();
+}
+
+// Every byte of `s` is a letter, a digit or one of `extra`.
+bool Only(const std::string& s, std::string_view extra) {
+  return std::all_of(s.begin(), s.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
+  });
+}
+
+// A manifest name (node, deployment): what the loader accepts.
+bool IsName(const std::string& s) {
+  return !s.empty() && std::isalnum(static_cast<unsigned char>(s[0])) && Only(s, "-_");
 }
 
 std::string NotRouted(const GatewayWant& w) {
@@ -86,6 +101,23 @@ void WriteGlobal(const GatewayWant& w, std::ostream& out) {
       << "'\n\n";
 }
 
+// Only the OpenAI API reaches a serve: an engine's other paths (admin,
+// fault switches, profiling) are answered 404 by HAProxy itself. A path is
+// forwarded when it is /v1/ and plain characters, without a dot segment
+// (a serve that merged "/v1/../x" into "/x" would be reached otherwise) or
+// a %-escape (which could hide one).
+void WriteApiOnly(const GatewayWant& w, std::ostream& out) {
+  const std::string not_found =
+      OpenAiError("gateway " + w.gateway +
+                      " forwards only the OpenAI API under /v1/ (and answers /health and "
+                      "/metrics itself)",
+                  "invalid_request_error", "not_found", nullptr);
+  out << "  acl fleet_api path_reg '^/v1/[A-Za-z0-9._:@+/-]*$'\n"
+      << "  acl fleet_dot_segment path_sub /.\n"
+      << "  http-request return status 404 content-type application/json string '" << not_found
+      << "' if !fleet_api || fleet_dot_segment\n";
+}
+
 void WriteFrontend(const GatewayWant& w, std::ostream& out) {
   const auto models = ByModel(w);
   out << "frontend gateway_" << w.gateway << "\n"
@@ -95,13 +127,15 @@ void WriteFrontend(const GatewayWant& w, std::ostream& out) {
       << "' if { path /v1/models }\n"
       << "  http-request return status 200 content-type text/plain string 'ok' if { path /health "
          "}\n"
-      << "  http-request use-service prometheus-exporter if { path /metrics }\n"
-      << "  http-request wait-for-body time 10s\n"
+      << "  http-request use-service prometheus-exporter if { path /metrics }\n";
+  WriteApiOnly(w, out);
+  out << "  http-request wait-for-body time 10s\n"
       << "  http-request set-var(txn.model) req.body,json_query('$.model')\n";
-  std::string names;
-  for (const auto& [model, unused] : models) names += " " + model;
+  // One line per model: a line of HAProxy's holds at most 64 words.
+  for (const auto& [model, unused] : models)
+    out << "  acl fleet_routed var(txn.model) -m str " << model << "\n";
   out << "  http-request return status 404 content-type application/json string '" << NotRouted(w)
-      << "'" << (models.empty() ? "" : " unless { var(txn.model) -m str" + names + " }") << "\n";
+      << "'" << (models.empty() ? "" : " unless fleet_routed") << "\n";
   for (const auto& [model, backend] : BackendNames(w))
     out << "  use_backend " << backend << " if { var(txn.model) -m str " << model << " }\n";
   out << "\n";
@@ -138,10 +172,32 @@ void SealGatewayWant(GatewayWant* want) {
   want->spec = HashBlobData(BlobHashKind::kSha256, run.dump());
   const nlohmann::json config = {kConfigFormat, want->gateway, want->port, want->drain_s,
                                  want->routes};
-  want->config = HashBlobData(BlobHashKind::kSha256, config.dump());
+  // A name that is not UTF-8 (refused before, never written) must not
+  // throw here: it is hashed as U+FFFD.
+  want->config = HashBlobData(
+      BlobHashKind::kSha256, config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string RenderHaproxyConfig(const GatewayWant& w) {
+std::string GatewayRouteProblem(const GatewayRoute& r) {
+  if (const std::string p = ServedNameProblem(r.model); !p.empty())
+    return "the model name '" + r.model + "' " + p;
+  if (!IsName(r.deployment)) return "the deployment name '" + r.deployment + "' is not a name";
+  if (!IsName(r.node)) return "the node name '" + r.node + "' is not a name";
+  if (r.host.empty() || r.host[0] == '-' || !Only(r.host, ".:-[]_"))
+    return "the address '" + r.host + "' must be a host name or an IP";
+  if (r.port < 1 || r.port > 65535) return "the port " + std::to_string(r.port) + " is not 1-65535";
+  if (r.health_path.empty() || r.health_path[0] != '/' || !Only(r.health_path, "/._~:@+=&?%-"))
+    return "the health path '" + r.health_path +
+           "' must be an HTTP path of letters, digits and / . _ ~ : @ + = & ? % -";
+  return "";
+}
+
+std::string RenderHaproxyConfig(const GatewayWant& want) {
+  // The writer's own line of defence: a route the plan should have refused
+  // is never written (HAProxy's quoting protects nothing here: a quoted
+  // '}' still ends an ACL).
+  GatewayWant w = want;
+  std::erase_if(w.routes, [](const GatewayRoute& r) { return !GatewayRouteProblem(r).empty(); });
   std::ostringstream out;
   out << "# gateway " << w.gateway << ": written by fleet from the manifests; edits are lost\n"
       << "# fleet-config " << w.config << "\n";
@@ -212,6 +268,7 @@ void to_json(nlohmann::json& j, const GatewayWant& v) {
        {"drain_s", v.drain_s}, {"routes", v.routes},       {"spec", v.spec},
        {"config", v.config}};
   if (!v.unnamed.empty()) j["unnamed"] = v.unnamed;
+  if (!v.unsafe.empty()) j["unsafe"] = v.unsafe;
 }
 
 void from_json(const nlohmann::json& j, GatewayWant& v) {
@@ -226,11 +283,13 @@ void from_json(const nlohmann::json& j, GatewayWant& v) {
   v.spec = j.value("spec", "");
   v.config = j.value("config", "");
   v.unnamed = j.value("unnamed", std::vector<std::string>{});
+  v.unsafe = j.value("unsafe", std::vector<std::string>{});
 }
 
 void to_json(nlohmann::json& j, const GatewayRecord& v) {
   j = v.want;
   j.erase("unnamed");
+  j.erase("unsafe");
   j["container_id"] = v.container_id;
 }
 

@@ -52,6 +52,10 @@ struct GatewayWant {
   std::string config;
   // Routed deployments whose model name is not known: a plan error.
   std::vector<std::string> unnamed;
+  // Routes left out because a word of theirs could change the config's
+  // meaning (GatewayRouteProblem), each "deployment 'a' on dgx1: <why>": a
+  // plan error.
+  std::vector<std::string> unsafe;
 };
 
 // What a gateway's state record holds: the routes and settings its HAProxy
@@ -79,11 +83,22 @@ inline constexpr const char* kGatewayLabel = "fleet.gateway";
 // The response header naming the server that answered: "<deployment>_<node>".
 inline constexpr const char* kGatewayServedByHeader = "x-fleet-served-by";
 
+// "" when every word of `route` that RenderHaproxyConfig writes is safe to
+// write (no character of it can change the config's meaning), else why
+// not: the model passes the served name check (manifests/served_name.h),
+// the deployment and node are names, the host an address, the health path
+// a plain HTTP path.
+std::string GatewayRouteProblem(const GatewayRoute& route);
+
 // Fills want->spec and want->config from the other fields.
 // REQUIRES: want->routes sorted.
 void SealGatewayWant(GatewayWant* want);
 
-// The HAProxy config of `want` (master-worker; reloaded by SIGUSR2).
+// The HAProxy config of `want` (master-worker; reloaded by SIGUSR2). A
+// route with a GatewayRouteProblem is left out of it (the plan refuses
+// such a route before; this is the writer's own line of defence). Only
+// the OpenAI API (/v1/...) is forwarded to a serve; any other path but the
+// gateway's own /health and /metrics is answered 404 by HAProxy itself.
 // Its "# fleet-route <model> <deployment> <node> <host>:<port>" comment lines
 // let a probe read the routes back (ParseConfigRoutes) and its
 // "# fleet-config <hash>" line the config written.

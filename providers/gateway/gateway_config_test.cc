@@ -49,7 +49,13 @@ TEST(GatewayConfig, TheConfigRoutesEachModelAndAnswersTheListAndUnknownModels) {
   EXPECT_NE(cfg.find("hdr x-fleet-config " + w.config), std::string::npos);
   EXPECT_NE(cfg.find("{\"id\":\"gpt-oss\",\"object\":\"model\""), std::string::npos);
   EXPECT_NE(cfg.find("routed: gpt-oss, qwen3.8"), std::string::npos);
-  EXPECT_NE(cfg.find("unless { var(txn.model) -m str gpt-oss qwen3.8 }"), std::string::npos);
+  EXPECT_NE(cfg.find("  acl fleet_routed var(txn.model) -m str gpt-oss\n"
+                     "  acl fleet_routed var(txn.model) -m str qwen3.8\n"),
+            std::string::npos)
+      << cfg;
+  EXPECT_NE(cfg.find("\"type\":\"invalid_request_error\"}}' unless fleet_routed\n"),
+            std::string::npos)
+      << cfg;
   EXPECT_NE(cfg.find("backend model_qwen3.8\n"), std::string::npos);
   EXPECT_NE(cfg.find("use_backend model_gpt-oss if { var(txn.model) -m str gpt-oss }"),
             std::string::npos);
@@ -68,6 +74,57 @@ TEST(GatewayConfig, BackendNamesHoldOnlyWhatHaproxyAccepts) {
   const std::string cfg = RenderHaproxyConfig(w);
   EXPECT_NE(cfg.find("backend model_org_m_v1\n"), std::string::npos) << cfg;
   EXPECT_NE(cfg.find("backend model_org_m_v1_1\n"), std::string::npos) << cfg;
+}
+
+// Only the OpenAI API reaches a serve (issue 44: the stand-in engine's
+// /fault switch was reachable through the gateway): the rule comes before
+// the body is read and before any routing.
+TEST(GatewayConfig, OnlyTheOpenAiApiIsForwarded) {
+  const std::string cfg = RenderHaproxyConfig(Lab());
+  const size_t rule = cfg.find(" if !fleet_api || fleet_dot_segment\n");
+  ASSERT_NE(rule, std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("  acl fleet_api path_reg '^/v1/[A-Za-z0-9._:@+/-]*$'\n"), std::string::npos);
+  EXPECT_NE(cfg.find("  acl fleet_dot_segment path_sub /.\n"), std::string::npos);
+  EXPECT_NE(cfg.find("{\"error\":{\"code\":\"not_found\",\"message\":\"gateway lab forwards "
+                     "only the OpenAI API under /v1/"),
+            std::string::npos)
+      << cfg;
+  EXPECT_LT(cfg.find("if { path /metrics }"), rule);
+  EXPECT_GT(cfg.find("wait-for-body"), rule);
+  EXPECT_GT(cfg.find("use_backend"), rule);
+}
+
+// The writer's own defence: a route the plan should have refused is not
+// written at all, in no line (comments included: a newline in a name
+// would start a config line of its own).
+TEST(GatewayConfig, ARouteThatCouldChangeTheConfigIsNeverWritten) {
+  GatewayWant w = Lab();
+  const std::vector<GatewayRoute> bad = {
+      {"0 } || TRUE #", "evil", "dgx9", "10.0.0.9", 30000, "/health"},
+      {"x\nbackend y", "evil2", "dgx9", "10.0.0.9", 30001, "/health"},
+      {"fine", "evil3", "dgx9", "10.0.0.9 backup", 30002, "/health"},
+      {"fine2", "evil4", "dgx9", "10.0.0.9", 30003, "/health HTTP/1.1\r\nHost: x"},
+      {"fine3", "evil 5", "dgx9", "10.0.0.9", 30004, "/health"},
+  };
+  for (const GatewayRoute& r : bad) {
+    EXPECT_NE(GatewayRouteProblem(r), "") << r.model;
+    w.routes.push_back(r);
+  }
+  std::sort(w.routes.begin(), w.routes.end());
+  SealGatewayWant(&w);
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_EQ(cfg.find("evil"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("TRUE"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("10.0.0.9"), std::string::npos) << cfg;
+  EXPECT_EQ(cfg.find("fine"), std::string::npos) << cfg;
+  EXPECT_EQ(ParseConfigRoutes(cfg), Lab().routes);
+  EXPECT_EQ(GatewayRouteProblem(Lab().routes[0]), "");
+  EXPECT_EQ(GatewayRouteProblem(bad[0]),
+            "the model name '0 } || TRUE #' must be letters, digits and . _ : / @ + -, starting "
+            "with a letter, a digit or '/', got a space at byte 1");
+  // A name that is not UTF-8 made nlohmann's dump() throw; it is not written.
+  w.routes = {{"q\xff", "a", "dgx1", "10.0.0.1", 1, "/health"}};
+  EXPECT_NO_THROW(RenderHaproxyConfig(w));
 }
 
 TEST(GatewayConfig, NoRoutesAnswer404ToEveryModel) {

@@ -20,7 +20,8 @@ std::string RouteHost(const NodeSpec& node, const ContainerSpec& spec) {
 
 GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& node,
                     const std::vector<GatewayRoute>& routes,
-                    const std::vector<std::string>& unnamed) {
+                    const std::vector<std::string>& unnamed,
+                    const std::vector<std::string>& unsafe) {
   GatewayWant w;
   w.gateway = g.name;
   w.container = GatewayContainerName(g.name);
@@ -31,6 +32,7 @@ GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& nod
   w.drain_s = g.drain_s;
   w.routes = routes;
   w.unnamed = unnamed;
+  w.unsafe = unsafe;
   SealGatewayWant(&w);
   return w;
 }
@@ -88,7 +90,8 @@ std::vector<std::string> ReplacedInPlace(const GatewayWant& want, const DiffCont
 
 }  // namespace
 
-std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed) {
+std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed,
+                                        std::vector<std::string>* unsafe) {
   std::vector<GatewayRoute> routes;
   for (const auto& [name, d] : m.deployments) {
     if (!d.routed) continue;
@@ -104,6 +107,11 @@ std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::stri
           unnamed->push_back(name);
         continue;
       }
+      if (const std::string problem = GatewayRouteProblem(r); !problem.empty()) {
+        if (unsafe != nullptr)
+          unsafe->push_back("deployment " + name + " on " + node + ": " + problem);
+        continue;
+      }
       routes.push_back(std::move(r));
     }
   }
@@ -114,8 +122,8 @@ std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::stri
 std::vector<DesiredResource> GatewayProvider::Expand(const Manifest& m) const {
   std::vector<DesiredResource> out;
   if (m.gateways.empty()) return out;
-  std::vector<std::string> unnamed;
-  const std::vector<GatewayRoute> routes = GatewayRoutes(m, &unnamed);
+  std::vector<std::string> unnamed, unsafe;
+  const std::vector<GatewayRoute> routes = GatewayRoutes(m, &unnamed, &unsafe);
   for (const auto& [name, g] : m.gateways)
     for (const std::string& node : g.nodes) {
       auto n = m.nodes.find(node);
@@ -125,7 +133,7 @@ std::vector<DesiredResource> GatewayProvider::Expand(const Manifest& m) const {
       r.type = "gateway";
       r.name = name;
       r.node = node;
-      r.attributes = WantFor(m, g, n->second, routes, unnamed);
+      r.attributes = WantFor(m, g, n->second, routes, unnamed, unsafe);
       r.depends_on = {NodeAddress(node), ResourceAddress("image", g.image, node)};
       // A reload waits for the serves it routes to: a moved serve answers
       // before clients are sent to it.
@@ -166,6 +174,9 @@ PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualRes
     c.error = what + ": deployment " + want.unnamed.front() +
               " serves no model name fleet can read (no --served-model-name or --model in its "
               "recipe); set its served_model, or gateway: false";
+  } else if (!want.unsafe.empty()) {
+    c.error = what + " cannot route " + want.unsafe.front() +
+              " (a word of its route could change the meaning of the gateway's HAProxy config)";
   } else if (!actual.error.empty()) {
     c.error = what + " on " + desired.node + ": " + actual.error;
   } else if (!p.exists) {

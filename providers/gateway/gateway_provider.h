@@ -29,8 +29,12 @@ namespace fleet {
 // The routes every gateway of `m` serves: the head of each deployment not
 // marked gateway: false (every node of a deployment of replicas), by the
 // model it serves. `unnamed` gets the deployments whose model name is not
-// known (no served_model, and none in the recipe). Sorted.
-std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed);
+// known (no served_model, and none in the recipe); `unsafe` (when given)
+// gets why each route left out for a GatewayRouteProblem was (a rendered
+// name the recipe lint could not see, such as a {model_path} with a space).
+// Sorted.
+std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::string>* unnamed,
+                                        std::vector<std::string>* unsafe = nullptr);
 
 class GatewayProvider : public Provider {
  public:

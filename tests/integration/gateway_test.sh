@@ -4,6 +4,9 @@
 # an address of its own, so one port serves on two nodes at once):
 # - a chat for alpha through the gateway reaches alpha's serve and beta's
 #   beta's; /v1/models lists both; an unknown model gets the OpenAI 404;
+# - only the OpenAI API reaches a serve: the stand-in engine's /fault switch,
+#   a dot segment out of /v1/ and an admin path get HAProxy's own 404, even
+#   with a body that names a routed model;
 # - a routes-only change (a deployment joins the gateway) reloads HAProxy
 #   under a client loop of 5 requests/s: no request fails, same container;
 # - alpha moved to a free node (dgx5) under that loop: create before destroy
@@ -145,6 +148,17 @@ done
 [[ $up == *" 1" ]] || fail "the gateway's Prometheus metrics do not show alpha's backend up: '$up'"
 curl -s -m 10 -D - -o /dev/null "http://$GW:8000/v1/chat/completions" -d '{"model":"alpha","messages":[{"role":"user","content":"hi"}]}' |
   tr -d '\r' | grep -qx 'x-fleet-served-by: a_dgx1' || fail "the reply does not name the serve that answered"
+
+step "only the OpenAI API reaches a serve: /fault, /v1/../fault and an admin path get HAProxy's 404"
+for path in /fault /v1/../fault /v1/%2e%2e/fault /admin/reset; do
+  for body in garble '{"model":"alpha"}'; do
+    out=$(curl -s -m 5 --path-as-is -D "$WORK/headers" -w '\n%{http_code}' "http://$GW:8000$path" -d "$body")
+    [[ ${out##*$'\n'} == 404 && $out == *'"code":"not_found"'* ]] || fail "POST $path ($body) through the gateway: $out"
+    ! grep -qi '^x-fleet-served-by' "$WORK/headers" || fail "POST $path reached a serve: $(cat "$WORK/headers")"
+  done
+done
+out=$(chat alpha)
+[[ $out == *11303* ]] || fail "alpha's serve took a fault through the gateway: $out"
 expect_rc 0 check
 expect_out "a via lab"
 # What to give clients: the gateway's URL for each routed model, no node's.
