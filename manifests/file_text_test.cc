@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,7 +30,7 @@ void WithoutDescriptors(F f) {
   low.rlim_cur = 64;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::vector<int> held;
-  for (int fd; (fd = dup(0)) >= 0;) held.push_back(fd);
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
   ASSERT_EQ(errno, EMFILE);
   f();
   for (int fd : held) close(fd);

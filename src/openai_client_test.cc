@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <vector>
@@ -63,7 +64,7 @@ TEST(ListServedModels, NoDescriptorForASocketIsTheControllers) {
   low.rlim_cur = 64;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
   std::vector<int> held;
-  for (int fd; (fd = dup(0)) >= 0;) held.push_back(fd);
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
   Result<std::vector<std::string>> r = ListServedModels(url, 5);
   ChatRequest req;
   req.timeout_s = 5;

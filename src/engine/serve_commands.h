@@ -18,6 +18,9 @@ struct WatchOptions {
   int every_s = 120;
   std::string log_file;     // appends one JSON line per round
   std::string on_change;    // sh command; the change event (JSON) on its stdin
+  // --on-change-env NAME (repeatable): the variables the command gets besides
+  // PATH, HOME and LANG (on_change.h); never the watch's whole environment.
+  std::vector<std::string> on_change_env;
   std::string report_file;  // rewritten after each round
   int rounds = 0;           // 0: until SIGINT/SIGTERM
   std::vector<std::string> addresses;
@@ -29,8 +32,8 @@ struct WatchOptions {
   // (sync_round.h); "" follows the checkout's upstream.
   bool sync = false;
   std::string sync_ref;
-  // --metrics-listen ADDR:PORT: serve the last round as Prometheus metrics
-  // (watch_metrics.h); "" serves nothing.
+  // --metrics-listen [ADDR]:PORT: serve the last round as Prometheus metrics
+  // (watch_metrics.h, metrics_server.h; no ADDR: loopback); "" serves nothing.
   std::string metrics_listen;
   std::string version;  // fleet's, for fleet_build_info
 };
