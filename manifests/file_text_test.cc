@@ -1,8 +1,8 @@
 #include "manifests/file_text.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>

@@ -232,8 +232,8 @@ Result<std::vector<std::string>> ListServedModels(const std::string& base_url, i
   using R = Result<std::vector<std::string>>;
   Transfer t = Perform(base_url + "/v1/models", nullptr, timeout_s, 0, nullptr, nullptr);
   if (t.own_fault)
-    return R(Status::OwnFault(base_url + "/v1/models: the controller's own failure: " +
-                              FailureText(t)));
+    return R(
+        Status::OwnFault(base_url + "/v1/models: the controller's own failure: " + FailureText(t)));
   if (t.rc != CURLE_OK)
     return R(Status::Unreachable(base_url + "/v1/models: " + curl_easy_strerror(t.rc)));
   if (t.status != 200)

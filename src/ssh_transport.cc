@@ -307,8 +307,8 @@ Status SshTransport::ConnectOnceLocked() {
       DisconnectLocked();
       return s;
     }
-    Status s = Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) +
-                                   " s): " + why);
+    Status s =
+        Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) + " s): " + why);
     DisconnectLocked();
     return s;
   }

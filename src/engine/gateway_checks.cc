@@ -51,7 +51,8 @@ std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
       return x.deployment + "_" + x.node == r.served_by;
     });
     if (by != routes.end()) r.node = by->node;
-    if (r.result != "error" && r.result != "unchecked" && (by == routes.end() || by->model != route.model)) {
+    if (r.result != "error" && r.result != "unchecked" &&
+        (by == routes.end() || by->model != route.model)) {
       r.result = "fail";
       r.detail = "gateway " + g.name + " sent " + route.model + " to " +
                  (r.served_by.empty() ? std::string("a server it did not name") : r.served_by) +

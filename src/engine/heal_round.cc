@@ -43,7 +43,8 @@ std::string SmokeFailure(const std::vector<SmokeResult>* checks, const std::stri
                          const std::string& node) {
   if (checks == nullptr) return "";
   for (const SmokeResult& r : *checks) {
-    if (r.deployment != name || r.node != node || r.passed() || r.result == "cut" || r.result == "unchecked")
+    if (r.deployment != name || r.node != node || r.passed() || r.result == "cut" ||
+        r.result == "unchecked")
       continue;
     std::string what = "smoke " + r.check + ": " + r.detail;
     if (!r.reply.empty()) what += ": got '" + r.reply + "'";

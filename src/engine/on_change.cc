@@ -60,8 +60,8 @@ void RunOnChange(const std::string& cmd, const std::vector<std::string>& env_nam
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], STDIN_FILENO);
   const char* argv[] = {"sh", "-c", cmd.c_str(), nullptr};
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char**>(argv),
-                             envp.data());
+  const int rc =
+      posix_spawn(&pid, "/bin/sh", &actions, nullptr, const_cast<char**>(argv), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[0]);
   if (rc != 0) {

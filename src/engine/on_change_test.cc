@@ -6,9 +6,15 @@ namespace fleet {
 namespace {
 
 TEST(OnChangeEnvironment, OnlyTheNamedVariablesAndAMinimalBase) {
-  const char* env[] = {"PATH=/opt/bin:/usr/bin",  "HOME=/home/lab",   "LANG=C.UTF-8",
-                       "FLEET_DEMO_HA_TOKEN=ha1", "HF_TOKEN=hf_abc",  "SLACK_HOOK=https://h",
-                       "PAGER_KEY=k",             "LANGUAGE=ignored", nullptr};
+  const char* env[] = {"PATH=/opt/bin:/usr/bin",
+                       "HOME=/home/lab",
+                       "LANG=C.UTF-8",
+                       "FLEET_DEMO_HA_TOKEN=ha1",
+                       "HF_TOKEN=hf_abc",
+                       "SLACK_HOOK=https://h",
+                       "PAGER_KEY=k",
+                       "LANGUAGE=ignored",
+                       nullptr};
   const std::vector<std::string> out =
       OnChangeEnvironment({"SLACK_HOOK", "UNSET_NAME", "SLACK_HOOK"}, const_cast<char**>(env));
   EXPECT_EQ(out, (std::vector<std::string>{"PATH=/opt/bin:/usr/bin", "HOME=/home/lab",

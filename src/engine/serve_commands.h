@@ -16,8 +16,8 @@ int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, 
 
 struct WatchOptions {
   int every_s = 120;
-  std::string log_file;     // appends one JSON line per round
-  std::string on_change;    // sh command; the change event (JSON) on its stdin
+  std::string log_file;   // appends one JSON line per round
+  std::string on_change;  // sh command; the change event (JSON) on its stdin
   // --on-change-env NAME (repeatable): the variables the command gets besides
   // PATH, HOME and LANG (on_change.h); never the watch's whole environment.
   std::vector<std::string> on_change_env;

@@ -295,7 +295,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     if (log) log << line.dump() << "\n" << std::flush;
     if (!changes.empty()) {
       Announce(line, changes);
-      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
+      if (!o.on_change.empty())
+        RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
     }
     nlohmann::json events = line.value("sync", nlohmann::json::array());
     for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);

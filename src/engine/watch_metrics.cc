@@ -175,8 +175,9 @@ void WatchMetrics::Observe(const json& line) {
   for (const json& c : line.value("checks", json::array())) {
     CheckKey k{c.value("deployment", ""), c.value("node", ""), c.value("check", "")};
     const std::string result = c.value("result", "");
-    now[k] = result == "pass" ? 0 : result == "unchecked" ? failures_in_row_[k]
-                                                          : failures_in_row_[k] + 1;
+    now[k] = result == "pass"        ? 0
+             : result == "unchecked" ? failures_in_row_[k]
+                                     : failures_in_row_[k] + 1;
   }
   failures_in_row_ = std::move(now);  // a check no longer run is forgotten
 }
