@@ -125,9 +125,15 @@ TEST(MetricsServer, AFloodHoldsABoundedNumberOfDescriptorsAndPassesOver) {
   server.Publish("up 1\n");
   const int before = OpenDescriptors();
   std::vector<int> flood;
+  // Non-blocking: a connect beyond the listener's queue waits in the kernel.
   for (int i = 0; i < 300; ++i) {
-    const int fd = Connect(port);
-    if (fd >= 0) flood.push_back(fd);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    (void)connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    flood.push_back(fd);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   // Ours: the flood's client ends; the rest is what the server accepted.

@@ -12,11 +12,11 @@
 
 namespace fleet {
 
-// The command's environment ("NAME=value" entries) from `environ` (the
+// The command's environment ("NAME=value" entries) from `env` (the
 // watch's, NULL-terminated): PATH (a default when unset), HOME and LANG when
 // set, then each of `names` that is set, in that order, each name once.
 std::vector<std::string> OnChangeEnvironment(const std::vector<std::string>& names,
-                                             char* const* environ);
+                                             char* const* env);
 
 // Runs `cmd` with that environment and `event` on stdin; a failure to start
 // it or a non-zero exit is reported on stderr (the watch goes on).

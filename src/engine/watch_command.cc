@@ -244,7 +244,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   std::ofstream log;
   if (!o.log_file.empty()) {
     if (CreatePrivate(o.log_file)) log.open(o.log_file, std::ios::app);
-    if (!log) {
+    if (!log.is_open()) {
       std::cerr << "fleet watch: cannot open " << o.log_file << "\n";
       return 1;
     }
