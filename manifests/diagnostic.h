@@ -18,7 +18,10 @@ struct Diagnostic {
   enum class Severity { kError, kWarning };
   Severity severity = Severity::kError;
   SourceLoc loc;
-  std::string message;           // what is wrong, what was expected, "did you mean 'x'?"
+  std::string message;  // what is wrong, what was expected, "did you mean 'x'?"
+  // The reader could not read the file for a reason of its own (no file
+  // descriptor left, own_fault.h): nothing is known of what the file holds.
+  bool own_fault = false;
   std::string ToString() const;  // "fleet.yaml:12:5: error: ..."
 };
 

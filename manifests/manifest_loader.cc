@@ -25,6 +25,7 @@
 
 #include "manifests/byte_size.h"
 #include "manifests/duration.h"
+#include "manifests/file_text.h"
 #include "manifests/manifest.h"
 #include "manifests/manifest_checks.h"
 #include "manifests/pinning.h"
@@ -199,10 +200,13 @@ void ManifestLoader::Load() {
                         " (fleet -C DIR must point at a manifests repo)");
     return;
   }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const FileText read = ReadFileText(file.string(), kManifestFile);
+  if (!read.ok) {
+    diags_->push_back(
+        {Diagnostic::Severity::kError, SourceLoc{kManifestFile, 0, 0}, read.error, read.own_fault});
+    return;
+  }
+  const std::string& text = read.text;
   if (!IsPrintableText(text)) return;
   YAML::Node root;
   try {

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "manifests/file_text.h"
 #include "manifests/secrets.h"
 #include "manifests/served_name.h"
 
@@ -696,15 +697,13 @@ bool ParseRecipe(std::string_view text, const std::string& display_file, Recipe*
 bool LoadRecipe(const std::string& path, const std::string& display_file, Recipe* recipe,
                 Diagnostics* diags) {
   recipe->file = path;
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  if (in) text << in.rdbuf();
-  if (!in) {
-    diags->push_back({Diagnostic::Severity::kError, SourceLoc{display_file, 0, 0},
-                      "cannot read recipe file " + path});
+  const FileText read = ReadFileText(path, "recipe file " + path);
+  if (!read.ok) {
+    diags->push_back(
+        {Diagnostic::Severity::kError, SourceLoc{display_file, 0, 0}, read.error, read.own_fault});
     return false;
   }
-  return ParseRecipe(text.str(), display_file, recipe, diags);
+  return ParseRecipe(read.text, display_file, recipe, diags);
 }
 
 }  // namespace fleet

@@ -1,12 +1,14 @@
 #include "src/openai_client.h"
 
 #include <curl/curl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <mutex>
 
+#include "manifests/own_fault.h"
 #include "src/json_number.h"
 
 namespace fleet {
@@ -27,6 +29,9 @@ size_t Append(char* data, size_t size, size_t n, void* out) {
 // What one call to the API read, whatever its shape.
 struct Transfer {
   CURLcode rc = CURLE_OK;
+  int socket_errno = 0;    // socket() failed in OpenSocket with this
+  long connect_errno = 0;  // CURLINFO_OS_ERRNO
+  bool own_fault = false;  // CurlFailureIsOwn
   long status = 0;
   std::string body;
   std::string served_by;  // the gateway's x-fleet-served-by header
@@ -47,6 +52,15 @@ size_t Header(char* data, size_t size, size_t n, void* out) {
   return size * n;
 }
 
+// Opens libcurl's sockets itself to keep socket()'s errno: libcurl turns a
+// socket() that failed with EMFILE into CURLE_COULDNT_CONNECT, the same code
+// as a refused connection, and a watch once healed healthy serves for it.
+curl_socket_t OpenSocket(void* transfer, curlsocktype, curl_sockaddr* a) {
+  const curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+  if (fd == CURL_SOCKET_BAD) static_cast<Transfer*>(transfer)->socket_errno = errno;
+  return fd;
+}
+
 // One request; `sink` gets the body as it arrives (stream) when set.
 Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
                  size_t (*sink)(char*, size_t, size_t, void*), void* sink_data) {
@@ -55,6 +69,8 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   CURL* curl = curl_easy_init();
   if (curl == nullptr) {
     t.rc = CURLE_FAILED_INIT;
+    t.own_fault = true;
+    NoteOwnFault();
     return t;
   }
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
@@ -77,11 +93,26 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink ? sink_data : &t.body);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, Header);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t.served_by);
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, OpenSocket);
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &t);
   t.rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &t.status);
+  curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &t.connect_errno);
+  t.own_fault = CurlFailureIsOwn(t.rc, t.socket_errno, t.connect_errno);
+  if (t.own_fault) NoteOwnFault();
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   return t;
+}
+
+// curl's words, and the errno that made it an own failure.
+std::string FailureText(const Transfer& t) {
+  std::string text = curl_easy_strerror(t.rc);
+  if (t.socket_errno != 0)
+    text += " (socket(): " + ErrnoText(t.socket_errno) + ")";
+  else if (t.connect_errno != 0)
+    text += " (" + ErrnoText(static_cast<int>(t.connect_errno)) + ")";
+  return text;
 }
 
 std::string Str(const nlohmann::json& j, const char* key) {
@@ -200,6 +231,9 @@ void ParseCompletion(const std::string& body, ChatReply* reply) {
 Result<std::vector<std::string>> ListServedModels(const std::string& base_url, int timeout_s) {
   using R = Result<std::vector<std::string>>;
   Transfer t = Perform(base_url + "/v1/models", nullptr, timeout_s, 0, nullptr, nullptr);
+  if (t.own_fault)
+    return R(
+        Status::OwnFault(base_url + "/v1/models: the controller's own failure: " + FailureText(t)));
   if (t.rc != CURLE_OK)
     return R(Status::Unreachable(base_url + "/v1/models: " + curl_easy_strerror(t.rc)));
   if (t.status != 200)
@@ -234,6 +268,11 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   reply.http_status = static_cast<int>(t.status);
   reply.served_by = t.served_by;
   if (!request.stream) reply.raw = t.body.substr(0, 2000);
+  reply.own_fault = t.own_fault;
+  if (t.own_fault) {
+    reply.error = "the controller's own failure: " + FailureText(t);
+    return reply;
+  }
   if (t.rc != CURLE_OK) {
     reply.stalled = request.stream && stream.chunks > 0 && t.rc == CURLE_OPERATION_TIMEDOUT;
     reply.error = reply.stalled
@@ -262,6 +301,25 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   if (reply.finish_reason.empty() && reply.error.empty())
     reply.error = "the stream ended without a finish_reason";
   return reply;
+}
+
+bool CurlFailureIsOwn(int curl_code, int socket_errno, long connect_errno) {
+  switch (static_cast<CURLcode>(curl_code)) {
+    case CURLE_OK:
+      return false;
+    // Nothing was sent: libcurl itself could not start (memory, its
+    // resolver thread's socketpair), or the name did not resolve here.
+    case CURLE_FAILED_INIT:
+    case CURLE_OUT_OF_MEMORY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return true;
+    case CURLE_COULDNT_CONNECT:
+      // A socket() that failed here is never the serve's doing; a connect()
+      // is the serve's unless its errno is the controller's own.
+      return socket_errno != 0 || IsOwnErrno(static_cast<int>(connect_errno));
+    default:
+      return socket_errno != 0;
+  }
 }
 
 ToolCall FirstToolCall(const ChatReply& reply) {

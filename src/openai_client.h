@@ -15,7 +15,8 @@
 namespace fleet {
 
 // The model names /v1/models lists, in order. `base_url` is
-// "http://host:port" (no trailing slash).
+// "http://host:port" (no trailing slash). A failure the controller caused
+// itself is a Status::OwnFault.
 Result<std::vector<std::string>> ListServedModels(const std::string& base_url, int timeout_s);
 
 struct ChatRequest {
@@ -30,6 +31,9 @@ struct ChatRequest {
 
 struct ChatReply {
   std::string error;  // transport error, HTTP error or unparsable body; "" when answered
+  // The error is the controller's own (no descriptor for a socket, its own
+  // network down: CurlFailureIsOwn), not the serve's answer or silence.
+  bool own_fault = false;
   int http_status = 0;
   std::string model;         // the "model" the reply names
   std::string content;       // the answer, reasoning aside
@@ -49,6 +53,14 @@ struct ChatReply {
 };
 
 ChatReply Chat(const std::string& base_url, const ChatRequest& request);
+
+// Whether a failed request is the controller's own failure (own_fault.h)
+// rather than evidence about the serve. libcurl reports CURLE_COULDNT_CONNECT
+// both for a serve that refused and for a socket() that failed here, so the
+// callers pass what it cannot say: `socket_errno`, the errno of a socket()
+// that failed in the open-socket callback (0: none failed), and
+// `connect_errno`, CURLINFO_OS_ERRNO. `curl_code` is the CURLcode.
+bool CurlFailureIsOwn(int curl_code, int socket_errno, long connect_errno);
 
 // The first tool call of a reply, as the API's JSON gave it.
 struct ToolCall {

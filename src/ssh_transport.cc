@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "manifests/own_fault.h"
 #include "src/shell_quote.h"
 #include "src/transport_internal.h"
 
@@ -297,8 +298,17 @@ Status SshTransport::ConnectOnceLocked() {
   if (ssh_connect(session_) != SSH_OK) {
     // Refused, timed out, no route: the node is not there (maybe powered
     // off). Host-key and auth failures come later and are not this.
-    Status s = Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) +
-                                   " s): " + LibsshError());
+    const std::string why = LibsshError();
+    // libssh's words when socket() failed here (EMFILE...): the controller's
+    // own failure, not a dark node.
+    if (why.find("Socket create failed") != std::string::npos) {
+      NoteOwnFault();
+      Status s = Status::OwnFault("cannot connect: the controller's own failure: " + why);
+      DisconnectLocked();
+      return s;
+    }
+    Status s =
+        Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) + " s): " + why);
     DisconnectLocked();
     return s;
   }

@@ -31,8 +31,19 @@ class Status {
     return s;
   }
 
+  // The controller's own failure (no file descriptor left, its own network
+  // down: manifests/own_fault.h): says nothing about the node, file or serve
+  // it was about, so nothing may be healed, quarantined or counted as drift
+  // on it.
+  static Status OwnFault(std::string message) {
+    Status s = Error(std::move(message));
+    s.own_fault_ = true;
+    return s;
+  }
+
   bool ok() const { return ok_; }
   bool unreachable() const { return unreachable_; }
+  bool own_fault() const { return own_fault_; }
   const std::string& message() const { return message_; }
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
@@ -40,7 +51,7 @@ class Status {
     return ok_ ? *this : Reworded(context + ": " + message_);
   }
   // Returns a failure with `message` that keeps this one's unreachable
-  // mark (a wrapper that says more must not turn a dark node into an
+  // and own-fault marks (a wrapper that says more must not turn a dark node into an
   // ordinary failure: later steps on it would each wait out a connect
   // timeout). Call it on the latest word on the node: a failure after
   // which the node answered again is not the one to keep.
@@ -54,6 +65,7 @@ class Status {
  private:
   bool ok_ = true;
   bool unreachable_ = false;
+  bool own_fault_ = false;
   std::string message_;
 };
 

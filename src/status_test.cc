@@ -20,5 +20,13 @@ TEST(StatusTest, WrappersKeepTheUnreachableMark) {
   EXPECT_TRUE(Status::OK().Prefixed("x").ok());
 }
 
+TEST(StatusTest, WrappersKeepTheOwnFaultMark) {
+  const Status own = Status::OwnFault("socket: Too many open files (EMFILE)");
+  EXPECT_TRUE(own.own_fault());
+  EXPECT_FALSE(own.unreachable());
+  EXPECT_TRUE(own.Prefixed("smoke model").own_fault());
+  EXPECT_FALSE(Status::Unreachable("refused").own_fault());
+}
+
 }  // namespace
 }  // namespace fleet

@@ -289,6 +289,11 @@ Result<State> LocalStateStore::Load() {
       empty.lineage = NewLineage();
       return empty;
     }
+    // No descriptor or memory left in this process: the reader's failure,
+    // not the file's (manifests/own_fault.h; the store depends only on
+    // status.h, hence the short list here). A watch judges nothing on it.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+      return Status::OwnFault(Unreadable(ErrnoText(errno)).message());
     return Unreadable(ErrnoText(errno));
   }
   std::string text;

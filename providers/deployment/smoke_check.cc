@@ -14,6 +14,7 @@
 #include <regex>
 #include <vector>
 
+#include "manifests/own_fault.h"
 #include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
 #include "providers/node/engine_listing.h"
@@ -42,6 +43,9 @@ std::string Shorten(const std::string& s, size_t max = 600) {
          s.substr(s.size() - max / 2);
 }
 
+// A check the controller could not make (result "unchecked") says so first.
+const std::string kOwnFault = "the controller could not check (its own failure): ";
+
 SmokeResult Begin(const SmokeTarget& t, const std::string& check) {
   SmokeResult r;
   r.time = NowIso();
@@ -53,26 +57,37 @@ SmokeResult Begin(const SmokeTarget& t, const std::string& check) {
 
 // A TCP connection to the client address, held open while the node is
 // asked who accepted it. -1 with `error` set when it cannot connect.
-int ConnectTo(const std::string& host, int port, int* local_port, std::string* error) {
+// *own is set when the failure is the controller's (own_fault.h): no
+// socket, no resolver, its own network.
+int ConnectTo(const std::string& host, int port, int* local_port, std::string* error, bool* own) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
-    *error = "cannot resolve " + host + ": " + gai_strerror(rc);
+    *error = "cannot resolve " + host + ": " +
+             (rc == EAI_SYSTEM ? ErrnoText(errno) : std::string(gai_strerror(rc)));
+    *own = true;  // the controller's resolver: nothing about the serve
+    NoteOwnFault();
     return -1;
   }
   int fd = -1;
   for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
+    fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      *error = "cannot open a socket: " + ErrnoText(errno);
+      *own = true;
+      continue;
+    }
     timeval tv{10, 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-      *error = "cannot connect to " + host + ":" + std::to_string(port) + ": " + strerror(errno);
+      *own = IsOwnErrno(errno);
+      *error = "cannot connect to " + host + ":" + std::to_string(port) + ": " + ErrnoText(errno);
       close(fd);
       fd = -1;
     }
   }
+  if (fd < 0 && *own) NoteOwnFault();
   freeaddrinfo(res);
   if (fd < 0) return -1;
   sockaddr_storage ss{};
@@ -102,10 +117,11 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
   const auto start = std::chrono::steady_clock::now();
   int client_port = 0;
   std::string error;
-  const int fd = ConnectTo(t.host, t.port, &client_port, &error);
+  bool own = false;
+  const int fd = ConnectTo(t.host, t.port, &client_port, &error, &own);
   if (fd < 0) {
-    r.result = "error";
-    r.detail = "client address " + t.BaseUrl() + ": " + error;
+    r.result = own ? "unchecked" : "error";
+    r.detail = (own ? kOwnFault : "") + "client address " + t.BaseUrl() + ": " + error;
     return r;
   }
   Result<CommandResult> out =
@@ -151,7 +167,7 @@ SmokeResult CheckModel(const SmokeTarget& t) {
   Result<std::vector<std::string>> names = ListServedModels(t.BaseUrl(), 30);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!names.ok()) {
-    r.result = "error";
+    r.result = names.status().own_fault() ? "unchecked" : "error";
     r.detail = names.status().message();
     return r;
   }
@@ -419,7 +435,7 @@ void RunChatCheck(const std::string& base_url, const std::string& model, const S
   r->prompt = Shorten(req.prompt);
   r->reply = ReplySample(reply);
   if (!reply.error.empty()) {
-    r->result = "error";
+    r->result = reply.own_fault ? "unchecked" : "error";
     r->detail = reply.error;
     if (r->reply.empty()) r->reply = Shorten(reply.raw, 1000);
     return;
@@ -454,7 +470,7 @@ void RunFreshContext(const std::string& base_url, const std::string& model, cons
   r->cached_ttft_s = again.ttft_s;
   r->tps = fresh.decode_tps;
   r->reply = ReplySample(fresh.error.empty() && !again.error.empty() ? again : fresh);
-  r->result = "error";
+  r->result = fresh.own_fault || again.own_fault ? "unchecked" : "error";
   if (!fresh.error.empty())
     r->detail = "the fresh prompt: " + fresh.error;
   else if (!again.error.empty())

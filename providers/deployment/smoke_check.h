@@ -16,6 +16,9 @@
 //             (streamed: time to first token and decode tokens/s); a
 //             fresh_context check sends a prompt of random words no cache
 //             can hold, then the same prompt again (fresh and cached TTFT).
+// A check the controller could not make for a reason of its own (no file
+// descriptor for a socket, its own network down: own_fault.h) is
+// "unchecked": no evidence about the serve, never a reason to heal it.
 // A check whose reply was cut by max_tokens is "cut" (finish_reason length,
 // content null), not "fail": the engine may be right and the budget short.
 // A check that answered right but under its speed floors (min_decode_tps,
@@ -50,7 +53,7 @@ struct SmokeTarget {
 struct SmokeResult {
   std::string time;  // UTC, ISO 8601, when the check started
   std::string deployment, node, check;
-  std::string result;  // "pass", "fail", "cut", "error"
+  std::string result;  // "pass", "fail", "cut", "error", "unchecked"
   std::string detail;  // why, for anything but a pass
   double wall_s = -1, ttft_s = -1, tps = -1;
   // fresh_context: the first token's wait for the fresh prompt (also

@@ -246,7 +246,10 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   watch->add_option("--every", a->every, "time between rounds (default 2m)");
   watch->add_option("--log", a->opts.log_file, "append each round to FILE");
   watch->add_option("--on-change", a->opts.on_change,
-                    "sh command run on a change (event on stdin)");
+                    "sh command run on a change (event on stdin; environment: PATH, HOME, LANG "
+                    "and the --on-change-env names only)");
+  watch->add_option("--on-change-env", a->opts.on_change_env,
+                    "pass this environment variable to --on-change (repeatable)");
   watch->add_option("--report", a->opts.report_file, "rewrite this HTML report each round");
   watch->add_option("--rounds", a->opts.rounds, "stop after N rounds")->check(CLI::PositiveNumber);
   watch->add_flag("--heal", a->opts.heal,
@@ -269,7 +272,8 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                     "with --sync: apply only commits with a good GnuPG signature by this key "
                     "fingerprint (repeat for more; the key in this user's keyring)");
   watch->add_option("--metrics-listen", a->opts.metrics_listen,
-                    "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics");
+                    "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics "
+                    "(:PORT or PORT: loopback only)");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
   out->push_back({watch, [a, sync](const fleet::GlobalOptions& g) {
                     a->opts.sync = sync->count() > 0;

@@ -37,12 +37,15 @@ std::string Shorten(std::string s, size_t n) {
 }
 
 // The first smoke check of the serve that did not pass this round ("cut" is
-// the budget's fault, not the serve's), as "smoke CHECK: DETAIL".
+// the budget's fault and "unchecked" the controller's, not the serve's), as
+// "smoke CHECK: DETAIL".
 std::string SmokeFailure(const std::vector<SmokeResult>* checks, const std::string& name,
                          const std::string& node) {
   if (checks == nullptr) return "";
   for (const SmokeResult& r : *checks) {
-    if (r.deployment != name || r.node != node || r.passed() || r.result == "cut") continue;
+    if (r.deployment != name || r.node != node || r.passed() || r.result == "cut" ||
+        r.result == "unchecked")
+      continue;
     std::string what = "smoke " + r.check + ": " + r.detail;
     if (!r.reply.empty()) what += ": got '" + r.reply + "'";
     return Shorten(what, 200);

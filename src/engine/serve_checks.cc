@@ -170,9 +170,10 @@ std::string RenderCheckTable(const std::vector<SmokeResult>& results) {
     if (r.passed()) continue;
     ++bad;
     out += "\n" +
-           std::string(r.result == "fail"  ? "FAIL"
-                       : r.result == "cut" ? "CUT"
-                                           : "ERROR") +
+           std::string(r.result == "fail"        ? "FAIL"
+                       : r.result == "cut"       ? "CUT"
+                       : r.result == "unchecked" ? "UNCHECKED"
+                                                 : "ERROR") +
            " " + Subject(r) + " check " + r.check + " (" + r.time + "): " + r.detail + "\n";
     if (!r.prompt.empty()) out += "  prompt: " + r.prompt + "\n";
     if (!r.reply.empty()) out += "  reply:  " + r.reply + "\n";

@@ -16,8 +16,11 @@ int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, 
 
 struct WatchOptions {
   int every_s = 120;
-  std::string log_file;     // appends one JSON line per round
-  std::string on_change;    // sh command; the change event (JSON) on its stdin
+  std::string log_file;   // appends one JSON line per round
+  std::string on_change;  // sh command; the change event (JSON) on its stdin
+  // --on-change-env NAME (repeatable): the variables the command gets besides
+  // PATH, HOME and LANG (on_change.h); never the watch's whole environment.
+  std::vector<std::string> on_change_env;
   std::string report_file;  // rewritten after each round
   int rounds = 0;           // 0: until SIGINT/SIGTERM
   std::vector<std::string> addresses;
@@ -35,8 +38,8 @@ struct WatchOptions {
   std::vector<std::string> sync_allow_env;
   std::string sync_allowed_signers;
   std::vector<std::string> sync_gpg_keys;
-  // --metrics-listen ADDR:PORT: serve the last round as Prometheus metrics
-  // (watch_metrics.h); "" serves nothing.
+  // --metrics-listen [ADDR]:PORT: serve the last round as Prometheus metrics
+  // (watch_metrics.h, metrics_server.h; no ADDR: loopback); "" serves nothing.
   std::string metrics_listen;
   std::string version;  // fleet's, for fleet_build_info
 };

@@ -2,10 +2,31 @@
 
 namespace fleet {
 
-WatchStates WatchStatesOf(const nlohmann::json& line) {
+WatchStates WatchStatesOf(const nlohmann::json& line, const WatchStates& before) {
   WatchStates s;
-  for (const auto& c : line.value("checks", nlohmann::json::array()))
-    s[c.value("deployment", "") + "@" + c.value("node", "") + "/" + c.value("check", "")] = c;
+  // Unknown this round: as it was (a check first unchecked stays absent,
+  // which reads as passing).
+  auto keep = [&](const std::string& key) {
+    auto b = before.find(key);
+    if (b != before.end()) s[key] = b->second;
+  };
+  for (const auto& c : line.value("checks", nlohmann::json::array())) {
+    const std::string key =
+        c.value("deployment", "") + "@" + c.value("node", "") + "/" + c.value("check", "");
+    if (c.value("result", "") == "unchecked")
+      keep(key);
+    else
+      s[key] = c;
+  }
+  if (line.contains("controller")) {
+    s["controller"] = {{"result", "error"}, {"detail", line["controller"].value("error", "")}};
+    // The checks it did not reach are as they were too.
+    for (const auto& [key, state] : before)
+      if (key != "drift" && key != "controller" && !s.count(key)) s[key] = state;
+    keep("drift");
+    return s;
+  }
+  s["controller"] = {{"result", "pass"}};
   const nlohmann::json drift = line.value("drift", nlohmann::json::object());
   const bool error = line.contains("error") || drift.contains("error") ||
                      !drift.value("errors", nlohmann::json::array()).empty();

@@ -9,12 +9,17 @@
 
 namespace fleet {
 
-// By key: "<deployment>@<node>/<check>" (the check's JSON) and "drift"
-// ({"result": "pass" | "drift" | "error", "detail": ...}).
+// By key: "<deployment>@<node>/<check>" (the check's JSON), "drift"
+// ({"result": "pass" | "drift" | "error", "detail": ...}) and "controller"
+// ({"result": "pass" | "error", "detail": ...}: the watch's own failures,
+// line["controller"]).
 using WatchStates = std::map<std::string, nlohmann::json>;
 
 // The states of one round's JSON line ({"checks": [...], "drift": {...}}).
-WatchStates WatchStatesOf(const nlohmann::json& line);
+// What the round could not see because the controller failed itself (an
+// "unchecked" check; the drift of a round with line["controller"]) keeps its
+// state of `before`: an own failure is never a change of the fleet.
+WatchStates WatchStatesOf(const nlohmann::json& line, const WatchStates& before = {});
 
 // Each key whose result differs from `before`: {"key", "from", "to"} and
 // the new result's detail, prompt and reply (the sample). A key absent

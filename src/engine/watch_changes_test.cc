@@ -52,5 +52,36 @@ TEST(WatchChanges, DriftAndAGoneCheck) {
   EXPECT_EQ(c[1]["to"], "gone");
 }
 
+TEST(WatchChanges, AnUncheckedCheckIsNoChange) {
+  // EMFILE on the controller: the model check could not be made. Neither a
+  // passing nor a failing check changes for it.
+  for (const char* was : {"pass", "fail"}) {
+    const WatchStates before = WatchStatesOf(Round(was));
+    const WatchStates now = WatchStatesOf(Round("unchecked"), before);
+    EXPECT_TRUE(WatchChanges(before, now).empty()) << was;
+    EXPECT_EQ(now.at("q@dgx1/math")["result"], was);
+  }
+}
+
+TEST(WatchChanges, AControllerFailureIsItsOwnChangeNotDrift) {
+  const WatchStates before = WatchStatesOf(Round("pass", 1));
+  // "fleet.yaml: cannot open: Too many open files": no drift, no checks.
+  const nlohmann::json own = {
+      {"checks", nlohmann::json::array()},
+      {"controller", {{"error", "cannot open fleet.yaml: Too many open files (EMFILE)"}}}};
+  const WatchStates now = WatchStatesOf(own, before);
+  const nlohmann::json c = WatchChanges(before, now);
+  ASSERT_EQ(c.size(), 1u) << c.dump();
+  EXPECT_EQ(c[0]["key"], "controller");
+  EXPECT_EQ(c[0]["to"], "error");
+  EXPECT_EQ(now.at("drift")["result"], "drift");  // as before
+  EXPECT_EQ(now.at("q@dgx1/math")["result"], "pass");
+  // And back: only the controller changes.
+  const nlohmann::json back = WatchChanges(now, WatchStatesOf(Round("pass", 1), now));
+  ASSERT_EQ(back.size(), 1u) << back.dump();
+  EXPECT_EQ(back[0]["key"], "controller");
+  EXPECT_EQ(back[0]["to"], "pass");
+}
+
 }  // namespace
 }  // namespace fleet

@@ -3,8 +3,11 @@
 // --on-change. Holds no state lock (the state is only read), reads the
 // manifests and opens fresh sessions every round (a node that went away
 // and came back is simply seen again), stops cleanly on SIGINT/SIGTERM.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -14,10 +17,13 @@
 #include <thread>
 
 #include "manifests/duration.h"
+#include "manifests/own_fault.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
 #include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
+#include "src/engine/on_change.h"
+#include "src/engine/own_resources.h"
 #include "src/engine/planner.h"
 #include "src/engine/round_facts.h"
 #include "src/engine/serve_checks.h"
@@ -80,11 +86,36 @@ nlohmann::json Drift(const Manifest& m, const State& state, NodeConnections* con
   return d;
 }
 
+// A round the controller failed itself (issue 44): says why in
+// line["controller"], judges nothing (no checks, no drift, no heal).
+nlohmann::json OwnFailure(nlohmann::json line, const std::string& why) {
+  line["controller"] = {{"error", why}};
+  line["checks"] = nlohmann::json::array();
+  return line;
+}
+
+// The round's own failures, found after the fact: the headroom check again,
+// else the first unchecked check, else the count. "" when there were none.
+std::string OwnFailuresOfRound(uint64_t faults_before, const std::vector<SmokeResult>& checks) {
+  Status now = CheckOwnHeadroom();
+  if (!now.ok()) return now.message();
+  const uint64_t n = OwnFaultCount() - faults_before;
+  if (n == 0) return "";
+  for (const SmokeResult& r : checks)
+    if (r.result == "unchecked") return r.detail;
+  return std::to_string(n) + " failure" + (n == 1 ? "" : "s") +
+         " of the controller's own during the round (no file descriptor, its own network)";
+}
+
 // One round: the JSON line (without its change list); with --heal, its heal
 // events under "heal".
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
                      Syncer* syncer) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
+  const uint64_t faults_before = OwnFaultCount();
+  // Before anything is judged: can the controller open what it needs?
+  if (Status headroom = CheckOwnHeadroom(); !headroom.ok())
+    return OwnFailure(line, headroom.message());
   // A new commit first: the round then sees what it applied.
   if (syncer != nullptr)
     line["sync"] = syncer->Round([&](const std::string& s) {
@@ -94,7 +125,13 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   Diagnostics diags;
   if (!LoadManifest(g.dir, &m, &diags)) {
     std::string errors;
-    for (const Diagnostic& d : diags) errors += d.ToString() + "\n";
+    bool own = false;
+    for (const Diagnostic& d : diags) {
+      errors += d.ToString() + "\n";
+      own = own || d.own_fault;
+    }
+    // A manifest it could not read is not a manifest with errors.
+    if (own) return OwnFailure(line, "cannot read the manifests:\n" + errors);
     line["error"] = "the manifests have errors:\n" + errors;
     line["checks"] = nlohmann::json::array();
     return line;
@@ -102,6 +139,8 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   NodeConnections connections(&m);
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
   Result<State> state = store->Load();  // read only: no lock
+  if (!state.ok() && state.status().own_fault())
+    return OwnFailure(line, "cannot read the state: " + state.status().message());
   ProbeResult probed;
   if (state.ok()) {
     line["drift"] = Drift(m, *state, &connections, &probed);
@@ -117,6 +156,19 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   // "gateway NAME" or "DEPLOYMENT via NAME").
   const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
   for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
+  // An own failure anywhere in the round (an SSH connect without a socket
+  // reads as a dark node, a plan probe as an error): its drift and its
+  // serves' states are no evidence, so nothing is healed on them.
+  if (const std::string own = OwnFailuresOfRound(faults_before, checks); !own.empty()) {
+    line["controller"] = {{"error", own}};
+    for (const char* key : {"drift", "nodes", "serves"})
+      if (line.contains(key)) {
+        line["controller"][key] = line[key];  // kept for the log, judged by nobody
+        line.erase(key);
+      }
+    if (healer != nullptr) line["heal"] = nlohmann::json::array();
+    return line;
+  }
   if (healer != nullptr) {
     HealRoundInput in;
     in.manifest = &m;
@@ -131,16 +183,14 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   return line;
 }
 
-void RunOnChange(const std::string& cmd, const nlohmann::json& event) {
-  FILE* p = popen(cmd.c_str(), "w");
-  if (p == nullptr) {
-    std::cerr << "fleet watch: cannot run --on-change command\n";
-    return;
-  }
-  const std::string text = event.dump() + "\n";
-  fwrite(text.data(), 1, text.size(), p);
-  const int rc = pclose(p);
-  if (rc != 0) std::cerr << "fleet watch: --on-change command exited " << rc << "\n";
+// Creates `path` 0600 (or narrows it to 0600) before a stream appends to
+// it: the log holds every check's prompt and reply, like the state.
+bool CreatePrivate(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool ok = fchmod(fd, 0600) == 0;
+  ::close(fd);
+  return ok;
 }
 
 // Heal and sync events, loudly: "!!! fleet watch <time> heal
@@ -193,8 +243,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   SetUpLogging(g);  // the probes' timings each round only with -v
   std::ofstream log;
   if (!o.log_file.empty()) {
-    log.open(o.log_file, std::ios::app);
-    if (!log) {
+    if (CreatePrivate(o.log_file)) log.open(o.log_file, std::ios::app);
+    if (!log.is_open()) {
       std::cerr << "fleet watch: cannot open " << o.log_file << "\n";
       return 1;
     }
@@ -204,6 +254,11 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
               << " is not a duration (e.g. 90s, 5m)\n";
     return 1;
   }
+  // A soft limit of 1,024 descriptors was all a flood of the metrics port
+  // needed to starve the rounds (issue 44).
+  const FileLimit limit = RaiseFileLimit();
+  if (!limit.error.empty())
+    std::cerr << "fleet watch: cannot raise the file descriptor limit: " << limit.error << "\n";
   MetricsServer metrics_server;
   if (!o.metrics_listen.empty()) {
     Status s = metrics_server.Start(o.metrics_listen);
@@ -226,7 +281,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr);
     line["duration_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    WatchStates now = WatchStatesOf(line);
+    WatchStates now = WatchStatesOf(line, last);
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
     line["changes"] = changes;
@@ -234,19 +289,23 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     for (const auto& c : line["checks"]) passed += c.value("result", "") == "pass";
     std::cout << line.value("time", "") << " round " << n << ": " << passed << " of "
               << line["checks"].size() << " checks passed, drift "
-              << (line.contains("drift") ? line["drift"].value("changes", 0) : -1) << "\n"
-              << std::flush;
+              << (line.contains("drift") ? line["drift"].value("changes", 0) : -1);
+    if (line.contains("controller"))
+      std::cout << "; the controller's own failure, nothing judged: "
+                << line["controller"].value("error", "");
+    std::cout << "\n" << std::flush;
     if (log) log << line.dump() << "\n" << std::flush;
     if (!changes.empty()) {
       Announce(line, changes);
-      if (!o.on_change.empty()) RunOnChange(o.on_change, {{"event", "change"}, {"round", line}});
+      if (!o.on_change.empty())
+        RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
     }
     nlohmann::json events = line.value("sync", nlohmann::json::array());
     for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);
     for (const nlohmann::json& event : events) {
       AnnounceEvent(event);
       if (log) log << event.dump() << "\n" << std::flush;
-      if (!o.on_change.empty()) RunOnChange(o.on_change, event);
+      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, event);
     }
     metrics.Observe(line);
     if (!o.metrics_listen.empty()) metrics_server.Publish(metrics.Render());

@@ -115,7 +115,11 @@ void ServeFamilies(const json& serves, std::string* out) {
 
 void CheckFamilies(const json& checks, std::string* out) {
   Family ok(out, "fleet_smoke_check_success", "gauge", "1 when the smoke check passed this round.");
-  for (const json& c : checks) ok.Add(CheckLabels(c), c.value("result", "") == "pass" ? 1 : 0);
+  // An unchecked row (the controller's own failure) says nothing either way:
+  // no sample, rather than a 0 that pages someone about a healthy serve.
+  for (const json& c : checks)
+    if (c.value("result", "") != "unchecked")
+      ok.Add(CheckLabels(c), c.value("result", "") == "pass" ? 1 : 0);
   const struct {
     const char* name;
     const char* key;
@@ -158,12 +162,22 @@ WatchMetrics::WatchMetrics(int interval_s, std::string version)
 void WatchMetrics::Observe(const json& line) {
   last_ = line;
   ++rounds_;
+  if (line.contains("controller")) {
+    ++own_failure_rounds_;
+    // What the round could not see is what the round before saw.
+    for (const char* key : {"checks", "nodes", "serves", "drift", "state"})
+      if (!line.contains(key) && previous_.contains(key)) last_[key] = previous_[key];
+  }
+  previous_ = last_;
   for (const json& e : line.value("heal", json::array()))
     ++heals_[{e.value("deployment", ""), e.value("node", ""), e.value("outcome", "")}];
   std::map<CheckKey, uint64_t> now;
   for (const json& c : line.value("checks", json::array())) {
     CheckKey k{c.value("deployment", ""), c.value("node", ""), c.value("check", "")};
-    now[k] = c.value("result", "") == "pass" ? 0 : failures_in_row_[k] + 1;
+    const std::string result = c.value("result", "");
+    now[k] = result == "pass"        ? 0
+             : result == "unchecked" ? failures_in_row_[k]
+                                     : failures_in_row_[k] + 1;
   }
   failures_in_row_ = std::move(now);  // a check no longer run is forgotten
 }
@@ -193,6 +207,10 @@ std::string WatchMetrics::Render() const {
   Family at(&out, "fleet_watch_last_round_timestamp_seconds", "gauge",
             "Unix time the last round ended.");
   at.Add({}, UnixSeconds(last_.value("time", "")) + last_.value("duration_s", 0.0));
+  Family own(&out, "fleet_watch_own_failure_rounds_total", "counter",
+             "Rounds in which the controller itself failed (no file descriptor, its own "
+             "network): nothing was healed or counted as drift on them.");
+  own.Add({}, static_cast<double>(own_failure_rounds_));
   Family every(&out, "fleet_watch_interval_seconds", "gauge", "The watch's --every.");
   every.Add({}, interval_s_);
   Family rounds(&out, "fleet_watch_rounds_total", "counter", "Rounds since the watch started.");

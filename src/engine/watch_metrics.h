@@ -30,7 +30,9 @@ class WatchMetrics {
   int interval_s_;
   std::string version_;
   nlohmann::json last_;
+  nlohmann::json previous_;  // last_ as rendered, for a round the controller failed
   uint64_t rounds_ = 0;
+  uint64_t own_failure_rounds_ = 0;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> heals_;
   std::map<CheckKey, uint64_t> failures_in_row_;
 };

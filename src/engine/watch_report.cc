@@ -1,6 +1,12 @@
 #include "src/engine/watch_report.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -175,6 +181,15 @@ std::string WatchReportHtml(const std::vector<nlohmann::json>& rounds) {
 Status WriteWatchReport(const std::vector<nlohmann::json>& rounds, const std::string& path) {
   const std::string tmp = path + ".tmp";
   {
+    // 0600 like the state and the log: the report holds every check's
+    // prompt and reply. Created so (and narrowed, when a stale one was
+    // left) before a stream writes it.
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
+      if (fd >= 0) ::close(fd);
+      return Status::Error("cannot write " + tmp + ": " + std::strerror(errno));
+    }
+    ::close(fd);
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) return Status::Error("cannot write " + tmp);
     out << WatchReportHtml(rounds);
