@@ -22,17 +22,41 @@
 //   FAKE_ENGINE_GARBLE_AFTER=N  chat replies after the N-th are garbage
 //   FAKE_ENGINE_SERVED_AS=NAME  /v1/models and replies name another model
 //   FAKE_ENGINE_STALL_AFTER=K   a stream stops after K tokens and hangs
-//   FAKE_ENGINE_REASONING=1     a reasoning channel first (reasoning_content);
-//                               max_tokens spent there leaves content null
+//   FAKE_ENGINE_REASONING=1     a reasoning channel first (reasoning_content):
+//                               one sentence of 9 tokens; N > 1: N tokens of
+//                               reasoning (the log's thinking models spent
+//                               105-145). Reasoning counts against max_tokens
+//                               before the content: a budget spent there
+//                               leaves content null, finish_reason "length"
 //   FAKE_ENGINE_TOKEN_MS=N      N ms a token (slow decode: 100 is 10 tokens/s)
 //   FAKE_ENGINE_FRESH_DELAY_MS=N  a chat whose messages it has not seen
 //                               before (a hash of their contents) waits N ms
 //                               before its first token, a prefill no prefix
 //                               cache saved; a repeat does not wait (up to
 //                               4096 distinct prompts, then all forgotten)
-//   POST /fault "garble" | "stall" (after 1 token) | "reasoning" | "served_as NAME"
-//               | "token_ms N" | "fresh_delay N" | "none" (all off, token_ms
-//               back to its value at start)
+//   FAKE_ENGINE_BOOT_MS=N       a slow boot (the log's shards streaming from
+//                               the NAS): for N ms after the start /health,
+//                               /v1/models and chats answer 503 {"error":
+//                               "loading"} (vLLM's and SGLang's API while the
+//                               weights load), and the log says "loading"
+//                               every 500 ms, then "loaded after N ms"
+//   FAKE_ENGINE_PREFILL_TPS=N   prefill at N prompt tokens/s (chars/4, as
+//                               fleet's checks estimate them) for a chat whose
+//                               messages it has not seen before (as
+//                               FRESH_DELAY: a prefix cache saves a repeat):
+//                               no byte of the reply, not even its headers,
+//                               until the prefill ends (vLLM and SGLang send
+//                               nothing before the first token)
+//   FAKE_ENGINE_SERIAL=1        one request at a time (a busy tokenizer, the
+//                               engine's one event loop): /health, /v1/models
+//                               and chats wait behind the one being served,
+//                               its prefill included; POST /fault never waits
+//   POST /fault "garble" | "stall" (after 1 token) | "reasoning" | "reasoning N"
+//               | "served_as NAME" | "token_ms N" | "fresh_delay N" | "boot N"
+//               (loading again for N ms from now) | "prefill_tps N" | "serial 0|1"
+//               | "none" (all off, token_ms back to its value at start)
+// Each chat is logged to stderr in one line when its prefill ends (its
+// prompt tokens and prefill ms).
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -57,6 +81,12 @@ static int g_reasoning = 0;
 static int g_token_ms = 5;
 static int g_token_ms_start = 5;
 static int g_fresh_delay_ms = 0;
+static long g_prefill_tps = 0;  // 0: no prefill time
+static int g_serial = 0;
+// Monotonic ms when the boot ends (0: booted).
+static long long g_boot_until_ms = 0;
+// Held for a whole request while g_serial is set.
+static pthread_mutex_t g_work_mu = PTHREAD_MUTEX_INITIALIZER;
 // The prompts seen: FNV-1a hashes of the messages' contents, open addressing
 // (0 is an empty slot); cleared when half full.
 #define SEEN_SLOTS 8192
@@ -313,6 +343,44 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Whether the model is still loading (FAKE_ENGINE_BOOT_MS, POST /fault boot).
+static int loading(void) {
+  pthread_mutex_lock(&g_mu);
+  const int l = g_boot_until_ms != 0 && now_ms() < g_boot_until_ms;
+  pthread_mutex_unlock(&g_mu);
+  return l;
+}
+
+// The boot's log: "loading" lines until it ends, as an engine's log says
+// it is still reading shards (a test waits for them, an operator tails them).
+static void* boot_logger(void* arg) {
+  (void)arg;
+  long long since = now_ms();
+  int said_loaded = 1;
+  for (;;) {
+    pthread_mutex_lock(&g_mu);
+    const long long until = g_boot_until_ms;
+    pthread_mutex_unlock(&g_mu);
+    const long long now = now_ms();
+    if (until != 0 && now < until) {
+      if (said_loaded) since = now;
+      fprintf(stderr, "fake-engine: loading model weights (%lld ms left)\n", until - now);
+      said_loaded = 0;
+    } else if (!said_loaded) {
+      fprintf(stderr, "fake-engine: model loaded after %lld ms\n", now - since);
+      said_loaded = 1;
+    }
+    sleep_ms(500);
+  }
+  return NULL;
+}
+
 // One choice's message or delta: {"role":..,"content":..,"reasoning_content":..}.
 static void message_json(Buf* b, const char* content, const char* reasoning, const char* tool) {
   buf_str(b, "{\"role\":\"assistant\",\"content\":");
@@ -362,9 +430,17 @@ static void chat(int fd, const char* body) {
   int garble = g_garble_after >= 0 && count > g_garble_after;
   long stall_after = g_stall_after;
   const int token_ms = g_token_ms;
-  const int prefill_ms = seen_before(text) ? 0 : g_fresh_delay_ms;
+  const int fresh = !seen_before(text);
+  const long prompt_tokens = (long)strlen(text) / 4;
+  // A fixed wait (FRESH_DELAY) plus the prompt at the prefill rate, both
+  // for a prompt no prefix cache holds.
+  long prefill_ms = fresh ? g_fresh_delay_ms : 0;
+  if (fresh && g_prefill_tps > 0) prefill_ms += prompt_tokens * 1000 / g_prefill_tps;
+  const int reasoning_tokens = g_reasoning;
   pthread_mutex_unlock(&g_mu);
-  if (prefill_ms > 0) sleep_ms(prefill_ms);  // before the first token, streamed or not
+  // Before the first token, streamed or not: no byte goes out meanwhile.
+  if (prefill_ms > 0) sleep_ms((int)prefill_ms);
+  fprintf(stderr, "fake-engine: chat prompt_tokens=%ld prefill_ms=%ld\n", prompt_tokens, prefill_ms);
 
   char* tool = first_tool(body);
   if (garble && tool) {  // a garbling engine answers garbage, not a tool call
@@ -386,12 +462,15 @@ static void chat(int fd, const char* body) {
   static pthread_mutex_t tok_mu = PTHREAD_MUTEX_INITIALIZER;
   pthread_mutex_lock(&tok_mu);  // one reply's tokens at a time (fine for tests)
   int nreason = 0;
-  char reasoning[256] = "";
-  if (g_reasoning && !tool) snprintf(reasoning, sizeof reasoning, "Let me think about this step by step .");
-  static char rtokens[64][64];
-  if (reasoning[0]) nreason = split_tokens(reasoning, rtokens, 64);
+  static char reasoning[8192];
+  reasoning[0] = 0;
+  if (reasoning_tokens == 1 && !tool)
+    snprintf(reasoning, sizeof reasoning, "Let me think about this step by step .");
+  else if (reasoning_tokens > 1 && !tool)  // N tokens of thought, as a thinking model spends
+    for (int i = 0; i < reasoning_tokens && i < 1000; ++i) strcat(reasoning, i % 2 ? " think" : " hmm");
+  static char rtokens[1024][64];
+  if (reasoning[0]) nreason = split_tokens(reasoning, rtokens, 1024);
   int ntok = split_tokens(answer, tokens, 512);
-  const long prompt_tokens = (long)strlen(text) / 4;
   // Tokens spent: reasoning first, then the content, until max_tokens.
   long budget = max_tokens;
   int r_used = nreason < budget ? nreason : (int)budget;
@@ -465,7 +544,14 @@ static void set_fault(const char* body) {
   pthread_mutex_lock(&g_mu);
   if (strncmp(body, "garble", 6) == 0) g_garble_after = g_chat_count;
   else if (strncmp(body, "stall", 5) == 0) g_stall_after = 1;
-  else if (strncmp(body, "reasoning", 9) == 0) g_reasoning = 1;
+  else if (strncmp(body, "reasoning", 9) == 0)
+    g_reasoning = body[9] == ' ' && atoi(body + 10) > 0 ? atoi(body + 10) : 1;
+  else if (strncmp(body, "boot ", 5) == 0)
+    g_boot_until_ms = now_ms() + atol(body + 5);
+  else if (strncmp(body, "prefill_tps ", 12) == 0)
+    g_prefill_tps = atol(body + 12);
+  else if (strncmp(body, "serial ", 7) == 0)
+    g_serial = atoi(body + 7) != 0;
   else if (strncmp(body, "served_as ", 10) == 0)
     snprintf(g_served_as, sizeof g_served_as, "%s", body + 10);
   else if (strncmp(body, "token_ms ", 9) == 0)
@@ -479,6 +565,9 @@ static void set_fault(const char* body) {
     g_reasoning = 0;
     g_token_ms = g_token_ms_start;
     g_fresh_delay_ms = 0;
+    g_prefill_tps = 0;
+    g_serial = 0;
+    g_boot_until_ms = 0;
   }
   pthread_mutex_unlock(&g_mu);
 }
@@ -506,7 +595,14 @@ static void* serve_connection(void* arg) {
     const char* body = req.p + header_end;
     char method[8] = "", path[256] = "";
     sscanf(req.p, "%7s %255s", method, path);
-    if (strcmp(path, "/health") == 0) {
+    const int is_fault = strcmp(path, "/fault") == 0;
+    pthread_mutex_lock(&g_mu);
+    const int serial = g_serial && !is_fault;
+    pthread_mutex_unlock(&g_mu);
+    if (serial) pthread_mutex_lock(&g_work_mu);  // behind the request being served
+    if (!is_fault && loading()) {
+      respond(fd, 503, "application/json", "{\"error\":\"loading\"}");
+    } else if (strcmp(path, "/health") == 0) {
       respond(fd, 200, "text/plain", "ok\n");
     } else if (strcmp(path, "/v1/models") == 0) {
       Buf b = {0};
@@ -523,6 +619,7 @@ static void* serve_connection(void* arg) {
     } else {
       respond(fd, 404, "application/json", "{\"error\":\"not found\"}");
     }
+    if (serial) pthread_mutex_unlock(&g_work_mu);
   }
 out:
   free(req.p);
@@ -558,6 +655,10 @@ int main(int argc, char** argv) {
   g_reasoning = (int)env_long("FAKE_ENGINE_REASONING", 0);
   g_token_ms = g_token_ms_start = (int)env_long("FAKE_ENGINE_TOKEN_MS", 5);
   g_fresh_delay_ms = (int)env_long("FAKE_ENGINE_FRESH_DELAY_MS", 0);
+  g_prefill_tps = env_long("FAKE_ENGINE_PREFILL_TPS", 0);
+  g_serial = (int)env_long("FAKE_ENGINE_SERIAL", 0) != 0;
+  const long boot_ms = env_long("FAKE_ENGINE_BOOT_MS", 0);
+  if (boot_ms > 0) g_boot_until_ms = now_ms() + boot_ms;
   if (getenv("FAKE_ENGINE_SERVED_AS"))
     snprintf(g_served_as, sizeof g_served_as, "%s", getenv("FAKE_ENGINE_SERVED_AS"));
   signal(SIGPIPE, SIG_IGN);
@@ -579,6 +680,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   fprintf(stderr, "fake-engine: serving %s on %s:%d\n", g_model, host, port);
+  pthread_t logger;
+  if (pthread_create(&logger, NULL, boot_logger, NULL) == 0) pthread_detach(logger);
   for (;;) {
     int c = accept(s, NULL, NULL);
     if (c < 0) continue;
