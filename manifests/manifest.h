@@ -140,6 +140,15 @@ struct HealthCheck {
   // before the serve counts as unhealthy (RestartPolicy::on "unhealthy").
   // A positive count, 1..1000.
   int grace_rounds = 2;
+  // health.busy_grace: how long a health probe that times out (no answer
+  // within its 5 s) while the container runs counts as busy, not unhealthy:
+  // an engine tokenizing a 500K-token prompt answers nothing meanwhile. 0
+  // (the default): a timeout is unhealthy like any failure.
+  int busy_grace_s = 0;
+  // health.prefill_tps: the serve's slowest prefill in prompt tokens/s, for
+  // its smoke checks' wait for the first token (SmokeCheck::prefill_tps);
+  // 0: not declared.
+  double prefill_tps = 0;
 };
 
 // What `fleet watch --heal` may do about a serve that went bad: the
@@ -189,6 +198,13 @@ struct SmokeCheck {
   int max_tokens = 0;         // 0: the check's default
   double min_decode_tps = 0;  // min_decode_tps: 40; 0: no floor
   int max_ttft_s = 0;         // max_ttft: 3s; 0: no floor
+  // The slowest prefill to allow for before the first token, prompt
+  // tokens/s: the check's own prefill_tps, else the deployment's
+  // health.prefill_tps, else 0 (kDefaultPrefillTps at run time).
+  double prefill_tps = 0;
+  // stall: once the first token came, the longest silence before the reply
+  // counts as stalled.
+  int stall_s = 30;
   SourceLoc loc;
 };
 

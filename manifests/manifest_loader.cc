@@ -26,6 +26,7 @@
 #include "manifests/byte_size.h"
 #include "manifests/duration.h"
 #include "manifests/file_text.h"
+#include "manifests/health_schema.h"
 #include "manifests/manifest.h"
 #include "manifests/manifest_checks.h"
 #include "manifests/pinning.h"
@@ -795,28 +796,7 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
     } else if (deployment.Find("port") == nullptr) {
       reporter_.Error(entry.key_loc, what + " has no 'port' (required: 1-65535)");
     }
-    const MapReader health = deployment.Map("health", what + " health");
-    health.CheckKeys({"path", "timeout", "grace"});
-    if (auto path = health.String("path")) {
-      if (path->value.empty() || path->value[0] != '/') {
-        reporter_.Error(path->loc, "'path' in " + health.what() +
-                                       " must be an HTTP path starting with '/', got '" +
-                                       path->value + "'");
-      } else {
-        spec.health.path = path->value;
-      }
-    }
-    if (auto timeout = health.String("timeout")) {
-      if (auto seconds = ParseDurationSeconds(timeout->value)) {
-        spec.health.timeout_s = *seconds;
-      } else {
-        reporter_.Error(timeout->loc, "'timeout' in " + health.what() +
-                                          " must be a duration such as 30m, 90s or 2h (a plain "
-                                          "number is seconds), got '" +
-                                          timeout->value + "'");
-      }
-    }
-    if (auto grace = health.Int("grace", 1, 1000)) spec.health.grace_rounds = grace->value;
+    ReadHealthCheck(&reporter_, deployment.Map("health", what + " health"), &spec.health);
     if (const Entry* restart = deployment.Find("restart"))
       ReadRestartPolicy(&reporter_, *restart, what, &spec.restart);
     if (auto need = deployment.String("gpu_memory")) {
@@ -831,6 +811,9 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
     }
     if (const Entry* smoke = deployment.Find("smoke"))
       spec.smoke = ReadSmokeChecks(&reporter_, *smoke, what);
+    // The serve's prefill rate, for each check that declares none of its own.
+    for (SmokeCheck& check : spec.smoke)
+      if (check.prefill_tps <= 0) check.prefill_tps = spec.health.prefill_tps;
     if (auto recipe = deployment.RequiredString("recipe", "the path of a recipe TOML file")) {
       ReadRecipe(*recipe, &spec);
     }

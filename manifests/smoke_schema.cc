@@ -28,11 +28,7 @@ bool CompileExpect(const std::string& pattern, std::regex* out, std::string* err
   }
 }
 
-namespace {
-
-// A number above 0 and at most 1000000 ("40", "12.5"): no sign, exponent,
-// hex, inf or nan (strtod takes all of those).
-bool ParseTpsFloor(const std::string& text, double* out) {
+bool ParseRate(const std::string& text, double* out) {
   if (text.empty() || text.size() > 16) return false;
   int dots = 0;
   for (char c : text) {
@@ -46,15 +42,34 @@ bool ParseTpsFloor(const std::string& text, double* out) {
   return *out > 0 && *out <= 1000000;
 }
 
-// The speed floors, on any kind of check: min_decode_tps and max_ttft.
+namespace {
+
+// The speed floors and clocks, on any kind of check: min_decode_tps,
+// max_ttft, prefill_tps and stall.
 void ReadFloors(const MapReader& m, const std::string& what, SmokeCheck* check,
                 const std::function<void(const SourceLoc&, const std::string&)>& error) {
   if (auto tps = m.String("min_decode_tps")) {
-    if (!ParseTpsFloor(tps->value, &check->min_decode_tps))
+    if (!ParseRate(tps->value, &check->min_decode_tps))
       error(tps->loc, "'min_decode_tps' in " + what +
                           " must be a number of decode tokens/s above 0 (at most 1000000) such "
                           "as 40 or 12.5, got '" +
                           tps->value + "'");
+  }
+  if (auto tps = m.String("prefill_tps")) {
+    if (!ParseRate(tps->value, &check->prefill_tps))
+      error(tps->loc, "'prefill_tps' in " + what +
+                          " must be a number of prompt tokens/s above 0 (at most 1000000) such "
+                          "as 1000 or 150, got '" +
+                          tps->value + "'");
+  }
+  if (auto stall = m.String("stall")) {
+    if (auto seconds = ParseDurationSeconds(stall->value))
+      check->stall_s = *seconds;
+    else
+      error(stall->loc, "'stall' in " + what +
+                            " must be a duration such as 30s or 2m (the longest silence once the "
+                            "first token came), got '" +
+                            stall->value + "'");
   }
   if (auto ttft = m.String("max_ttft")) {
     if (auto seconds = ParseDurationSeconds(ttft->value))
@@ -120,7 +135,7 @@ bool ReadOne(Reporter* reporter, const YAML::Node& node, const std::string& what
     ok = false;
   };
   m.CheckKeys({"name", "chat", "expect", "tools", "needle_tokens", "fresh_context", "timeout",
-               "max_tokens", "min_decode_tps", "max_ttft"});
+               "max_tokens", "min_decode_tps", "max_ttft", "prefill_tps", "stall"});
   if (auto name = m.RequiredString("name", "a short name for the check (math, tools, needle)"))
     check->name = name->value;
   else

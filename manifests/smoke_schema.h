@@ -10,7 +10,11 @@
 //
 // Keys: name (required, unique in the deployment), chat, expect, tools,
 // needle_tokens, fresh_context, timeout (a duration, default 2m),
-// max_tokens, min_decode_tps (a number > 0), max_ttft (a duration). A check
+// max_tokens (the reply's whole budget: a thinking model's reasoning counts
+// against it before the content), min_decode_tps (a number > 0), max_ttft (a
+// duration), prefill_tps (prompt tokens/s: the slowest prefill to wait for
+// before the first token), stall (a duration, default 30s: the longest
+// silence once the first token came). A check
 // is one kind: chat (expect required), tools (chat optional: the question
 // that should call the tool), needle_tokens (1000..1000000) or
 // fresh_context ({tokens: 1000..1000000}; max_ttft required: it is all the
@@ -37,6 +41,10 @@ std::vector<SmokeCheck> ReadSmokeChecks(yaml_schema::Reporter* reporter,
 // (as Python and PCRE write it) meaning case insensitive. False with
 // `error` set when it does not compile.
 bool CompileExpect(const std::string& pattern, std::regex* out, std::string* error);
+
+// A rate above 0 and at most 1000000 ("40", "12.5"): no sign, exponent,
+// hex, inf or nan (strtod takes all of those). False when `text` is not one.
+bool ParseRate(const std::string& text, double* out);
 
 }  // namespace fleet
 

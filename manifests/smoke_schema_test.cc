@@ -129,6 +129,39 @@ TEST(SmokeSchema, SpeedFloorsAndFreshContextLoad) {
   EXPECT_DOUBLE_EQ(s[3].min_decode_tps, 5);
 }
 
+// The lab's clocks (issue 42): a check's prefill rate, else its
+// deployment's, and the stall limit once the first token came.
+TEST(SmokeSchema, PrefillRateAndStallLoad) {
+  const Loaded l = Load(
+      "      - {name: needle, needle_tokens: 132000, timeout: 10m, stall: 45s}\n"
+      "      - {name: own, chat: \"x\", expect: \"y\", prefill_tps: 150}\n"
+      "    health: {prefill_tps: 1000, busy_grace: 10m}\n");
+  ASSERT_TRUE(l.ok) << l.diags;
+  const DeploymentSpec& d = l.manifest.deployments.at("q");
+  EXPECT_EQ(d.health.busy_grace_s, 600);
+  EXPECT_DOUBLE_EQ(d.health.prefill_tps, 1000);
+  ASSERT_EQ(d.smoke.size(), 2u);
+  EXPECT_DOUBLE_EQ(d.smoke[0].prefill_tps, 1000);  // the deployment's
+  EXPECT_EQ(d.smoke[0].stall_s, 45);
+  EXPECT_DOUBLE_EQ(d.smoke[1].prefill_tps, 150);  // its own wins
+  EXPECT_EQ(d.smoke[1].stall_s, 30);              // the default
+}
+
+TEST(SmokeSchema, PrefillRateAndStallErrors) {
+  const Loaded l = Load(
+      "      - {name: a, chat: \"x\", expect: \"y\", prefill_tps: fast}\n"  // 17
+      "      - {name: b, chat: \"x\", expect: \"y\", stall: soon}\n"        // 18
+      "    health: {prefill_tps: -3, busy_grace: a while}\n");              // 19
+  EXPECT_FALSE(l.ok);
+  for (const std::string want :
+       {"fleet.yaml:17:47: error: 'prefill_tps' in smoke check 1 of deployment 'q' must be a "
+        "number of prompt tokens/s above 0",
+        "fleet.yaml:18:41: error: 'stall' in smoke check 2 of deployment 'q' must be a duration",
+        "error: 'prefill_tps' in deployment 'q' health must be a number of prompt tokens/s",
+        "error: 'busy_grace' in deployment 'q' health must be a duration"})
+    EXPECT_NE(l.diags.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << l.diags;
+}
+
 TEST(SmokeSchema, SpeedFloorAndFreshContextErrorsNameFileLineColumn) {
   const Loaded l = Load(
       "      - {name: a, chat: \"x\", expect: \"y\", min_decode_tps: 0}\n"                     // 17

@@ -61,9 +61,42 @@ curl_socket_t OpenSocket(void* transfer, curlsocktype, curl_sockaddr* a) {
   return fd;
 }
 
-// One request; `sink` gets the body as it arrives (stream) when set.
+// The clocks of a streamed request, read by libcurl's progress callback:
+// before the first token only the prefill allowance runs; after it, a
+// silence of stall_s is a stall. CURLOPT_LOW_SPEED_TIME cannot say this: it
+// counts the silence of a prefill as a stall too, and failed every long
+// needle (issue 42).
+struct Watchdog {
+  Clock::time_point start;
+  int stall_s = 0;              // 0: none
+  int first_token_s = 0;        // 0: none
+  const int* tokens = nullptr;  // the stream's token count so far
+  curl_off_t last_bytes = -1;
+  Clock::time_point last_byte;
+  bool stalled = false, no_first_token = false;
+
+  static int Check(void* self_ptr, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t) {
+    Watchdog* w = static_cast<Watchdog*>(self_ptr);
+    const auto now = Clock::now();
+    if (dlnow != w->last_bytes) {
+      w->last_bytes = dlnow;
+      w->last_byte = now;
+    }
+    if (*w->tokens == 0) {
+      w->no_first_token =
+          w->first_token_s > 0 && now - w->start >= std::chrono::seconds(w->first_token_s);
+      return w->no_first_token ? 1 : 0;
+    }
+    w->stalled = w->stall_s > 0 && now - w->last_byte >= std::chrono::seconds(w->stall_s);
+    return w->stalled ? 1 : 0;
+  }
+};
+
+// One request; `sink` gets the body as it arrives (stream) when set, and
+// `watchdog` (stream only) may end it early.
 Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
-                 size_t (*sink)(char*, size_t, size_t, void*), void* sink_data) {
+                 size_t (*sink)(char*, size_t, size_t, void*), void* sink_data,
+                 Watchdog* watchdog = nullptr) {
   InitCurl();
   Transfer t;
   CURL* curl = curl_easy_init();
@@ -80,7 +113,12 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");  // a serve is reached directly
-  if (stall_s > 0) {
+  if (watchdog != nullptr) {
+    watchdog->start = watchdog->last_byte = Clock::now();
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Watchdog::Check);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, watchdog);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  } else if (stall_s > 0) {
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(stall_s));
   }
@@ -261,9 +299,15 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   Stream stream;
   stream.reply = &reply;
   stream.start = Clock::now();
-  Transfer t = request.stream
-                   ? Perform(url, &post, request.timeout_s, request.stall_s, Stream::Write, &stream)
-                   : Perform(url, &post, request.timeout_s, request.stall_s, nullptr, nullptr);
+  Watchdog watchdog;
+  watchdog.stall_s = request.stall_s;
+  watchdog.first_token_s = request.first_token_s;
+  watchdog.tokens = &stream.chunks;
+  // A whole reply: nothing comes before the last token, so only the timeout
+  // bounds it (a stall limit would fire during the prefill and the decode).
+  Transfer t = request.stream ? Perform(url, &post, request.timeout_s, request.stall_s,
+                                        Stream::Write, &stream, &watchdog)
+                              : Perform(url, &post, request.timeout_s, 0, nullptr, nullptr);
   reply.wall_s = Seconds(Clock::now() - stream.start);
   reply.http_status = static_cast<int>(t.status);
   reply.served_by = t.served_by;
@@ -274,12 +318,25 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
     return reply;
   }
   if (t.rc != CURLE_OK) {
-    reply.stalled = request.stream && stream.chunks > 0 && t.rc == CURLE_OPERATION_TIMEDOUT;
-    reply.error = reply.stalled
-                      ? "the stream stalled after " + std::to_string(stream.chunks) +
-                            " tokens (no byte for " + std::to_string(request.stall_s) + " s)"
-                      : std::string(curl_easy_strerror(t.rc)) + " after " +
-                            std::to_string(static_cast<int>(reply.wall_s)) + " s";
+    const bool aborted = t.rc == CURLE_ABORTED_BY_CALLBACK;
+    reply.stalled = aborted && watchdog.stalled;
+    reply.no_first_token = aborted && watchdog.no_first_token;
+    if (reply.stalled)
+      reply.error = "the stream stalled mid-reply after " + std::to_string(stream.chunks) +
+                    " tokens (no byte for " + std::to_string(request.stall_s) + " s)";
+    else if (reply.no_first_token)
+      reply.error = "no token within the prefill allowance of " +
+                    std::to_string(request.first_token_s) +
+                    " s (the serve sent nothing: hung, or slower to prefill than allowed)";
+    else if (t.rc == CURLE_OPERATION_TIMEDOUT)
+      reply.error = "no complete reply within the timeout of " + std::to_string(request.timeout_s) +
+                    " s (" +
+                    (stream.chunks == 0 ? std::string("no token came")
+                                        : std::to_string(stream.chunks) + " tokens came") +
+                    ")";
+    else
+      reply.error = std::string(curl_easy_strerror(t.rc)) + " after " +
+                    std::to_string(static_cast<int>(reply.wall_s)) + " s";
     return reply;
   }
   if (t.status != 200) {

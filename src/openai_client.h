@@ -26,7 +26,14 @@ struct ChatRequest {
   int max_tokens = 256;
   bool stream = true;
   int timeout_s = 120;  // the whole request
-  int stall_s = 30;     // no byte for this long mid-reply: a stall
+  // No byte for this long once the first token came: a stall. Before the
+  // first token it does not count: vLLM and SGLang send nothing while they
+  // prefill (a 132K-token prompt at ~1.9K tokens/s: ~70 s of silence).
+  int stall_s = 30;
+  // The longest wait for the first token (the prefill allowance); 0: the
+  // timeout alone bounds it. A streamed reply only: a whole reply comes in
+  // one piece after its decode, and only the timeout bounds it.
+  int first_token_s = 0;
 };
 
 struct ChatReply {
@@ -46,7 +53,10 @@ struct ChatReply {
   double ttft_s = -1;      // streaming only: to the first content/reasoning/tool chunk
   double decode_tps = -1;  // streaming only, with 2 or more tokens
   bool stalled = false;    // the stream stopped sending before it finished
-  std::string raw;         // the body's first 2000 bytes (a sample for a failure)
+  // No token came within first_token_s: a hung serve, or one slower to
+  // prefill than the allowance assumed.
+  bool no_first_token = false;
+  std::string raw;  // the body's first 2000 bytes (a sample for a failure)
   // Behind a gateway: the serve it sent the request to ("<deployment>_<node>",
   // its x-fleet-served-by header); "" otherwise.
   std::string served_by;

@@ -122,6 +122,7 @@ void to_json(nlohmann::json& j, const ContainerProbe& v) {
        {"health", v.health},       {"health_tool", v.health_tool},
        {"port_busy", v.port_busy}, {"serving", v.serving},
        {"error", v.error}};
+  if (v.health_timed_out) j["health_timed_out"] = true;
   if (!v.gpu_support.empty()) j["gpu_support"] = v.gpu_support;
   if (!v.tensor_rows.empty()) j["tensor_rows"] = v.tensor_rows;
   if (v.rows_snapshot_missing) j["rows_snapshot_missing"] = true;
@@ -139,6 +140,7 @@ void from_json(const nlohmann::json& j, ContainerProbe& v) {
   v.age_s = IntegerOr(j, "age_s", -1L);
   v.health = IntegerOr(j, "health", -1);
   v.health_tool = j.value("health_tool", "");
+  v.health_timed_out = j.value("health_timed_out", false);
   v.port_busy = j.value("port_busy", false);
   v.serving = j.value("serving", std::vector<std::string>());
   v.error = j.value("error", "");

@@ -50,11 +50,14 @@ long ParseStarted(const std::string& s) {
 
 std::string HealthCommand(const std::string& url) {
   const std::string u = ShellQuote(url);
-  // No proxy (the URL is the node's own loopback), one try, 5 s.
-  return "if command -v curl >/dev/null 2>&1; then echo \"health=$(curl -s -g --noproxy '*' "
+  // No proxy (the URL is the node's own loopback), one try, 5 s. curl's
+  // exit code too: 28 (timed out) from a running container is a busy engine
+  // (a long prefill holds its one event loop), not a dead one (refused: 7).
+  // In a subshell: the probe script's variables stay as they were.
+  return "if command -v curl >/dev/null 2>&1; then (hc=$(curl -s -g --noproxy '*' "
          "-o /dev/null -w '%{http_code}' --max-time 5 " +
          u +
-         " 2>/dev/null)\" health_tool=curl; "
+         " 2>/dev/null); echo \"health=$hc health_tool=curl health_rc=$?\"); "
          "elif command -v wget >/dev/null 2>&1; then echo \"health=$(wget -S -q -t 1 -O /dev/null "
          "-T 5 " +
          u +
@@ -208,10 +211,12 @@ std::string ContainerPollScript(const ContainerSpec& spec, const std::string& ur
 
 ContainerProbe ParseContainerProbe(const std::string& output) {
   ContainerProbe p;
-  // The health line carries two pairs: "health=200 health_tool=curl".
+  // The health line carries two or three pairs: "health=200 health_tool=curl
+  // health_rc=0".
   std::string text = output;
   size_t pos;
   while ((pos = text.find(" health_tool=")) != std::string::npos) text[pos] = '\n';
+  while ((pos = text.find(" health_rc=")) != std::string::npos) text[pos] = '\n';
   const std::map<std::string, std::string> kv = ParseKeyValues(text);
   auto get = [&](const char* k) {
     auto it = kv.find(k);
@@ -247,6 +252,7 @@ ContainerProbe ParseContainerProbe(const std::string& output) {
   } else if (!health.empty()) {
     p.health = std::atoi(health.c_str());
     p.health_tool = get("health_tool");
+    p.health_timed_out = p.health == 0 && get("health_rc") == "28";
   }
   p.port_busy = get("port_busy") == "1";
   p.serving = ParseServingContainers(output);

@@ -34,7 +34,10 @@ struct ContainerProbe {
   long age_s = -1;          // seconds since it started; -1 unknown
   int health = -1;          // HTTP status of the health URL; 0 no answer; -1 not asked
   std::string health_tool;  // "curl", "wget", "" (none on the node)
-  bool port_busy = false;   // something listens on the port (asked when not running)
+  // The health URL accepted the connection but gave no answer within the
+  // probe's 5 s (curl's exit 28): a busy engine, or a hung one. curl only.
+  bool health_timed_out = false;
+  bool port_busy = false;  // something listens on the port (asked when not running)
   // When the port is busy: the running containers labelled fleet.deployment
   // (which of them may hold it).
   std::vector<std::string> serving;
@@ -54,7 +57,8 @@ struct ContainerProbe {
 };
 
 // sh that prints the HTTP status of GET `url` (000 when nothing answers),
-// with curl, else wget; prints "none" when the node has neither. Defines
+// with curl (and its exit code: 28 when the 5 s ran out), else wget; prints
+// "none" when the node has neither. Defines
 // nothing: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
 

@@ -20,7 +20,11 @@
 // descriptor for a socket, its own network down: own_fault.h) is
 // "unchecked": no evidence about the serve, never a reason to heal it.
 // A check whose reply was cut by max_tokens is "cut" (finish_reason length,
-// content null), not "fail": the engine may be right and the budget short.
+// content null), not "fail": the engine may be right and the budget short;
+// no path counts it as a failure (apply keeps the serve, `fleet check`
+// exits 0, a watch does not heal it).
+// A streamed check's stall counts only from the first token on; before it,
+// the check waits for the prompt's prefill (PrefillAllowanceSeconds).
 // A check that answered right but under its speed floors (min_decode_tps,
 // max_ttft) is "fail" like a wrong answer, its detail starting "slow:".
 #ifndef FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
@@ -126,8 +130,24 @@ std::string FreshContextPrompt(int tokens);
 // <word> is <n>." at a random depth, and the question; `answer` gets <n>.
 std::string NeedlePrompt(int tokens, std::string* answer, std::string* where);
 
+// The prompt tokens/s a check allows for when neither it nor its deployment
+// declares prefill_tps: below the slowest prefill of the operator's log (154
+// tokens/s, a fresh context on the Aiden serve).
+inline constexpr double kDefaultPrefillTps = 100;
+
+// How long a check waits for the first token of a prompt of `prompt_chars`
+// characters: ~chars/4 tokens at its prefill_tps (else kDefaultPrefillTps),
+// plus its stall limit (the wait for the first token after the prefill), at
+// most its timeout. vLLM and SGLang send no byte while they prefill, so
+// their silence until then is no stall.
+int PrefillAllowanceSeconds(const SmokeCheck& check, size_t prompt_chars);
+
+// The allowance's terms, for a check that got no token within it.
+std::string AllowanceText(const SmokeCheck& check, size_t prompt_chars);
+
 // After a serve is healthy in apply: its smoke checks (none declared: OK
-// without a request). An error when any does not pass, with the samples.
+// without a request). An error when any fails; a check cut by max_tokens
+// is reported (progress) and is not an error.
 Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec);
 
 }  // namespace fleet

@@ -120,8 +120,32 @@ TEST(SmokeCheck, ContentNullCutByMaxTokensIsCutNotWrong) {
   CannedServer server(sse, true);
   SmokeResult r = RunOneCheck(server.url(), "m", c);
   EXPECT_EQ(r.result, "cut");
-  EXPECT_NE(r.detail.find("max_tokens"), std::string::npos);
-  EXPECT_NE(r.detail.find("content null"), std::string::npos);
+  EXPECT_NE(r.detail.find("max_tokens 8"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("the reasoning used the whole budget, content null"), std::string::npos)
+      << r.detail;
+  EXPECT_NE(r.detail.find("12 characters of reasoning"), std::string::npos) << r.detail;
+}
+
+// The lab's 132K-token needle: ~70 s of prefill at ~1.9K tokens/s, which a
+// 30 s stall limit before the first token failed every time (issue 42).
+TEST(PrefillAllowance, ALongNeedleGetsItsPrefillBoundedByTheTimeout) {
+  SmokeCheck c;
+  c.timeout_s = 600;
+  c.stall_s = 30;
+  c.prefill_tps = 1000;  // declared below the lab's 1.9K: conservative
+  const size_t chars = 132000 * 4;
+  EXPECT_EQ(PrefillAllowanceSeconds(c, chars), 30 + 132);
+  EXPECT_GT(PrefillAllowanceSeconds(c, chars), 132000 / 1900);  // the lab's real prefill fits
+  // Undeclared: kDefaultPrefillTps (100/s) would want 1350 s, the timeout bounds it.
+  c.prefill_tps = 0;
+  EXPECT_EQ(PrefillAllowanceSeconds(c, chars), 600);
+  // A short chat: the stall limit alone, as before.
+  EXPECT_EQ(PrefillAllowanceSeconds(c, 40), 31);
+  EXPECT_NE(AllowanceText(c, chars).find("~132000 prompt tokens at 100 tokens/s (prefill_tps, "
+                                         "not declared: the default) + stall 30 s, at most the "
+                                         "timeout 600 s"),
+            std::string::npos)
+      << AllowanceText(c, chars);
 }
 
 TEST(SmokeCheck, StreamedToolCallPiecesMerge) {

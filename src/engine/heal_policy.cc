@@ -104,12 +104,26 @@ bool MemoryBack(uint64_t free_bytes, uint64_t need_bytes, uint64_t free_before_s
   return true;
 }
 
+bool BusyWithinGrace(const ServeSeen& seen) {
+  return seen.exists && seen.state == "running" && seen.busy_s >= 0 &&
+         seen.busy_s < seen.busy_grace_s;
+}
+
 HealDecision DecideHeal(const RestartPolicy& policy, int grace_rounds, const ServeSeen& seen,
                         int unhealthy_rounds, int64_t now, HealLedger* ledger) {
   HealDecision d;
   std::erase_if(ledger->tries, [&](int64_t t) { return t < now - policy.window_s; });
   if (!seen.reachable) {
     d.detail = "node not reachable: nothing to heal from here";
+    return d;
+  }
+  if (BusyWithinGrace(seen)) {
+    // Nothing settled either: a heal of the round before is judged when the
+    // serve answers again, or when the grace is over.
+    d.detail =
+        "busy: the health URL gave no answer within the probe's 5 s while the container "
+        "runs, for " +
+        std::to_string(seen.busy_s) + " s of health.busy_grace " + WindowText(seen.busy_grace_s);
     return d;
   }
   WhatIsWrong(grace_rounds, seen, unhealthy_rounds, &d.reason, &d.detail);

@@ -19,8 +19,13 @@ struct ServeSeen {
   bool exists = false;    // its container is there
   std::string state;      // the container's state ("running", "exited", ...)
   int exit_code = 0;
-  bool has_health = true;     // false: a worker of a group (no API of its own)
-  int health = 0;             // the health URL's HTTP status; 0: no answer
+  bool has_health = true;  // false: a worker of a group (no API of its own)
+  int health = 0;          // the health URL's HTTP status; 0: no answer
+  // Seconds in a row the health probe has timed out while the container
+  // runs (a busy engine: a long prefill holds its one event loop); -1: it
+  // did not time out this round.
+  int64_t busy_s = -1;
+  int busy_grace_s = 0;       // health.busy_grace: how long busy is not unhealthy
   std::string smoke_failure;  // "smoke math: got '72 7#7'"; "": none failed
 };
 
@@ -45,6 +50,12 @@ struct HealDecision {
   // now (no backoff, not counted again toward the limit).
   bool resume = false;
 };
+
+// Whether `seen` is busy within its health.busy_grace: its health probe
+// timed out while the container runs, for less than the grace. Such a serve
+// is neither healed nor counted unhealthy (its smoke checks wait behind the
+// same prefill): it is working.
+bool BusyWithinGrace(const ServeSeen& seen);
 
 // Rounds in a row the health URL of a serve failed; updated each round.
 // Decides for `seen` now (unix seconds), updating `ledger`: tries older than

@@ -48,6 +48,41 @@ TEST(HealPolicy, ExitedOrGoneHealsAtOnce) {
   EXPECT_EQ(DecideHeal(Policy(), 2, gone, 0, 1000, &l).detail, "container gone");
 }
 
+// A health probe that times out while the container runs: a long prefill
+// holds the engine (the 500K-token prompt), not a dead serve.
+TEST(HealPolicy, BusyWithinItsGraceIsNeitherHealedNorUnhealthy) {
+  ServeSeen s = Healthy();
+  s.health = 0;
+  s.busy_s = 120;
+  s.busy_grace_s = 600;
+  s.smoke_failure = "smoke math: Timeout was reached";  // waits behind the same prefill
+  HealLedger l;
+  HealDecision d = DecideHeal(Policy(), 2, s, 5, 1000, &l);
+  EXPECT_EQ(d.action, HealAction::kNone);
+  EXPECT_EQ(d.reason, "");
+  EXPECT_EQ(d.detail,
+            "busy: the health URL gave no answer within the probe's 5 s while the container "
+            "runs, for 120 s of health.busy_grace 10m");
+  EXPECT_TRUE(l.Empty());
+  // Past the grace it is unhealthy like any failure.
+  s.busy_s = 600;
+  d = DecideHeal(Policy(), 2, s, 5, 1000, &l);
+  EXPECT_EQ(d.action, HealAction::kHeal);
+  EXPECT_EQ(d.reason, "unhealthy");
+  // No grace declared: a timeout is unhealthy at once (after health.grace).
+  ServeSeen t = Healthy();
+  t.health = 0;
+  t.busy_s = 0;
+  HealLedger l2;
+  EXPECT_EQ(DecideHeal(Policy(), 2, t, 2, 1000, &l2).action, HealAction::kHeal);
+  // A container that exited is healed whatever its last probe said.
+  ServeSeen e = Exited();
+  e.busy_s = 10;
+  e.busy_grace_s = 600;
+  HealLedger l3;
+  EXPECT_EQ(DecideHeal(Policy(), 2, e, 0, 1000, &l3).action, HealAction::kHeal);
+}
+
 TEST(HealPolicy, UnhealthyWaitsForGraceRounds) {
   ServeSeen s = Healthy();
   s.health = 0;

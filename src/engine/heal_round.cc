@@ -67,6 +67,8 @@ ServeSeen SeenBy(const ProbeResult& probed, const std::vector<SmokeResult>* chec
   seen.exit_code = p.exit_code;
   seen.has_health = !rec.want.shown.health.empty();
   seen.health = p.health < 0 ? 0 : p.health;
+  // 0 marks a busy round; Healer::Round turns it into seconds in a row.
+  if (p.exists && p.state == "running" && p.health_timed_out) seen.busy_s = 0;
   seen.smoke_failure = SmokeFailure(checks, s.name, s.node);
   return seen;
 }
@@ -270,6 +272,13 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
     // starts it).
     if (!rec || rec->container_id.empty()) continue;
     s.seen = SeenBy(*in.probed, in.checks, s, *rec);
+    s.seen.busy_grace_s = s.spec->health.busy_grace_s;
+    if (s.seen.busy_s == 0) {
+      busy_since_.try_emplace(s.address, UnixNow());
+      s.seen.busy_s = UnixNow() - busy_since_[s.address];
+    } else {
+      busy_since_.erase(s.address);
+    }
     const bool sick = s.seen.reachable && s.seen.exists && s.seen.state == "running" &&
                       s.seen.has_health && !(s.seen.health >= 200 && s.seen.health < 300);
     unhealthy_rounds_[s.address] = sick ? unhealthy_rounds_[s.address] + 1 : 0;

@@ -43,6 +43,9 @@ class Healer {
 
  private:
   std::map<std::string, int> unhealthy_rounds_;
+  // Since when (unix seconds) each serve's health probe has timed out while
+  // its container runs, in every round since: busy (health.busy_grace).
+  std::map<std::string, int64_t> busy_since_;
 };
 
 }  // namespace fleet

@@ -59,16 +59,21 @@ nlohmann::json ServesOfRound(const ProbeResult& probed, const State& state) {
   for (const auto& [address, actual] : probed.actual) {
     const std::string name = ResourceName("deployment", address);
     if (name.empty()) continue;
-    bool up = false;
+    bool up = false, busy = false;
     if (actual.probed && actual.error.empty()) {
       const ContainerProbe p = actual.attributes.get<ContainerProbe>();
       const bool answers = p.health == -1 || (p.health >= 200 && p.health < 300);
       up = p.exists && p.state == "running" && answers;
+      // Its health probe timed out while it runs: busy (a long prefill),
+      // said apart from down; heal_policy.h decides how long that may last.
+      busy = p.exists && p.state == "running" && p.health_timed_out;
     }
-    out.push_back({{"deployment", name},
-                   {"node", address.substr(address.rfind('@') + 1)},
-                   {"up", up},
-                   {"quarantined", Quarantined(state, address)}});
+    nlohmann::json serve = {{"deployment", name},
+                            {"node", address.substr(address.rfind('@') + 1)},
+                            {"up", up},
+                            {"quarantined", Quarantined(state, address)}};
+    if (busy) serve["busy"] = true;
+    out.push_back(std::move(serve));
   }
   return out;
 }

@@ -165,10 +165,11 @@ std::string RenderCheckTable(const std::vector<SmokeResult>& results) {
                   tps);
     out += line;
   }
-  int bad = 0;
+  int bad = 0, cut = 0;
   for (const SmokeResult& r : results) {
     if (r.passed()) continue;
     ++bad;
+    cut += r.result == "cut";
     out += "\n" +
            std::string(r.result == "fail"        ? "FAIL"
                        : r.result == "cut"       ? "CUT"
@@ -179,7 +180,8 @@ std::string RenderCheckTable(const std::vector<SmokeResult>& results) {
     if (!r.reply.empty()) out += "  reply:  " + r.reply + "\n";
   }
   out += "\n" + std::to_string(results.size() - bad) + " of " + std::to_string(results.size()) +
-         " passed\n";
+         " passed" +
+         (cut > 0 ? ", " + std::to_string(cut) + " cut by max_tokens (not failed)" : "") + "\n";
   return out;
 }
 

@@ -271,10 +271,10 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer;
-  Syncer syncer(g.dir,
-                SyncOptions{o.sync_ref,
-                            int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
-                            o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
+  Syncer syncer(
+      g.dir,
+      SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
+                  o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
   HoldSignals(true);
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
@@ -285,11 +285,15 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
     line["changes"] = changes;
-    int passed = 0;
-    for (const auto& c : line["checks"]) passed += c.value("result", "") == "pass";
+    int passed = 0, cut = 0;
+    for (const auto& c : line["checks"]) {
+      passed += c.value("result", "") == "pass";
+      cut += c.value("result", "") == "cut";
+    }
     std::cout << line.value("time", "") << " round " << n << ": " << passed << " of "
-              << line["checks"].size() << " checks passed, drift "
-              << (line.contains("drift") ? line["drift"].value("changes", 0) : -1);
+              << line["checks"].size() << " checks passed"
+              << (cut > 0 ? " (" + std::to_string(cut) + " cut by max_tokens, not failed)" : "")
+              << ", drift " << (line.contains("drift") ? line["drift"].value("changes", 0) : -1);
     if (line.contains("controller"))
       std::cout << "; the controller's own failure, nothing judged: "
                 << line["controller"].value("error", "");

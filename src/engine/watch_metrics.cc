@@ -175,9 +175,10 @@ void WatchMetrics::Observe(const json& line) {
   for (const json& c : line.value("checks", json::array())) {
     CheckKey k{c.value("deployment", ""), c.value("node", ""), c.value("check", "")};
     const std::string result = c.value("result", "");
-    now[k] = result == "pass"        ? 0
-             : result == "unchecked" ? failures_in_row_[k]
-                                     : failures_in_row_[k] + 1;
+    // A reply cut by max_tokens is not a failure (smoke_check.h).
+    now[k] = result == "pass" || result == "cut" ? 0
+             : result == "unchecked"             ? failures_in_row_[k]
+                                                 : failures_in_row_[k] + 1;
   }
   failures_in_row_ = std::move(now);  // a check no longer run is forgotten
 }
