@@ -54,7 +54,7 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadImage/image", "images.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadModel/model", "models.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/deployment", "deployments.<name>"),
-    ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/health", "deployments.<name>.health"),
+    ("manifests/health_schema.cc", "ReadHealthCheck/health", "deployments.<name>.health"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadGateway/gateway", "gateways.<name>"),
     ("manifests/smoke_schema.cc", "ReadOne/m", "deployments.<name>.smoke[]"),
     ("manifests/smoke_schema.cc", "ReadFreshContext/fresh",
