@@ -154,11 +154,12 @@ TEST(SmokeSchema, PrefillRateAndStallErrors) {
       "    health: {prefill_tps: -3, busy_grace: a while}\n");              // 19
   EXPECT_FALSE(l.ok);
   for (const std::string want :
-       {"fleet.yaml:17:47: error: 'prefill_tps' in smoke check 1 of deployment 'q' must be a "
+       {"fleet.yaml:17:56: error: 'prefill_tps' in smoke check 1 of deployment 'q' must be a "
         "number of prompt tokens/s above 0",
-        "fleet.yaml:18:41: error: 'stall' in smoke check 2 of deployment 'q' must be a duration",
-        "error: 'prefill_tps' in deployment 'q' health must be a number of prompt tokens/s",
-        "error: 'busy_grace' in deployment 'q' health must be a duration"})
+        "fleet.yaml:18:50: error: 'stall' in smoke check 2 of deployment 'q' must be a duration",
+        "fleet.yaml:19:27: error: 'prefill_tps' in deployment 'q' health must be a number of "
+        "prompt tokens/s",
+        "fleet.yaml:19:43: error: 'busy_grace' in deployment 'q' health must be a duration"})
     EXPECT_NE(l.diags.find(want), std::string::npos) << "want: " << want << "\ngot:\n" << l.diags;
 }
 
