@@ -155,7 +155,7 @@ SMOKE_A="[$MATH_A]"
 repo
 fault "$U1" stall
 expect_rc 1 check a
-expect_out "stalled after 1 tokens"
+expect_out "stalled mid-reply after 1 tokens"
 fault "$U1" none
 SMOKE_A=$SMOKE_A_ALL
 repo
