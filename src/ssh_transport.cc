@@ -199,6 +199,16 @@ SshTransport::~SshTransport() {
 
 std::string SshTransport::Describe() const { return describe_; }
 
+int SshTransport::LocalPort() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (session_ == nullptr) return 0;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(ssh_get_fd(session_), reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  return ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
 std::string SshTransport::LibsshError() const {
   if (session_ == nullptr) return "no session";
   const char* e = ssh_get_error(session_);

@@ -76,6 +76,7 @@ class SshTransport : public Transport {
 
   // "dgx1 (kilork@127.0.0.1:22001)".
   std::string Describe() const override;
+  int LocalPort() override;
 
  public:
   using Session = ssh_session_struct*;

@@ -69,6 +69,12 @@ class Transport {
 
   // "dgx1 (kilork@127.0.0.1:22001)": used to prefix remote errors.
   virtual std::string Describe() const = 0;
+
+  // The port of the controller's end of its connection to the node, as the
+  // controller sees it; 0 when there is no connection (or no socket: local).
+  // The node's SSH_CONNECTION names the same end as the node sees it: a
+  // NAT between them shows as another port.
+  virtual int LocalPort() { return 0; }
 };
 
 // Creates the transport for an endpoint: LocalTransport when address is

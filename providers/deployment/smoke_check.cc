@@ -128,7 +128,7 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
     return r;
   }
   Result<CommandResult> out =
-      node->Run(ConnectionOwnerScript(t.cli, t.container, t.port, client_port));
+      node->Run(ConnectionOwnerScript(t.cli, t.container, t.port, client_port, node->LocalPort()));
   std::string elsewhere;
   std::map<std::string, std::string> kv;
   if (out.ok()) kv = KeyValues(out->out);
@@ -143,6 +143,9 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
     r.detail = "cannot ask " + t.node + " who holds the connection: " + out.status().message();
   } else if (owner == "container" && kv["label"] == t.deployment) {
     r.result = "pass";
+    if (!kv["via_nat"].empty())
+      r.detail = "the source port was rewritten on the way (NAT): matched by the address " +
+                 t.node + " sees the controller at, " + kv["via_nat"];
   } else if (owner == "stopped") {
     r.result = "fail";
     r.detail = t.container + " is not running on " + t.node + ", yet a process there answers " +
@@ -313,17 +316,42 @@ SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec) {
 }
 
 std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
-                                  int client_port) {
+                                  int client_port, int ssh_port) {
   char local[16], remote[16];
   std::snprintf(local, sizeof local, ":%04X", port);
   std::snprintf(remote, sizeof remote, ":%04X", client_port);
   const std::string inspect = ShellCommand({cli, "container", "inspect", "--format"});
-  return "inode=\nfor i in 1 2 3 4 5 6 7 8 9 10; do\n"
+  // Behind NAT (a laptop, a VPN) the node sees another source port than
+  // the controller's. It shows on the SSH session too: the node's
+  // SSH_CONNECTION names another port than the controller's end of it
+  // (`ssh_port`). Only then, after a few tries without the exact
+  // connection, a connection to the serve's port from the address the node
+  // sees the session come from counts, still only when the recorded
+  // container holds it. A client address that reaches another box gives
+  // this node no connection at all, NAT or not.
+  return "inode=\nchex=\nset -- ${SSH_CONNECTION:-}\n"
+         "if [ -n \"${2:-}\" ] && [ \"$2\" != " +
+         std::to_string(ssh_port) + " ] && [ " + std::to_string(ssh_port) +
+         " != 0 ]; then\n"
+         "  cip=$1\n"
+         "  case ${cip##*:} in *.*.*.*) o=$IFS; IFS=.; set -- ${cip##*:}; IFS=$o\n"
+         "    chex=$(printf '%02X%02X%02X%02X' \"$4\" \"$3\" \"$2\" \"$1\") ;; esac\n"
+         "fi\n"
+         "for i in 1 2 3 4 5 6 7 8 9 10; do\n"
          "  inode=$(awk -v l=" +
          ShellQuote(local) + " -v r=" + ShellQuote(remote) +
          " 'FNR>1 && substr($2,length($2)-4)==l && substr($3,length($3)-4)==r {print $10; exit}'"
          " /proc/net/tcp /proc/net/tcp6 2>/dev/null | head -n 1)\n"
-         "  [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && break\n  sleep 0.1\ndone\n"
+         "  [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && break\n"
+         "  if [ -n \"$chex\" ] && [ \"$i\" -ge 3 ]; then\n"
+         "    inode=$(awk -v l=" +
+         ShellQuote(local) +
+         " -v h=\"$chex\" 'FNR>1 && $4==\"01\" && $10!=0 && substr($2,length($2)-4)==l "
+         "{a=$3; sub(/:.*/,\"\",a); if (a==h || a==\"0000000000000000FFFF0000\" h) "
+         "s=s (s==\"\" ? \"\" : \"|\") $10} END {print s}' /proc/net/tcp /proc/net/tcp6 "
+         "2>/dev/null)\n"
+         "    [ -n \"$inode\" ] && { echo \"via_nat=$cip\"; break; }\n"
+         "  fi\n  sleep 0.1\ndone\n"
          "echo \"inode=$inode\"\n"
          // The pid and the label from the engine's API where it answers
          // (the shell cuts them out of its JSON: "Pid" is State's alone,
@@ -355,7 +383,8 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "  fds=\n"
          "  for p in /proc/[0-9]*; do [ \"$p/ns/pid\" -ef \"$ns\" ] && fds=\"$fds $p/fd\"; done\n"
          // One ls for all of them: their fds' targets name the socket.
-         "  if [ -n \"$fds\" ] && ls -l $fds 2>/dev/null | grep -q \"socket:\\[$inode\\]\"; then "
+         "  if [ -n \"$fds\" ] && ls -l $fds 2>/dev/null | grep -qE \"socket:\\[($inode)\\]\"; "
+         "then "
          "owner=container; fi\n"
          "fi\n"
          // A root daemon's container (docker): the node user cannot read
@@ -367,7 +396,7 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "  held=$(" +
          ShellCommand({cli, "exec", container, "sh", "-c",
                        "for p in /proc/[0-9]*; do ls -l \"$p\"/fd 2>/dev/null; done | "
-                       "grep -c \"socket:\\[$1\\]\"",
+                       "grep -cE \"socket:\\[($1)\\]\"",
                        "sh"}) +
          " \"$inode\" 2>/dev/null)\n"
          "  case $held in ''|*[!0-9]*) ;; 0) owner=other ;; *) owner=container; echo "

@@ -97,9 +97,13 @@ SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec);
 // when exec could, owner is "container" or "other" and via=engine),
 // "stopped" (the container does not run, yet something answers) or
 // "absent" (the node holds no such connection: another box answered).
-// Built with ShellCommand; read-only.
+// Behind NAT (the node's SSH_CONNECTION names another port than
+// `ssh_port`, the controller's end of the session; 0: unknown, no NAT
+// assumed) a connection to `port` from the address the node sees the
+// session come from counts when none from `client_port` is there, and
+// via_nat= names that address. Built with ShellCommand; read-only.
 std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
-                                  int client_port);
+                                  int client_port, int ssh_port = 0);
 
 // Runs identity, model and `checks` against `target`; `node` is its node's
 // transport (connected). Stops after a failed identity or model step (the

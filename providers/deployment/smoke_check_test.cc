@@ -285,8 +285,11 @@ TEST(SmokeCheck, FreshContextPromptsAreNeverTheSame) {
 // With `api`, the CLI is podman's and its service answers the inspect
 // (through the fleet-probe this build installs); "cli_inspect=1" is
 // appended when the CLI was asked all the same.
+// `nat`: the script is told another client port than the connection's (a
+// NAT rewrote it) and SSH_CONNECTION names `nat` as the controller's address
+// and port 40123, the controller's end of it being `ssh_port`.
 std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid = "999999999",
-                           bool api = false) {
+                           bool api = false, const std::string& nat = "", int ssh_port = 0) {
   char dir_template[] = "/tmp/fleet-owner-XXXXXX";
   const std::string dir = mkdtemp(dir_template);
   const std::string cli = api ? "podman" : dir + "/engine";
@@ -332,9 +335,12 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
   len = sizeof c;
   getsockname(cfd, reinterpret_cast<sockaddr*>(&c), &len);
   int afd = accept(lfd, nullptr, nullptr);
+  if (!nat.empty()) env += " SSH_CONNECTION=" + ShellQuote(nat + " 40123 127.0.0.1 22");
+  const int client_port = nat.empty() ? ntohs(c.sin_port) : (ntohs(c.sin_port) % 60000) + 1;
   const std::string cmd =
-      "env -u CONTAINER_HOST " + env + " FAKE_PID=" + pid + " FAKE_EXEC=" + exec_mode + " sh -c " +
-      ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, ntohs(c.sin_port)));
+      "env -u CONTAINER_HOST -u SSH_CONNECTION " + env + " FAKE_PID=" + pid +
+      " FAKE_EXEC=" + exec_mode + " sh -c " +
+      ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, client_port, ssh_port));
   std::string out;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[512];
@@ -346,6 +352,27 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
   if (access((dir + "/cli_inspect").c_str(), F_OK) == 0) out += "cli_inspect=1\n";
   std::filesystem::remove_all(dir);
   return out;
+}
+
+// Behind NAT: the node holds no connection from the client port the
+// controller saw, but one from the address its SSH session comes from.
+TEST(SmokeCheck, IdentityBehindNatMatchesTheControllersAddress) {
+  if (geteuid() != 0) GTEST_SKIP() << "reads every process's fds: needs root";
+  std::string out = RunOwnerScript("run", "999999999", false, "127.0.0.1", 50000);
+  EXPECT_NE(out.find("via_nat=127.0.0.1"), std::string::npos) << out;
+  EXPECT_NE(out.find("owner=container"), std::string::npos) << out;
+  // The connection comes from another address than the controller's: not ours.
+  out = RunOwnerScript("run", "999999999", false, "10.9.9.9", 50000);
+  EXPECT_EQ(out.find("via_nat="), std::string::npos) << out;
+  EXPECT_NE(out.find("owner=absent"), std::string::npos) << out;
+  // No NAT on the way (the node sees the session's own port): the exact
+  // connection or none, whatever else the controller's address holds.
+  out = RunOwnerScript("run", "999999999", false, "127.0.0.1", 40123);
+  EXPECT_EQ(out.find("via_nat="), std::string::npos) << out;
+  EXPECT_NE(out.find("owner=absent"), std::string::npos) << out;
+  // The controller's end unknown (0): no NAT assumed.
+  out = RunOwnerScript("run", "999999999", false, "127.0.0.1", 0);
+  EXPECT_EQ(out.find("via_nat="), std::string::npos) << out;
 }
 
 TEST(SmokeCheck, IdentityAsksTheEngineWhenTheNodeCannotSeeTheContainer) {

@@ -254,6 +254,13 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   watch->add_option("--rounds", a->opts.rounds, "stop after N rounds")->check(CLI::PositiveNumber);
   watch->add_flag("--heal", a->opts.heal,
                   "bring back serves that died, hang or garble, as their restart policy allows");
+  watch->add_option("--heal-wait", a->opts.heal_wait,
+                    "with --heal: how long a round waits for the heals it started before it "
+                    "reports (default 30s; a longer heal goes on beside the next rounds)");
+  watch
+      ->add_option("--heal-parallelism", a->opts.heal_parallelism,
+                   "with --heal: how many serves heal at once (default 4)")
+      ->check(CLI::PositiveNumber);
   watch->add_option("--lock-timeout", a->opts.lock_timeout,
                     "with --heal or --sync: wait up to this long for the state lock (default: "
                     "skip the round's heals and sync while another command holds it)");

@@ -84,6 +84,9 @@ void NoteTry(int64_t now, const std::string& detail, HealLedger* ledger) {
 
 std::string QuarantineText(const RestartPolicy& policy, const HealLedger& ledger) {
   const size_t n = ledger.tries.size();
+  if (static_cast<int>(n) < policy.limit)  // quarantined for the tries in a row
+    return std::to_string(ledger.failed_in_row) +
+           " heals in a row did not hold; last: " + ledger.last_reason;
   return std::to_string(n) + (n == 1 ? " heal" : " heals") + " in " + WindowText(policy.window_s) +
          "; last: " + ledger.last_reason;
 }
@@ -150,7 +153,12 @@ HealDecision DecideHeal(const RestartPolicy& policy, int grace_rounds, const Ser
     d.detail = "finishing the heal a stopped watch left: " + d.detail;
     return d;
   }
-  if (static_cast<int>(ledger->tries.size()) >= policy.limit) {
+  // `limit` tries in the window, or `limit` in a row that did not hold,
+  // however long each took: with the lab's 15-30 minute boots a window of
+  // an hour never holds `limit` tries, and a serve that boots and fails
+  // its checks every time would be healed forever.
+  if (static_cast<int>(ledger->tries.size()) >= policy.limit ||
+      ledger->failed_in_row >= policy.limit) {
     ledger->quarantined = true;
     ledger->quarantined_at = now;
     // "last:" names the last try's reason (a wait for memory says more than

@@ -155,6 +155,31 @@ TEST(HealPolicy, AHeldHealResetsTheBackoff) {
   EXPECT_EQ(DecideHeal(Policy(), 2, Exited(), 0, 1020, &l).action, HealAction::kHeal);
 }
 
+// The lab's boots take 15-30 minutes: a window of an hour never holds
+// `limit` tries, yet a serve that boots and fails its checks after every
+// heal is quarantined once `limit` heals in a row did not hold.
+TEST(HealPolicy, LimitInARowQuarantinesWhenBootsOutlastTheWindow) {
+  RestartPolicy p = Policy();
+  p.limit = 5;
+  p.window_s = 3600;
+  HealLedger l;
+  int heals = 0;
+  HealDecision d;
+  for (int i = 0; i < 20; ++i) {
+    const int64_t now = 1000 + i * 1200;  // a 15-minute boot, checks, backoff: 20 minutes a try
+    d = DecideHeal(p, 2, Exited(), 0, now, &l);
+    if (d.action == HealAction::kQuarantine) break;
+    ASSERT_EQ(d.action, HealAction::kHeal) << i << " " << d.detail;
+    NoteTry(now, "smoke math: got 'x'", &l);
+    l.unproven = true;  // it booted; the next round finds it failing again
+    ++heals;
+    EXPECT_LT(l.tries.size(), 5u);  // the window never holds the limit
+  }
+  EXPECT_EQ(d.action, HealAction::kQuarantine);
+  EXPECT_EQ(heals, 5);
+  EXPECT_EQ(l.quarantine, "5 heals in a row did not hold; last: smoke math: got 'x'");
+}
+
 TEST(HealPolicy, LimitWithinTheWindowQuarantines) {
   RestartPolicy p = Policy();
   p.backoff_s = 1;

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <ctime>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "providers/deployment/deployment_diff.h"
 #include "providers/deployment/deployment_json.h"
@@ -92,15 +95,63 @@ nlohmann::json Event(const std::string& type, const Serve& s, const std::string&
           {"outcome", outcome},   {"detail", detail}};
 }
 
-// One round under the lock: the state read again, each serve decided on its
-// record's ledger, the heals done (a group's workers before its head), the
-// state written after each.
+// A heal to run off the lock: what its start recorded, and, once its job
+// ran it, what it brought back.
+struct HealStep {
+  Serve serve;  // (serve.spec is the round's: not used off the lock)
+  HealDecision decision;
+  DeploymentRecord record;  // its record as its start wrote it (in progress)
+  std::optional<uint64_t> free;
+  bool ok = false;
+  DeploymentRecord healed;
+  std::string error;
+  double took_s = 0;
+};
+
+// The state read under the lock, and the records written back into it
+// (the serial bumped once).
+class RecordWriter {
+ public:
+  RecordWriter(StateStore* store, State state, std::function<void(const std::string&)> progress)
+      : store_(store), state_(std::move(state)), progress_(std::move(progress)) {}
+
+  std::optional<DeploymentRecord> Record(const std::string& address) const {
+    const ResourceRecord* r = state_.Find(address);
+    return r ? DeploymentRecordFrom(r->attributes) : std::nullopt;
+  }
+
+  void Write(const std::string& address, const DeploymentRecord& rec) {
+    const ResourceRecord* old = state_.Find(address);
+    ResourceRecord r = *old;
+    r.attributes = rec;
+    r.updated_at = NowRfc3339();
+    state_.Upsert(std::move(r));
+    if (!bumped_) {
+      ++state_.serial;
+      bumped_ = true;
+    }
+    Status saved = store_->Save(state_);
+    if (!saved.ok() && progress_) progress_("heal: cannot write the state: " + saved.message());
+  }
+
+ private:
+  StateStore* store_;
+  State state_;
+  std::function<void(const std::string&)> progress_;
+  bool bumped_ = false;
+};
+
+// One round's decisions under the lock: each serve decided on its record's
+// ledger, and the heals it starts recorded as started (a group's workers
+// before its head, one job per group). The heals themselves run after the
+// lock is let go.
 class LockedRound {
  public:
   LockedRound(const HealRoundInput& in, State state, std::map<std::string, int>* unhealthy)
-      : in_(in), state_(std::move(state)), unhealthy_(unhealthy) {}
+      : in_(in), writer_(in.store, std::move(state), in.progress), unhealthy_(unhealthy) {}
 
-  std::vector<nlohmann::json> Run(std::vector<Serve> serves) {
+  // At most `slots` jobs are started; the others wait for a later round.
+  std::vector<std::vector<HealStep>> Run(std::vector<Serve> serves, int slots) {
     // Heads last: a group's head needs its workers up (as apply orders them).
     std::stable_sort(serves.begin(), serves.end(),
                      [](const Serve& a, const Serve& b) { return a.rank > b.rank; });
@@ -126,38 +177,44 @@ class LockedRound {
     }
     std::stable_sort(heals.begin(), heals.end(),
                      [](const auto& a, const auto& b) { return a.first.rank > b.first.rank; });
-    for (const auto& [s, d] : heals) Heal(s, d);
-    return std::move(events_);
+    // One job per group (its ranks in order), one per lone serve.
+    std::vector<std::vector<std::pair<Serve, HealDecision>>> jobs;
+    std::map<std::string, size_t> job_of_group;
+    for (const auto& h : heals) {
+      if (group_heal.count(h.first.name)) {
+        auto [it, fresh] = job_of_group.emplace(h.first.name, jobs.size());
+        if (fresh) jobs.emplace_back();
+        jobs[it->second].push_back(h);
+      } else {
+        jobs.push_back({h});
+      }
+    }
+    std::vector<std::vector<HealStep>> started;
+    for (const auto& job : jobs) {
+      if (static_cast<int>(started.size()) >= slots) {
+        if (in_.progress)
+          in_.progress("heal: " + job.front().first.address +
+                       " waits for a heal to end (--heal-parallelism)");
+        continue;
+      }
+      std::vector<HealStep> steps;
+      for (const auto& [s, d] : job)
+        if (std::optional<HealStep> step = Start(s, d)) steps.push_back(std::move(*step));
+      if (!steps.empty()) started.push_back(std::move(steps));
+    }
+    return started;
   }
+
+  std::vector<nlohmann::json> TakeEvents() { return std::move(events_); }
 
  private:
   bool IsGroup(const Serve& s) const {
-    std::optional<DeploymentRecord> rec = Record(s.address);
+    std::optional<DeploymentRecord> rec = writer_.Record(s.address);
     return rec && rec->want.shown.rank.has_value();
   }
 
-  std::optional<DeploymentRecord> Record(const std::string& address) const {
-    const ResourceRecord* r = state_.Find(address);
-    return r ? DeploymentRecordFrom(r->attributes) : std::nullopt;
-  }
-
-  void Write(const std::string& address, const DeploymentRecord& rec) {
-    const ResourceRecord* old = state_.Find(address);
-    ResourceRecord r = *old;
-    r.attributes = rec;
-    r.updated_at = NowRfc3339();
-    state_.Upsert(std::move(r));
-    if (!bumped_) {
-      ++state_.serial;
-      bumped_ = true;
-    }
-    Status saved = in_.store->Save(state_);
-    if (!saved.ok() && in_.progress)
-      in_.progress("heal: cannot write the state: " + saved.message());
-  }
-
   HealDecision Decide(const Serve& s) {
-    std::optional<DeploymentRecord> rec = Record(s.address);
+    std::optional<DeploymentRecord> rec = writer_.Record(s.address);
     if (!rec) return {};
     HealLedger ledger = rec->heal.value_or(HealLedger{});
     const HealLedger before = ledger;
@@ -173,14 +230,16 @@ class LockedRound {
                                   " or `fleet heal reset " + s.address + "`"));
     if (nlohmann::json(ledger) != nlohmann::json(before)) {
       rec->heal = ledger;
-      Write(s.address, *rec);
+      writer_.Write(s.address, *rec);
     }
     return d;
   }
 
-  void Heal(const Serve& s, const HealDecision& d) {
-    std::optional<DeploymentRecord> rec = Record(s.address);
-    if (!rec) return;
+  // The heal's start, recorded (a watch killed from here on: the next one
+  // finishes it); nullopt when it waits for memory instead.
+  std::optional<HealStep> Start(const Serve& s, const HealDecision& d) {
+    std::optional<DeploymentRecord> rec = writer_.Record(s.address);
+    if (!rec) return std::nullopt;
     HealLedger ledger = rec->heal.value_or(HealLedger{});
     const int64_t now = UnixNow();
     const std::optional<uint64_t> free = FreeGpuBytes(*in_.probed, s.node);
@@ -194,60 +253,167 @@ class LockedRound {
       e["attempt"] = ledger.tries.size();
       events_.push_back(e);
       rec->heal = ledger;
-      Write(s.address, *rec);
-      return;
+      writer_.Write(s.address, *rec);
+      return std::nullopt;
     }
     if (!d.resume) NoteTry(now, d.detail, &ledger);  // a resumed heal is the same try
     ledger.in_progress_since = now;
     rec->heal = ledger;
-    Write(s.address, *rec);  // a watch killed from here on: the next round finishes it
-    const auto start = Clock::now();
-    Result<DeploymentRecord> healed = Bring(s, *rec);
-    const double took = std::chrono::duration<double>(Clock::now() - start).count();
-    ledger.in_progress_since = 0;
-    ledger.last_try_at = UnixNow();
-    DeploymentRecord next = healed.ok() ? *healed : *rec;
-    if (healed.ok()) {
-      ledger.unproven = true;
-      if (free) ledger.free_before_start_bytes = *free;
-    } else {
-      ++ledger.failed_in_row;
-    }
-    next.heal = ledger;
-    Write(s.address, next);
-    nlohmann::json e = Event("heal", s, d.reason, healed.ok() ? "healed" : "failed",
-                             healed.ok() ? d.detail : healed.status().message());
-    e["attempt"] = ledger.tries.size();
-    e["duration_s"] = std::round(took * 100) / 100;
-    events_.push_back(e);
-  }
-
-  Result<DeploymentRecord> Bring(const Serve& s, const DeploymentRecord& rec) {
-    Transport* t = in_.connections->Get(s.node);
-    Status c = t->Connect();
-    if (!c.ok()) return c;
-    StepContext ctx;
-    ctx.transport = t;
-    ctx.node = &in_.manifest->nodes.at(s.node);
-    ctx.manifest = in_.manifest;
-    NodeConnections* connections = in_.connections;
-    ctx.node_transport = [connections](const std::string& n) { return connections->Get(n); };
-    if (in_.progress)
-      ctx.progress = [this, &s](const std::string& line) { in_.progress(s.address + ": " + line); };
-    return HealServe(ctx, s.name, rec);
+    writer_.Write(s.address, *rec);
+    HealStep step;
+    step.serve = s;
+    step.serve.spec = nullptr;
+    step.decision = d;
+    step.record = *rec;
+    step.free = free;
+    return step;
   }
 
   const HealRoundInput& in_;
-  State state_;
+  RecordWriter writer_;
   std::map<std::string, int>* unhealthy_;
-  bool bumped_ = false;
   std::vector<nlohmann::json> events_;
 };
 
+// Brings one serve back on the job's own connections and manifest.
+Result<DeploymentRecord> BringBack(const Manifest& m, NodeConnections* connections,
+                                   const HealStep& step,
+                                   const std::function<void(const std::string&)>& progress) {
+  Transport* t = connections->Get(step.serve.node);
+  Status c = t->Connect();
+  if (!c.ok()) return c;
+  StepContext ctx;
+  ctx.transport = t;
+  ctx.node = &m.nodes.at(step.serve.node);
+  ctx.manifest = &m;
+  ctx.node_transport = [connections](const std::string& n) { return connections->Get(n); };
+  if (progress)
+    ctx.progress = [&progress, &step](const std::string& line) {
+      progress(step.serve.address + ": " + line);
+    };
+  return HealServe(ctx, step.serve.name, step.record);
+}
+
+// The end of a heal written into `writer`'s state: its ledger settled, the
+// healed record (its new container) when it came back. A record whose heal
+// is no longer the one this step started (an apply wrote it anew meanwhile)
+// is left as it is: the apply took the serve over.
+nlohmann::json RecordEnd(const HealStep& step, RecordWriter* writer) {
+  const Serve& s = step.serve;
+  std::optional<DeploymentRecord> now = writer->Record(s.address);
+  const int64_t started = step.record.heal ? step.record.heal->in_progress_since : 0;
+  if (!now || !now->heal || now->heal->in_progress_since != started)
+    return Event("heal", s, step.decision.reason, "taken over",
+                 s.address +
+                     " was written anew while it healed (an apply replaced it): the "
+                     "apply's serve stands, the heal records nothing");
+  HealLedger ledger = *now->heal;
+  ledger.in_progress_since = 0;
+  ledger.last_try_at = UnixNow();
+  DeploymentRecord next = step.ok ? step.healed : *now;
+  if (step.ok) {
+    ledger.unproven = true;
+    if (step.free) ledger.free_before_start_bytes = *step.free;
+  } else {
+    ++ledger.failed_in_row;
+  }
+  next.heal = ledger;
+  writer->Write(s.address, next);
+  nlohmann::json e = Event("heal", s, step.decision.reason, step.ok ? "healed" : "failed",
+                           step.ok ? step.decision.detail : step.error);
+  e["attempt"] = ledger.tries.size();
+  e["duration_s"] = std::round(step.took_s * 100) / 100;
+  return e;
+}
+
 }  // namespace
 
-std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
+// One heal (a group's ranks, in order) running beside the rounds, on a copy
+// of the manifests and SSH sessions of its own: a serve's health wait holds
+// a node's session for minutes, and the rounds probe that node meanwhile.
+struct Healer::Job {
+  std::unique_ptr<Manifest> manifest;
+  std::unique_ptr<NodeConnections> connections;
+  std::vector<HealStep> steps;
+  std::function<void(const std::string&)> progress;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;  // under mu
+  std::thread thread;
+
+  void Run() {
+    for (HealStep& step : steps) {
+      const auto start = Clock::now();
+      Result<DeploymentRecord> healed = BringBack(*manifest, connections.get(), step, progress);
+      step.took_s = std::chrono::duration<double>(Clock::now() - start).count();
+      step.ok = healed.ok();
+      if (healed.ok())
+        step.healed = *healed;
+      else
+        step.error = healed.status().message();
+    }
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+    cv.notify_all();
+  }
+};
+
+Healer::Healer(int parallel) : parallel_(std::max(1, parallel)) {}
+
+Healer::~Healer() {
+  for (auto& job : jobs_)
+    if (job->thread.joinable()) job->thread.detach();
+  for (auto& job : jobs_) (void)job.release();  // still used by its thread
+}
+
+std::vector<nlohmann::json> Healer::Finish(const HealRoundInput& in, int64_t wait_ms) {
   std::vector<nlohmann::json> events;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
+  std::vector<Job*> ended;
+  for (auto& job : jobs_) {
+    std::unique_lock<std::mutex> l(job->mu);
+    if (wait_ms < 0)
+      job->cv.wait(l, [&] { return job->done; });
+    else
+      job->cv.wait_until(l, deadline, [&] { return job->done; });
+    if (job->done) ended.push_back(job.get());
+  }
+  if (ended.empty()) return events;
+  Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(in.store, "heal", in.lock_timeout_ms);
+  if (!lock.ok()) {
+    if (in.progress)
+      in.progress(
+          "heal: " + std::to_string(ended.size()) +
+          " heal(s) ended; recorded once the state lock is free: " + lock.status().message());
+    return events;
+  }
+  Result<State> state = in.store->Load();
+  if (!state.ok()) {
+    if (in.progress) in.progress("heal: cannot read the state: " + state.status().message());
+    return events;
+  }
+  RecordWriter writer(in.store, std::move(*state), in.progress);
+  for (Job* job : ended) {
+    job->thread.join();
+    for (const HealStep& step : job->steps) events.push_back(RecordEnd(step, &writer));
+  }
+  std::erase_if(jobs_, [&](const std::unique_ptr<Job>& j) {
+    return std::find(ended.begin(), ended.end(), j.get()) != ended.end();
+  });
+  return events;
+}
+
+std::vector<nlohmann::json> Healer::Drain(const HealRoundInput& in) {
+  std::vector<nlohmann::json> events = Finish(in, -1);
+  for (const nlohmann::json& e : events) (void)in.store->AppendEvent(e);
+  return events;
+}
+
+std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
+  std::vector<nlohmann::json> events = Finish(in, 0);
+  std::set<std::string> healing;  // serves a running heal holds: not decided again
+  for (const auto& job : jobs_)
+    for (const HealStep& step : job->steps) healing.insert(step.serve.address);
   Result<State> peek = in.store->Load();
   if (!peek.ok()) {
     if (in.progress) in.progress("heal: cannot read the state: " + peek.status().message());
@@ -258,6 +424,10 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
   bool anything = false;
   for (const ResourceRecord& r : peek->resources) {
     if (r.type != "deployment") continue;
+    if (healing.count(r.address)) {
+      unhealthy_rounds_[r.address] = 0;
+      continue;
+    }
     Serve s{r.address, ResourceName("deployment", r.address), r.node};
     auto decl = in.manifest->deployments.find(s.name);
     if (decl == in.manifest->deployments.end() ||
@@ -297,17 +467,33 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
     serves.push_back(std::move(s));
   }
   if (anything) {
-    Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(in.store, "heal", in.lock_timeout_ms);
-    if (!lock.ok()) {
-      // Never beside an apply: this round heals nothing, the next looks again.
-      for (const Serve& s : would_heal)
-        events.push_back(Event("heal_wait", s, "", "waiting",
-                               "the state lock is held: " + lock.status().message()));
-    } else {
-      Result<State> state = in.store->Load();
-      if (state.ok())
-        events = LockedRound(in, std::move(*state), &unhealthy_rounds_).Run(std::move(serves));
+    std::vector<std::vector<HealStep>> started;
+    {
+      Result<std::unique_ptr<StateLock>> lock =
+          LockWithTimeout(in.store, "heal", in.lock_timeout_ms);
+      if (!lock.ok()) {
+        // Never beside an apply: this round heals nothing, the next looks again.
+        for (const Serve& s : would_heal)
+          events.push_back(Event("heal_wait", s, "", "waiting",
+                                 "the state lock is held: " + lock.status().message()));
+      } else if (Result<State> state = in.store->Load(); state.ok()) {
+        LockedRound round(in, std::move(*state), &unhealthy_rounds_);
+        started = round.Run(std::move(serves), parallel_ - static_cast<int>(jobs_.size()));
+        for (nlohmann::json& e : round.TakeEvents()) events.push_back(std::move(e));
+      }
+    }  // the lock is let go: the heals run without it
+    for (std::vector<HealStep>& steps : started) {
+      auto job = std::make_unique<Job>();
+      job->manifest = std::make_unique<Manifest>(*in.manifest);
+      job->connections = std::make_unique<NodeConnections>(job->manifest.get());
+      job->steps = std::move(steps);
+      job->progress = in.progress;
+      Job* j = job.get();
+      jobs_.push_back(std::move(job));
+      j->thread = std::thread([j] { j->Run(); });
     }
+    if (!started.empty())
+      for (nlohmann::json& e : Finish(in, in.heal_wait_ms)) events.push_back(std::move(e));
   }
   for (const nlohmann::json& e : events) {
     Status s = in.store->AppendEvent(e);

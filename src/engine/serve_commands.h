@@ -28,6 +28,11 @@ struct WatchOptions {
   // deployment's restart policy allows, under the state lock.
   bool heal = false;
   std::string lock_timeout;  // --lock-timeout: how long a heal or sync waits for the lock
+  // --heal-wait: how long a round waits for the heals it started before it
+  // reports (a longer one goes on beside the next rounds);
+  // --heal-parallelism: how many serves heal at once.
+  std::string heal_wait = "30s";
+  int heal_parallelism = 4;
   // --sync [REMOTE/BRANCH]: apply new commits of the manifests repo
   // (sync_round.h); "" follows the checkout's upstream.
   bool sync = false;

@@ -177,6 +177,7 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     in.probed = &probed;
     in.checks = &checks;
     in.lock_timeout_ms = int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000;
+    in.heal_wait_ms = int64_t{ParseDurationSeconds(o.heal_wait, 0).value_or(30)} * 1000;
     if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
     line["heal"] = healer->Round(in);
   }
@@ -236,6 +237,24 @@ void SleepUntil(std::chrono::steady_clock::time_point until) {
   HoldSignals(true);
 }
 
+// After the last of --rounds: waits for the heals still running and
+// records them, their events logged and announced as a round's are.
+void DrainHeals(const GlobalOptions& g, const WatchOptions& o, Healer* healer, std::ofstream* log) {
+  Manifest m;
+  Diagnostics diags;
+  if (!LoadManifest(g.dir, &m, &diags)) return;
+  std::unique_ptr<StateStore> store = OpenStateStore(m.state);
+  HealRoundInput in;
+  in.manifest = &m;
+  in.store = store.get();
+  in.lock_timeout_ms = int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000;
+  for (const nlohmann::json& e : healer->Drain(in)) {
+    AnnounceEvent(e);
+    if (log) *log << e.dump() << "\n" << std::flush;
+    if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, e);
+  }
+}
+
 }  // namespace
 
 int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
@@ -270,7 +289,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchMetrics metrics(o.every_s, o.version);
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
-  Healer healer;
+  Healer healer(o.heal_parallelism);
   Syncer syncer(
       g.dir,
       SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
@@ -322,6 +341,16 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     SleepUntil(start + std::chrono::seconds(o.every_s));
   }
   HoldSignals(false);
+  if (healer.Running() > 0 && g_stop) {
+    // A heal waits out a boot of up to health.timeout: a stop does not.
+    // Its record says in progress, and the next watch finishes it.
+    std::cout << "fleet watch: stopped (signal); " << healer.Running()
+              << " heal(s) still running are left to the next watch\n"
+              << std::flush;
+    if (log) log.flush();
+    std::_Exit(0);  // the heals' threads still run: no static destructors
+  }
+  if (healer.Running() > 0) DrainHeals(g, o, &healer, log ? &log : nullptr);
   std::cout << "fleet watch: stopped" << (g_stop ? " (signal)" : "") << "\n";
   return 0;
 }

@@ -169,6 +169,17 @@ net_up() {
 		fi
 	done
 	ip -n "$fab" link set br0 mtu 9000
+	net_nat -A
+}
+
+# net_nat -A|-D: with --nat, every TCP connection the controller opens to
+# the LAN leaves with another source port (MASQUERADE --random-fully), as
+# through a laptop's NAT or a VPN: the nodes never see the controller's own
+# ports. Nothing without --nat.
+net_nat() {
+	[[ ${SIM[nat]-0} == 1 ]] || return 0
+	iptables -t nat "$1" POSTROUTING -o "${SIM[net_tag]}l" -p tcp -m comment --comment "fleet-sim ${SIM[net_tag]}" \
+		-j MASQUERADE --to-ports 40000-49999 --random-fully
 }
 
 # net_fabric_port NAME up|down: the switch's end of the node's fabric link
@@ -191,6 +202,7 @@ net_down() {
 	load_sim
 	net_on || return 0
 	local t=${SIM[net_tag]} name try
+	net_nat -D 2>/dev/null || true
 	for name in "${NAMES[@]}"; do
 		[[ -f $DIR/nodes/$name/node.env ]] || continue
 		load_node "$name"
