@@ -34,6 +34,8 @@ void to_json(nlohmann::json& j, const DisplayRamFound& v) {
   j = {{"loaded", v.loaded}, {"modeset", v.modeset}, {"fbdev", v.fbdev},
        {"card0", v.card0},   {"mode", v.mode},       {"serving", v.serving}};
   if (!v.engine_error.empty()) j["engine_error"] = v.engine_error;
+  if (v.sudo_checked)
+    j["sudo"] = {{"allowed", v.sudo_allowed}, {"modprobe", v.modprobe_path}, {"user", v.sudo_user}};
 }
 
 void from_json(const nlohmann::json& j, DisplayRamFound& v) {
@@ -44,6 +46,12 @@ void from_json(const nlohmann::json& j, DisplayRamFound& v) {
   v.mode = j.value("mode", kModeDefault);
   v.serving = j.value("serving", std::vector<std::string>());
   v.engine_error = j.value("engine_error", "");
+  if (auto sudo = j.find("sudo"); sudo != j.end() && sudo->is_object()) {
+    v.sudo_checked = true;
+    v.sudo_allowed = sudo->value("allowed", std::vector<std::string>());
+    v.modprobe_path = sudo->value("modprobe", "");
+    v.sudo_user = sudo->value("user", "");
+  }
 }
 
 void to_json(nlohmann::json& j, const DisplayRamRecord& v) {

@@ -45,6 +45,13 @@ struct DisplayRamFound {
   // The container CLI's output when it could not list the serves (the Docker
   // daemon down, the socket not the user's); "" when it could.
   std::string engine_error;
+  // What the node's sudo allows without a password (`sudo -n -l`), asked
+  // only when a reload is planned: the modprobe arguments allowed, the
+  // node's modprobe and its SSH user, for the plan's error and its fix.
+  bool sudo_checked = false;
+  std::vector<std::string> sudo_allowed;  // "-r nvidia_drm", "nvidia_drm modeset=1 fbdev=0"
+  std::string modprobe_path;
+  std::string sudo_user;
 };
 
 // What an unlock records: the original values (written before the reload,

@@ -1,5 +1,6 @@
 #include "providers/display_ram/display_ram_provider.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 
@@ -62,6 +63,23 @@ ModuleState ParseModuleState(const std::string& out) {
 
 // Kernel prints booleans as Y/N; modprobe takes 1/0.
 std::string AsModprobeValue(const std::string& yn) { return yn == "Y" ? "1" : "0"; }
+
+std::string Joined(const std::vector<std::string>& words) {
+  std::string s;
+  for (const std::string& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+// The modprobe arguments of every reload fleet may run: the unload, and a
+// load with each value of modeset and fbdev (an unlock's, or a restore's
+// to what the node had).
+std::vector<std::vector<std::string>> ReloadArgs() {
+  std::vector<std::vector<std::string>> out = {{"-r", kModule}};
+  for (const char* ms : {"1", "0"})
+    for (const char* fb : {"0", "1"})
+      out.push_back({kModule, std::string("modeset=") + ms, std::string("fbdev=") + fb});
+  return out;
+}
 
 Result<ModuleState> ReadModule(const StepContext& ctx) {
   Result<CommandResult> r = RunOnNode(ctx, ReadScript(ctx.node->sysfs, ctx.node->dev));
@@ -199,6 +217,19 @@ std::optional<uint64_t> GpuFreeBytes(const StepContext& ctx) {
   return free;
 }
 
+// Which of the reloads fleet may run the node's sudo allows without a
+// password (`sudo -n -l`: it asks nothing, runs nothing): "sudo_ok=ARGS"
+// for each, the node's modprobe and user. Only where a reload is planned.
+std::string SudoProbeScript() {
+  std::string script =
+      "dr_mp=$(command -v modprobe 2>/dev/null) || dr_mp=/usr/sbin/modprobe\n"
+      "echo \"sudo_checked=1\"; echo \"modprobe_path=$dr_mp\"; echo \"sudo_user=$(id -un)\"\n";
+  for (const std::vector<std::string>& args : ReloadArgs())
+    script += "sudo -n -l \"$dr_mp\" " + ShellCommand(args) + " >/dev/null 2>&1 && echo " +
+              ShellQuote("sudo_ok=" + Joined(args)) + "\n";
+  return script;
+}
+
 std::string Describe(const std::string& modeset, const std::string& fbdev) {
   return "modeset=" + modeset + " fbdev=" + fbdev;
 }
@@ -239,7 +270,7 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "dr_m=default; [ \"$dr_ms$dr_fb\" = YN ] && dr_m=unlocked\n"
          "if [ \"$dr_m\" != " +
          ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
-         ServingProbeScript(node.container_cli) + "fi\n";
+         ServingProbeScript(node.container_cli) + SudoProbeScript() + "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -249,15 +280,64 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   ModuleState m = ParseModuleState(output);
   a.exists = true;
   std::map<std::string, std::string> kv = ParseKeyValues(output);
-  a.attributes = DisplayRamFound{m.loaded,
-                                 m.modeset,
-                                 m.fbdev,
-                                 m.card0,
-                                 m.unlocked() ? kModeUnlocked : kModeDefault,
-                                 ParseServingContainers(output),
-                                 kv["engine_error"]};
+  DisplayRamFound found{m.loaded,
+                        m.modeset,
+                        m.fbdev,
+                        m.card0,
+                        m.unlocked() ? kModeUnlocked : kModeDefault,
+                        ParseServingContainers(output),
+                        kv["engine_error"]};
+  found.sudo_checked = kv["sudo_checked"] == "1";
+  found.modprobe_path = kv["modprobe_path"];
+  found.sudo_user = kv["sudo_user"];
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("sudo_ok=", 0) == 0) found.sudo_allowed.push_back(line.substr(8));
+  a.attributes = found;
   return a;
 }
+
+namespace {
+
+// The plan's error when the node's sudo would ask for a password for a
+// reload this change runs (fleet's `sudo -n` cannot answer one: the apply
+// would fail half way, a destroy would leave the node on): the commands,
+// and the drop-in that allows exactly fleet's reloads of this node. ""
+// when sudo allows them, or when it was not asked (a node that is off).
+std::string SudoRefusal(const PlanChange& c, const DisplayRamFound& f, const std::string& address,
+                        const std::string& node) {
+  if (!f.sudo_checked || !c.detail.is_object()) return "";
+  const DisplayRamStep step = c.detail.get<DisplayRamStep>();
+  std::vector<std::string> need;
+  if (f.loaded) need.push_back(std::string("-r ") + kModule);
+  // What a restore puts back: the recorded values, or (an unlock) what the
+  // node has now, which the unlock records.
+  std::string restore = std::string(kModule) + " modeset=" + AsModprobeValue(f.modeset) +
+                        " fbdev=" + AsModprobeValue(f.fbdev);
+  if (step.op == kOpUnlock) {
+    need.push_back(std::string(kModule) + " modeset=1 fbdev=0");
+  } else if (step.original) {
+    restore = std::string(kModule) + " modeset=" + AsModprobeValue(step.original->modeset) +
+              " fbdev=" + AsModprobeValue(step.original->fbdev);
+    if (step.original->loaded) need.push_back(restore);
+  }
+  std::string refused;
+  for (const std::string& args : need)
+    if (std::find(f.sudo_allowed.begin(), f.sudo_allowed.end(), args) == f.sudo_allowed.end())
+      refused +=
+          (refused.empty() ? "`sudo -n " : ", `sudo -n ") + f.modprobe_path + " " + args + "`";
+  if (refused.empty()) return "";
+  const std::string mp = f.modprobe_path;
+  return address + ": sudo on " + node + " asks " + f.sudo_user + " for a password for " + refused +
+         " (fleet cannot answer one: the reload would fail half way). Install this drop-in "
+         "on " +
+         node + " (`sudo visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    " + f.sudo_user +
+         " ALL=(root) NOPASSWD: " + mp + " -r " + kModule + ", " + mp + " " + kModule +
+         " modeset=1 fbdev=0" +
+         (restore == std::string(kModule) + " modeset=1 fbdev=0" ? "" : ", " + mp + " " + restore);
+}
+
+}  // namespace
 
 std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
   return c.detail.get<DisplayRamStep>().stop_containers;
@@ -279,6 +359,12 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
               WithEngineFix(found.engine_error, cli, desired.node,
                             NodeSshUser(ctx.manifest, desired.node));
     return c;
+  }
+  if (c.action != Action::kNoop) {
+    if (std::string why = SudoRefusal(c, found, desired.address, desired.node); !why.empty()) {
+      c.error = why;
+      return c;
+    }
   }
   if (c.action != Action::kNoop && !serving.empty()) {
     DisplayRamStep step = c.detail.get<DisplayRamStep>();
