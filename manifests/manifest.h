@@ -140,6 +140,13 @@ struct HealthCheck {
   // before the serve counts as unhealthy (RestartPolicy::on "unhealthy").
   // A positive count, 1..1000.
   int grace_rounds = 2;
+  // health.request_timeout: how long one health request may take before it
+  // counts as failed. The gateway's check of the serve waits this long
+  // (HAProxy's `timeout check`), so an engine busy with a long prefill,
+  // whose /health answers late, is not dropped for being slow; a serve
+  // that is gone refuses the connection and is still dropped at once.
+  // `fall` of that check is health.grace (grace_rounds) failed checks.
+  int request_timeout_s = 5;
 };
 
 // What `fleet watch --heal` may do about a serve that went bad: the
@@ -223,6 +230,12 @@ struct DeploymentSpec {
   std::string served_model;
   // gateway: false keeps the deployment out of every gateway's routes.
   bool routed = true;
+  // max_request: the largest request body a gateway takes for this
+  // deployment (a 1M-token chat is ~4 MB of JSON). A gateway routes on the
+  // body's `model`, which OpenAI clients write after `messages`, so it
+  // holds the whole body first: its buffer is the largest max_request of
+  // the deployments it routes (providers/gateway/gateway_config.h).
+  uint64_t max_request_bytes = uint64_t{4} << 20;
   SourceLoc loc;
 };
 
@@ -238,6 +251,15 @@ struct GatewaySpec {
   // How long a reload lets the requests in flight on the old routes finish
   // (HAProxy's hard-stop-after) before a serve they went to is stopped.
   int drain_s = 60;
+  // keys / keys_env: where the gateway's client API keys are, never in the
+  // repo: a file on the controller (keys: ~/lab-keys.txt, absolute or ~,
+  // outside the repo) or an environment variable (keys_env: LAB_KEYS).
+  // Each line "NAME KEY MODEL[,MODEL...]" ("*": every model). Empty both:
+  // the gateway is open. Read at plan time by the gateway provider
+  // (providers/gateway/gateway_keys.h); only their SHA-256 digests reach
+  // the plan, the state and the node.
+  std::string keys_path;
+  std::string keys_env;
   SourceLoc loc;
 };
 

@@ -61,6 +61,9 @@ curl_socket_t OpenSocket(void* transfer, curlsocktype, curl_sockaddr* a) {
   return fd;
 }
 
+// The key of the live BearerScope of this thread, "" when none.
+thread_local std::string bearer_key;
+
 // One request; `sink` gets the body as it arrives (stream) when set.
 Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
                  size_t (*sink)(char*, size_t, size_t, void*), void* sink_data) {
@@ -74,6 +77,8 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
     return t;
   }
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!bearer_key.empty())
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer_key).c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(timeout_s));
@@ -333,5 +338,9 @@ ToolCall FirstToolCall(const ChatReply& reply) {
   call.arguments = f.value("arguments", "");
   return call;
 }
+
+BearerScope::BearerScope(std::string key) { bearer_key = std::move(key); }
+
+BearerScope::~BearerScope() { bearer_key.clear(); }
 
 }  // namespace fleet
