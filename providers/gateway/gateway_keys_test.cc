@@ -43,10 +43,10 @@ TEST(GatewayKeys, GrantsHoldTheDigestNeverTheKey) {
 // A malformed line is named by number; its text (a key) is never quoted.
 TEST(GatewayKeys, ErrorsNameTheLineNeverItsKey) {
   const std::string secret = "sk-secret-zzzzzzzzzzzzzz";
-  for (const std::string& text :
-       {"alice " + secret + "\n", "al ice " + secret + " m\n", "alice " + secret + " m x\n",
-        "alice " + secret + " 'bad model'\n", "alice " + secret + " m\nbob " + secret + " m\n",
-        "alice short m\n", "alice " + secret + " m\nalice " + std::string(kBob) + " m\n"}) {
+  for (const std::string& text : std::vector<std::string>{
+           "alice " + secret + "\n", "al ice " + secret + " m\n", "alice " + secret + " m x\n",
+           "alice " + secret + " 'bad model'\n", "alice " + secret + " m\nbob " + secret + " m\n",
+           "alice short m\n", "alice " + secret + " m\nalice " + std::string(kBob) + " m\n"}) {
     Result<std::vector<GatewayKey>> keys = ParseGatewayKeys(text, "/k");
     ASSERT_FALSE(keys.ok()) << text;
     EXPECT_NE(keys.status().message().find("/k line "), std::string::npos)
