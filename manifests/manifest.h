@@ -235,6 +235,7 @@ struct DeploymentSpec {
   // body's `model`, which OpenAI clients write after `messages`, so it
   // holds the whole body first: its buffer is the largest max_request of
   // the deployments it routes (providers/gateway/gateway_config.h).
+  // 64 KiB to 128 MiB (HAProxy 2.6 refuses a buffer of 256 MB).
   uint64_t max_request_bytes = uint64_t{4} << 20;
   SourceLoc loc;
 };

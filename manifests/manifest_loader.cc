@@ -849,14 +849,15 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
 void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec) {
   if (auto routed = deployment.Bool("gateway")) spec->routed = routed->value;
   if (auto size = deployment.String("max_request")) {
-    // At least 64 KiB (a chat and its headers), at most 1 GiB: a gateway
-    // holds a whole body of this size per request in memory.
+    // At least 64 KiB (a chat and its headers), at most 128 MiB: a gateway
+    // holds a whole body of this size per request in memory, in one
+    // HAProxy buffer, which HAProxy 2.6 refuses at 256 MB and over.
     const std::optional<uint64_t> bytes = ParseByteSize(size->value);
-    if (bytes && *bytes >= (uint64_t{64} << 10) && *bytes <= (uint64_t{1} << 30))
+    if (bytes && *bytes >= (uint64_t{64} << 10) && *bytes <= (uint64_t{128} << 20))
       spec->max_request_bytes = *bytes;
     else
       reporter_.Error(size->loc, "'max_request' in " + deployment.what() +
-                                     " must be a size from 64KiB to 1GiB such as 4MiB or 16MiB "
+                                     " must be a size from 64KiB to 128MiB such as 4MiB or 16MiB "
                                      "(the largest request body a gateway takes for it), got '" +
                                      size->value + "'");
   }

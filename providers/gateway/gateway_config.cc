@@ -207,7 +207,7 @@ void WriteGrantCheck(const GatewayWant& w, std::ostream& out) {
     }
   const std::string forbidden =
       OpenAiError("this API key may not use the model it asked for on gateway " + w.gateway +
-                      " (GET /v1/models lists the key's models)",
+                      " (GET /v1/models lists the models of the key)",
                   "invalid_request_error", "model_not_allowed");
   out << "  http-request return status 403 content-type application/json string '" << forbidden
       << "' unless";

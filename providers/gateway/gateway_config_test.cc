@@ -262,8 +262,8 @@ TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
     if (variant == 1) w.routes.clear();
     if (variant == 3) w.keys.pop_back();  // no key for every model
     if (variant == 4) {
-      w.keys.erase(w.keys.begin());  // only a key for every model
-      w.routes[0].max_request = uint64_t{1} << 30;
+      w.keys.erase(w.keys.begin());                   // only a key for every model
+      w.routes[0].max_request = uint64_t{128} << 20;  // the largest allowed
     }
     SealGatewayWant(&w);
     char path[] = "/tmp/fleet-gw-test-XXXXXX";
