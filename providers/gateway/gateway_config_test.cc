@@ -263,7 +263,7 @@ TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
     if (variant == 3) w.keys.pop_back();  // no key for every model
     if (variant == 4) {
       w.keys.erase(w.keys.begin());                   // only a key for every model
-      w.routes[0].max_request = uint64_t{128} << 20;  // the largest allowed
+      w.routes[0].max_request = uint64_t{16} << 20;  // a 4M-token context
     }
     SealGatewayWant(&w);
     char path[] = "/tmp/fleet-gw-test-XXXXXX";
