@@ -9,7 +9,7 @@ using yaml_schema::MapReader;
 using yaml_schema::Reporter;
 
 void ReadHealthCheck(Reporter* reporter, const MapReader& health, HealthCheck* out) {
-  health.CheckKeys({"path", "timeout", "grace", "busy_grace", "prefill_tps"});
+  health.CheckKeys({"path", "timeout", "grace", "busy_grace", "prefill_tps", "request_timeout"});
   if (auto path = health.String("path")) {
     if (path->value.empty() || path->value[0] != '/') {
       reporter->Error(path->loc, "'path' in " + health.what() +
@@ -39,6 +39,16 @@ void ReadHealthCheck(Reporter* reporter, const MapReader& health, HealthCheck* o
                                      "probe may time out while the container runs), got '" +
                                      busy->value + "'");
     }
+  }
+  if (auto rt = health.String("request_timeout")) {
+    const std::optional<int> seconds = ParseDurationSeconds(rt->value);
+    if (seconds && *seconds >= 1 && *seconds <= 3600)
+      out->request_timeout_s = *seconds;
+    else
+      reporter->Error(rt->loc, "'request_timeout' in " + health.what() +
+                                   " must be a duration such as 5s, 2m or 1h from 1s to 3600s, "
+                                   "got '" +
+                                   rt->value + "'");
   }
   if (auto tps = health.String("prefill_tps")) {
     if (!ParseRate(tps->value, &out->prefill_tps))

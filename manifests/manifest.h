@@ -149,6 +149,13 @@ struct HealthCheck {
   // its smoke checks' wait for the first token (SmokeCheck::prefill_tps);
   // 0: not declared.
   double prefill_tps = 0;
+  // health.request_timeout: how long one health request may take before it
+  // counts as failed. The gateway's check of the serve waits this long
+  // (HAProxy's `timeout check`), so an engine busy with a long prefill,
+  // whose /health answers late, is not dropped for being slow; a serve
+  // that is gone refuses the connection and is still dropped at once.
+  // `fall` of that check is health.grace (grace_rounds) failed checks.
+  int request_timeout_s = 5;
 };
 
 // What `fleet watch --heal` may do about a serve that went bad: the
@@ -239,6 +246,13 @@ struct DeploymentSpec {
   std::string served_model;
   // gateway: false keeps the deployment out of every gateway's routes.
   bool routed = true;
+  // max_request: the largest request body a gateway takes for this
+  // deployment (a 1M-token chat is ~4 MB of JSON). A gateway routes on the
+  // body's `model`, which OpenAI clients write after `messages`, so it
+  // holds the whole body first: its buffer is the largest max_request of
+  // the deployments it routes (providers/gateway/gateway_config.h).
+  // 64 KiB to 128 MiB (HAProxy 2.6 refuses a buffer of 256 MB).
+  uint64_t max_request_bytes = uint64_t{4} << 20;
   SourceLoc loc;
 };
 
@@ -254,6 +268,15 @@ struct GatewaySpec {
   // How long a reload lets the requests in flight on the old routes finish
   // (HAProxy's hard-stop-after) before a serve they went to is stopped.
   int drain_s = 60;
+  // keys / keys_env: where the gateway's client API keys are, never in the
+  // repo: a file on the controller (keys: ~/lab-keys.txt, absolute or ~,
+  // outside the repo) or an environment variable (keys_env: LAB_KEYS).
+  // Each line "NAME KEY MODEL[,MODEL...]" ("*": every model). Empty both:
+  // the gateway is open. Read at plan time by the gateway provider
+  // (providers/gateway/gateway_keys.h); only their SHA-256 digests reach
+  // the plan, the state and the node.
+  std::string keys_path;
+  std::string keys_env;
   SourceLoc loc;
 };
 

@@ -129,6 +129,9 @@ class ManifestLoader {
   // Controller-side path: `~` expanded, relative made absolute against the
   // repo root.
   std::string ResolveLocalPath(const Located<std::string>& path);
+  // `key` of `map`, a duration from min_s to max_s, into *out when given.
+  void ReadDuration(const MapReader& map, const std::string& key, int min_s, int max_s, int* out);
+  void ReadGatewayKeys(const MapReader& gateway, GatewaySpec* spec);
   // True when `path`, its links followed, is a path inside the repo.
   bool InsideRepo(const fs::path& path) const;
   // Node-side path: absolute or ~/... (the node's home), kept as written.
@@ -766,7 +769,7 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
                           "gpu_memory", "smoke", "shared", "fabric_env", "restart", "served_model",
-                          "gateway"});
+                          "gateway", "max_request"});
     ReadDeploymentRouting(deployment, &spec);
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
@@ -827,6 +830,19 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
 
 void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec) {
   if (auto routed = deployment.Bool("gateway")) spec->routed = routed->value;
+  if (auto size = deployment.String("max_request")) {
+    // At least 64 KiB (a chat and its headers), at most 128 MiB: a gateway
+    // holds a whole body of this size per request in memory, in one
+    // HAProxy buffer, which HAProxy 2.6 refuses at 256 MB and over.
+    const std::optional<uint64_t> bytes = ParseByteSize(size->value);
+    if (bytes && *bytes >= (uint64_t{64} << 10) && *bytes <= (uint64_t{128} << 20))
+      spec->max_request_bytes = *bytes;
+    else
+      reporter_.Error(size->loc, "'max_request' in " + deployment.what() +
+                                     " must be a size from 64KiB to 128MiB such as 4MiB or 16MiB "
+                                     "(the largest request body a gateway takes for it), got '" +
+                                     size->value + "'");
+  }
   if (auto served = deployment.String("served_model")) {
     // It is written into the gateway's HAProxy config and JSON answers:
     // the one served name check (manifests/served_name.h), as a recipe's.
@@ -838,6 +854,60 @@ void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, Deployme
   }
 }
 
+void ManifestLoader::ReadDuration(const MapReader& map, const std::string& key, int min_s,
+                                  int max_s, int* out) {
+  auto text = map.String(key);
+  if (!text) return;
+  const std::optional<int> seconds = ParseDurationSeconds(text->value);
+  if (seconds && *seconds >= min_s && *seconds <= max_s)
+    *out = *seconds;
+  else
+    reporter_.Error(text->loc, "'" + key + "' in " + map.what() +
+                                   " must be a duration such as 5s, 2m or 1h from " +
+                                   std::to_string(min_s) + "s to " + std::to_string(max_s) +
+                                   "s, got '" + text->value + "'");
+}
+
+// The gateway's client keys live outside the repo: a commit must not hold
+// them (anyone who reads the repo could use them), so `keys` is a path on
+// the controller that does not resolve into the repo, and `keys_env` an
+// environment variable's name. Neither is read here (validate reads no
+// secret): the gateway provider reads them when it plans.
+void ManifestLoader::ReadGatewayKeys(const MapReader& gateway, GatewaySpec* spec) {
+  auto path = gateway.String("keys");
+  auto env = gateway.String("keys_env");
+  if (path && env) {
+    reporter_.Error(env->loc, "'keys' and 'keys_env' in " + gateway.what() +
+                                  " are two sources of the same keys; keep one");
+    return;
+  }
+  if (env) {
+    if (IsEnvVarName(env->value) && !LooksLikeToken(env->value))
+      spec->keys_env = env->value;
+    else
+      reporter_.Error(env->loc, "'keys_env' in " + gateway.what() +
+                                    " must be the name of an environment variable (e.g. "
+                                    "LAB_GATEWAY_KEYS), not the keys themselves");
+  }
+  if (!path) return;
+  const std::string& p = path->value;
+  if (p.empty() || (p[0] != '/' && p.rfind("~/", 0) != 0)) {
+    reporter_.Error(path->loc, "'keys' in " + gateway.what() +
+                                   " must be an absolute or ~/ path to a file outside the repo "
+                                   "(the keys are secrets: never commit them)");
+    return;
+  }
+  const std::string resolved = ResolveLocalPath(*path);
+  if (InsideRepo(resolved)) {
+    reporter_.Error(path->loc, "'keys' in " + gateway.what() +
+                                   " names a file inside the manifests repo; client keys are "
+                                   "secrets: keep them outside the repo (e.g. ~/.config/fleet/" +
+                                   spec->name + "-keys) and revoke any that were committed");
+    return;
+  }
+  spec->keys_path = resolved;
+}
+
 void ManifestLoader::ReadGateway(const Entry& entry) {
   const std::string what = "gateway '" + entry.key + "'";
   const MapReader gateway(&reporter_, entry.value, what, entry.key_loc);
@@ -845,7 +915,8 @@ void ManifestLoader::ReadGateway(const Entry& entry) {
   spec.name = entry.key;
   spec.loc = entry.key_loc;
   if (gateway.ok()) {
-    gateway.CheckKeys({"nodes", "image", "port", "drain"});
+    gateway.CheckKeys({"nodes", "image", "port", "drain", "keys", "keys_env"});
+    ReadGatewayKeys(gateway, &spec);
     if (auto nodes = gateway.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);

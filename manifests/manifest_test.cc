@@ -826,6 +826,42 @@ TEST(ManifestTest, Gateways) {
   EXPECT_NE(all.find("'served_model' in deployment 'a' must be"), std::string::npos) << all;
 }
 
+// max_request and health.request_timeout reach the deployment; keys are a
+// path outside the repo or a variable's name, never both.
+TEST(ManifestTest, LongRequestsBusyChecksAndGatewayKeys) {
+  const Loaded ok = LoadYaml(
+      DeployRepo() +
+      Deployment("a", "dgx1", 30000,
+                 ", max_request: 16MiB, health: {request_timeout: 5m, grace: 4}") +
+      Deployment("b", "dgx2", 30001) +
+      "gateways:\n  lab: {nodes: [dgx2], image: b12x, port: 8000, keys: /etc/fleet/lab-keys}\n"
+      "  env: {nodes: [dgx1], image: b12x, port: 8001, keys_env: LAB_GATEWAY_KEYS}\n");
+  ASSERT_TRUE(ok.ok) << Dump(ok.diags);
+  const DeploymentSpec& a = ok.manifest.deployments.at("a");
+  EXPECT_EQ(a.max_request_bytes, uint64_t{16} << 20);
+  EXPECT_EQ(a.health.request_timeout_s, 300);
+  EXPECT_EQ(a.health.grace_rounds, 4);
+  EXPECT_EQ(ok.manifest.deployments.at("b").max_request_bytes, uint64_t{4} << 20);
+  EXPECT_EQ(ok.manifest.deployments.at("b").health.request_timeout_s, 5);
+  EXPECT_EQ(ok.manifest.gateways.at("lab").keys_path, "/etc/fleet/lab-keys");
+  EXPECT_EQ(ok.manifest.gateways.at("env").keys_env, "LAB_GATEWAY_KEYS");
+  const Loaded bad =
+      LoadYaml(DeployRepo() + Deployment("a", "dgx1", 30000, ", max_request: 1GiB") +
+               Deployment("b", "dgx2", 30001, ", health: {request_timeout: soon}") +
+               "gateways:\n  lab: {nodes: [dgx2], image: b12x, port: 8000, keys: lab-keys}\n"
+               "  two: {nodes: [dgx1], image: b12x, port: 8001, keys: /k, keys_env: K}\n");
+  EXPECT_FALSE(bad.ok);
+  const std::string all = Dump(bad.diags);
+  EXPECT_NE(all.find("'max_request' in deployment 'a' must be a size from 64KiB to 128MiB"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("'request_timeout' in"), std::string::npos) << all;
+  EXPECT_NE(all.find("'keys' in gateway 'lab' must be an absolute or ~/ path"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("'keys' and 'keys_env' in gateway 'two' are two sources"), std::string::npos)
+      << all;
+}
+
 TEST(ManifestTest, MissingRecipeFile) {
   const Loaded l = LoadYaml(DeployRepo() +
                             "  a: {recipe: recipes/qwen38-flash-next-int5.toml, nodes: [dgx1], "

@@ -92,6 +92,9 @@ struct Watchdog {
   }
 };
 
+// The key of the live BearerScope of this thread, "" when none.
+thread_local std::string bearer_key;
+
 // One request; `sink` gets the body as it arrives (stream) when set, and
 // `watchdog` (stream only) may end it early.
 Transfer Perform(const std::string& url, const std::string* post, int timeout_s, int stall_s,
@@ -107,6 +110,8 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
     return t;
   }
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!bearer_key.empty())
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer_key).c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT, static_cast<long>(timeout_s));
@@ -390,5 +395,9 @@ ToolCall FirstToolCall(const ChatReply& reply) {
   call.arguments = f.value("arguments", "");
   return call;
 }
+
+BearerScope::BearerScope(std::string key) { bearer_key = std::move(key); }
+
+BearerScope::~BearerScope() { bearer_key.clear(); }
 
 }  // namespace fleet

@@ -64,6 +64,20 @@ struct ChatReply {
 
 ChatReply Chat(const std::string& base_url, const ChatRequest& request);
 
+// While one lives, every request of this thread (ListServedModels, Chat)
+// sends `Authorization: Bearer <key>`: the checks fleet runs through a
+// gateway with API keys (src/engine/gateway_checks.cc) carry a key of the
+// gateway's own keys file without each kind of check passing it along.
+// The key stays in this process: never on a command line, in a log or a
+// file. Scopes do not nest.
+class BearerScope {
+ public:
+  explicit BearerScope(std::string key);
+  ~BearerScope();
+  BearerScope(const BearerScope&) = delete;
+  BearerScope& operator=(const BearerScope&) = delete;
+};
+
 // Whether a failed request is the controller's own failure (own_fault.h)
 // rather than evidence about the serve. libcurl reports CURLE_COULDNT_CONNECT
 // both for a serve that refused and for a socket() that failed here, so the

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "manifests/served_name.h"
 #include "providers/model/blob_hash.h"
@@ -16,7 +17,20 @@ namespace {
 // Bumped when RenderHaproxyConfig writes something else for the same
 // routes, so that every gateway reloads into the new text.
 // 3: only /v1/ paths are forwarded; the routed models are one ACL line each.
-constexpr int kConfigFormat = 3;
+// 4: the buffer follows max_request, checks follow health, keys, /health
+//    carries the config header.
+constexpr int kConfigFormat = 4;
+
+// Room in the buffer beyond the largest body: the request line and headers
+// (HAProxy refuses headers over the buffer less tune.maxrewrite anyway),
+// HTX's block records, and tune.maxrewrite's reserve.
+constexpr uint64_t kBufferHeadroom = uint64_t{256} << 10;
+
+// The buffer of a gateway that routes nothing yet: the default max_request.
+constexpr uint64_t kDefaultMaxRequest = uint64_t{4} << 20;
+
+// The stick table that counts each key's requests.
+constexpr const char* kKeyTable = "fleet_keys";
 
 // The models routed, each once, in order, with its backend's servers.
 std::map<std::string, std::vector<const GatewayRoute*>> ByModel(const GatewayWant& w) {
@@ -74,7 +88,8 @@ std::string NotRouted(const GatewayWant& w) {
   std::string names;
   for (const auto& [model, unused] : ByModel(w)) names += (names.empty() ? "" : ", ") + model;
   return OpenAiError("the model is not routed by gateway " + w.gateway +
-                         "; routed: " + (names.empty() ? "(none)" : names),
+                         "; routed: " + (names.empty() ? "(none)" : names) +
+                         " (a body that did not arrive whole within the wait names no model)",
                      "invalid_request_error", "model_not_found");
 }
 
@@ -84,8 +99,10 @@ void WriteGlobal(const GatewayWant& w, std::ostream& out) {
       // A reload lets the old worker finish what it carries, for drain at most.
       << "  hard-stop-after " << w.drain_s
       << "s\n"
-      // The body is read before routing: a long prompt may put `model` late.
-      << "  tune.bufsize 1048576\n\n"
+      // The body is read whole before routing (OpenAI clients write
+      // `model` after `messages`): one buffer holds the largest request.
+      // Buffers are taken per request in flight, not per connection.
+      << "  tune.bufsize " << GatewayBufferSize(w) << "\n\n"
       << "defaults\n"
       << "  mode http\n"
       << "  timeout connect 5s\n"
@@ -118,24 +135,135 @@ void WriteApiOnly(const GatewayWant& w, std::ostream& out) {
       << "' if !fleet_api || fleet_dot_segment\n";
 }
 
+// The list of models a key may use (every routed model when open).
+std::string ModelListFor(const GatewayWant& w, const GatewayKeyGrant* grant) {
+  if (grant == nullptr) return ModelList(w);
+  GatewayWant visible = w;
+  std::erase_if(visible.routes, [&](const GatewayRoute& r) { return !Grants(*grant, r.model); });
+  return ModelList(visible);
+}
+
+// GET /v1/models, answered by HAProxy itself: open, or one line per key.
+void WriteModels(const GatewayWant& w, std::ostream& out) {
+  const std::string answer = std::string("  http-request return status 200 content-type ") +
+                             "application/json hdr " + kGatewayConfigHeader + " " + w.config +
+                             " string '";
+  if (!w.keyed) {
+    out << answer << ModelListFor(w, nullptr) << "' if { path /v1/models }\n";
+    return;
+  }
+  for (const GatewayKeyGrant& g : w.keys)
+    out << answer << ModelListFor(w, &g) << "' if { path /v1/models } { var(txn.key) -m str "
+        << g.digest << " }\n";
+}
+
+// /metrics/keys: each key's requests since the gateway's last (re)load, in
+// Prometheus' text format (HAProxy 2.6's exporter has no per-key counter).
+void WriteKeyMetrics(const GatewayWant& w, std::ostream& out) {
+  out << "  http-request return status 200 content-type 'text/plain; version=0.0.4' lf-string \""
+      << "# HELP fleet_gateway_key_requests_total Requests with each client key since the "
+         "gateway's last (re)load.\\n# TYPE fleet_gateway_key_requests_total counter\\n";
+  for (const GatewayKeyGrant& g : w.keys)
+    out << "fleet_gateway_key_requests_total{gateway=\\\"" << w.gateway << "\\\",key=\\\"" << g.name
+        << "\\\"} %[str(" << g.digest << "),"
+        << "table_http_req_cnt(" << kKeyTable << ")]\\n";
+  out << "\" if { path /metrics/keys }\n";
+}
+
+// A request without a known key is refused before its body is read (an
+// unknown client cannot make the gateway hold a large body), and counted
+// per key after.
+void WriteKeyGate(const GatewayWant& w, std::ostream& out) {
+  out << "  http-request set-var(txn.key) http_auth_bearer,sha2(256),hex,lower\n";
+  for (const GatewayKeyGrant& g : w.keys)
+    out << "  acl fleet_key var(txn.key) -m str " << g.digest << "\n";
+  const std::string unauthorized = OpenAiError(
+      "gateway " + w.gateway +
+          " needs an API key: send Authorization: Bearer KEY with a key its operator gave you",
+      "invalid_request_error", "invalid_api_key", nullptr);
+  out << "  http-request return status 401 content-type application/json hdr www-authenticate "
+         "Bearer string '"
+      << unauthorized << "' unless fleet_key\n"
+      << "  http-request track-sc0 var(txn.key) table " << kKeyTable << "\n";
+}
+
+// After routing: the key must grant the model it asked for. The grant is
+// the key's digest and the model side by side (a digest is 64 characters:
+// no separator needed); a key for every model is checked by digest alone.
+void WriteGrantCheck(const GatewayWant& w, std::ostream& out) {
+  std::vector<std::string> conditions;
+  out << "  http-request set-var(txn.grant) var(txn.key),concat(,txn.model)\n";
+  for (const GatewayKeyGrant& g : w.keys)
+    for (const std::string& m : g.models) {
+      if (m == "*") {
+        out << "  acl fleet_key_all var(txn.key) -m str " << g.digest << "\n";
+        if (std::find(conditions.begin(), conditions.end(), "fleet_key_all") == conditions.end())
+          conditions.push_back("fleet_key_all");
+      } else {
+        out << "  acl fleet_grant var(txn.grant) -m str " << g.digest << m << "\n";
+        if (std::find(conditions.begin(), conditions.end(), "fleet_grant") == conditions.end())
+          conditions.push_back("fleet_grant");
+      }
+    }
+  const std::string forbidden =
+      OpenAiError("this API key may not use the model it asked for on gateway " + w.gateway +
+                      " (GET /v1/models lists the models of the key)",
+                  "invalid_request_error", "model_not_allowed");
+  out << "  http-request return status 403 content-type application/json string '" << forbidden
+      << "' unless";
+  for (size_t i = 0; i < conditions.size(); ++i) out << (i ? " || " : " ") << conditions[i];
+  out << "\n";
+}
+
+// A model whose deployments take less than the gateway's buffer: its own
+// max_request, as a 413 (the serve would refuse or choke on it later).
+void WriteModelLimits(const GatewayWant& w, uint64_t body_limit, std::ostream& out) {
+  for (const auto& [model, routes] : ByModel(w)) {
+    uint64_t limit = 0;
+    for (const GatewayRoute* r : routes) limit = std::max(limit, r->max_request);
+    if (limit >= body_limit) continue;
+    out << "  http-request return status 413 content-type application/json string '"
+        << OpenAiError("the request is larger than the max_request of " + model + " (" +
+                           std::to_string(limit) + " bytes)",
+                       "invalid_request_error", "request_too_large", nullptr)
+        << "' if { var(txn.model) -m str " << model << " } { req.body_size gt " << limit << " }\n";
+  }
+}
+
 void WriteFrontend(const GatewayWant& w, std::ostream& out) {
   const auto models = ByModel(w);
+  const uint64_t body_limit = GatewayBufferSize(w) - kBufferHeadroom;
   out << "frontend gateway_" << w.gateway << "\n"
-      << "  bind :" << w.port << "\n"
-      << "  http-request return status 200 content-type application/json hdr "
-      << kGatewayConfigHeader << " " << w.config << " string '" << ModelList(w)
-      << "' if { path /v1/models }\n"
-      << "  http-request return status 200 content-type text/plain string 'ok' if { path /health "
-         "}\n"
+      << "  bind :" << w.port
+      << "\n"
+      // The config header on /health too: fleet's probe reads it there,
+      // where a keyed gateway asks for no key.
+      << "  http-request return status 200 content-type text/plain hdr " << kGatewayConfigHeader
+      << " " << w.config << " string 'ok' if { path /health }\n"
       << "  http-request use-service prometheus-exporter if { path /metrics }\n";
+  if (w.keyed) WriteKeyMetrics(w, out);
   WriteApiOnly(w, out);
-  out << "  http-request wait-for-body time 10s\n"
+  if (w.keyed) WriteKeyGate(w, out);
+  WriteModels(w, out);
+  // A body larger than the buffer would be routed on its first part only
+  // (no model): say so instead, with the limit.
+  out << "  http-request return status 413 content-type application/json string '"
+      << OpenAiError("the request is larger than gateway " + w.gateway + " takes (" +
+                         std::to_string(body_limit) +
+                         " bytes: the largest max_request of its deployments)",
+                     "invalid_request_error", "request_too_large", nullptr)
+      << "' if { req.hdr_val(content-length) gt " << body_limit
+      << " }\n"
+      // Time for a large body on a slow link: 16 MiB at 1 MB/s.
+      << "  http-request wait-for-body time 30s\n"
       << "  http-request set-var(txn.model) req.body,json_query('$.model')\n";
   // One line per model: a line of HAProxy's holds at most 64 words.
   for (const auto& [model, unused] : models)
     out << "  acl fleet_routed var(txn.model) -m str " << model << "\n";
   out << "  http-request return status 404 content-type application/json string '" << NotRouted(w)
       << "'" << (models.empty() ? "" : " unless fleet_routed") << "\n";
+  if (w.keyed) WriteGrantCheck(w, out);
+  WriteModelLimits(w, body_limit, out);
   for (const auto& [model, backend] : BackendNames(w))
     out << "  use_backend " << backend << " if { var(txn.model) -m str " << model << " }\n";
   out << "\n";
@@ -149,11 +277,22 @@ void WriteBackends(const GatewayWant& w, std::ostream& out) {
         // Which serve answered: `fleet check` through the gateway names it.
         << "  http-response set-header " << kGatewayServedByHeader << " %s\n"
         << "  option httpchk GET " << routes.front()->health_path << "\n";
+    // A check waits as long as the slowest of the model's serves may take
+    // to answer its health (a busy engine answers late, not never); a
+    // refused connection fails at once, so a gone serve is dropped after
+    // `fall` checks 2 s apart.
+    int timeout = 1;
+    for (const GatewayRoute* r : routes) timeout = std::max(timeout, r->check_timeout_s);
+    out << "  timeout check " << timeout << "s\n";
     for (const GatewayRoute* r : routes)
       out << "  server " << r->deployment << "_" << r->node << " " << r->host << ":" << r->port
-          << " check inter 2s fall 2 rise 1\n";
+          << " check inter 2s fall " << std::max(1, r->fall) << " rise 1\n";
     out << "\n";
   }
+  if (w.keyed)
+    out << "backend " << kKeyTable << "\n"
+        << "  stick-table type string len 64 size " << w.keys.size() + 16
+        << " store http_req_cnt\n\n";
 }
 
 }  // namespace
@@ -164,6 +303,17 @@ std::string GatewayRoute::Text() const {
 
 std::string GatewayContainerName(const std::string& gateway) { return "fleet-gw-" + gateway; }
 
+bool SameServe(const GatewayRoute& a, const GatewayRoute& b) {
+  return std::tie(a.model, a.deployment, a.node, a.host, a.port) ==
+         std::tie(b.model, b.deployment, b.node, b.host, b.port);
+}
+
+uint64_t GatewayBufferSize(const GatewayWant& want) {
+  uint64_t body = want.routes.empty() ? kDefaultMaxRequest : 0;
+  for (const GatewayRoute& r : want.routes) body = std::max(body, r.max_request);
+  return body + kBufferHeadroom;
+}
+
 std::string GatewayConfigDir(const std::string& gateway) { return ".fleet/gateways/" + gateway; }
 
 void SealGatewayWant(GatewayWant* want) {
@@ -171,7 +321,7 @@ void SealGatewayWant(GatewayWant* want) {
                               kGatewayConfigMount};
   want->spec = HashBlobData(BlobHashKind::kSha256, run.dump());
   const nlohmann::json config = {kConfigFormat, want->gateway, want->port, want->drain_s,
-                                 want->routes};
+                                 want->routes,  want->keyed,   want->keys};
   // A name that is not UTF-8 (refused before, never written) must not
   // throw here: it is hashed as U+FFFD.
   want->config = HashBlobData(
@@ -249,8 +399,15 @@ std::vector<std::string> RouteDifferences(const std::vector<GatewayRoute>& befor
 }
 
 void to_json(nlohmann::json& j, const GatewayRoute& v) {
-  j = {{"model", v.model}, {"deployment", v.deployment},  {"node", v.node}, {"host", v.host},
-       {"port", v.port},   {"health_path", v.health_path}};
+  j = {{"model", v.model},
+       {"deployment", v.deployment},
+       {"node", v.node},
+       {"host", v.host},
+       {"port", v.port},
+       {"health_path", v.health_path},
+       {"max_request", v.max_request},
+       {"check_timeout_s", v.check_timeout_s},
+       {"fall", v.fall}};
 }
 
 void from_json(const nlohmann::json& j, GatewayRoute& v) {
@@ -260,6 +417,9 @@ void from_json(const nlohmann::json& j, GatewayRoute& v) {
   v.host = j.value("host", "");
   v.port = j.value("port", 0);
   v.health_path = j.value("health_path", "/health");
+  v.max_request = j.value("max_request", uint64_t{4} << 20);
+  v.check_timeout_s = j.value("check_timeout_s", 5);
+  v.fall = j.value("fall", 2);
 }
 
 void to_json(nlohmann::json& j, const GatewayWant& v) {
@@ -267,6 +427,8 @@ void to_json(nlohmann::json& j, const GatewayWant& v) {
        {"image", v.image},     {"image_ref", v.image_ref}, {"port", v.port},
        {"drain_s", v.drain_s}, {"routes", v.routes},       {"spec", v.spec},
        {"config", v.config}};
+  if (v.keyed) j["keys"] = v.keys;
+  if (!v.keys_error.empty()) j["keys_error"] = v.keys_error;
   if (!v.unnamed.empty()) j["unnamed"] = v.unnamed;
   if (!v.unsafe.empty()) j["unsafe"] = v.unsafe;
 }
@@ -284,12 +446,16 @@ void from_json(const nlohmann::json& j, GatewayWant& v) {
   v.config = j.value("config", "");
   v.unnamed = j.value("unnamed", std::vector<std::string>{});
   v.unsafe = j.value("unsafe", std::vector<std::string>{});
+  v.keyed = j.contains("keys");
+  v.keys = j.value("keys", std::vector<GatewayKeyGrant>{});
+  v.keys_error = j.value("keys_error", "");
 }
 
 void to_json(nlohmann::json& j, const GatewayRecord& v) {
   j = v.want;
   j.erase("unnamed");
   j.erase("unsafe");
+  j.erase("keys_error");
   j["container_id"] = v.container_id;
 }
 

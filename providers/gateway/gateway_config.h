@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "providers/gateway/gateway_keys.h"
+
 namespace fleet {
 
 // One route: a model name clients ask for, to one serve's head.
@@ -28,6 +30,14 @@ struct GatewayRoute {
   std::string host;        // the head's address, as the gateway reaches it
   int port = 0;
   std::string health_path = "/health";
+  // The deployment's max_request: the largest body the gateway holds for
+  // it (the gateway's buffer is the largest of its routes').
+  uint64_t max_request = uint64_t{4} << 20;
+  // The gateway's health check of this serve: how long one check may wait
+  // for an answer (health.request_timeout) and how many failed in a row
+  // drop the serve (health.grace).
+  int check_timeout_s = 5;
+  int fall = 2;
 
   auto operator<=>(const GatewayRoute&) const = default;
   // "qwen3.8 -> dgx3:30000": how the plan shows it.
@@ -44,6 +54,12 @@ struct GatewayWant {
   int port = 0;
   int drain_s = 60;
   std::vector<GatewayRoute> routes;  // sorted
+  // keys: or keys_env: declared: every request needs a key (its digest in
+  // `keys`); false: the gateway is open.
+  bool keyed = false;
+  std::vector<GatewayKeyGrant> keys;  // sorted by name
+  // Why the keys could not be read (a plan error); never a key's text.
+  std::string keys_error;
   // sha256 of what the container is started with (its fleet.spec label):
   // a change replaces the container. The routes are not part of it: a
   // change of routes is a reload.
@@ -72,6 +88,15 @@ struct GatewayDetail {
   std::string cli;
 };
 
+// The same serve (model, deployment, node, address): what a reload moves
+// clients to or away from, whatever the check settings.
+bool SameServe(const GatewayRoute& a, const GatewayRoute& b);
+
+// HAProxy's tune.bufsize for `want`: its routes' largest max_request, plus
+// room for the headers and HAProxy's own use of the buffer. A request is
+// held whole in one such buffer while its `model` is read.
+uint64_t GatewayBufferSize(const GatewayWant& want);
+
 // "fleet-gw-<gateway>".
 std::string GatewayContainerName(const std::string& gateway);
 // Where the config lives on the node, relative to the node user's home.
@@ -99,6 +124,11 @@ void SealGatewayWant(GatewayWant* want);
 // such a route before; this is the writer's own line of defence). Only
 // the OpenAI API (/v1/...) is forwarded to a serve; any other path but the
 // gateway's own /health and /metrics is answered 404 by HAProxy itself.
+// With keys, every request but /health, /metrics and /metrics/keys needs
+// `Authorization: Bearer KEY` whose SHA-256 is a grant's (else an
+// OpenAI-shaped 401, before any body is read), and a grant of the model it
+// asks for (else 403); /v1/models lists the key's models; /metrics/keys
+// counts each key's requests (a stick table; reset by a reload).
 // Its "# fleet-route <model> <deployment> <node> <host>:<port>" comment lines
 // let a probe read the routes back (ParseConfigRoutes) and its
 // "# fleet-config <hash>" line the config written.

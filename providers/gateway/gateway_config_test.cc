@@ -154,12 +154,117 @@ TEST(GatewayConfig, TheWantSurvivesJson) {
   EXPECT_EQ(back.spec, w.spec);
 }
 
+// alice may use qwen3.8, ops every model.
+GatewayWant Keyed() {
+  GatewayWant w = Lab();
+  w.keyed = true;
+  w.keys = KeyGrants({{"alice", "sk-alice-0123456789abcdef", {"qwen3.8"}},
+                      {"ops", "sk-ops-0123456789abcdefgh", {"*"}}});
+  SealGatewayWant(&w);
+  return w;
+}
+
+// The buffer holds the largest request of the routed deployments whole
+// (`model` comes after `messages`); a larger one gets a 413 naming the
+// limit, not a "not routed".
+TEST(GatewayConfig, TheBufferFollowsTheLargestMaxRequest) {
+  GatewayWant w = Lab();
+  EXPECT_EQ(GatewayBufferSize(w), (uint64_t{4} << 20) + (uint64_t{256} << 10));
+  w.routes[1].max_request = uint64_t{16} << 20;
+  SealGatewayWant(&w);
+  EXPECT_NE(Lab().config, w.config);
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_NE(cfg.find("  tune.bufsize 17039360\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("' if { req.hdr_val(content-length) gt 16777216 }\n"), std::string::npos)
+      << cfg;
+  EXPECT_LT(cfg.find("gt 16777216"), cfg.find("wait-for-body"));
+}
+
+// The check of a serve waits its health.request_timeout and drops it after
+// health.grace failures.
+TEST(GatewayConfig, ChecksFollowTheDeploymentsHealth) {
+  GatewayWant w = Lab();
+  for (GatewayRoute& r : w.routes)
+    if (r.model == "qwen3.8") {
+      r.check_timeout_s = 600;
+      r.fall = 5;
+    }
+  SealGatewayWant(&w);
+  EXPECT_NE(Lab().config, w.config);
+  const std::string cfg = RenderHaproxyConfig(w);
+  const size_t qwen = cfg.find("backend model_qwen3.8\n");
+  ASSERT_NE(qwen, std::string::npos);
+  EXPECT_NE(cfg.find("  timeout check 600s\n", qwen), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("10.0.0.3:30000 check inter 2s fall 5 rise 1\n", qwen), std::string::npos)
+      << cfg;
+  EXPECT_NE(cfg.find("  timeout check 5s\n"), std::string::npos) << cfg;
+  EXPECT_NE(cfg.find("10.0.0.1:30001 check inter 2s fall 2 rise 1\n"), std::string::npos) << cfg;
+}
+
+TEST(GatewayConfig, AnOpenGatewayAsksForNoKey) {
+  const std::string cfg = RenderHaproxyConfig(Lab());
+  EXPECT_EQ(cfg.find("http_auth_bearer"), std::string::npos);
+  EXPECT_EQ(cfg.find("status 401"), std::string::npos);
+  EXPECT_EQ(cfg.find("/metrics/keys"), std::string::npos);
+}
+
+// Digests only; the key gate comes before the body is waited for; a key is
+// held to its models; each key's requests are counted.
+TEST(GatewayConfig, AKeyedGatewayChecksDigestsAndGrants) {
+  const GatewayWant w = Keyed();
+  const std::string cfg = RenderHaproxyConfig(w);
+  EXPECT_EQ(cfg.find("sk-alice"), std::string::npos);
+  EXPECT_EQ(cfg.find("sk-ops"), std::string::npos);
+  const std::string alice = w.keys[0].digest, ops = w.keys[1].digest;
+  EXPECT_NE(cfg.find("set-var(txn.key) http_auth_bearer,sha2(256),hex,lower\n"), std::string::npos);
+  EXPECT_NE(cfg.find("  acl fleet_key var(txn.key) -m str " + alice + "\n"), std::string::npos);
+  const size_t unauthorized = cfg.find("http-request return status 401");
+  ASSERT_NE(unauthorized, std::string::npos);
+  EXPECT_NE(cfg.find("\"code\":\"invalid_api_key\"", unauthorized), std::string::npos);
+  EXPECT_LT(unauthorized, cfg.find("wait-for-body"));
+  EXPECT_NE(cfg.find("  acl fleet_grant var(txn.grant) -m str " + alice + "qwen3.8\n"),
+            std::string::npos)
+      << cfg;
+  EXPECT_NE(cfg.find("  acl fleet_key_all var(txn.key) -m str " + ops + "\n"), std::string::npos);
+  EXPECT_NE(cfg.find("unless fleet_grant || fleet_key_all\n"), std::string::npos) << cfg;
+  EXPECT_LT(cfg.find("status 403"), cfg.find("use_backend"));
+  EXPECT_NE(cfg.find("track-sc0 var(txn.key) table fleet_keys"), std::string::npos);
+  EXPECT_NE(cfg.find("key=\\\"alice\\\"} %[str(" + alice + "),table_http_req_cnt(fleet_keys)]"),
+            std::string::npos)
+      << cfg;
+  // alice's list names only her model.
+  const size_t her_list = cfg.find("{ var(txn.key) -m str " + alice + " }");
+  ASSERT_NE(her_list, std::string::npos);
+  const size_t line = cfg.rfind('\n', her_list);
+  EXPECT_EQ(cfg.substr(line, her_list - line).find("gpt-oss"), std::string::npos);
+  // The keys are part of the config: a new key reloads the gateway.
+  EXPECT_NE(w.config, Lab().config);
+  GatewayWant fewer = Keyed();
+  fewer.keys.pop_back();
+  SealGatewayWant(&fewer);
+  EXPECT_NE(fewer.config, w.config);
+}
+
+TEST(GatewayConfig, KeysSurviveJsonAndStayOutOfAnOpenGatewaysJson) {
+  const GatewayWant w = Keyed();
+  const GatewayWant back = nlohmann::json(w).get<GatewayWant>();
+  EXPECT_TRUE(back.keyed);
+  EXPECT_EQ(back.keys, w.keys);
+  EXPECT_FALSE(nlohmann::json(Lab()).contains("keys"));
+  EXPECT_FALSE(nlohmann::json(Lab()).get<GatewayWant>().keyed);
+}
+
 // HAProxy itself accepts what fleet writes (Debian's haproxy, when installed).
 TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
   if (std::system("command -v haproxy >/dev/null 2>&1") != 0) GTEST_SKIP() << "no haproxy";
-  for (bool empty : {false, true}) {
-    GatewayWant w = Lab();
-    if (empty) w.routes.clear();
+  for (int variant = 0; variant < 5; ++variant) {
+    GatewayWant w = variant >= 2 ? Keyed() : Lab();
+    if (variant == 1) w.routes.clear();
+    if (variant == 3) w.keys.pop_back();  // no key for every model
+    if (variant == 4) {
+      w.keys.erase(w.keys.begin());                   // only a key for every model
+      w.routes[0].max_request = uint64_t{16} << 20;  // a 4M-token context
+    }
     SealGatewayWant(&w);
     char path[] = "/tmp/fleet-gw-test-XXXXXX";
     const int fd = mkstemp(path);

@@ -33,6 +33,16 @@ GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& nod
   w.routes = routes;
   w.unnamed = unnamed;
   w.unsafe = unsafe;
+  // The keys are read here, on the controller, each plan: only their
+  // digests go into the want (and so the plan, the state and the config).
+  w.keyed = !g.keys_path.empty() || !g.keys_env.empty();
+  if (w.keyed) {
+    Result<std::vector<GatewayKey>> keys = LoadGatewayKeys(g);
+    if (keys.ok())
+      w.keys = KeyGrants(*keys);
+    else
+      w.keys_error = keys.status().message();
+  }
   SealGatewayWant(&w);
   return w;
 }
@@ -59,7 +69,9 @@ std::vector<PlanChange::RemovalAfter> RoutedAway(const GatewayWant& want,
                                                  const GatewayProbe& p) {
   std::vector<PlanChange::RemovalAfter> out;
   for (const GatewayRoute& r : RoutesBefore(record, p)) {
-    if (std::find(want.routes.begin(), want.routes.end(), r) != want.routes.end()) continue;
+    if (std::any_of(want.routes.begin(), want.routes.end(),
+                    [&](const GatewayRoute& w) { return SameServe(w, r); }))
+      continue;
     const std::string serve = ResourceAddress("deployment", r.deployment, r.node);
     out.push_back({serve, "gateway " + want.gateway + " answers 503 for " + r.model +
                               " from the stop of " + serve +
@@ -101,6 +113,9 @@ std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::stri
       if (!spec.ok() || n == m.nodes.end() || spec->rank > 0) continue;  // a worker
       GatewayRoute r{d.served_model, name,         node, RouteHost(n->second, *spec),
                      d.port,         d.health.path};
+      r.max_request = d.max_request_bytes;
+      r.check_timeout_s = d.health.request_timeout_s;
+      r.fall = d.health.grace_rounds;
       if (r.model.empty()) r.model = ExpectedServedModel(m, *spec);
       if (r.model.empty()) {
         if (std::find(unnamed->begin(), unnamed->end(), name) == unnamed->end())
@@ -174,6 +189,8 @@ PlanChange GatewayProvider::Diff(const DesiredResource& desired, const ActualRes
     c.error = what + ": deployment " + want.unnamed.front() +
               " serves no model name fleet can read (no --served-model-name or --model in its "
               "recipe); set its served_model, or gateway: false";
+  } else if (!want.keys_error.empty()) {
+    c.error = what + ": " + want.keys_error;
   } else if (!want.unsafe.empty()) {
     c.error = what + " cannot route " + want.unsafe.front() +
               " (a word of its route could change the meaning of the gateway's HAProxy config)";

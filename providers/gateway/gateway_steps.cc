@@ -13,9 +13,11 @@ std::string ConfigDir(const std::string& gateway) {
   return "\"$HOME\"/" + ShellQuote(GatewayConfigDir(gateway));
 }
 
-// Prints the x-fleet-config header of the gateway's /v1/models, or nothing.
+// Prints the x-fleet-config header of the gateway's /health, or nothing:
+// /health, which a gateway with keys answers without one (fleet's probe
+// holds no key, and a key on a node's command line would be in its ps).
 std::string LoadedCommand(int port) {
-  const std::string url = ShellQuote("http://127.0.0.1:" + std::to_string(port) + "/v1/models");
+  const std::string url = ShellQuote("http://127.0.0.1:" + std::to_string(port) + "/health");
   const std::string pick = std::string(" 2>&1 | tr -d '\\r' | awk 'tolower($1)==\"") +
                            kGatewayConfigHeader + ":\" {print $2; exit}'";
   return "{ if command -v curl >/dev/null 2>&1; then curl -s -g --noproxy '*' --max-time 3 -D - "

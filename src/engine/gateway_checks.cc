@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <map>
 
 #include "providers/gateway/gateway_provider.h"
 #include "src/openai_client.h"
@@ -13,27 +14,40 @@ std::string BaseUrl(const Manifest& m, const std::string& node, int port) {
   return "http://" + ClientAddress(m.nodes.at(node)) + ":" + std::to_string(port);
 }
 
-// The gateway answers, and lists every routed model.
+// The gateway answers, and lists every routed model. With keys, each
+// model is looked for in the list of a key that may use it (a key sees only
+// its models); a model no key may use is not looked for (AskThrough says so).
 SmokeResult GatewayAnswers(const GatewaySpec& g, const std::string& node,
-                           const std::string& base_url, const std::vector<GatewayRoute>& routes) {
+                           const std::string& base_url, const std::vector<GatewayRoute>& routes,
+                           const std::vector<GatewayKey>& keys) {
   SmokeResult r;
   r.deployment = "gateway " + g.name;
   r.node = node;
   r.check = "gateway";
   r.result = "pass";
-  Result<std::vector<std::string>> listed = ListServedModels(base_url, 10);
-  if (!listed.ok()) {
-    r.result = listed.status().own_fault() ? "unchecked" : "error";
-    r.detail = "gateway " + g.name + " on " + node + " does not answer at " + base_url + ": " +
-               listed.status().message();
-    return r;
-  }
-  for (const GatewayRoute& route : routes)
-    if (std::find(listed->begin(), listed->end(), route.model) == listed->end()) {
+  const bool keyed = !g.keys_path.empty() || !g.keys_env.empty();
+  std::map<std::string, std::vector<std::string>> listed;  // by key
+  for (const GatewayRoute& route : routes) {
+    const std::string key = keyed ? KeyFor(keys, route.model) : "";
+    if (keyed && key.empty()) continue;
+    if (!listed.count(key)) {
+      BearerScope bearer(key);
+      Result<std::vector<std::string>> list = ListServedModels(base_url, 10);
+      if (!list.ok()) {
+        r.result = list.status().own_fault() ? "unchecked" : "error";
+        r.detail = "gateway " + g.name + " on " + node + " does not answer at " + base_url + ": " +
+                   list.status().message();
+        return r;
+      }
+      listed[key] = *list;
+    }
+    const std::vector<std::string>& names = listed[key];
+    if (std::find(names.begin(), names.end(), route.model) == names.end()) {
       r.result = "fail";
       r.detail = "gateway " + g.name + " on " + node + " does not list " + route.model +
                  " (its config is not the one declared: fleet plan says why)";
     }
+  }
   return r;
 }
 
@@ -41,9 +55,27 @@ SmokeResult GatewayAnswers(const GatewaySpec& g, const std::string& node,
 // gateway; each row names the serve that answered.
 std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
                                     const std::string& base_url, const GatewayRoute& route,
-                                    const std::vector<GatewayRoute>& routes) {
+                                    const std::vector<GatewayRoute>& routes,
+                                    const std::vector<GatewayKey>& keys) {
   std::vector<SmokeResult> out;
+  // fleet's checks are the gateway's clients like any other: with keys,
+  // they send a key of the gateway's keys that may use the model (read from
+  // the operator's keys file or variable, kept in this process).
+  const bool keyed = !g.keys_path.empty() || !g.keys_env.empty();
+  const std::string key = keyed ? KeyFor(keys, route.model) : "";
   for (const SmokeCheck& c : m.deployments.at(route.deployment).smoke) {
+    if (keyed && key.empty()) {
+      SmokeResult r;
+      r.deployment = route.deployment + " via " + g.name;
+      r.node = "?";
+      r.check = c.name;
+      r.result = "unchecked";
+      r.detail = "no key of gateway " + g.name + " may use " + route.model +
+                 ": not checked through the gateway";
+      out.push_back(std::move(r));
+      continue;
+    }
+    BearerScope bearer(key);
     SmokeResult r = RunOneCheck(base_url, route.model, c);
     r.deployment = route.deployment + " via " + g.name;
     r.node = "?";
@@ -67,13 +99,24 @@ std::vector<SmokeResult> CheckOneGateway(const Manifest& m, const GatewaySpec& g
                                          const std::string& node,
                                          const std::vector<GatewayRoute>& routes) {
   const std::string base_url = BaseUrl(m, node, g.port);
-  std::vector<SmokeResult> out = {GatewayAnswers(g, node, base_url, routes)};
+  Result<std::vector<GatewayKey>> keys = LoadGatewayKeys(g);
+  if (!keys.ok()) {
+    SmokeResult r;
+    r.deployment = "gateway " + g.name;
+    r.node = node;
+    r.check = "gateway";
+    r.result = "error";
+    r.detail = "gateway " + g.name + ": " + keys.status().message();
+    return {r};
+  }
+  std::vector<SmokeResult> out = {GatewayAnswers(g, node, base_url, routes, *keys)};
   if (out.front().result == "error" || out.front().result == "unchecked") return out;
   std::vector<std::string> asked;  // each model once, through its first route
   for (const GatewayRoute& route : routes) {
     if (std::find(asked.begin(), asked.end(), route.model) != asked.end()) continue;
     asked.push_back(route.model);
-    for (SmokeResult& r : AskThrough(m, g, base_url, route, routes)) out.push_back(std::move(r));
+    for (SmokeResult& r : AskThrough(m, g, base_url, route, routes, *keys))
+      out.push_back(std::move(r));
   }
   return out;
 }

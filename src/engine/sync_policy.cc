@@ -63,6 +63,24 @@ void StateChanges(const StateSettings& was, const StateSettings& now,
                    Quoted(now.conn_env + "/" + now.schema) + why);
 }
 
+// A gateway's keys say whom it lets in: a commit that moves them (to
+// another file of the controller, to none: an open gateway) waits for a
+// person. A gateway the commit adds counts as one that had no keys.
+void GatewayKeyChanges(const Manifest& applied, const Manifest& next,
+                       std::vector<std::string>* out) {
+  const std::string why = " (whom the gateway lets in: a person approves it)";
+  for (const auto& [name, g] : next.gateways) {
+    auto was = applied.gateways.find(name);
+    const GatewaySpec before = was == applied.gateways.end() ? GatewaySpec{} : was->second;
+    if (before.keys_path != g.keys_path)
+      out->push_back(At(g.loc) + "gateway " + name + "'s keys change from " +
+                     Quoted(before.keys_path) + " to " + Quoted(g.keys_path) + why);
+    if (before.keys_env != g.keys_env)
+      out->push_back(At(g.loc) + "gateway " + name + "'s keys_env changes from " +
+                     Quoted(before.keys_env) + " to " + Quoted(g.keys_env) + why);
+  }
+}
+
 bool SameSync(const SyncSettings& a, const SyncSettings& b) {
   std::vector<std::string> x = a.allow, y = b.allow;
   std::sort(x.begin(), x.end());
@@ -110,6 +128,7 @@ std::vector<std::string> ChangesForAPerson(const Manifest& applied, const Manife
   PowerChanges(applied.power, next.power, &out);
   StateChanges(applied.state, next.state, &out);
   SshChanges(applied.ssh, next.ssh, "ssh", &out);
+  GatewayKeyChanges(applied, next, &out);
   for (const auto& [name, node] : next.nodes) {
     auto was = applied.nodes.find(name);
     if (was == applied.nodes.end()) {

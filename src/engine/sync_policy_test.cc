@@ -84,6 +84,31 @@ TEST(SyncPolicy, WhereTheSwitchTokenGoesWaits) {
   EXPECT_EQ(ChangesForAPerson(none, Applied()).size(), 1u);  // a controller added
 }
 
+// A gateway's keys say whom it lets in: moving them, or dropping them (an
+// open gateway), waits; a gateway added without keys does not.
+TEST(SyncPolicy, WhomTheGatewayLetsInWaits) {
+  Manifest applied = Applied();
+  GatewaySpec lab;
+  lab.name = "lab";
+  lab.keys_path = "/home/op/.config/fleet/lab-keys";
+  lab.loc = At(20, 3);
+  applied.gateways["lab"] = lab;
+  Manifest next = applied;
+  EXPECT_TRUE(ChangesForAPerson(applied, next).empty());
+  next.gateways["lab"].keys_path = "";
+  std::vector<std::string> lines = ChangesForAPerson(applied, next);
+  ASSERT_EQ(lines.size(), 1u) << All(lines);
+  EXPECT_NE(lines[0].find("fleet.yaml:20:3: gateway lab's keys change"), std::string::npos)
+      << lines[0];
+  next.gateways["lab"].keys_env = "OTHER_KEYS";
+  EXPECT_EQ(ChangesForAPerson(applied, next).size(), 2u);
+  next = applied;
+  GatewaySpec open;
+  open.name = "open";
+  next.gateways["open"] = open;
+  EXPECT_TRUE(ChangesForAPerson(applied, next).empty());
+}
+
 TEST(SyncPolicy, WhomFleetTrustsWaits) {
   Manifest next = Applied();
   NodeSpec evil = next.nodes["dgx1"];
