@@ -160,14 +160,20 @@ out=$(ssh_node 0 "sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) |
 check_eq "modprobe while loaded changes nothing" "N Y no-card0" "$(words "$out")"
 out=$(ssh_node 0 "sudo -n modprobe -r nvidia_drm && test ! -d /srv/sys/module/nvidia_drm/parameters && sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) || true
 check_eq "unload + load modeset=1 fbdev=0: Y N card0" "Y N card0" "$(words "$out")"
-out=$(ssh_node 0 "sudo -n modprobe -r nvidia_drm && sudo modprobe nvidia_drm && $drm" 2>&1) || true
+out=$(ssh_node 0 "sudo -n modprobe -r nvidia_drm && modprobe nvidia_drm && $drm" 2>&1) || true
 check_eq "load without options restores the defaults" "N Y no-card0" "$(words "$out")"
 touch "${ROOTS[0]}/sim/fail-modprobe"
 out=$(ssh_node 0 'sudo -n modprobe -r nvidia_drm 2>&1; echo "rc=$?"' 2>&1) || true
 check_if "/srv/sim/fail-modprobe makes modprobe fail" "$out" globs "$out" '*modprobe:*rc=1'
 rm -f -- "${ROOTS[0]}/sim/fail-modprobe"
 out=$(ssh_node 0 'sudo -n -u root id -un' 2>&1) || true
-check_eq "sudo runs as the node user (no privilege)" "${USERS[0]}" "$out"
+check_eq "sudo asks for a password for what no drop-in allows" "sudo: a password is required" "$out"
+echo "${USERS[0]} ALL=(root) NOPASSWD: /usr/bin/id -un" >"${ROOTS[0]}/etc/sudoers.d/id"
+out=$(ssh_node 0 'sudo -n -u root id -un' 2>&1) || true
+rm -f -- "${ROOTS[0]}/etc/sudoers.d/id"
+check_eq "sudo runs what a drop-in allows, as the node user (no privilege)" "${USERS[0]}" "$out"
+out=$(ssh_node 0 'sudo -n -l modprobe -r nvidia_drm' 2>&1) || true
+check_eq "sudo -l names an allowed command" "/srv/bin/modprobe -r nvidia_drm" "$out"
 
 # ---------------------------------------------------------------- power
 check_eq "HA: switch.dgx3 is on" on "$(ha_state dgx3)"
