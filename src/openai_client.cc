@@ -326,7 +326,15 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
     const bool aborted = t.rc == CURLE_ABORTED_BY_CALLBACK;
     reply.stalled = aborted && watchdog.stalled;
     reply.no_first_token = aborted && watchdog.no_first_token;
-    if (reply.stalled)
+    // The timeout ending a silence after tokens came is a stall too (a
+    // check whose timeout is shorter than its stall limit).
+    const double silent_s = Seconds(Clock::now() - watchdog.last_byte);
+    if (!reply.stalled && t.rc == CURLE_OPERATION_TIMEDOUT && stream.chunks > 0 && silent_s >= 1) {
+      reply.stalled = true;
+      reply.error = "the stream stalled mid-reply after " + std::to_string(stream.chunks) +
+                    " tokens (no byte for " + std::to_string(static_cast<int>(silent_s)) +
+                    " s, until the timeout of " + std::to_string(request.timeout_s) + " s)";
+    } else if (reply.stalled)
       reply.error = "the stream stalled mid-reply after " + std::to_string(stream.chunks) +
                     " tokens (no byte for " + std::to_string(request.stall_s) + " s)";
     else if (reply.no_first_token)
