@@ -455,6 +455,9 @@ PlanChange DisplayRamProvider::DiffModule(const DesiredResource& desired,
                                           const DiffContext& ctx) const {
   PlanChange base = ChangeFor(desired);
   base.before = actual.probed ? actual.attributes : nlohmann::json();
+  // What sudo allows is the probe's answer for the plan's check, not a
+  // value of the module: not shown as one.
+  if (base.before.is_object()) base.before.erase("sudo");
   base.after = base.before;
   const DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
   const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();

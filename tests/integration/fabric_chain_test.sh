@@ -47,6 +47,12 @@ apply_crashing_dgx3() {
   local before crashed= u3 _ apply_pid rc=0 crash=${2:-crash}
   u3=$(node_field dgx3 user)
   before=$(src_tx)
+  # dgx1's link at a tenth of its rate while dgx3 goes: at 200mbit the whole
+  # image left in 1.2 s, less than this loop's look plus the crash's own
+  # start on a loaded machine, and dgx4 and dgx5 sometimes held all of it
+  # before dgx3 went (no re-route to see). At 20mbit the fault lands while
+  # 8 s of bytes are still owed.
+  ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 20mbit burst 131072 latency 50ms
   fl apply --auto-approve &
   apply_pid=$!
   for _ in $(seq 600); do
@@ -57,6 +63,7 @@ apply_crashing_dgx3() {
     sleep 0.05
   done
   wait "$apply_pid" || rc=$?
+  ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 250000 latency 50ms
   [[ -n $crashed ]] || fail "never saw dgx3's hop under way to crash it"
   [[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
 }

@@ -16,6 +16,10 @@
 #   4 MB body (printed: the figure docs/manifest.md quotes).
 # Registered once per engine (tests/meson.build).
 source "$(dirname "$0")/lib.sh"
+# Free ports: gateway_test (30001, 30002) may run beside this test.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PA=$(free_port)
+PB=$(free_port)
 
 for tool in "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
@@ -75,8 +79,8 @@ printf '# who may ask gateway lab\nalice %s alpha\nops %s *\n' "$ALICE" "$OPS" >
 chmod 600 "$KEYS"
 mkrepo --image "eng={\"ref\": \"$ENG\", \"source\": \"node:dgx1\"}" \
   --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
-  --deployment "a={\"recipe\": \"recipes/alpha.toml\", \"nodes\": [\"dgx1\"], \"image\": \"eng\", \"port\": 30001, \"max_request\": \"16MiB\", \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\", \"request_timeout\": \"2m\", \"grace\": 3}, \"smoke\": $SMOKE}" \
-  --deployment "b={\"recipe\": \"recipes/beta.toml\", \"nodes\": [\"dgx2\"], \"image\": \"eng\", \"port\": 30002, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE}"
+  --deployment "a={\"recipe\": \"recipes/alpha.toml\", \"nodes\": [\"dgx1\"], \"image\": \"eng\", \"port\": ${PA}, \"max_request\": \"16MiB\", \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\", \"request_timeout\": \"2m\", \"grace\": 3}, \"smoke\": $SMOKE}" \
+  --deployment "b={\"recipe\": \"recipes/beta.toml\", \"nodes\": [\"dgx2\"], \"image\": \"eng\", \"port\": ${PB}, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE}"
 printf 'gateways:\n  lab: {nodes: [dgx3], image: gw, port: 8000, drain: 5s, keys: %s}\n' "$KEYS" >>"$REPO/fleet.yaml"
 
 step "keys inside the repo, or readable by others, are refused"
@@ -97,7 +101,7 @@ expect_rc 0 apply --auto-approve "$WORK/saved.plan"
 assert_converged
 cfg=$(on_node dgx3 'cat ~/.fleet/gateways/lab/haproxy.cfg')
 grep -q 'timeout check 120s' <<<"$cfg" || fail "alpha's check does not wait its request_timeout: $cfg"
-grep -q ':30001 check inter 2s fall 3 rise 1' <<<"$cfg" || fail "alpha's check does not fall after its grace: $cfg"
+grep -q ":${PA} check inter 2s fall 3 rise 1" <<<"$cfg" || fail "alpha's check does not fall after its grace: $cfg"
 grep -q 'tune.bufsize 17039360' <<<"$cfg" || fail "the buffer does not hold alpha's 16 MiB: $cfg"
 
 call() {  # call KEY MODEL [BODY-FILE]: the status, then the body
