@@ -44,7 +44,7 @@ egress_within() {
 # user) and dgx1 has sent BYTES more over its fabric link. The apply must
 # fail (dgx3 lost).
 apply_crashing_dgx3() {
-  local before crashed= u3 _ apply_pid rc=0 crash=${2:-crash}
+  local before crashed='' u3 _ apply_pid rc=0 crash=${2:-crash}
   u3=$(node_field dgx3 user)
   before=$(src_tx)
   # dgx1's link at a tenth of its rate while dgx3 goes: at 200mbit the whole

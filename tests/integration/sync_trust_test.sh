@@ -54,7 +54,7 @@ export FLEET_SIM_HA_TOKEN HF_TOKEN
 init_origin
 printf '.fleet/\n' >"$OP/.gitignore"
 op_repo
-C0=$(commit_push "the lab")
+commit_push "the lab" >/dev/null
 git clone -q "$ORIGIN" "$REPO"
 expect_rc 0 apply --auto-approve
 assert_converged
