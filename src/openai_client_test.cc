@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/loopback_port.h"
+
 namespace fleet {
 namespace {
 
@@ -33,17 +35,7 @@ TEST(CurlFailureIsOwn, RefusedIsTheServesSocketFailureIsOurs) {
 }
 
 // A loopback port nothing listens on.
-int ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+int ClosedPort() { return testing_support::UnusedLoopbackPort(); }
 
 TEST(ListServedModels, ARefusedConnectionIsTheServes) {
   const std::string url = "http://127.0.0.1:" + std::to_string(ClosedPort());

@@ -36,6 +36,7 @@
 #include "manifests/recipe.h"
 #include "manifests/served_name.h"
 #include "providers/gateway/gateway_config.h"
+#include "tests/support/loopback_port.h"
 
 namespace fleet {
 namespace {
@@ -180,17 +181,7 @@ Routing ReadRouting(const std::string& config) {
   return r;
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+int FreePort() { return testing_support::UnusedLoopbackPort(); }
 
 // One HTTP/1.0 exchange with 127.0.0.1:port; the whole answer, or "" when
 // nothing answered.

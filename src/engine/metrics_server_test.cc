@@ -13,22 +13,14 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/loopback_port.h"
+
 namespace fleet {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
+int FreePort() { return testing_support::UnusedLoopbackPort(); }
 
 int Connect(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
