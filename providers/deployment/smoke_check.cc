@@ -337,7 +337,10 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "  case ${cip##*:} in *.*.*.*) o=$IFS; IFS=.; set -- ${cip##*:}; IFS=$o\n"
          "    chex=$(printf '%02X%02X%02X%02X' \"$4\" \"$3\" \"$2\" \"$1\") ;; esac\n"
          "fi\n"
-         "for i in 1 2 3 4 5 6 7 8 9 10; do\n"
+         // A connection waiting in the listener's queue shows inode 0 until
+         // the serve's process accepts it: a loaded node (docker-proxy,
+         // rootlessport) may take seconds. Up to ~6 s, polled.
+         "i=0\nwhile [ \"$i\" -lt 60 ]; do\n  i=$((i + 1))\n"
          "  inode=$(awk -v l=" +
          ShellQuote(local) + " -v r=" + ShellQuote(remote) +
          " 'FNR>1 && substr($2,length($2)-4)==l && substr($3,length($3)-4)==r {print $10; exit}'"
