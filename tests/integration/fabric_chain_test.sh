@@ -39,25 +39,32 @@ egress_within() {
     fail "the source sent $1 bytes for a payload of $2: more than once"
 }
 
-# apply_crashing_dgx3 BYTES [CRASH]: an apply in the background; dgx3 loses
-# power (fleet-sim CRASH, default crash) once its hop runs (an openssl of its
-# user) and dgx1 has sent BYTES more over its fabric link. The apply must
-# fail (dgx3 lost).
+# apply_crashing_dgx3 BYTES TOTAL [CRASH]: an apply in the background;
+# dgx3 loses power (fleet-sim CRASH, default crash) once its hop runs (an
+# openssl of its user) and dgx1 has sent BYTES more over its fabric link.
+# The cue, not the clock, decides where the fault lands: dgx1's sending
+# openssl is held (SIGSTOP) from the cue until dgx3 is down, so the bytes
+# after BYTES are still owed however long the crash takes to start on a
+# loaded machine (a race of 2026-12-05: dgx4 and dgx5 had the whole image
+# before dgx3 went, and nothing needed re-routing). It fails if the cue
+# came after dgx1 had sent TOTAL. The apply must fail (dgx3 lost).
 apply_crashing_dgx3() {
-  local before crashed='' u3 _ apply_pid rc=0 crash=${2:-crash}
+  local before crashed='' u1 u3 _ apply_pid rc=0 crash=${3:-crash} sent
+  u1=$(node_field dgx1 user)
   u3=$(node_field dgx3 user)
   before=$(src_tx)
-  # dgx1's link at a tenth of its rate while dgx3 goes: at 200mbit the whole
-  # image left in 1.2 s, less than this loop's look plus the crash's own
-  # start on a loaded machine, and dgx4 and dgx5 sometimes held all of it
-  # before dgx3 went (no re-route to see). At 20mbit the fault lands while
-  # 8 s of bytes are still owed.
+  # dgx1's link at a tenth of its rate while dgx3 goes: this loop looks
+  # every 50 ms, and at 20mbit the cue (a third of the payload) comes ~8 s
+  # before the end, a margin no loaded machine's delay eats.
   ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 20mbit burst 131072 latency 50ms
   fl apply --auto-approve &
   apply_pid=$!
   for _ in $(seq 600); do
     if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + $1)) ]]; then
+      pkill -STOP -u "$u1" -x openssl || true
+      sent=$(($(src_tx) - before))
       "$SIM" "$crash" "$SIMDIR" dgx3 >/dev/null && crashed=1
+      pkill -CONT -u "$u1" -x openssl || true
       break
     fi
     sleep 0.05
@@ -65,6 +72,8 @@ apply_crashing_dgx3() {
   wait "$apply_pid" || rc=$?
   ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 250000 latency 50ms
   [[ -n $crashed ]] || fail "never saw dgx3's hop under way to crash it"
+  ((sent < $2)) || fail "the cue came late: dgx1 had sent $sent of $2 bytes when dgx3 went"
+  echo "   dgx3 went with $sent of $2 bytes sent by dgx1"
   [[ $rc == 1 ]] || fail "apply exited $rc with dgx3 lost"
 }
 
@@ -134,7 +143,7 @@ assert_converged
 lose_dgx3_in_image() {
   local n t0=$SECONDS took
   for n in dgx2 dgx3 dgx4 dgx5; do on_node $n "podman rmi -f $C >/dev/null"; done
-  apply_crashing_dgx3 $((PAYLOAD / 3)) "$1"
+  apply_crashing_dgx3 $((PAYLOAD / 3)) "$PAYLOAD" "$1"
   took=$((SECONDS - t0))
   echo "   apply with dgx3 lost ($1): ${took} s"
   ((took < 240)) || fail "the apply took ${took} s with dgx3 lost ($1): it waited for TCP"
@@ -159,7 +168,7 @@ lose_dgx3_in_image() {
 lose_dgx3_in_model() {
   local n t0=$SECONDS took
   for n in dgx2 dgx3 dgx4 dgx5; do rm -rf "$(node_root $n)/hf/hub/models--fleet--chain-model"; done
-  apply_crashing_dgx3 $((MPAYLOAD / 3)) "$1"
+  apply_crashing_dgx3 $((MPAYLOAD / 3)) "$MPAYLOAD" "$1"
   took=$((SECONDS - t0))
   echo "   apply with dgx3 lost ($1): ${took} s"
   ((took < 240)) || fail "the apply took ${took} s with dgx3 lost ($1): it waited for TCP"
