@@ -12,23 +12,39 @@
 
 namespace fleet {
 
+// The failures a caller branches on; every other failure is kFailed, told
+// apart by nobody and read by the operator. A caller tests the code, never
+// the message's text.
+enum class StatusCode {
+  kOk,
+  kFailed,
+  // The peer could not be reached at all (connection refused, timed out, no
+  // route): for a node with a power switch that is a normal "off" state, not
+  // a failure. Host-key and authentication failures are NOT this.
+  kUnreachable,
+  // Another process holds the state lock: worth waiting for, unlike a
+  // store that cannot be read.
+  kLockHeld,
+  // What was to be created exists already (a container name the engine
+  // still holds).
+  kAlreadyExists,
+};
+
 class Status {
  public:
   Status() = default;  // OK
   static Status OK() { return Status(); }
   static Status Error(std::string message) {
-    Status s;
-    s.ok_ = false;
-    s.message_ = std::move(message);
-    return s;
+    return WithCode(StatusCode::kFailed, std::move(message));
   }
-  // The peer could not be reached at all (connection refused, timed out, no
-  // route): for a node with a power switch that is a normal "off" state, not
-  // a failure. Host-key and authentication failures are NOT this.
   static Status Unreachable(std::string message) {
-    Status s = Error(std::move(message));
-    s.unreachable_ = true;
-    return s;
+    return WithCode(StatusCode::kUnreachable, std::move(message));
+  }
+  static Status LockHeld(std::string message) {
+    return WithCode(StatusCode::kLockHeld, std::move(message));
+  }
+  static Status AlreadyExists(std::string message) {
+    return WithCode(StatusCode::kAlreadyExists, std::move(message));
   }
 
   // The controller's own failure (no file descriptor left, its own network
@@ -41,30 +57,39 @@ class Status {
     return s;
   }
 
-  bool ok() const { return ok_; }
-  bool unreachable() const { return unreachable_; }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  bool unreachable() const { return code_ == StatusCode::kUnreachable; }
+  bool lock_held() const { return code_ == StatusCode::kLockHeld; }
+  bool already_exists() const { return code_ == StatusCode::kAlreadyExists; }
   bool own_fault() const { return own_fault_; }
   const std::string& message() const { return message_; }
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
   Status Prefixed(const std::string& context) const {
-    return ok_ ? *this : Reworded(context + ": " + message_);
+    return ok() ? *this : Reworded(context + ": " + message_);
   }
-  // Returns a failure with `message` that keeps this one's unreachable
-  // and own-fault marks (a wrapper that says more must not turn a dark node into an
+  // Returns a failure with `message` that keeps this one's code and
+  // own-fault mark (a wrapper that says more must not turn a dark node into an
   // ordinary failure: later steps on it would each wait out a connect
   // timeout). Call it on the latest word on the node: a failure after
   // which the node answered again is not the one to keep.
   Status Reworded(std::string message) const {
     Status s = *this;
-    s.ok_ = false;
+    if (s.code_ == StatusCode::kOk) s.code_ = StatusCode::kFailed;
     s.message_ = std::move(message);
     return s;
   }
 
  private:
-  bool ok_ = true;
-  bool unreachable_ = false;
+  static Status WithCode(StatusCode code, std::string message) {
+    Status s;
+    s.code_ = code;
+    s.message_ = std::move(message);
+    return s;
+  }
+
+  StatusCode code_ = StatusCode::kOk;
   bool own_fault_ = false;
   std::string message_;
 };

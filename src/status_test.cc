@@ -28,5 +28,22 @@ TEST(StatusTest, WrappersKeepTheOwnFaultMark) {
   EXPECT_FALSE(Status::Unreachable("refused").own_fault());
 }
 
+TEST(StatusTest, CallersBranchOnTheCodeNotTheText) {
+  const Status held = Status::LockHeld("state is locked by root@box pid 42 (apply)");
+  EXPECT_FALSE(held.ok());
+  EXPECT_TRUE(held.lock_held());
+  EXPECT_EQ(held.code(), StatusCode::kLockHeld);
+  EXPECT_TRUE(held.Prefixed("apply").lock_held());
+  // The words alone make nothing typed.
+  EXPECT_FALSE(Status::Error("state is locked by root@box").lock_held());
+  EXPECT_EQ(Status::Error("x").code(), StatusCode::kFailed);
+  EXPECT_EQ(Status::OK().code(), StatusCode::kOk);
+  const Status taken = Status::AlreadyExists("the name fleet-a is already in use");
+  EXPECT_TRUE(taken.already_exists());
+  EXPECT_FALSE(taken.unreachable());
+  EXPECT_FALSE(taken.lock_held());
+  EXPECT_TRUE(Status::Unreachable("refused").Reworded("more").unreachable());
+}
+
 }  // namespace
 }  // namespace fleet

@@ -458,7 +458,7 @@ Result<std::unique_ptr<StateLock>> LocalStateStore::Lock(const std::string& oper
     Fd fd(OpenRetry(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (fd.get() < 0) return SysError("open lock file", lock_path_, errno);
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return Status::Error(HeldMessage(fd.get()));
+      if (errno == EWOULDBLOCK) return Status::LockHeld(HeldMessage(fd.get()));
       if (errno == EINTR) continue;
       return SysError("flock", lock_path_, errno);
     }

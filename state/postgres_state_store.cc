@@ -419,7 +419,7 @@ Result<std::unique_ptr<StateLock>> PostgresStateStore::Lock(const std::string& o
     PgResult u(PQexec(conn_, ("SELECT pg_advisory_unlock(" + std::to_string(key_) + ")").c_str()));
     return r.status();
   }
-  if (r->rows() == 0) return Status::Error(HeldMessage());
+  if (r->rows() == 0) return Status::LockHeld(HeldMessage());
   saved_by_ = info.holder + " (" + operation + ")";
   return std::unique_ptr<StateLock>(new PostgresStateLock(this, std::move(info)));
 }

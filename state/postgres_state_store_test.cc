@@ -135,6 +135,7 @@ TEST_F(PostgresStateStoreTest, SecondLockFailsFastNamingTheHolder) {
   auto start = std::chrono::steady_clock::now();
   auto second = b->Lock("apply");
   ASSERT_FALSE(second.ok());
+  EXPECT_TRUE(second.status().lock_held());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
   const std::string& m = second.status().message();
   EXPECT_NE(m.find("locked by"), std::string::npos) << m;

@@ -23,7 +23,7 @@ Result<std::unique_ptr<StateLock>> LockWithTimeout(StateStore* store, const std:
     Result<std::unique_ptr<StateLock>> lock = store->Lock(operation);
     if (lock.ok() || std::chrono::steady_clock::now() >= deadline) return lock;
     // Only a held lock is worth waiting for; a broken store is not.
-    if (lock.status().message().find("locked by") == std::string::npos) return lock;
+    if (!lock.status().lock_held()) return lock;
     std::this_thread::sleep_for(
         std::min<std::chrono::nanoseconds>(pause, deadline - std::chrono::steady_clock::now()));
     pause = std::min(pause * 2, std::chrono::milliseconds(2000));

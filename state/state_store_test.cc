@@ -504,6 +504,7 @@ TEST_F(StateStoreTest, LockWithTimeoutWaitsThenNamesTheHolder) {
   auto refused = LockWithTimeout(b.get(), "plan", 400);
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
   ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(refused.status().lock_held());
   EXPECT_TRUE(Contains(refused.status().message(), "locked by"));
   held = Status::Error("released");
   EXPECT_TRUE(LockWithTimeout(b.get(), "plan", 400).ok());

@@ -130,6 +130,15 @@ std::string PutBackPrevious(const StepContext& ctx, const ContainerSpec& spec) {
                 : "; putting back the container it replaced failed: " + s.message();
 }
 
+// What a `run` that the engine refused means, as a typed Status: the only
+// place that reads the engine's words. podman exits 125 for every refusal,
+// so its message is all there is to tell "the name is taken" from the rest.
+Status RunRefusal(const ContainerSpec& spec, const CommandResult& run) {
+  const std::string message = "`" + spec.cli + " run` of " + spec.container + " failed: " + run.err;
+  if (run.err.find("is already in use") != std::string::npos) return Status::AlreadyExists(message);
+  return Status::Error(message);
+}
+
 // `run --pull=never` of the image by ID. A node that lost power while
 // podman created a container can keep the name in podman's storage with no
 // container podman lists (`run` then says the name "is already in use", and
@@ -141,7 +150,7 @@ Status RunContainer(const StepContext& ctx, const ContainerSpec& spec,
       ShellCommand(RunArgsNoPull(spec.cli, options, image_id, spec.command));
   Result<CommandResult> run = ctx.transport->Run(run_command);
   if (run.ok() && run->exit_code != 0 && spec.cli == "podman" &&
-      run->err.find("is already in use") != std::string::npos) {
+      RunRefusal(spec, *run).already_exists()) {
     Result<CommandResult> rm =
         ctx.transport->Run(ShellCommand({spec.cli, "rm", "--storage", spec.container}));
     if (rm.ok() && rm->exit_code == 0) {
@@ -150,8 +159,7 @@ Status RunContainer(const StepContext& ctx, const ContainerSpec& spec,
     }
   }
   if (!run.ok()) return run.status();
-  if (run->exit_code != 0)
-    return Status::Error("`" + spec.cli + " run` of " + spec.container + " failed: " + run->err);
+  if (run->exit_code != 0) return RunRefusal(spec, *run);
   return Status::OK();
 }
 
