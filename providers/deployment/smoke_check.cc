@@ -338,8 +338,9 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "    chex=$(printf '%02X%02X%02X%02X' \"$4\" \"$3\" \"$2\" \"$1\") ;; esac\n"
          "fi\n"
          // A connection waiting in the listener's queue shows inode 0 until
-         // the serve's process accepts it: a loaded node (docker-proxy,
-         // rootlessport) may take seconds. Up to ~6 s, polled.
+         // the serve's process accepts it, which a loaded node may take
+         // seconds to do: such a one is waited for up to ~6 s. One the node
+         // does not show at all after ~1 s is not coming.
          "i=0\nwhile [ \"$i\" -lt 60 ]; do\n  i=$((i + 1))\n"
          "  inode=$(awk -v l=" +
          ShellQuote(local) + " -v r=" + ShellQuote(remote) +
@@ -354,7 +355,7 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
          "s=s (s==\"\" ? \"\" : \"|\") $10} END {print s}' /proc/net/tcp /proc/net/tcp6 "
          "2>/dev/null)\n"
          "    [ -n \"$inode\" ] && { echo \"via_nat=$cip\"; break; }\n"
-         "  fi\n  sleep 0.1\ndone\n"
+         "  fi\n  [ -z \"$inode\" ] && [ \"$i\" -ge 10 ] && break\n  sleep 0.1\ndone\n"
          "echo \"inode=$inode\"\n"
          // The pid and the label from the engine's API where it answers
          // (the shell cuts them out of its JSON: "Pid" is State's alone,

@@ -170,7 +170,13 @@ Status Reload(const StepContext& ctx, bool loaded, const std::vector<std::string
   }
   if (cmd.empty()) return Status::OK();
   if (ctx.progress) ctx.progress(cmd);
-  return RunOnNode(ctx, cmd).status();
+  // One reload at a time on a node: an apply killed mid-reload leaves its
+  // remote command running (sshd does not stop it), and a second apply's
+  // `modprobe -r` beside it would leave the module unloaded.
+  return RunOnNode(
+             ctx, "mkdir -p .fleet && " + ShellCommand({"flock", "-w", "900",
+                                                        ".fleet/nvidia_drm.lock", "sh", "-c", cmd}))
+      .status();
 }
 
 // Puts the module back to `original` (as recorded before an unlock) and

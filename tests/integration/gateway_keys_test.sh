@@ -20,6 +20,9 @@ source "$(dirname "$0")/lib.sh"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PA=$(free_port)
 PB=$(free_port)
+# The nodes share the host's loopback: a fixed gateway port would meet
+# another test's.
+PGW=$(free_port)
 
 for tool in "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
@@ -81,7 +84,7 @@ mkrepo --image "eng={\"ref\": \"$ENG\", \"source\": \"node:dgx1\"}" \
   --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
   --deployment "a={\"recipe\": \"recipes/alpha.toml\", \"nodes\": [\"dgx1\"], \"image\": \"eng\", \"port\": ${PA}, \"max_request\": \"16MiB\", \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\", \"request_timeout\": \"2m\", \"grace\": 3}, \"smoke\": $SMOKE}" \
   --deployment "b={\"recipe\": \"recipes/beta.toml\", \"nodes\": [\"dgx2\"], \"image\": \"eng\", \"port\": ${PB}, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE}"
-printf 'gateways:\n  lab: {nodes: [dgx3], image: gw, port: 8000, drain: 5s, keys: %s}\n' "$KEYS" >>"$REPO/fleet.yaml"
+printf 'gateways:\n  lab: {nodes: [dgx3], image: gw, port: %s, drain: 5s, keys: %s}\n' "$PGW" "$KEYS" >>"$REPO/fleet.yaml"
 
 step "keys inside the repo, or readable by others, are refused"
 cp "$KEYS" "$REPO/keys.txt"
@@ -111,7 +114,7 @@ call() {  # call KEY MODEL [BODY-FILE]: the status, then the body
     body=(-d "{\"model\":\"$2\",\"messages\":[{\"role\":\"user\",\"content\":\"What is 127*89?\"}]}")
   fi
   curl -s -m 60 -o "$WORK/reply" -w '%{http_code}' "${auth[@]}" -H 'Content-Type: application/json' \
-    "${body[@]}" "http://$GW:8000/v1/chat/completions"
+    "${body[@]}" "http://$GW:$PGW/v1/chat/completions"
   echo
   cat "$WORK/reply"
 }
@@ -133,10 +136,10 @@ out=$(call "$ALICE" beta)
 answered_by alpha "$ALICE"
 answered_by beta "$OPS"
 answered_by alpha "$OPS"
-models=$(curl -s -m 5 -H "Authorization: Bearer $ALICE" "http://$GW:8000/v1/models")
+models=$(curl -s -m 5 -H "Authorization: Bearer $ALICE" "http://$GW:$PGW/v1/models")
 [[ $models == *'"id":"alpha"'* && $models != *beta* ]] || fail "alice's /v1/models: $models"
-[[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$GW:8000/v1/models") == 401 ]] || fail "/v1/models without a key"
-[[ $(curl -s -m 5 "http://$GW:8000/health") == ok ]] || fail "the gateway's /health asks for a key"
+[[ $(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://$GW:$PGW/v1/models") == 401 ]] || fail "/v1/models without a key"
+[[ $(curl -s -m 5 "http://$GW:$PGW/health") == ok ]] || fail "the gateway's /health asks for a key"
 
 step "fleet check through the gateway passes with keys on"
 expect_rc 0 check
@@ -167,7 +170,7 @@ out=$(call "" alpha "$WORK/alpha16.json")
 [[ ${out%%$'\n'*} == 401 ]] || fail "16 MB without a key: ${out:0:300}"
 
 step "per-key counters on /metrics/keys"
-metrics=$(curl -s -m 5 "http://$GW:8000/metrics/keys")
+metrics=$(curl -s -m 5 "http://$GW:$PGW/metrics/keys")
 grep -qE '^fleet_gateway_key_requests_total\{gateway="lab",key="alice"\} [4-9]' <<<"$metrics" ||
   fail "alice's requests are not counted: $metrics"
 grep -qE '^fleet_gateway_key_requests_total\{gateway="lab",key="ops"\} [1-9]' <<<"$metrics" ||
@@ -186,9 +189,9 @@ step "the gateway's memory with 64 held connections (idle; each holding a 4 MB b
 pid=$(ce dgx3 container inspect --format '{{.State.Pid}}' fleet-gw-lab)
 pids=$(echo "$pid"; pgrep -P "$pid")
 # shellcheck disable=SC2086 # one PID a word
-python3 "$ROOT/tests/integration/gateway_memory.py" "$GW" 8000 64 0 "$ALICE" $pids | tee "$WORK/mem-idle"
+python3 "$ROOT/tests/integration/gateway_memory.py" "$GW" "$PGW" 64 0 "$ALICE" $pids | tee "$WORK/mem-idle"
 # shellcheck disable=SC2086
-python3 "$ROOT/tests/integration/gateway_memory.py" "$GW" 8000 64 4194304 "$ALICE" $pids | tee "$WORK/mem-4m"
+python3 "$ROOT/tests/integration/gateway_memory.py" "$GW" "$PGW" 64 4194304 "$ALICE" $pids | tee "$WORK/mem-4m"
 held=$(sed -E 's/.*rss_held_kib=([0-9]+).*/\1/' "$WORK/mem-4m")
 ((held < 1024 * 1024)) || fail "64 connections holding 4 MB took ${held} KiB (over 1 GiB)"
 answered_by alpha "$ALICE"
