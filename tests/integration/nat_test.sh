@@ -30,8 +30,10 @@ mkdir -p "$rootfs/bin"
 cp "$BUSYBOX" "$rootfs/bin/busybox"
 cp "$FAKE_ENGINE" "$rootfs/bin/fake-engine"
 ln -s busybox "$rootfs/bin/sh"
+quiet=
+[[ $CE == podman ]] && quiet=-q # docker import has no -q
 for n in dgx1 dgx2; do
-  tar -C "$rootfs" -c . | ce "$n" "import -q - localhost/fleet/engine:sha256-${D#sha256:} >/dev/null" ||
+  tar -C "$rootfs" -c . | ce "$n" "import $quiet - localhost/fleet/engine:sha256-${D#sha256:} >/dev/null" ||
     fail "import on $n"
 done
 mkdir -p "$REPO/recipes"
