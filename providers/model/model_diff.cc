@@ -447,6 +447,7 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
   uint64_t needed = comp.missing_bytes;
   std::string sizes_from;
   std::string unknown = "size unknown until the download lists it";
+  bool from_hub = false;
   if (std::optional<SizesFromCopy> s = SizesFromAnotherCopy(in, as)) {
     needed = s->needed;
     sizes_from = s->said;
@@ -458,6 +459,7 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
     if (h->unknown.empty()) {
       needed = h->needed;
       sizes_from = h->said;
+      from_hub = true;
     } else {
       unknown = h->unknown;
     }
@@ -472,6 +474,12 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
   if (!as.ref.have && sizes_from.empty() && p.disk.known)
     c.reasons.push_back(unknown + "; " + HumanBytes(p.disk.avail_bytes) + " free at " +
                         p.disk.path);
+  if (from_hub)  // " (sizes from ...)" said as a reason, with the room there is
+    c.reasons.push_back(
+        sizes_from.substr(2, sizes_from.size() - 3) + ": " + HumanBytes(needed) + " to download" +
+        (p.disk.known
+             ? ", " + HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path + others.said
+             : ""));
   return c;
 }
 
