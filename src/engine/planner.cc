@@ -429,7 +429,6 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     const NodeFacts& facts = probed.facts[rec.node];
     DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest_,
                     options.purge, &changes,      &recorded};
-    ctx.hub = hub_;
     PlanChange c = p ? p->DiffOrphan(rec, ctx) : ForgetRecord(rec);
     changes.push_back(std::move(c));
   }
