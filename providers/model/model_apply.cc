@@ -401,7 +401,8 @@ Status ModelStaging::Download() {
 // the cache holds now and the free space the probe of this apply read. A
 // download that cannot fit is refused before any byte moves; one the Hub
 // refuses (gated, no such revision) too. The Hub not answering is said, and
-// the download goes on. Returns the revision's bytes (0: not known).
+// the download goes on. Returns the revision's bytes (0: not known); the
+// listing becomes the reference when there was none.
 Result<uint64_t> ModelStaging::CheckRoomOnTheHub() {
   const std::string rev = unresolved_ ? step_.want.branch : loc_.revision;
   HubSizes h = AskHubSizes(ctx_.hub, loc_.repo, rev);
@@ -420,6 +421,12 @@ Result<uint64_t> ModelStaging::CheckRoomOnTheHub() {
                                    " files, " + HumanBytes(total) + "), " + where_ + " has " +
                                    HumanBytes(probe_.disk.avail_bytes) + " free at " +
                                    probe_.disk.path + "; nothing was downloaded");
+  // Without a record, the Hub's listing is the reference the download is
+  // checked against: a file it did not bring is missing, not unknown.
+  if (!have_ref_) {
+    ref_ = *h.files;
+    have_ref_ = true;
+  }
   Say("the Hub lists " + std::to_string(h.files->size()) + " files, " + HumanBytes(total) + "; " +
       HumanBytes(needed) + " to download" +
       (probe_.disk.known ? ", " + HumanBytes(probe_.disk.avail_bytes) + " free" : ""));

@@ -137,10 +137,18 @@ done
 assert_converged
 ! grep -qF -- "$TOKEN" "$WORK/transcript" "$(state_file)" || fail "the token is in the output"
 
-step "a Hub that does not answer: the plan says so; apply asks again before the download"
+step "a download that leaves a file out is incomplete against the Hub's listing"
 rm -rf "$(node_root $N)/hf/hub/$DG"
 # Under a new name: the state's record of g would be its reference.
 mkrepo --hub '{"token_env": "HF_TOKEN"}' --model "g2=$G_SPEC"
+echo config.json >"$(node_root $N)/sim/hf-skip"
+expect_rc 1 apply --auto-approve
+expect_out "still incomplete after the download (it exited 0): config.json"
+rm -f "$(node_root $N)/sim/hf-skip"
+
+step "a Hub that does not answer: the plan says so; apply asks again before the download"
+rm -rf "$(node_root $N)/hf/hub/$DG"
+mkrepo --hub '{"token_env": "HF_TOKEN"}' --model "g3=$G_SPEC"
 touch "$HUB/hub_down"
 expect_rc 2 plan --detailed-exitcode
 expect_out "size unknown: the Hub at $HF_ENDPOINT: org/gated-model@$REV_G: HTTP 503"
@@ -161,13 +169,13 @@ exec /usr/bin/stat "$@"
 SH
 chmod 755 "$(node_root $N)/bin/stat"
 mkrepo --hub '{"token_env": "HF_TOKEN"}' --store 'dead={"path": "/srv/dead", "nodes": ["dgx1"]}' \
-  --model "g2=$G_SPEC" --model "huge=$(huge dead)"
+  --model "g3=$G_SPEC" --model "huge=$(huge dead)"
 t0=$SECONDS
 expect_rc 1 plan --json
 ((SECONDS - t0 < 40)) || fail "the plan took $((SECONDS - t0)) s on a store that does not answer"
 expect_out "model.huge@dead on dgx1: /srv/dead does not answer within 10 s (a hung network mount?)"
-# The rest of the plan goes on: model g2 is diffed (converged) beside the error.
-python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if any(c["address"] == "model.g2@dgx1" and c["action"] == "noop" for c in p["changes"]) else 1)' "$WORK/out" ||
+# The rest of the plan goes on: model g3 is diffed (converged) beside the error.
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if any(c["address"] == "model.g3@dgx1" and c["action"] == "noop" for c in p["changes"]) else 1)' "$WORK/out" ||
   fail "the plan did not go on past the store that does not answer"
 rm -f "$(node_root $N)/bin/stat"
 echo "PASS"
