@@ -40,6 +40,16 @@ struct PowerController {
   SourceLoc loc;
 };
 
+// The Hugging Face Hub fleet asks for a model's files and sizes at plan
+// time, and that the nodes' downloads use (the controller's HF_ENDPOINT
+// names it; huggingface.co by default).
+struct HubSettings {
+  bool present = false;
+  std::string token_env;  // name of the environment variable holding the token; "" none
+  std::string cli;        // absolute path of the hub CLI on the nodes; "" search for it
+  SourceLoc loc;
+};
+
 struct NodePower {
   bool present = false;
   std::string switch_entity;     // e.g. switch.dgx1
@@ -308,6 +318,7 @@ struct Manifest {
   SyncSettings sync;
   SshSettings ssh;
   PowerController power;
+  HubSettings hub;
   // Ordered by name so output and plans are deterministic.
   std::map<std::string, NodeSpec> nodes;
   std::map<std::string, StoreSpec> stores;

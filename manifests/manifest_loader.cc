@@ -54,9 +54,9 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {"version",  "fleet",  "state",   "ssh",    "power",
-                                           "nodes",    "stores", "images",  "models", "deployments",
-                                           "defaults", "sync",   "gateways"};
+const std::vector<std::string> kTopKeys = {"version",     "fleet",    "state",  "ssh",     "power",
+                                           "hub",         "nodes",    "stores", "images",  "models",
+                                           "deployments", "defaults", "sync",   "gateways"};
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
@@ -102,6 +102,10 @@ class ManifestLoader {
   void ReadState(const MapReader& top);
   void ReadSsh(const MapReader& ssh, SshSettings* out);
   void ReadPower(const MapReader& top);
+  void ReadHub(const MapReader& top);
+  // token_env of `block`: a variable name, never the token itself.
+  std::optional<std::string> ReadTokenEnv(const MapReader& map, const std::string& block,
+                                          const std::string& example);
   void ReadSync(const MapReader& top);
   // The top-level `defaults` map; before any deployment is read.
   void ReadDefaults(const MapReader& top);
@@ -271,6 +275,7 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   ReadSsh(top.Map("ssh", "ssh"), &manifest_->ssh);
   if (const Entry* e = top.Find("ssh")) manifest_->ssh.loc = e->key_loc;
   ReadPower(top);
+  ReadHub(top);
   ReadSync(top);
   ReadDefaults(top);
   // Nodes first: the other sections' checks look them up.
@@ -428,25 +433,61 @@ void ManifestLoader::ReadPower(const MapReader& top) {
       out.url = u;
     }
   }
-  if (auto env = power.RequiredString("token_env",
-                                      "the name of the environment variable holding the token")) {
-    // A long mixed-case value such as ghp_x1Y2... is also a valid variable
-    // name, but nobody names a variable like that: it is the token pasted in.
-    const bool upper = std::none_of(env->value.begin(), env->value.end(),
-                                    [](char c) { return c >= 'a' && c <= 'z'; });
-    if (IsEnvVarName(env->value) && (upper || !LooksLikeToken(env->value))) {
-      out.token_env = env->value;
-    } else if (LooksLikeToken(env->value)) {
-      reporter_.Error(env->loc,
-                      "'token_env' in power holds what looks like the token itself; the "
-                      "manifest must never hold secrets: export the token in an "
-                      "environment variable (e.g. HA_TOKEN) and write its name here; "
-                      "revoke the token if it was ever committed");
+  if (auto env = ReadTokenEnv(power, "power", "HA_TOKEN")) out.token_env = *env;
+}
+
+std::optional<std::string> ManifestLoader::ReadTokenEnv(const MapReader& map,
+                                                        const std::string& block,
+                                                        const std::string& example) {
+  auto env = block == "power" ? map.RequiredString("token_env",
+                                                   "the name of the environment variable holding "
+                                                   "the token")
+                              : map.String("token_env");
+  if (!env) return std::nullopt;
+  // A long mixed-case value such as ghp_x1Y2... is also a valid variable
+  // name, but nobody names a variable like that: it is the token pasted in.
+  const bool upper = std::none_of(env->value.begin(), env->value.end(),
+                                  [](char c) { return c >= 'a' && c <= 'z'; });
+  if (IsEnvVarName(env->value) && (upper || !LooksLikeToken(env->value))) return env->value;
+  if (LooksLikeToken(env->value)) {
+    reporter_.Error(env->loc, "'token_env' in " + block +
+                                  " holds what looks like the token itself; the "
+                                  "manifest must never hold secrets: export the token in an "
+                                  "environment variable (e.g. " +
+                                  example +
+                                  ") and write its name here; "
+                                  "revoke the token if it was ever committed");
+  } else {
+    reporter_.Error(env->loc, "'token_env' in " + block +
+                                  " must be an environment variable name "
+                                  "such as " +
+                                  example + ", got '" + env->value + "'");
+  }
+  return std::nullopt;
+}
+
+void ManifestLoader::ReadHub(const MapReader& top) {
+  const Entry* entry = top.Find("hub");
+  if (entry == nullptr) return;
+  const MapReader hub = top.Map("hub", "hub");
+  HubSettings& out = manifest_->hub;
+  out.present = true;
+  out.loc = entry->key_loc;
+  if (!hub.ok()) return;
+  hub.CheckKeys({"token_env", "cli"},
+                "export the Hub token in an environment variable and set token_env to its "
+                "name (e.g. token_env: HF_TOKEN)");
+  if (auto env = ReadTokenEnv(hub, "hub", "HF_TOKEN")) out.token_env = *env;
+  if (auto cli = hub.String("cli")) {
+    const std::string& c = cli->value;
+    const bool absolute = c.rfind("/", 0) == 0 || c.rfind("~/", 0) == 0;
+    if (!absolute || HasSpace(c) || c.find('\0') != std::string::npos || c.back() == '/') {
+      reporter_.Error(cli->loc,
+                      "'cli' in hub must be the absolute path of the hub CLI on the nodes "
+                      "(e.g. /usr/local/bin/hf or ~/.local/bin/hf), got '" +
+                          c + "'");
     } else {
-      reporter_.Error(env->loc,
-                      "'token_env' in power must be an environment variable name "
-                      "such as HA_TOKEN, got '" +
-                          env->value + "'");
+      out.cli = c;
     }
   }
 }

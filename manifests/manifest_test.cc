@@ -218,7 +218,7 @@ TEST(ManifestTest, UnknownKeyWithoutCloseNameListsExpected) {
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:1: error: unknown key 'frobnicate' in the top "
               "level; expected one of: "
-              "version, fleet, state, ssh, power, nodes, stores, images, "
+              "version, fleet, state, ssh, power, hub, nodes, stores, images, "
               "models, deployments, defaults, sync, gateways");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:1: error: unknown key 'stroes' in the top level; "
@@ -614,10 +614,11 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
   }
   const Loaded l = LoadYaml(yaml);
   EXPECT_FALSE(l.ok);  // x0...x9 are not keys of fleet.yaml
-  EXPECT_DIAG(l.diags,
-              "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, "
-              "sync, gateways");
+  EXPECT_DIAG(
+      l.diags,
+      "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
+      "fleet, state, ssh, power, hub, nodes, stores, images, models, deployments, defaults, "
+      "sync, gateways");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -627,10 +628,11 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
              "]\n";
   const Loaded long_chain = LoadYaml(chain);
   EXPECT_FALSE(long_chain.ok);
-  EXPECT_DIAG(long_chain.diags,
-              "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
-              "fleet, state, ssh, power, nodes, stores, images, models, deployments, defaults, "
-              "sync, gateways");
+  EXPECT_DIAG(
+      long_chain.diags,
+      "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
+      "fleet, state, ssh, power, hub, nodes, stores, images, models, deployments, defaults, "
+      "sync, gateways");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {
@@ -644,6 +646,40 @@ TEST(ManifestTest, NodePowerWithoutController) {
   EXPECT_DIAG(l.diags,
               "fleet.yaml:8:41: error: 'state' in node 'dgx2' power must be on "
               "or off, got 'of'");
+}
+
+// hub: the Hub token's variable and the nodes' hub CLI; errors at the
+// value's line and column, never the token's text.
+TEST(ManifestTest, HubBlock) {
+  const Loaded ok =
+      LoadYaml(std::string(kBase) + "hub: {token_env: HF_TOKEN, cli: ~/.local/bin/hf}\n");  // 8
+  ASSERT_TRUE(ok.ok) << Dump(ok.diags);
+  EXPECT_TRUE(ok.manifest.hub.present);
+  EXPECT_EQ(ok.manifest.hub.token_env, "HF_TOKEN");
+  EXPECT_EQ(ok.manifest.hub.cli, "~/.local/bin/hf");
+  EXPECT_EQ(ok.manifest.hub.loc.line, 8);
+  const Loaded none = LoadYaml(kBase);
+  ASSERT_TRUE(none.ok) << Dump(none.diags);
+  EXPECT_FALSE(none.manifest.hub.present);
+  EXPECT_EQ(none.manifest.hub.token_env, "");
+
+  const Loaded bad = LoadYaml(std::string(kBase) +
+                              "hub: {token_env: hf_abcdefghijklmnopQRSTUV123456, cli: hf, "
+                              "tokn: x}\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_DIAG(bad.diags,
+              "fleet.yaml:8:18: error: 'token_env' in hub holds what looks like the token "
+              "itself; the manifest must never hold secrets: export the token in an "
+              "environment variable (e.g. HF_TOKEN) and write its name here; revoke the "
+              "token if it was ever committed");
+  EXPECT_DIAG(bad.diags,
+              "fleet.yaml:8:56: error: 'cli' in hub must be the absolute path of the hub CLI "
+              "on the nodes (e.g. /usr/local/bin/hf or ~/.local/bin/hf), got 'hf'");
+  for (const Diagnostic& d : bad.diags)
+    EXPECT_EQ(d.message.find("hf_abcdefghijklmnop"), std::string::npos) << "leaks the token";
+  bool unknown = false;
+  for (const Diagnostic& d : bad.diags) unknown |= d.message.find("tokn") != std::string::npos;
+  EXPECT_TRUE(unknown) << Dump(bad.diags);
 }
 
 TEST(ManifestTest, PowerDurations) {

@@ -24,6 +24,7 @@ namespace fleet {
 
 struct ResourceRecord;  // state/state.h
 class PowerSwitch;      // src/power_switch.h
+class HubApi;           // src/hub_api.h
 
 // What a step may use while it runs on a node.
 struct StepContext {
@@ -32,6 +33,7 @@ struct StepContext {
   const Manifest* manifest = nullptr;
   const ResourceRecord* record = nullptr;  // state before the step, may be null
   PowerSwitch* power = nullptr;            // the fleet's power controller, may be null
+  HubApi* hub = nullptr;                   // the Hugging Face Hub, may be null
   // Another node's transport (not necessarily connected: call Connect()),
   // for steps that move data between nodes (image and model copies).
   std::function<Transport*(const std::string& node)> node_transport;
@@ -71,6 +73,9 @@ struct DiffContext {
   // What this provider's InventoryScript printed on the node (DiffUnrecorded
   // only). Null when it did not run.
   const std::string* inventory = nullptr;
+  // The Hugging Face Hub, asked for a model's files and sizes (from the
+  // controller). Null: not asked.
+  HubApi* hub = nullptr;
 };
 
 class Provider {

@@ -43,6 +43,7 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "kSshKeys", "ssh"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadState/state", "state"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadPower/power", "power"),
+    ("manifests/manifest_loader.cc", "ManifestLoader::ReadHub/hub", "hub"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDefaults/defaults", "defaults"),
     ("manifests/restart_policy.cc", "kKeys", "restart"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadSync/sync", "sync"),

@@ -117,16 +117,25 @@ std::string HubProbeScript(const HubProbeTarget& t) {
   s += "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
        "; r=" + ShellQuote(t.branch.empty() ? t.revision : "") + "; b=" + ShellQuote(t.branch) +
        "\n";
-  // A hung network mount (the store) must fail the probe, not hang the plan.
-  s += "to=; ft=; command -v timeout >/dev/null 2>&1 && to='timeout 10' && ft='timeout 120'\n";
-  s += R"SH(if [ -L "$c/$d" ]; then printf 'repolink\t%s\n' "$(readlink -- "$c/$d")"; fi
+  // A hung network mount (the store) must fail the probe, not hang the plan:
+  // every command that touches the cache runs under timeout (-k: a process
+  // stuck in an NFS wait gets SIGKILL too), and the cache is first stat'ed
+  // under it, so that the shell's own tests ([ -d ], globs, read) never
+  // touch a mount that does not answer. Such a cache is an error naming it.
+  s += "to=; ft=; command -v timeout >/dev/null 2>&1 && to='timeout -k 5 10' && "
+       "ft='timeout -k 5 120'\n";
+  s += R"SH(sr=0; [ -z "$to" ] || { $to stat -L -- "$c" >/dev/null 2>&1; sr=$?; }
+if [ "$sr" -eq 124 ] || [ "$sr" -eq 137 ]; then
+  printf 'err\t%s does not answer within 10 s (a hung network mount?)\n' "$c"; exit 0
+fi
+if [ -L "$c/$d" ]; then printf 'repolink\t%s\n' "$($to readlink -- "$c/$d")"; fi
 m=
 if [ -d "$c/$d" ]; then m="$c/$d"; printf 'layout\thub\n'
 elif [ -d "$c/../$d" ]; then m="$c/../$d"; printf 'layout\tlegacy\n'
 fi
 if [ -n "$m" ]; then
   if [ -d "$m/refs" ]; then
-    find "$m/refs" -type f -printf '%P\n' 2>/dev/null | while IFS= read -r f; do
+    $ft find "$m/refs" -type f -printf '%P\n' 2>/dev/null | while IFS= read -r f; do
       v=; IFS= read -r v < "$m/refs/$f" || :; printf 'ref\t%s\t%s\n' "$f" "$v"; done
   fi
   for x in "$m"/snapshots/*; do [ -d "$x" ] && printf 'snap\t%s\n' "${x##*/}"; done
@@ -156,7 +165,7 @@ if [ -n "$m" ]; then
     $ft find -L "$s" -mindepth 1 ! -name "$tn" -type f -printf 's\t%s\t%P\n' 2>/dev/null
     [ $? -ne 124 ] || printf 'err\treading sizes under %s timed out (a hung network mount?)\n' "$s"
   fi
-  i=$(find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
+  i=$($ft find "$m/blobs" -maxdepth 1 -name '*.incomplete' -printf 'inc\t%s\t%T@\t%f\n' 2>/dev/null)
   if [ -n "$i" ]; then printf '%s\n' "$i"; printf 'now\t%s\n' "$(date +%s)"; fi
 fi
 l="$c/.fleet-staging-$d.lock"

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "providers/model/hub_download_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -31,47 +32,56 @@ std::string DownloadCommandLine(const std::vector<std::string>& argv_template,
   return line;
 }
 
-std::string DownloadScript(const std::vector<std::string>& argv_template, const HubLocation& loc) {
-  std::string cmd;
+std::string DownloadScript(const std::vector<std::string>& argv_template, const HubLocation& loc,
+                           const HubDownloadEnv& env) {
+  std::string cmd = "sh -c " + ShellQuote(std::string(kHubDownloadScript, kHubDownloadScriptSize)) +
+                    " fleet-hub-download " + NodePathWord(loc.cache) + " " +
+                    ShellQuote(HubRepoDirName(loc.repo)) + " " +
+                    (env.cli.empty() ? std::string("''") : NodePathWord(env.cli)) + " " +
+                    ShellQuote(env.endpoint) + " " + (env.token.empty() ? "0" : "1");
   for (const std::string& w : argv_template) {
-    std::string word;
     if (w == "{repo}")
-      word = ShellQuote(loc.repo);
+      cmd += " " + ShellQuote(loc.repo);
     else if (w == "{revision}")
-      word = ShellQuote(loc.revision);
+      cmd += " " + ShellQuote(loc.revision);
     else if (w == "{cache}")
-      word = NodePathWord(loc.cache);
+      cmd += " " + NodePathWord(loc.cache);
     else
-      word = ShellQuote(w);
-    cmd += (cmd.empty() ? "" : " ") + word;
+      cmd += " " + ShellQuote(w);
   }
-  const std::string tool = argv_template.empty() ? "hf" : argv_template[0];
-  return "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) + "\n" +
-         "mkdir -p -- \"$c\" || exit 1\n"
-         "command -v " +
-         ShellQuote(tool) + " >/dev/null 2>&1 || { echo \"fleet: " + tool +
-         " not found on PATH ($PATH)\" >&2; exit 127; }\n"
-         "log=\"$c/.fleet-download-$d.log\"\n"
-         "HF_HUB_DISABLE_PROGRESS_BARS=1 " +
-         cmd +
-         " > \"$log\" 2>&1 < /dev/null; rc=$?\n"
-         "if [ $rc -ne 0 ]; then tail -n 15 -- \"$log\" >&2; fi\n"
-         "exit $rc\n";
+  return cmd;
+}
+
+std::string DownloadStdin(const HubDownloadEnv& env) {
+  return env.token.empty() ? "" : env.token + "\n";
 }
 
 Status RunHubDownload(Transport* t, const std::string& node,
-                      const std::vector<std::string>& argv_template, const HubLocation& loc) {
+                      const std::vector<std::string>& argv_template, const HubLocation& loc,
+                      const HubDownloadEnv& env) {
   const std::vector<std::string> argv =
       argv_template.empty() ? DefaultDownloadCommand() : argv_template;
-  Result<CommandResult> r = t->Run(DownloadScript(argv, loc));
+  if (env.token.find_first_of("\r\n") != std::string::npos)
+    return Status::Error(node +
+                         ": the Hub token holds a line break; check the variable "
+                         "hub.token_env names");
+  const std::string in = DownloadStdin(env);
+  Result<CommandResult> r = t->Run(DownloadScript(argv, loc, env), in);
   if (!r.ok()) return r.status();
   std::string err = r->err;
   while (!err.empty() && err.back() == '\n') err.pop_back();
   if (r->exit_code == 127 && err.find("fleet: " + argv[0] + " not found") != std::string::npos) {
+    if (argv[0] == "hf" && !env.cli.empty())
+      return Status::Error(node + ": `hf` is not installed on the node at " + env.cli +
+                           ", the path the manifest's hub.cli names (" + err.substr(7) +
+                           "). Install the hub CLI there, or correct hub.cli (without it fleet "
+                           "searches ~/.local/bin/hf, /usr/local/bin/hf and PATH)");
     return Status::Error(
         node + ": `" + argv[0] + "` is not installed on the node (" + err.substr(7) +
-        "). Install the hub CLI there (`uv tool install huggingface_hub`, or `pip install -U "
-        "huggingface_hub`), or download through uv without installing: set "
+        "). Install the hub CLI there as the node's SSH user: `uv tool install huggingface_hub` "
+        "or `pip install --user -U huggingface_hub` (both put hf in ~/.local/bin, which fleet "
+        "searches even where the login's PATH lacks it); or name its path in fleet.yaml "
+        "(hub: {cli: /path/to/hf}); or download through uv without installing: set "
         "FLEET_MODEL_DOWNLOAD='uv tool run hf download --revision {revision} {repo} --cache-dir "
         "{cache}'");
   }

@@ -32,14 +32,28 @@ std::vector<std::string> ParseDownloadTemplate(const std::string& text);
 std::string DownloadCommandLine(const std::vector<std::string>& argv_template,
                                 const HubLocation& loc);
 
-// The shell command that runs `argv_template` for `loc` on the node, with
-// the tool check, the log file and the tail of the log on stderr.
-std::string DownloadScript(const std::vector<std::string>& argv_template, const HubLocation& loc);
+// What the node's download gets besides the command: the hub CLI's path
+// (hub.cli; "" searches ~/.local/bin/hf, /usr/local/bin/hf, PATH), the Hub
+// to download from (HF_ENDPOINT; "" the node's own) and its token ("" none).
+struct HubDownloadEnv {
+  std::string cli;
+  std::string endpoint;
+  std::string token;  // fed on the session's stdin, never on a command line
+};
+
+// The shell command that runs `argv_template` for `loc` on the node: the
+// embedded hub_download.sh with its arguments, each quoted once. It holds
+// no secret: the token goes on standard input (DownloadStdin).
+std::string DownloadScript(const std::vector<std::string>& argv_template, const HubLocation& loc,
+                           const HubDownloadEnv& env = {});
+// What the command reads on standard input: the token's line, or nothing.
+std::string DownloadStdin(const HubDownloadEnv& env);
 
 // Runs the download on the node behind `t` (blocking; hours for a big
 // model). `node` names the node in errors.
 Status RunHubDownload(Transport* t, const std::string& node,
-                      const std::vector<std::string>& argv_template, const HubLocation& loc);
+                      const std::vector<std::string>& argv_template, const HubLocation& loc,
+                      const HubDownloadEnv& env = {});
 
 }  // namespace fleet
 

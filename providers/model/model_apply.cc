@@ -13,6 +13,7 @@
 #include "providers/model/fabric_copy.h"
 #include "providers/model/hub_download.h"
 #include "providers/model/hub_remote.h"
+#include "providers/model/hub_sizes.h"
 #include "providers/model/model_scope.h"
 #include "providers/model/progress_meter.h"
 #include "providers/model/staged_mark.h"
@@ -367,8 +368,11 @@ Status ModelStaging::Download() {
                            std::to_string(probe_.now - b.mtime) +
                            " s ago by another process: a download seems to be running; not "
                            "starting a duplicate");
+  Result<uint64_t> hub_bytes = CheckRoomOnTheHub();
+  if (!hub_bytes.ok()) return hub_bytes.status();
   ProgressMeter meter("downloading " + loc_.repo + " on " + change_.node,
-                      step_.expected_bytes.value_or(0), ctx_.progress, 5.0);
+                      *hub_bytes ? *hub_bytes : step_.expected_bytes.value_or(0), ctx_.progress,
+                      5.0);
   Status s;
   {
     Result<std::unique_ptr<Transport>> wt = connect_(change_.node);
@@ -377,7 +381,13 @@ Status ModelStaging::Download() {
       watcher = std::make_unique<BlobBytesWatcher>(std::move(wt.value()), loc_, &meter);
     Say("running `" + DownloadCommandLine(options_.download_command, loc_) + "` on " +
         change_.node);
-    s = RunHubDownload(t_, change_.node, options_.download_command, loc_);
+    HubDownloadEnv env;
+    if (ctx_.manifest) env.cli = ctx_.manifest->hub.cli;
+    if (ctx_.hub) {
+      env.endpoint = ctx_.hub->Endpoint();
+      env.token = ctx_.hub->DownloadToken();
+    }
+    s = RunHubDownload(t_, change_.node, options_.download_command, loc_, env);
   }
   if (!s.ok()) return s;
   Status r = Reprobe();
@@ -385,6 +395,42 @@ Status ModelStaging::Download() {
   meter.Set(ListingBytes(ListingFromProbe(probe_)));
   meter.Finish();
   return FixLayout();
+}
+
+// Asks the Hub again, just before the download: its listing against what
+// the cache holds now and the free space the probe of this apply read. A
+// download that cannot fit is refused before any byte moves; one the Hub
+// refuses (gated, no such revision) too. The Hub not answering is said, and
+// the download goes on. Returns the revision's bytes (0: not known); the
+// listing becomes the reference when there was none.
+Result<uint64_t> ModelStaging::CheckRoomOnTheHub() {
+  const std::string rev = unresolved_ ? step_.want.branch : loc_.revision;
+  HubSizes h = AskHubSizes(ctx_.hub, loc_.repo, rev);
+  if (!h.files) {
+    if (h.unreachable)
+      Say("the Hub could not be asked for the size (" + h.error +
+          "): downloading without checking the free space first");
+    if (!h.error.empty() && !h.unreachable) return Result<uint64_t>::Error(where_ + ": " + h.error);
+    return uint64_t{0};
+  }
+  const uint64_t total = ListingBytes(*h.files);
+  const uint64_t needed = CheckCompleteness(probe_, &*h.files, rev).missing_bytes;
+  if (probe_.disk.known && needed > probe_.disk.avail_bytes)
+    return Result<uint64_t>::Error(change_.address + ": needs " + HumanBytes(needed) +
+                                   " (the Hub lists " + std::to_string(h.files->size()) +
+                                   " files, " + HumanBytes(total) + "), " + where_ + " has " +
+                                   HumanBytes(probe_.disk.avail_bytes) + " free at " +
+                                   probe_.disk.path + "; nothing was downloaded");
+  // Without a record, the Hub's listing is the reference the download is
+  // checked against: a file it did not bring is missing, not unknown.
+  if (!have_ref_) {
+    ref_ = *h.files;
+    have_ref_ = true;
+  }
+  Say("the Hub lists " + std::to_string(h.files->size()) + " files, " + HumanBytes(total) + "; " +
+      HumanBytes(needed) + " to download" +
+      (probe_.disk.known ? ", " + HumanBytes(probe_.disk.avail_bytes) + " free" : ""));
+  return total;
 }
 
 // Runs `script` in the repo folder ($c, $d, $m set; $r the revision).

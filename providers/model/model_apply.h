@@ -91,6 +91,7 @@ class ModelStaging {
  private:
   Status Reprobe();
   Status Download();
+  Result<uint64_t> CheckRoomOnTheHub();
   Status CopyFromSource();
   Status JoinChain();
   Status CopyMissing();

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "providers/model/hub_sizes.h"
 #include "providers/model/model_scope.h"
 #include "providers/model/staging_lock.h"
 #include "state/state.h"
@@ -445,11 +446,25 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
   // Space, at plan time, with the figures.
   uint64_t needed = comp.missing_bytes;
   std::string sizes_from;
+  std::string unknown = "size unknown until the download lists it";
+  bool from_hub = false;
   if (std::optional<SizesFromCopy> s = SizesFromAnotherCopy(in, as)) {
     needed = s->needed;
     sizes_from = s->said;
-    c.summary += " (" + HumanBytes(needed) + ")";
+  } else if (std::optional<SizesFromHub> h = AskTheHub(in, as)) {
+    if (!h->error.empty()) {
+      c.error = in.desired->address + ": " + h->error;
+      return c;
+    }
+    if (h->unknown.empty()) {
+      needed = h->needed;
+      sizes_from = h->said;
+      from_hub = true;
+    } else {
+      unknown = h->unknown;
+    }
   }
+  if (!sizes_from.empty()) c.summary += " (" + HumanBytes(needed) + ")";
   const OtherStagings others = OthersOnTheSameFilesystem(in, as);
   if ((as.ref.have || !sizes_from.empty()) && p.disk.known &&
       needed + others.bytes > p.disk.avail_bytes) {
@@ -457,8 +472,14 @@ PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange
     return c;
   }
   if (!as.ref.have && sizes_from.empty() && p.disk.known)
-    c.reasons.push_back("size unknown until the download lists it; " +
-                        HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path);
+    c.reasons.push_back(unknown + "; " + HumanBytes(p.disk.avail_bytes) + " free at " +
+                        p.disk.path);
+  if (from_hub)  // " (sizes from ...)" said as a reason, with the room there is
+    c.reasons.push_back(
+        sizes_from.substr(2, sizes_from.size() - 3) + ": " + HumanBytes(needed) + " to download" +
+        (p.disk.known
+             ? ", " + HumanBytes(p.disk.avail_bytes) + " free at " + p.disk.path + others.said
+             : ""));
   return c;
 }
 
@@ -476,6 +497,23 @@ std::optional<SizesFromCopy> SizesFromAnotherCopy(const ModelDiffInput& in,
                          " (sizes from the copy at " + address.substr(prefix.size()) + ")"};
   }
   return std::nullopt;
+}
+
+std::optional<SizesFromHub> AskTheHub(const ModelDiffInput& in, const ModelAssessment& as) {
+  const ModelWant& w = in.want;
+  if (as.ref.have || !w.FromHub() || w.self_source || in.ctx->hub == nullptr) return std::nullopt;
+  HubSizes h = AskHubSizes(in.ctx->hub, w.repo, as.rev);
+  SizesFromHub out;
+  if (h.files) {
+    out.needed = CheckCompleteness(as.probe, &*h.files, as.rev).missing_bytes;
+    out.said = " (sizes from the Hub's listing: " + std::to_string(h.files->size()) + " files, " +
+               HumanBytes(ListingBytes(*h.files)) + ")";
+  } else if (h.unreachable) {
+    out.unknown = "size unknown: " + h.error + "; apply asks the Hub again before the download";
+  } else {
+    out.error = h.error;
+  }
+  return out;
 }
 
 OtherStagings OthersOnTheSameFilesystem(const ModelDiffInput& in, const ModelAssessment& as) {
@@ -496,12 +534,18 @@ OtherStagings OthersOnTheSameFilesystem(const ModelDiffInput& in, const ModelAss
     if (node != in.desired->node) continue;
     HubProbe op = HubProbe::FromJson(other.attributes);
     if (!op.disk.known || op.disk.mount != p.disk.mount) continue;
+    Listing sl;
     const size_t colon = spec->second.source.find(':');
-    if (colon == std::string::npos) continue;  // from the hub: size unknown
-    const std::string src = address.substr(0, at + 1) + spec->second.source.substr(colon + 1);
-    auto sa = ctx.all_actual->find(src);
-    if (src == address || sa == ctx.all_actual->end() || !sa->second.probed) continue;
-    Listing sl = ListingFromProbe(HubProbe::FromJson(sa->second.attributes));
+    if (colon == std::string::npos) {  // from the hub: its listing, if it can be asked
+      HubSizes h = AskHubSizes(ctx.hub, spec->second.repo, spec->second.revision);
+      if (!h.files) continue;
+      sl = std::move(*h.files);
+    } else {
+      const std::string src = address.substr(0, at + 1) + spec->second.source.substr(colon + 1);
+      auto sa = ctx.all_actual->find(src);
+      if (src == address || sa == ctx.all_actual->end() || !sa->second.probed) continue;
+      sl = ListingFromProbe(HubProbe::FromJson(sa->second.attributes));
+    }
     if (sl.empty()) continue;
     const uint64_t n = CheckCompleteness(op, &sl, spec->second.revision).missing_bytes;
     if (n == 0) continue;

@@ -120,6 +120,16 @@ struct SizesFromCopy {
 };
 std::optional<SizesFromCopy> SizesFromAnotherCopy(const ModelDiffInput& in,
                                                   const ModelAssessment& as);
+// The bytes a hub download brings, from the Hub's own listing of the
+// revision (asked from the controller; ctx.hub). Nothing when it does not
+// apply (a reference is known, not from the hub, no Hub to ask).
+struct SizesFromHub {
+  uint64_t needed = 0;
+  std::string said;     // " (sizes from the Hub's listing: N files, X)"
+  std::string unknown;  // the Hub could not be asked: what the plan says instead
+  std::string error;    // the Hub's refusal (gated without a token, no such revision)
+};
+std::optional<SizesFromHub> AskTheHub(const ModelDiffInput& in, const ModelAssessment& as);
 // Other models this plan stages onto the same filesystem of this node
 // (those whose address sorts first): their share of the free space.
 struct OtherStagings {

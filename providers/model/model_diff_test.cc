@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "providers/model/hub_download.h"
 #include "providers/model/model_apply.h"
+#include "src/hub_api.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -125,6 +127,112 @@ TEST(ModelDiff, CompleteAndRecordedIsANoopWithoutFixes) {
   as.comp.complete = false;
   EXPECT_FALSE(CompleteAndRecorded(as, in.base).has_value());
   EXPECT_FALSE(CompleteNotRecorded(as, in.base).has_value());
+}
+
+// The Hub as a diff sees it: a listing, no answer, or a refusal.
+class FakeHub : public HubApi {
+ public:
+  Result<HubListing> answer = HubListing{};
+  int asked = 0;
+  Result<HubListing> ListFiles(const std::string&, const std::string&) override {
+    ++asked;
+    return answer;
+  }
+  std::string Endpoint() const override { return "http://hub.test"; }
+};
+
+ModelWant FromTheHub() {
+  ModelWant w = Pinned();
+  w.source = "hub";
+  w.source_kind = "hub";
+  w.source_name = "hub";
+  w.source_address.clear();
+  w.source_node.clear();
+  w.source_cache.clear();
+  return w;
+}
+
+// The log's EXL3 download: 636 GB listed by the Hub, 251 GB free on dgx5.
+HubListing Huge() {
+  HubListing l;
+  for (int i = 0; i < 120; ++i)
+    l.files.push_back(HubFile{"model-" + std::to_string(1000 + i) + ".safetensors", 5300000000,
+                              std::string(64, 'a')});
+  return l;
+}
+
+ModelAssessment NothingThere(const ModelDiffInput& in, uint64_t free_bytes) {
+  HubProbe p;
+  p.disk.known = true;
+  p.disk.path = "/srv/hf/hub";
+  p.disk.mount = "/srv/hf";
+  p.disk.avail_bytes = free_bytes;
+  return Assess(in, p, {});
+}
+
+TEST(ModelDiff, TheHubsSizesRefuseADownloadThatCannotFit) {
+  Case c(FromTheHub());
+  FakeHub hub;
+  hub.answer = Huge();
+  c.ctx.hub = &hub;
+  const ModelDiffInput in = c.In();
+  PlanChange p = Stage(in, NothingThere(in, 251000000000), in.base);
+  EXPECT_EQ(p.error,
+            "model.qwen@dgx2: needs 636 GB (sizes from the Hub's listing: 120 files, 636 GB), "
+            "dgx2 has 251 GB free at /srv/hf/hub (filesystem /srv/hf); no store dgx2 mounts has "
+            "room either");
+  p = Stage(in, NothingThere(in, 1200000000000), in.base);
+  EXPECT_EQ(p.error, "");
+  EXPECT_NE(p.summary.find("from the hub on dgx2 (636 GB)"), std::string::npos) << p.summary;
+}
+
+TEST(ModelDiff, AHubThatDoesNotAnswerIsSaidAndLeftToApply) {
+  Case c(FromTheHub());
+  FakeHub hub;
+  hub.answer = Result<HubListing>(Status::Unreachable("the Hub at http://hub.test: no answer"));
+  c.ctx.hub = &hub;
+  const ModelDiffInput in = c.In();
+  PlanChange p = Stage(in, NothingThere(in, 251000000000), in.base);
+  EXPECT_EQ(p.error, "");
+  ASSERT_FALSE(p.reasons.empty());
+  EXPECT_EQ(p.reasons.back(),
+            "size unknown: the Hub at http://hub.test: no answer; apply asks the Hub again "
+            "before the download; 251 GB free at /srv/hf/hub");
+  // Its refusal (a gated repo without a token) is the plan's error.
+  hub.answer = Result<HubListing>::Error("the Hub at http://hub.test: org/qwen@x: HTTP 401");
+  p = Stage(in, NothingThere(in, 251000000000), in.base);
+  EXPECT_EQ(p.error, "model.qwen@dgx2: the Hub at http://hub.test: org/qwen@x: HTTP 401");
+  // Not from the hub, or no Hub to ask: not asked.
+  const int asked = hub.asked;
+  Case peer(Pinned());
+  peer.ctx.hub = &hub;
+  const ModelDiffInput pin = peer.In();
+  Stage(pin, NothingThere(pin, 1), pin.base);
+  EXPECT_EQ(hub.asked, asked);
+  c.ctx.hub = nullptr;
+  const ModelDiffInput none = c.In();
+  p = Stage(none, NothingThere(none, 251000000000), none.base);
+  EXPECT_EQ(p.reasons.back(),
+            "size unknown until the download lists it; 251 GB free at /srv/hf/hub");
+}
+
+// The token reaches the node's download on standard input only.
+TEST(ModelApply, TheDownloadsTokenIsNeverOnItsCommandLine) {
+  HubDownloadEnv env{"", "http://127.0.0.1:1234", "hf_SecretTokenValue123"};
+  const HubLocation loc{"~/hf/hub", "org/qwen", kRev};
+  const std::string cmd = DownloadScript(DefaultDownloadCommand(), loc, env);
+  EXPECT_EQ(cmd.find("hf_Secret"), std::string::npos);
+  EXPECT_NE(cmd.find("http://127.0.0.1:1234 1 hf download --revision "), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("fleet-hub-download \"$HOME\"/hf/hub models--org--qwen '' "),
+            std::string::npos)
+      << cmd;
+  EXPECT_EQ(DownloadStdin(env), "hf_SecretTokenValue123\n");
+  env.token.clear();
+  env.cli = "/opt/hf bin/hf";
+  EXPECT_EQ(DownloadStdin(env), "");
+  EXPECT_NE(DownloadScript(DefaultDownloadCommand(), loc, env)
+                .find("'/opt/hf bin/hf' http://127.0.0.1:1234 0 hf download"),
+            std::string::npos);
 }
 
 TEST(ModelApply, CopyPlanLinksBlobsHereAndRefusesEscapingPaths) {

@@ -42,7 +42,10 @@ Executor::Executor(const Manifest* manifest,
                    const std::vector<std::unique_ptr<Provider>>* providers,
                    NodeConnections* connections, StateStore* store, PowerSwitch* power,
                    std::function<void(const std::string&)> log)
-    : deps_{manifest, providers, connections, store, power, std::move(log)} {}
+    : deps_{manifest, providers, connections, store, power, std::move(log)},
+      own_hub_(MakeHubApiFor(*manifest)) {
+  deps_.hub = own_hub_.get();
+}
 
 // One Apply call: the plan's steps as a graph, their states, and what the
 // walk has done so far. Every member is guarded by mu_ once workers start.
@@ -171,6 +174,7 @@ class ApplyRun {
     NodeConnections* connections = deps_.connections;
     ctx->manifest = deps_.manifest;
     ctx->power = deps_.power;
+    ctx->hub = deps_.hub;
     ctx->transport = c.node.empty() ? nullptr : connections->Get(c.node);
     ctx->node_transport = [connections](const std::string& node) { return connections->Get(node); };
     ctx->shared = &shared_;

@@ -17,6 +17,7 @@
 
 #include "manifests/manifest.h"
 #include "src/engine/node_connections.h"
+#include "src/hub_api.h"
 #include "src/plan.h"
 #include "src/power_switch.h"
 #include "src/provider.h"
@@ -54,6 +55,9 @@ class Executor {
   // REQUIRES: the caller holds the state lock.
   ApplyReport Apply(const Plan& plan, State* state, const ApplyOptions& options);
 
+  // The Hub the steps ask again before a download (as Planner::set_hub).
+  void set_hub(HubApi* hub) { deps_.hub = hub; }
+
  private:
   friend class ApplyRun;
   // What every step of every Apply shares.
@@ -64,8 +68,10 @@ class Executor {
     StateStore* store;
     PowerSwitch* power;
     std::function<void(const std::string&)> log;
+    HubApi* hub = nullptr;
   };
   Deps deps_;
+  std::unique_ptr<HubApi> own_hub_;
 };
 
 }  // namespace fleet

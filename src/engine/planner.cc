@@ -113,7 +113,11 @@ std::string DescribeProbeTime(const std::string& node, double wall_s,
 
 Planner::Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
                  NodeConnections* connections)
-    : manifest_(manifest), providers_(providers), connections_(connections) {}
+    : manifest_(manifest),
+      providers_(providers),
+      connections_(connections),
+      own_hub_(MakeHubApiFor(*manifest)),
+      hub_(own_hub_.get()) {}
 
 const Provider* Planner::ProviderFor(const std::string& type) const {
   for (const auto& p : *providers_)
@@ -402,6 +406,7 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     const ResourceRecord* rec = state.Find(r.address);
     DiffContext ctx{facts,         &probed.facts, &probed.actual, manifest_,
                     options.purge, &changes,      &recorded};
+    ctx.hub = hub_;
     PlanChange c =
         options.destroy ? p->DiffDestroy(r, actual, rec, ctx) : p->Diff(r, actual, rec, ctx);
     MergeDependsOn(r, &c);

@@ -14,6 +14,7 @@
 
 #include "manifests/manifest.h"
 #include "src/engine/node_connections.h"
+#include "src/hub_api.h"
 #include "src/plan.h"
 #include "src/provider.h"
 #include "state/state.h"
@@ -62,10 +63,17 @@ class Planner {
 
   const Provider* ProviderFor(const std::string& type) const;
 
+  // The Hub the diffs ask (a model's sizes). By default the one
+  // MakeHubApiFor(manifest) makes, asked only when a diff needs it; tests
+  // hand a fake (must outlive the planner) or null (not asked).
+  void set_hub(HubApi* hub) { hub_ = hub; }
+
  private:
   const Manifest* manifest_;
   const std::vector<std::unique_ptr<Provider>>* providers_;
   NodeConnections* connections_;
+  std::unique_ptr<HubApi> own_hub_;
+  HubApi* hub_ = nullptr;
 };
 
 // Orders `changes` so that every change comes after those it depends on

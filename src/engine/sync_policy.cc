@@ -51,6 +51,20 @@ void PowerChanges(const PowerController& was, const PowerController& now,
   diff("token_env", was.token_env, now.token_env);
 }
 
+// The Hub token's variable says which secret the nodes' downloads get, and
+// the CLI which program gets it: a person approves either.
+void HubChanges(const HubSettings& was, const HubSettings& now, std::vector<std::string>* out) {
+  const std::string why = " (which token the nodes' downloads get: a person approves it)";
+  if (was.token_env != now.token_env)
+    out->push_back(At(now.loc) + "hub token_env changes from " + Quoted(was.token_env) + " to " +
+                   Quoted(now.token_env) + why);
+  if (was.cli != now.cli)
+    out->push_back(At(now.loc) + "hub cli changes from " + Quoted(was.cli) + " to " +
+                   Quoted(now.cli) +
+                   " (the program on the nodes that gets the Hub token: a "
+                   "person approves it)");
+}
+
 void StateChanges(const StateSettings& was, const StateSettings& now,
                   std::vector<std::string>* out) {
   const std::string why = " (where the lab's state lives: a person migrates it)";
@@ -126,6 +140,7 @@ std::vector<std::string> ChangesForAPerson(const Manifest& applied, const Manife
                   "the commit changes sync: (the policy that gates it is the applied "
                   "commit's; a person applies a new one)");
   PowerChanges(applied.power, next.power, &out);
+  HubChanges(applied.hub, next.hub, &out);
   StateChanges(applied.state, next.state, &out);
   SshChanges(applied.ssh, next.ssh, "ssh", &out);
   GatewayKeyChanges(applied, next, &out);

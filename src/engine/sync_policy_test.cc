@@ -84,6 +84,31 @@ TEST(SyncPolicy, WhereTheSwitchTokenGoesWaits) {
   EXPECT_EQ(ChangesForAPerson(none, Applied()).size(), 1u);  // a controller added
 }
 
+// Which variable's token the nodes' downloads get, and which program gets
+// it, waits like the switch's token; a hub block added with a token too.
+TEST(SyncPolicy, TheHubTokenWaits) {
+  Manifest applied = Applied();
+  applied.hub.present = true;
+  applied.hub.token_env = "HF_TOKEN";
+  applied.hub.loc = At(6, 1);
+  Manifest next = applied;
+  next.hub.token_env = "OTHER_TOKEN";
+  std::vector<std::string> lines = ChangesForAPerson(applied, next);
+  ASSERT_EQ(lines.size(), 1u) << All(lines);
+  EXPECT_EQ(lines[0],
+            "fleet.yaml:6:1: hub token_env changes from 'HF_TOKEN' to 'OTHER_TOKEN' (which "
+            "token the nodes' downloads get: a person approves it)");
+
+  next = applied;
+  next.hub.cli = "/tmp/hf";
+  lines = ChangesForAPerson(applied, next);
+  ASSERT_EQ(lines.size(), 1u) << All(lines);
+  EXPECT_NE(lines[0].find("hub cli changes from (none) to '/tmp/hf'"), std::string::npos);
+
+  EXPECT_EQ(ChangesForAPerson(Applied(), applied).size(), 1u);  // a token added
+  EXPECT_TRUE(ChangesForAPerson(applied, applied).empty());
+}
+
 // A gateway's keys say whom it lets in: moving them, or dropping them (an
 // open gateway), waits; a gateway added without keys does not.
 TEST(SyncPolicy, WhomTheGatewayLetsInWaits) {

@@ -19,6 +19,12 @@ if [[ -x /usr/bin/python3 && $(command -v python3) != /usr/bin/python3 ]]; then
   PATH=$WORK/bin:$PATH
 fi
 
+# The Hugging Face Hub fleet asks at plan time (HF_ENDPOINT): a port nothing
+# listens on, so that no test reaches the internet; hub_test.sh points it at
+# its stand-in (tests/sim/hub_server.py). No token from the caller's shell.
+export HF_ENDPOINT=http://127.0.0.1:9
+unset HF_TOKEN HUGGING_FACE_HUB_TOKEN
+
 # Background commands a test started (BG_PIDS+=($!)): killed at its end, so
 # that one a failed check left stopped (kill -STOP) or running never holds
 # the fleet's sessions, or the test, open.

@@ -37,6 +37,8 @@ def main():
                          '"nodes": ["dgx2"], "image": "bb", "port": 30000}')
     ap.add_argument("--state", default="",
                     help='a state: block as JSON, e.g. {"backend": "postgres", "schema": "fleet"}')
+    ap.add_argument("--hub", default="",
+                    help='a hub: block as JSON, e.g. {"token_env": "HF_TOKEN"}')
     args = ap.parse_args()
 
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
@@ -57,6 +59,9 @@ def main():
         ha = sim["ha"]
         lines.append("power: {kind: home-assistant, url: %s, token_env: %s}" %
                      (json.dumps(args.ha_url or ha["url"]), ha["token_env"]))
+    if args.hub:
+        json.loads(args.hub)
+        lines.append("hub: " + args.hub)
     lines.append("nodes:")
     for n in sim["nodes"]:
         name = n["name"]
