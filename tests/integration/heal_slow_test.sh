@@ -11,7 +11,9 @@
 #   runs beside the heal (the lock is not held across the boot);
 # - a serve that boots and then fails its smoke check every time is
 #   quarantined after `limit` tries, though the window never holds them
-#   (not with HEAL_SLOW_CASES=boot: the docker run stops before it).
+#   (not with HEAL_SLOW_CASES=boot: the docker run stops before it);
+# - an apply that replaces a serve while it heals takes the heal over:
+#   the heal says "taken over", and there is one container (podman only).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
@@ -99,6 +101,29 @@ if [[ ${HEAL_SLOW_CASES:-all} == boot ]]; then
   echo "PASS heal_slow_test (the heal across a slow boot only)"
   exit 0
 fi
+
+step "a killed and, while it heals, replaced by an apply: the apply takes it over, one container"
+"$FLEET" -C "$REPO" --no-color watch --heal --every 2s --heal-wait 0s --log "$LOG" \
+  >"$WORK/watch.out" 2>&1 </dev/null &
+WATCH=$!
+BG_PIDS+=("$WATCH")
+ce dgx1 kill fleet-a >/dev/null
+for _ in $(seq 300); do
+  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
+    "$(state_file)" 2>/dev/null && break
+  sleep 0.1
+done
+# A new spec for a (a shorter boot): the apply replaces the serve the heal
+# is bringing back.
+slow_recipe slow 10
+expect_rc 0 apply --auto-approve --target deployment.a@dgx1
+expect_out "deployment.a@dgx1"
+wait_event heal deployment.a@dgx1 "taken over" 60
+n=$(ce dgx1 "ps -a --format '{{.Names}}'" | grep -c '^fleet-a$' || true)
+[[ $n == 1 ]] || fail "$n containers named fleet-a after the apply took the heal over"
+kill -TERM "$WATCH"
+wait "$WATCH" || fail "the watch exited $?"
+expect_rc 0 plan --detailed-exitcode --target deployment.a@dgx1
 
 step "q boots in 15 s and then fails its smoke check every time: quarantined after limit 5"
 slow_recipe garble 15 'env = {FAKE_ENGINE_GARBLE_AFTER = "1"}'
