@@ -37,6 +37,11 @@ struct PowerController {
   std::string kind;       // "home-assistant"
   std::string url;        // e.g. https://ha.lan:8123
   std::string token_env;  // name of the environment variable holding the token
+  // An https url's trust: ca_file (resolved path on the controller) names the
+  // CA bundle that signed the controller's certificate; insecure skips the
+  // check (explicit only). Neither: the system's CAs.
+  std::string ca_file;
+  bool insecure = false;
   SourceLoc loc;
 };
 

@@ -129,6 +129,7 @@ class ManifestLoader {
   // Controller-side path: `~` expanded, relative made absolute against the
   // repo root.
   std::string ResolveLocalPath(const Located<std::string>& path);
+  void ReadPowerTls(const MapReader& power);
   // `key` of `map`, a duration from min_s to max_s, into *out when given.
   void ReadDuration(const MapReader& map, const std::string& key, int min_s, int max_s, int* out);
   void ReadGatewayKeys(const MapReader& gateway, GatewaySpec* spec);
@@ -402,7 +403,7 @@ void ManifestLoader::ReadPower(const MapReader& top) {
   out.present = true;
   out.loc = entry->key_loc;
   if (!power.ok()) return;
-  power.CheckKeys({"kind", "url", "token_env"},
+  power.CheckKeys({"kind", "url", "token_env", "ca_file", "insecure"},
                   "export the token in an environment variable and set "
                   "token_env to its name (e.g. token_env: HA_TOKEN)");
   if (power.Find("kind") == nullptr) {
@@ -428,6 +429,7 @@ void ManifestLoader::ReadPower(const MapReader& top) {
       out.url = u;
     }
   }
+  ReadPowerTls(power);
   if (auto env = power.RequiredString("token_env",
                                       "the name of the environment variable holding the token")) {
     // A long mixed-case value such as ghp_x1Y2... is also a valid variable
@@ -449,6 +451,40 @@ void ManifestLoader::ReadPower(const MapReader& top) {
                           env->value + "'");
     }
   }
+}
+
+// An https controller's trust: ca_file (a CA bundle on the controller,
+// resolved against the repo) or an explicit insecure: true; neither: the
+// system's CAs. Both, or either on an http:// url, is an error.
+void ManifestLoader::ReadPowerTls(const MapReader& power) {
+  PowerController& out = manifest_->power;
+  const bool https = out.url.rfind("https://", 0) == 0;
+  auto ca = power.String("ca_file");
+  auto insecure = power.Bool("insecure");
+  if (ca && !out.url.empty() && !https)
+    reporter_.Error(ca->loc, "'ca_file' in power needs an https:// url (the url is " + out.url +
+                                 ": nothing is verified over http)");
+  if (insecure && insecure->value && !out.url.empty() && !https)
+    reporter_.Error(insecure->loc,
+                    "'insecure' in power needs an https:// url (the url is " + out.url + ")");
+  if (ca && insecure && insecure->value) {
+    reporter_.Error(insecure->loc,
+                    "power has both 'ca_file' and 'insecure: true'; keep one: ca_file verifies "
+                    "the controller's certificate, insecure skips the check");
+    return;
+  }
+  if (insecure) out.insecure = insecure->value;
+  if (!ca) return;
+  if (ca->value.empty()) {
+    reporter_.Error(ca->loc, "'ca_file' in power is empty");
+    return;
+  }
+  out.ca_file = ResolveLocalPath(*ca);
+  std::ifstream f(out.ca_file);
+  if (!f)
+    reporter_.Error(ca->loc, "'ca_file' in power: cannot read " + out.ca_file +
+                                 " (a PEM file of the CA that signed the controller's "
+                                 "certificate, relative to the repo)");
 }
 
 void ManifestLoader::ReadNode(const Entry& entry) {

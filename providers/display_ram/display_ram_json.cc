@@ -36,6 +36,8 @@ void to_json(nlohmann::json& j, const DisplayRamFound& v) {
   if (!v.engine_error.empty()) j["engine_error"] = v.engine_error;
   if (v.sudo_checked)
     j["sudo"] = {{"allowed", v.sudo_allowed}, {"modprobe", v.modprobe_path}, {"user", v.sudo_user}};
+  if (!v.drm_holders.empty())
+    j["drm_holders"] = {{"processes", v.drm_holders}, {"units", v.drm_holder_units}};
 }
 
 void from_json(const nlohmann::json& j, DisplayRamFound& v) {
@@ -51,6 +53,10 @@ void from_json(const nlohmann::json& j, DisplayRamFound& v) {
     v.sudo_allowed = sudo->value("allowed", std::vector<std::string>());
     v.modprobe_path = sudo->value("modprobe", "");
     v.sudo_user = sudo->value("user", "");
+  }
+  if (auto h = j.find("drm_holders"); h != j.end() && h->is_object()) {
+    v.drm_holders = h->value("processes", std::vector<std::string>());
+    v.drm_holder_units = h->value("units", std::vector<std::string>());
   }
 }
 
@@ -85,12 +91,19 @@ void to_json(nlohmann::json& j, const DisplayRamStep& v) {
   j = {{"op", v.op}};
   if (v.original) j["original"] = *v.original;
   if (!v.stop_containers.empty()) j["stop_containers"] = v.stop_containers;
+  if (v.power_off_follows) j["power_off_follows"] = true;
+}
+
+bool PowersNodeOff(const PlanChange& c) {
+  return c.type == "node" && c.action != Action::kNoop && c.after.is_object() &&
+         c.after.value("power", "") == "off";
 }
 
 void from_json(const nlohmann::json& j, DisplayRamStep& v) {
   v.op = j.value("op", "");
   if (auto it = j.find("original"); it != j.end()) v.original = it->get<ModuleValues>();
   v.stop_containers = j.value("stop_containers", std::vector<std::string>());
+  v.power_off_follows = j.value("power_off_follows", false);
 }
 
 nlohmann::json ModuleAfterJson(const std::string& mode, const ModuleValues& values) {

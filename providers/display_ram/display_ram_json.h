@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "src/plan.h"
+
 namespace fleet {
 
 inline constexpr const char* kModeDefault = "default";
@@ -52,6 +54,12 @@ struct DisplayRamFound {
   std::vector<std::string> sudo_allowed;  // "-r nvidia_drm", "nvidia_drm modeset=1 fbdev=0"
   std::string modprobe_path;
   std::string sudo_user;
+  // What holds the DRM device (/dev/dri/card*) open, read where a reload
+  // is planned: "gdm (pid 1234, unit gdm.service)" each. Only processes the
+  // SSH user may read the descriptors of are seen. Key written only when
+  // one was found.
+  std::vector<std::string> drm_holders;
+  std::vector<std::string> drm_holder_units;  // the units among them, once each
 };
 
 // What an unlock records: the original values (written before the reload,
@@ -78,7 +86,16 @@ struct DisplayRamStep {
   std::string op;                            // kOpUnlock, kOpRestore
   std::optional<ModuleValues> original;      // restore: the values to put back
   std::vector<std::string> stop_containers;  // stopped before, started after
+  // A destroy's restore on a node this plan then powers off: a restore
+  // that fails does not stop that power off (the reboot brings nvidia_drm
+  // back to its boot default: the unlock is per boot). Key written only
+  // when set.
+  bool power_off_follows = false;
 };
+
+// True when `c` is a node change that powers its node off (read from its
+// after, the node provider's record: {"power": "off"}).
+bool PowersNodeOff(const PlanChange& c);
 
 void to_json(nlohmann::json& j, const DisplayRamWant& v);
 void from_json(const nlohmann::json& j, DisplayRamWant& v);

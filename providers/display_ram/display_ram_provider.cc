@@ -230,6 +230,22 @@ std::string SudoProbeScript() {
   return script;
 }
 
+// What holds the node's DRM device open (a display manager's X or Wayland
+// session: `modprobe -r nvidia_drm` fails under it), only where a reload
+// is planned: "drm_holder=COMM (pid PID, unit UNIT)" and "drm_unit=UNIT"
+// lines. One find over /proc/*/fd (the descriptors the SSH user may
+// read); the unit from `systemctl status PID`'s first line.
+std::string DrmHolderScript(const std::string& dev) {
+  return "for dr_h in $(find /proc/[0-9]*/fd -lname " + ShellQuote(dev + "/dri/card*") +
+         " 2>/dev/null | cut -d/ -f3 | sort -u); do\n"
+         "  dr_c=; { read -r dr_c </proc/\"$dr_h\"/comm; } 2>/dev/null\n"
+         "  dr_u=$(systemctl status --no-pager \"$dr_h\" 2>/dev/null |\n"
+         "    sed -n '1s/^[^[:alnum:]]*\\([^ ]*\\).*/\\1/p')\n"
+         "  printf 'drm_holder=%s (pid %s, unit %s)\\n' \"$dr_c\" \"$dr_h\" \"${dr_u:-none}\"\n"
+         "  [ -z \"$dr_u\" ] || printf 'drm_unit=%s\\n' \"$dr_u\"\n"
+         "done\n";
+}
+
 std::string Describe(const std::string& modeset, const std::string& fbdev) {
   return "modeset=" + modeset + " fbdev=" + fbdev;
 }
@@ -270,7 +286,8 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "dr_m=default; [ \"$dr_ms$dr_fb\" = YN ] && dr_m=unlocked\n"
          "if [ \"$dr_m\" != " +
          ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
-         ServingProbeScript(node.container_cli) + SudoProbeScript() + "fi\n";
+         ServingProbeScript(node.container_cli) + SudoProbeScript() + DrmHolderScript(node.dev) +
+         "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -291,8 +308,14 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   found.modprobe_path = kv["modprobe_path"];
   found.sudo_user = kv["sudo_user"];
   std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);)
+  for (std::string line; std::getline(lines, line);) {
     if (line.rfind("sudo_ok=", 0) == 0) found.sudo_allowed.push_back(line.substr(8));
+    if (line.rfind("drm_holder=", 0) == 0) found.drm_holders.push_back(line.substr(11));
+    if (line.rfind("drm_unit=", 0) == 0 &&
+        std::find(found.drm_holder_units.begin(), found.drm_holder_units.end(), line.substr(9)) ==
+            found.drm_holder_units.end())
+      found.drm_holder_units.push_back(line.substr(9));
+  }
   a.attributes = found;
   return a;
 }
@@ -337,6 +360,49 @@ std::string SudoRefusal(const PlanChange& c, const DisplayRamFound& f, const std
          (restore == std::string(kModule) + " modeset=1 fbdev=0" ? "" : ", " + mp + " " + restore);
 }
 
+// The plan's error when something holds the DRM device open under a reload
+// that unloads nvidia_drm (`modprobe -r` would fail: the module is in
+// use): what holds it, its unit, and the fix. "" when nothing does (or
+// the module is not loaded).
+std::string HolderRefusal(const PlanChange& c, const DisplayRamFound& f, const std::string& address,
+                          const std::string& dev) {
+  if (c.action == Action::kNoop || !f.loaded || f.drm_holders.empty()) return "";
+  std::string held, stop;
+  for (const std::string& h : f.drm_holders) held += (held.empty() ? "" : ", ") + h;
+  for (const std::string& u : f.drm_holder_units) stop += (stop.empty() ? "" : " ") + u;
+  return address + ": " + dev + "/dri/card* is held open by " + held +
+         ": the reload's `modprobe -r nvidia_drm` would fail (the module is in use). " +
+         (stop.empty() ? "Stop that process first"
+                       : "Stop it first (`sudo systemctl stop " + stop +
+                             "`; start it again after the display RAM is restored)") +
+         ", or run the node headless (`sudo systemctl set-default multi-user.target`)";
+}
+
+}  // namespace
+
+namespace {
+
+// The node's paths.dev, as the probe read the DRM device there.
+std::string NodeDev(const DiffContext& ctx, const std::string& node) {
+  if (ctx.manifest && ctx.manifest->nodes.count(node)) return ctx.manifest->nodes.at(node).dev;
+  return "/dev";
+}
+
+std::string HolderNote(const DisplayRamFound& f) {
+  std::string held;
+  for (const std::string& h : f.drm_holders) held += (held.empty() ? "" : ", ") + h;
+  return "the DRM device is held open by " + held +
+         ": the restore will fail, and the power off "
+         "that follows resets nvidia_drm anyway";
+}
+
+bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
+  if (ctx.planned == nullptr) return false;
+  for (const PlanChange& n : *ctx.planned)
+    if (n.node == node && PowersNodeOff(n)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
@@ -362,6 +428,11 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
   }
   if (c.action != Action::kNoop) {
     if (std::string why = SudoRefusal(c, found, desired.address, desired.node); !why.empty()) {
+      c.error = why;
+      return c;
+    }
+    if (std::string why = HolderRefusal(c, found, desired.address, NodeDev(ctx, desired.node));
+        !why.empty()) {
       c.error = why;
       return c;
     }
@@ -458,6 +529,7 @@ PlanChange DisplayRamProvider::DiffModule(const DesiredResource& desired,
   // What sudo allows is the probe's answer for the plan's check, not a
   // value of the module: not shown as one.
   if (base.before.is_object()) base.before.erase("sudo");
+  if (base.before.is_object()) base.before.erase("drm_holders");
   base.after = base.before;
   const DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
   const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
@@ -480,6 +552,26 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
   as_default.attributes = want;
   PlanChange c = Diff(as_default, actual, record, ctx);
   if (c.action == Action::kNoop) c.summary = "nothing to restore";
+  // A held DRM device fails the restore, not the power off that follows it.
+  const DisplayRamFound held = actual.attributes.get<DisplayRamFound>();
+  if (!held.drm_holders.empty() && c.error.find("is held open by") != std::string::npos &&
+      PowerOffFollows(desired.node, ctx))
+    c.error.clear();
+  if (c.action == Action::kNoop || !c.error.empty() || ctx.planned == nullptr) return c;
+  // The node's change is planned before this one (the node's type comes
+  // first): a restore that fails must not keep a shift-end power off from
+  // running.
+  for (const PlanChange& n : *ctx.planned)
+    if (n.node == desired.node && PowersNodeOff(n)) {
+      const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
+      if (!found.drm_holders.empty()) c.reasons.push_back(HolderNote(found));
+      DisplayRamStep step = c.detail.get<DisplayRamStep>();
+      step.power_off_follows = true;
+      c.detail = step;
+      c.reasons.push_back(
+          "if the restore fails, the power off still runs: the reboot brings nvidia_drm back "
+          "to its boot default (the unlock is per boot)");
+    }
   return c;
 }
 
@@ -529,6 +621,14 @@ Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& ste
                                                        const StepContext& ctx) const {
   if (step.op == kOpRestore) {
     Status s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
+    if (!s.ok() && step.power_off_follows && ctx.record != nullptr) {
+      // The power off that follows restores it by construction; the record
+      // stays, so that a power off that fails too is still known.
+      if (ctx.progress)
+        ctx.progress("restore failed (" + s.message() +
+                     "); the power off that follows resets it (the unlock is per boot)");
+      return ctx.record->attributes;
+    }
     if (!s.ok()) return s;
     return nlohmann::json();  // nothing left to undo: drop the record
   }

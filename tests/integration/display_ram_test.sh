@@ -23,6 +23,22 @@ expect_out "unlocked (gain not measured)"  # no GPU here: measured, never guesse
 expect_rc 0 state show display_ram.dgx1
 expect_out '"gpu_free_before_bytes": null'
 
+step "a display manager holds dgx1's DRM device: the restore's plan names it and the fix"
+# The stand-in gdm (fleet-sim: a process of unit gdm holding card0) makes
+# `modprobe -r nvidia_drm` fail; the plan says so before anything runs.
+on_node dgx1 'setsid -f /srv/bin/gdm </dev/null >/dev/null 2>&1'
+for _ in $(seq 50); do [[ -s "$(node_root dgx1)/sim/units/gdm.pid" ]] && break; sleep 0.1; done
+[[ -s "$(node_root dgx1)/sim/units/gdm.pid" ]] || fail "the stand-in gdm did not start"
+mkrepo --unlock dgx2
+expect_rc 1 plan
+expect_out "display_ram.dgx1: /srv/dev/dri/card* is held open by gdm (pid $(cat "$(node_root dgx1)/sim/units/gdm.pid"), unit gdm.service)"
+expect_out "Stop it first (\`sudo systemctl stop gdm.service\`"
+[[ $(param dgx1 modeset) == Y ]] || fail "the plan changed the module"
+on_node dgx1 'systemctl stop gdm'  # the operator's fix
+expect_rc 0 apply --auto-approve
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
+assert_converged
+
 step "destroy returns each node to the values recorded before its unlock"
 expect_rc 0 destroy --auto-approve
 [[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not back to N/Y"

@@ -17,11 +17,18 @@ expect_rc 0 apply --auto-approve
 [[ $(param dgx1 modeset) == Y ]] || fail "dgx1 not unlocked"
 assert_converged
 
-step "destroy: restore display RAM, then power off, in that order"
+step "destroy: restore display RAM, then power off, in that order; a failed restore never skips the power off"
+# dgx1's modprobe fails: its restore cannot run, and the shift-end power
+# off must go on (the reboot brings nvidia_drm back to its boot default;
+# display_ram_test holds the restore itself).
+echo "modprobe: FATAL: Module nvidia_drm is in use." >"$(node_root dgx1)/sim/fail-modprobe"
 expect_rc 2 plan --destroy --detailed-exitcode
 expect_out "restore display RAM"
+expect_out "if the restore fails, the power off still runs"
 expect_rc 0 destroy --auto-approve
 expect_out "Destroy complete"
+expect_out "restore failed"
+rm -f "$(node_root dgx1)/sim/fail-modprobe"
 for n in dgx1 dgx2 dgx3; do
   [[ $("$SIM" node-status "$SIMDIR" "$n") == off ]] || fail "$n still on after destroy"
 done
@@ -92,6 +99,46 @@ for wait in 0s 5s; do
   expect_rc 0 apply --auto-approve
 done
 rm -f "$(node_root dgx2)/sim/halt-ms"
+assert_converged
+
+step "the plan reads every switch: a mistyped or unavailable entity is a plan error"
+# The log's config.toml had the wrong entity on a node. A mistyped one is
+# found by the plan (HA answers 404), not after power on waited out
+# boot_timeout; so is one HA reads "unavailable".
+serial=$(state_serial)
+sed -i 's/switch: switch.dgx2,/switch: switch.dgx2x,/' "$REPO/fleet.yaml"
+ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+t0=$(ms)
+expect_rc 1 plan
+took=$(($(ms) - t0))
+expect_out "node dgx2: cannot read its power switch switch.dgx2x"
+expect_out "no such entity"
+((took < 10000)) || fail "the plan took $took ms"
+echo "the mistyped entity failed the plan in $took ms"
+mkrepo --power --unlock dgx1 --power-off dgx3
+"$SIM" switch "$SIMDIR" dgx3 unavailable
+expect_rc 1 plan --destroy
+expect_out "node dgx3: its power switch switch.dgx3 is unusable"
+expect_out "'unavailable'"
+"$SIM" switch "$SIMDIR" dgx3 ok
+[[ $(state_serial) == "$serial" ]] || fail "a failed plan changed the state"
+assert_converged
+
+step "a switch that stays on after turn_off fails the power off at once, with its state"
+"$SIM" switch "$SIMDIR" dgx2 stuck
+mkrepo --power --unlock dgx1 --power-off dgx3,dgx2
+t0=$(ms)
+expect_rc 1 apply --auto-approve
+took=$(($(ms) - t0))
+expect_out "switch switch.dgx2 did not follow turn_off: it still reads on"
+# halt_wait (2 s) + the read-back bound (5 s) + the shutdown: not boot or
+# shutdown timeouts.
+((took < 20000)) || fail "the stuck switch took $took ms to fail"
+echo "the stuck switch failed the step in $took ms"
+"$SIM" switch "$SIMDIR" dgx2 ok  # the relay opens: the halted node is off
+mkrepo --power --unlock dgx1 --power-off dgx3
+expect_rc 0 apply --auto-approve
+[[ $("$SIM" node-status "$SIMDIR" dgx2) == on ]] || fail "dgx2 not back on"
 assert_converged
 
 step "a controller that answers 401: clear error, nothing changed"

@@ -14,7 +14,12 @@ Started by `fleet-sim start ... --power`; python3 standard library only.
 TOKEN` (TOKEN from DIR/ha_token), else 401; an unknown entity is 404. Service
 calls answer, as HA does, the list of states that changed.
 Test hooks: DIR/ha_fail_401 makes every request answer 401; DIR/ha_delay
-(seconds, e.g. 2.5) delays every answer.
+(seconds, e.g. 2.5) delays every answer. Per switch, DIR/nodes/NAME/switch
+holds how the relay misbehaves: `stuck` (service calls answer 200 and change
+nothing; the state reads "on": the relay never opens, whatever the node's OS
+does) or `unavailable` (the state reads "unavailable", as HA says of a device
+it cannot reach; service calls answer 200 and change nothing).
+`fleet-sim switch DIR NAME stuck|unavailable|ok` writes it.
 Writes DIR/ha.port and DIR/ha.pid once it listens; logs to DIR/ha.log.
 """
 
@@ -97,10 +102,26 @@ class Fleet:
             return False
         return False
 
+    def fault(self, name):
+        """The relay's fault from DIR/nodes/NAME/switch: "stuck", "unavailable" or ""."""
+        try:
+            with open(os.path.join(self.dir, "nodes", name, "switch")) as f:
+                fault = f.read().strip()
+        except OSError:
+            return ""
+        return fault if fault in ("stuck", "unavailable") else ""
+
     def state(self, name):
+        fault = self.fault(name)
+        if fault == "stuck":
+            reads = "on"
+        elif fault == "unavailable":
+            reads = "unavailable"
+        else:
+            reads = "on" if self.is_on(name) else "off"
         return {
             "entity_id": self.entity(name),
-            "state": "on" if self.is_on(name) else "off",
+            "state": reads,
             "attributes": {"friendly_name": name},
             "last_changed": self.changed[name],
             "last_updated": self.changed[name],
@@ -127,6 +148,10 @@ class Fleet:
     def switch(self, name, on):
         """Switch a node; returns (changed, error message or None)."""
         with self.locks[name]:
+            fault = self.fault(name)
+            if fault:
+                self.log(f"switch.{name} is {fault}: turn_{'on' if on else 'off'} changes nothing")
+                return False, None
             if not on:
                 self.note_cut_while_halting(name)
             if self.is_on(name) == on:
