@@ -38,6 +38,7 @@ on_node dgx1 'systemctl stop gdm'  # the operator's fix
 expect_rc 0 apply --auto-approve
 [[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
 assert_converged
+mkrepo --unlock dgx1,dgx2  # the manifests the steps below start from
 
 step "destroy returns each node to the values recorded before its unlock"
 expect_rc 0 destroy --auto-approve
