@@ -142,6 +142,41 @@ expect_rc 0 apply --auto-approve
 [[ $("$SIM" node-status "$SIMDIR" dgx2) == on ]] || fail "dgx2 not back on"
 assert_converged
 
+step "an https controller: power.ca_file verifies it; without one the system's CAs refuse a private CA; insecure: true is explicit"
+tls=$WORK/tls
+mkdir -p "$tls" "$REPO/certs"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+  -subj /CN=fleet-test-ca -keyout "$tls/ca.key" -out "$REPO/certs/ha-ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
+  -keyout "$tls/ha.key" -out "$tls/ha.csr" 2>/dev/null
+openssl x509 -req -in "$tls/ha.csr" -CA "$REPO/certs/ha-ca.pem" -CAkey "$tls/ca.key" \
+  -CAcreateserial -days 1 -extfile <(printf 'subjectAltName=IP:127.0.0.1\n') \
+  -out "$tls/ha.pem" 2>/dev/null || fail "openssl could not sign the controller's certificate"
+rm -f "$SIMDIR/ha_tls.port"
+python3 "$ROOT/tests/sim/ha_switch_server.py" --dir "$SIMDIR" --sim "$SIM" \
+  --tls-cert "$tls/ha.pem" --tls-key "$tls/ha.key" 2>>"$WORK/ha_tls.err" &
+BG_PIDS+=($!)
+for _ in $(seq 50); do [[ -s $SIMDIR/ha_tls.port ]] && break; sleep 0.1; done
+[[ -s $SIMDIR/ha_tls.port ]] || fail "the https stand-in did not start: $(cat "$WORK/ha_tls.err")"
+https_url="https://127.0.0.1:$(cat "$SIMDIR/ha_tls.port")"
+tls_repo() {  # tls_repo EXTRA: the manifests with the https controller and EXTRA keys
+  mkrepo --power --ha-url "$https_url" --unlock dgx1 --power-off dgx3
+  sed -i "s|, token_env: |$1, token_env: |" "$REPO/fleet.yaml"
+  grep -qF "$https_url\"$1, token_env" "$REPO/fleet.yaml" || fail "no https controller in fleet.yaml"
+}
+tls_repo ", ca_file: certs/ha-ca.pem"
+expect_rc 0 plan --detailed-exitcode  # every switch read over TLS, checked against the CA
+tls_repo ""
+expect_rc 1 plan
+expect_out "checked against the system's CAs: name the CA that signed the controller's certificate with power.ca_file"
+tls_repo ", insecure: true"
+expect_rc 0 plan --detailed-exitcode
+tls_repo ", ca_file: certs/ha-ca.pem, insecure: true"
+expect_rc 1 validate
+expect_out "both 'ca_file' and 'insecure: true'"
+kill "$(cat "$SIMDIR/ha_tls.pid")"
+mkrepo --power --unlock dgx1 --power-off dgx3
+
 step "a controller that answers 401: clear error, nothing changed"
 "$SIM" node-stop "$SIMDIR" dgx2 >/dev/null
 serial=$(state_serial)

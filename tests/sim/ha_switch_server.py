@@ -21,6 +21,8 @@ does) or `unavailable` (the state reads "unavailable", as HA says of a device
 it cannot reach; service calls answer 200 and change nothing).
 `fleet-sim switch DIR NAME stuck|unavailable|ok` writes it.
 Writes DIR/ha.port and DIR/ha.pid once it listens; logs to DIR/ha.log.
+With --tls-cert and --tls-key it speaks https instead (a second instance
+beside fleet-sim's own: it writes DIR/ha_tls.port and DIR/ha_tls.pid).
 """
 
 import argparse
@@ -28,6 +30,7 @@ import datetime
 import hmac
 import json
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -314,6 +317,8 @@ def main():
     ap.add_argument("--sim", required=True, help="path of tests/sim/fleet-sim")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--tls-cert", help="PEM certificate (chain): serve https")
+    ap.add_argument("--tls-key", help="PEM key of --tls-cert")
     args = ap.parse_args()
 
     sim_dir = os.path.abspath(args.dir)
@@ -325,9 +330,15 @@ def main():
     Handler.token = token
     httpd = Server((args.host, args.port), Handler)
     port = httpd.server_address[1]
-    write_atomic(os.path.join(sim_dir, "ha.pid"), f"{os.getpid()}\n")
-    write_atomic(os.path.join(sim_dir, "ha.port"), f"{port}\n")
-    Handler.fleet.log(f"listening on http://{args.host}:{port} (pid {os.getpid()})")
+    name, scheme = "ha", "http"
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+        name, scheme = "ha_tls", "https"
+    write_atomic(os.path.join(sim_dir, f"{name}.pid"), f"{os.getpid()}\n")
+    write_atomic(os.path.join(sim_dir, f"{name}.port"), f"{port}\n")
+    Handler.fleet.log(f"listening on {scheme}://{args.host}:{port} (pid {os.getpid()})")
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
