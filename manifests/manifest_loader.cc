@@ -60,8 +60,8 @@ const std::vector<std::string> kTopKeys = {"version",  "fleet",  "state",   "ssh
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
-    "address",     "ssh",   "hostname",         "power", "container_cli",
-    "display_ram", "paths", "poweroff_command", "fabric"};
+    "address",         "ssh",   "hostname",         "power", "container_cli", "display_ram",
+    "display_manager", "paths", "poweroff_command", "fabric"};
 const std::vector<std::string> kDisplayRam = {"default", "unlocked"};
 
 bool IsValidName(const std::string& name) {
@@ -519,6 +519,7 @@ void ManifestLoader::ReadNode(const Entry& entry) {
   ReadNodePower(node, &spec);
   if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
   if (auto ram = node.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
+  if (auto dm = node.Enum("display_manager", {"stop"})) spec.display_manager_stop = true;
   ReadNodePaths(node, &spec);
   ReadNodeFabric(node, &spec);
   if (auto command = node.String("poweroff_command")) {

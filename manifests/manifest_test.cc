@@ -723,6 +723,17 @@ TEST(ManifestTest, PowerTls) {
       << Dump(http.diags);
 }
 
+TEST(ManifestTest, DisplayManagerStop) {
+  const Loaded stop = LoadYaml(std::string(kBase) + "    display_manager: stop\n");  // 8
+  ASSERT_TRUE(stop.ok) << Dump(stop.diags);
+  EXPECT_TRUE(stop.manifest.nodes.at("dgx2").display_manager_stop);
+  EXPECT_FALSE(stop.manifest.nodes.at("dgx1").display_manager_stop);  // absent: refuse
+  const Loaded bad = LoadYaml(std::string(kBase) + "    display_manager: stopp\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(Dump(bad.diags).find("fleet.yaml:8:22: error: 'display_manager'"), std::string::npos)
+      << Dump(bad.diags);
+}
+
 TEST(ManifestTest, NoTokensInTheManifest) {
   const Loaded l = LoadYaml(std::string(kBase) +
                             "power:\n"                                                  // 8

@@ -60,6 +60,10 @@ struct DisplayRamFound {
   // one was found.
   std::vector<std::string> drm_holders;
   std::vector<std::string> drm_holder_units;  // the units among them, once each
+  // Those units whose `sudo -n systemctl stop UNIT` and `start UNIT` the
+  // node's sudo allows, and the node's systemctl (display_manager: stop).
+  std::vector<std::string> units_sudo_ok;
+  std::string systemctl_path;
 };
 
 // What an unlock records: the original values (written before the reload,
@@ -77,6 +81,9 @@ struct DisplayRamRecord {
   std::string fbdev;
   bool card0 = false;
   std::optional<uint64_t> gpu_free_after_bytes;
+  // display_manager: stop: the units the unlock stopped, started again
+  // after the restore. Key written only when set.
+  std::vector<std::string> stopped_units;
 };
 
 // PlanChange::detail of a display_ram step.
@@ -91,6 +98,11 @@ struct DisplayRamStep {
   // back to its boot default: the unlock is per boot). Key written only
   // when set.
   bool power_off_follows = false;
+  // display_manager: stop. Units stopped before the reload (those holding
+  // the DRM device), and, for a restore, started again after it (with
+  // those the unlock stopped). Keys written only when set.
+  std::vector<std::string> stop_units;
+  std::vector<std::string> start_units;
 };
 
 // True when `c` is a node change that powers its node off (read from its

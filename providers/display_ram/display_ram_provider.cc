@@ -136,6 +136,28 @@ void StartServing(const StepContext& ctx, const std::vector<std::string>& names)
   }
 }
 
+// display_manager: stop: the units holding the DRM device, stopped right
+// before a reload; started again after the restore.
+Status StopUnits(const StepContext& ctx, const std::vector<std::string>& units) {
+  for (const std::string& u : units) {
+    const std::string cmd = ShellCommand({"sudo", "-n", "systemctl", "stop", u});
+    if (ctx.progress) ctx.progress(cmd + " (display_manager: stop)");
+    Status s = RunOnNode(ctx, cmd).status();
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+void StartUnits(const StepContext& ctx, const std::vector<std::string>& units) {
+  for (const std::string& u : units) {
+    const std::string cmd = ShellCommand({"sudo", "-n", "systemctl", "start", u});
+    Status s = RunOnNode(ctx, cmd).status();
+    if (ctx.progress)
+      ctx.progress(s.ok() ? "started " + u + " again"
+                          : "starting " + u + " failed: " + s.message());
+  }
+}
+
 // Never reload the module under a running serve: the engine would lose its
 // GPU. Returns an error naming the containers when any runs.
 Status CheckNoServingContainers(const StepContext& ctx) {
@@ -243,6 +265,12 @@ std::string DrmHolderScript(const std::string& dev) {
          "    sed -n '1s/^[^[:alnum:]]*\\([^ ]*\\).*/\\1/p')\n"
          "  printf 'drm_holder=%s (pid %s, unit %s)\\n' \"$dr_c\" \"$dr_h\" \"${dr_u:-none}\"\n"
          "  [ -z \"$dr_u\" ] || printf 'drm_unit=%s\\n' \"$dr_u\"\n"
+         "  dr_sc=$(command -v systemctl 2>/dev/null) || dr_sc=/usr/bin/systemctl\n"
+         "  printf 'drm_systemctl=%s\\n' \"$dr_sc\"\n"
+         "  [ -n \"$dr_u\" ] && sudo -n -l \"$dr_sc\" stop \"$dr_u\" >/dev/null 2>&1 &&\n"
+         "    sudo -n -l \"$dr_sc\" start \"$dr_u\" >/dev/null 2>&1 && printf "
+         "'drm_unit_sudo_ok=%s\\n' "
+         "\"$dr_u\"\n"
          "done\n";
 }
 
@@ -311,6 +339,8 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("sudo_ok=", 0) == 0) found.sudo_allowed.push_back(line.substr(8));
     if (line.rfind("drm_holder=", 0) == 0) found.drm_holders.push_back(line.substr(11));
+    if (line.rfind("drm_unit_sudo_ok=", 0) == 0) found.units_sudo_ok.push_back(line.substr(17));
+    if (line.rfind("drm_systemctl=", 0) == 0) found.systemctl_path = line.substr(14);
     if (line.rfind("drm_unit=", 0) == 0 &&
         std::find(found.drm_holder_units.begin(), found.drm_holder_units.end(), line.substr(9)) ==
             found.drm_holder_units.end())
@@ -396,6 +426,31 @@ std::string HolderNote(const DisplayRamFound& f) {
          "that follows resets nvidia_drm anyway";
 }
 
+bool StopsDisplayManager(const DiffContext& ctx, const std::string& node) {
+  return ctx.manifest && ctx.manifest->nodes.count(node) &&
+         ctx.manifest->nodes.at(node).display_manager_stop;
+}
+
+// display_manager: stop runs `sudo -n systemctl stop UNIT` and `start
+// UNIT`: a sudo that would ask a password for them is the plan's error,
+// with the line to add.
+std::string UnitSudoRefusal(const DisplayRamFound& f, const std::string& address,
+                            const std::string& node) {
+  std::string lines;
+  for (const std::string& u : f.drm_holder_units) {
+    if (std::find(f.units_sudo_ok.begin(), f.units_sudo_ok.end(), u) != f.units_sudo_ok.end())
+      continue;
+    lines += (lines.empty() ? "" : ", ") + f.systemctl_path + " stop " + u + ", " +
+             f.systemctl_path + " start " + u;
+  }
+  if (lines.empty()) return "";
+  return address + ": sudo on " + node + " asks " + f.sudo_user +
+         " for a password to stop and start the display manager (display_manager: stop). Add "
+         "to the drop-in on " +
+         node + " (`sudo visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    " + f.sudo_user +
+         " ALL=(root) NOPASSWD: " + lines;
+}
+
 bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
   if (ctx.planned == nullptr) return false;
   for (const PlanChange& n : *ctx.planned)
@@ -431,8 +486,22 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
       c.error = why;
       return c;
     }
-    if (std::string why = HolderRefusal(c, found, desired.address, NodeDev(ctx, desired.node));
-        !why.empty()) {
+    if (StopsDisplayManager(ctx, desired.node) && !found.drm_holder_units.empty() && found.loaded) {
+      if (std::string why = UnitSudoRefusal(found, desired.address, desired.node); !why.empty()) {
+        c.error = why;
+        return c;
+      }
+      DisplayRamStep step = c.detail.get<DisplayRamStep>();
+      step.stop_units = found.drm_holder_units;
+      c.detail = step;
+      std::string units;
+      for (const std::string& u : found.drm_holder_units) units += (units.empty() ? "" : " ") + u;
+      c.reasons.push_back("stops " + units +
+                          " (display_manager: stop: it holds the DRM device) for the reload; "
+                          "starts it again after the display RAM is restored");
+    } else if (std::string why =
+                   HolderRefusal(c, found, desired.address, NodeDev(ctx, desired.node));
+               !why.empty()) {
       c.error = why;
       return c;
     }
@@ -514,7 +583,14 @@ PlanChange RestoreWanted(const DisplayRamDiffInput& in) {
   c.summary = "restore display RAM to " + Describe(original) + " (recorded before the unlock)";
   c.reasons.push_back("no deployment or node setting asks for the unlock any more");
   c.after = ModuleAfterJson(kModeDefault, original);
-  c.detail = DisplayRamStep{kOpRestore, original, {}};
+  DisplayRamStep step{kOpRestore, original, {}};
+  step.start_units = in.record.stopped_units;
+  c.detail = step;
+  if (!step.start_units.empty()) {
+    std::string units;
+    for (const std::string& u : step.start_units) units += (units.empty() ? "" : " ") + u;
+    c.reasons.push_back("starts " + units + " again after the restore (the unlock stopped it)");
+  }
   return c;
 }
 
@@ -620,7 +696,14 @@ Status ReloadUnlocked(const StepContext& ctx, const ModuleState& now,
 Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& step,
                                                        const StepContext& ctx) const {
   if (step.op == kOpRestore) {
-    Status s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
+    Status s = StopUnits(ctx, step.stop_units);
+    if (s.ok()) s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
+    if (s.ok()) {
+      std::vector<std::string> start = step.start_units;
+      for (const std::string& u : step.stop_units)
+        if (std::find(start.begin(), start.end(), u) == start.end()) start.push_back(u);
+      StartUnits(ctx, start);
+    }
     if (!s.ok() && step.power_off_follows && ctx.record != nullptr) {
       // The power off that follows restores it by construction; the record
       // stays, so that a power off that fails too is still known.
@@ -645,9 +728,20 @@ Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& ste
   record.original =
       prior.original && prior.boot_id == now->boot_id ? *prior.original : now->values();
   record.boot_id = now->boot_id;
+  if (prior.boot_id == now->boot_id) record.stopped_units = prior.stopped_units;
   if (!now->unlocked()) {
-    Status s = ReloadUnlocked(ctx, *now, step.stop_containers, &record);
-    if (!s.ok()) return s;
+    // display_manager: stop: recorded before they stop, so that a restore
+    // after a crash still starts them.
+    for (const std::string& u : step.stop_units)
+      if (std::find(record.stopped_units.begin(), record.stopped_units.end(), u) ==
+          record.stopped_units.end())
+        record.stopped_units.push_back(u);
+    Status s = StopUnits(ctx, step.stop_units);
+    if (s.ok()) s = ReloadUnlocked(ctx, *now, step.stop_containers, &record);
+    if (!s.ok()) {
+      StartUnits(ctx, step.stop_units);  // the module is back as it was: so is its display
+      return s;
+    }
   }
   record.mode = kModeUnlocked;
   return nlohmann::json(record);

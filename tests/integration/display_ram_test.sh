@@ -34,10 +34,21 @@ expect_rc 1 plan
 expect_out "display_ram.dgx1: /srv/dev/dri/card* is held open by gdm (pid $(cat "$(node_root dgx1)/sim/units/gdm.pid"), unit gdm.service)"
 expect_out "Stop it first (\`sudo systemctl stop gdm.service\`"
 [[ $(param dgx1 modeset) == Y ]] || fail "the plan changed the module"
-on_node dgx1 'systemctl stop gdm'  # the operator's fix
+
+step "display_manager: stop: fleet stops gdm for the reload and starts it after the restore"
+sed -i '/^  dgx1:$/a\    display_manager: stop' "$REPO/fleet.yaml"
+expect_rc 1 plan  # the drop-in lacks systemctl stop/start gdm.service
+expect_out "for a password to stop and start the display manager"
+grep -oh '[^ ]* ALL=(root) NOPASSWD: /srv/bin/systemctl stop gdm.service, /srv/bin/systemctl start gdm.service$' \
+  "$WORK/out" "$WORK/err" | head -n 1 >>"$(node_root dgx1)/etc/sudoers.d/fleet"
+grep -q "systemctl start gdm.service" "$(node_root dgx1)/etc/sudoers.d/fleet" || fail "no systemctl line printed"
+expect_rc 2 plan --detailed-exitcode
+expect_out "stops gdm.service (display_manager: stop"
 expect_rc 0 apply --auto-approve
 [[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
+[[ $(on_node dgx1 'systemctl is-active gdm') == active ]] || fail "gdm not started again"
 assert_converged
+on_node dgx1 'systemctl stop gdm'  # gdm would take card0 at the next unlock
 mkrepo --unlock dgx1,dgx2  # the manifests the steps below start from
 
 step "destroy returns each node to the values recorded before its unlock"
