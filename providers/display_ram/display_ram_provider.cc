@@ -256,22 +256,36 @@ std::string SudoProbeScript() {
 // session: `modprobe -r nvidia_drm` fails under it), only where a reload
 // is planned: "drm_holder=COMM (pid PID, unit UNIT)" and "drm_unit=UNIT"
 // lines. One find over /proc/*/fd (the descriptors the SSH user may
-// read); the unit from `systemctl status PID`'s first line.
+// read); the unit from `systemctl status PID`'s first line. A display
+// manager running as root or its own user (gdm's greeter) is not
+// readable: where none was seen, card0 exists and display-manager.service
+// is active, that unit is named. For each unit: whether sudo allows
+// `systemctl stop` and `start` of it (display_manager: stop).
 std::string DrmHolderScript(const std::string& dev) {
-  return "for dr_h in $(find /proc/[0-9]*/fd -lname " + ShellQuote(dev + "/dri/card*") +
+  return "dr_sc=$(command -v systemctl 2>/dev/null) || dr_sc=/usr/bin/systemctl\n"
+         "printf 'drm_systemctl=%s\\n' \"$dr_sc\"\n"
+         "dr_unit() { printf 'drm_unit=%s\\n' \"$1\"\n"
+         "  sudo -n -l \"$dr_sc\" stop \"$1\" >/dev/null 2>&1 &&\n"
+         "    sudo -n -l \"$dr_sc\" start \"$1\" >/dev/null 2>&1 && "
+         "printf 'drm_unit_sudo_ok=%s\\n' \"$1\"; }\n"
+         "dr_seen=\n"
+         "for dr_h in $(find /proc/[0-9]*/fd -lname " +
+         ShellQuote(dev + "/dri/card*") +
          " 2>/dev/null | cut -d/ -f3 | sort -u); do\n"
-         "  dr_c=; { read -r dr_c </proc/\"$dr_h\"/comm; } 2>/dev/null\n"
+         "  dr_seen=1; dr_c=; { read -r dr_c </proc/\"$dr_h\"/comm; } 2>/dev/null\n"
          "  dr_u=$(systemctl status --no-pager \"$dr_h\" 2>/dev/null |\n"
          "    sed -n '1s/^[^[:alnum:]]*\\([^ ]*\\).*/\\1/p')\n"
          "  printf 'drm_holder=%s (pid %s, unit %s)\\n' \"$dr_c\" \"$dr_h\" \"${dr_u:-none}\"\n"
-         "  [ -z \"$dr_u\" ] || printf 'drm_unit=%s\\n' \"$dr_u\"\n"
-         "  dr_sc=$(command -v systemctl 2>/dev/null) || dr_sc=/usr/bin/systemctl\n"
-         "  printf 'drm_systemctl=%s\\n' \"$dr_sc\"\n"
-         "  [ -n \"$dr_u\" ] && sudo -n -l \"$dr_sc\" stop \"$dr_u\" >/dev/null 2>&1 &&\n"
-         "    sudo -n -l \"$dr_sc\" start \"$dr_u\" >/dev/null 2>&1 && printf "
-         "'drm_unit_sudo_ok=%s\\n' "
-         "\"$dr_u\"\n"
-         "done\n";
+         "  [ -z \"$dr_u\" ] || dr_unit \"$dr_u\"\n"
+         "done\n"
+         "if [ -z \"$dr_seen\" ] && [ -e " +
+         ShellQuote(dev + "/dri/card0") +
+         " ] && systemctl --quiet is-active display-manager.service 2>/dev/null; then\n"
+         "  dr_u=$(systemctl show -p Id --value display-manager.service 2>/dev/null)\n"
+         "  printf 'drm_holder=the display manager (unit %s, active; its processes are not "
+         "readable by %s)\\n' \"${dr_u:=display-manager.service}\" \"$(id -un)\"\n"
+         "  dr_unit \"$dr_u\"\n"
+         "fi\n";
 }
 
 std::string Describe(const std::string& modeset, const std::string& fbdev) {
