@@ -37,6 +37,11 @@ struct PowerController {
   std::string kind;       // "home-assistant"
   std::string url;        // e.g. https://ha.lan:8123
   std::string token_env;  // name of the environment variable holding the token
+  // An https url's trust: ca_file (resolved path on the controller) names the
+  // CA bundle that signed the controller's certificate; insecure skips the
+  // check (explicit only). Neither: the system's CAs.
+  std::string ca_file;
+  bool insecure = false;
   SourceLoc loc;
 };
 
@@ -70,9 +75,13 @@ struct NodeSpec {
   NodePower power;
   std::string container_cli = "docker";  // "docker" | "podman"
   std::string display_ram = "default";   // "default" | "unlocked"
-  std::string hf_cache;                  // paths.hf_cache; default ~/.cache/huggingface/hub
-  std::string sysfs = "/sys";            // paths.sysfs
-  std::string dev = "/dev";              // paths.dev
+  // display_manager: stop. The display manager's unit that holds the DRM
+  // device is stopped for a display RAM reload and started again after the
+  // restore; false (absent): such a reload is refused, naming the unit.
+  bool display_manager_stop = false;
+  std::string hf_cache;        // paths.hf_cache; default ~/.cache/huggingface/hub
+  std::string sysfs = "/sys";  // paths.sysfs
+  std::string dev = "/dev";    // paths.dev
   std::string poweroff_command = "sudo -n systemctl poweroff";
   // fabric: {address, interface}: the node's address on the fabric between
   // nodes (RoCE); empty: probed from sysfs infiniband.

@@ -60,8 +60,8 @@ const std::vector<std::string> kTopKeys = {"version",     "fleet",    "state",  
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
-    "address",     "ssh",   "hostname",         "power", "container_cli",
-    "display_ram", "paths", "poweroff_command", "fabric"};
+    "address",         "ssh",   "hostname",         "power", "container_cli", "display_ram",
+    "display_manager", "paths", "poweroff_command", "fabric"};
 const std::vector<std::string> kDisplayRam = {"default", "unlocked"};
 
 bool IsValidName(const std::string& name) {
@@ -133,6 +133,7 @@ class ManifestLoader {
   // Controller-side path: `~` expanded, relative made absolute against the
   // repo root.
   std::string ResolveLocalPath(const Located<std::string>& path);
+  void ReadPowerTls(const MapReader& power);
   // `key` of `map`, a duration from min_s to max_s, into *out when given.
   void ReadDuration(const MapReader& map, const std::string& key, int min_s, int max_s, int* out);
   void ReadGatewayKeys(const MapReader& gateway, GatewaySpec* spec);
@@ -407,7 +408,7 @@ void ManifestLoader::ReadPower(const MapReader& top) {
   out.present = true;
   out.loc = entry->key_loc;
   if (!power.ok()) return;
-  power.CheckKeys({"kind", "url", "token_env"},
+  power.CheckKeys({"kind", "url", "token_env", "ca_file", "insecure"},
                   "export the token in an environment variable and set "
                   "token_env to its name (e.g. token_env: HA_TOKEN)");
   if (power.Find("kind") == nullptr) {
@@ -433,6 +434,7 @@ void ManifestLoader::ReadPower(const MapReader& top) {
       out.url = u;
     }
   }
+  ReadPowerTls(power);
   if (auto env = ReadTokenEnv(power, "power", "HA_TOKEN")) out.token_env = *env;
 }
 
@@ -492,6 +494,40 @@ void ManifestLoader::ReadHub(const MapReader& top) {
   }
 }
 
+// An https controller's trust: ca_file (a CA bundle on the controller,
+// resolved against the repo) or an explicit insecure: true; neither: the
+// system's CAs. Both, or either on an http:// url, is an error.
+void ManifestLoader::ReadPowerTls(const MapReader& power) {
+  PowerController& out = manifest_->power;
+  const bool https = out.url.rfind("https://", 0) == 0;
+  auto ca = power.String("ca_file");
+  auto insecure = power.Bool("insecure");
+  if (ca && !out.url.empty() && !https)
+    reporter_.Error(ca->loc, "'ca_file' in power needs an https:// url (the url is " + out.url +
+                                 ": nothing is verified over http)");
+  if (insecure && insecure->value && !out.url.empty() && !https)
+    reporter_.Error(insecure->loc,
+                    "'insecure' in power needs an https:// url (the url is " + out.url + ")");
+  if (ca && insecure && insecure->value) {
+    reporter_.Error(insecure->loc,
+                    "power has both 'ca_file' and 'insecure: true'; keep one: ca_file verifies "
+                    "the controller's certificate, insecure skips the check");
+    return;
+  }
+  if (insecure) out.insecure = insecure->value;
+  if (!ca) return;
+  if (ca->value.empty()) {
+    reporter_.Error(ca->loc, "'ca_file' in power is empty");
+    return;
+  }
+  out.ca_file = ResolveLocalPath(*ca);
+  std::ifstream f(out.ca_file);
+  if (!f)
+    reporter_.Error(ca->loc, "'ca_file' in power: cannot read " + out.ca_file +
+                                 " (a PEM file of the CA that signed the controller's "
+                                 "certificate, relative to the repo)");
+}
+
 void ManifestLoader::ReadNode(const Entry& entry) {
   const std::string what = "node '" + entry.key + "'";
   const MapReader node(&reporter_, entry.value, what, entry.key_loc);
@@ -524,6 +560,7 @@ void ManifestLoader::ReadNode(const Entry& entry) {
   ReadNodePower(node, &spec);
   if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
   if (auto ram = node.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
+  if (auto dm = node.Enum("display_manager", {"stop"})) spec.display_manager_stop = true;
   ReadNodePaths(node, &spec);
   ReadNodeFabric(node, &spec);
   if (auto command = node.String("poweroff_command")) {

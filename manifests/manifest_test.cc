@@ -717,6 +717,59 @@ TEST(ManifestTest, PowerDurations) {
               "(0s or more) such as 10m or 90s, got '-5s'");
 }
 
+// An https controller's trust: a CA file resolved against the repo, or an
+// explicit insecure: true; neither on http, never both.
+TEST(ManifestTest, PowerTls) {
+  auto load = [](const std::string& power, bool with_ca) {
+    TempRepo repo;
+    if (with_ca) repo.Write("certs/ha-ca.pem", "-----BEGIN CERTIFICATE-----\n");
+    repo.Write("fleet.yaml", std::string(kBase) + power);  // power: line 8
+    Loaded out;
+    out.ok = LoadManifest(repo.dir(), &out.manifest, &out.diags);
+    return out;
+  };
+  const std::string head = "power: {kind: home-assistant, token_env: HA, ";
+  Loaded ca = load(head + "url: https://ha.lan:8123, ca_file: certs/ha-ca.pem}\n", true);
+  ASSERT_TRUE(ca.ok) << Dump(ca.diags);
+  EXPECT_EQ(ca.manifest.power.ca_file, ca.manifest.root_dir + "/certs/ha-ca.pem");
+  EXPECT_FALSE(ca.manifest.power.insecure);
+
+  Loaded system = load(head + "url: https://ha.lan:8123}\n", false);
+  ASSERT_TRUE(system.ok) << Dump(system.diags);
+  EXPECT_EQ(system.manifest.power.ca_file, "");  // the system's CAs
+  EXPECT_FALSE(system.manifest.power.insecure);
+
+  Loaded insecure = load(head + "url: https://ha.lan:8123, insecure: true}\n", false);
+  ASSERT_TRUE(insecure.ok) << Dump(insecure.diags);
+  EXPECT_TRUE(insecure.manifest.power.insecure);
+
+  Loaded missing = load(head + "url: https://ha.lan:8123, ca_file: certs/ha-ca.pem}\n", false);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_NE(Dump(missing.diags).find("fleet.yaml:8:"), std::string::npos) << Dump(missing.diags);
+  EXPECT_NE(Dump(missing.diags).find("'ca_file' in power: cannot read "), std::string::npos);
+
+  Loaded both =
+      load(head + "url: https://ha.lan:8123, ca_file: certs/ha-ca.pem, insecure: true}\n", true);
+  EXPECT_FALSE(both.ok);
+  EXPECT_NE(Dump(both.diags).find("both 'ca_file' and 'insecure: true'"), std::string::npos);
+
+  Loaded http = load(head + "url: http://ha.lan:8123, insecure: true}\n", false);
+  EXPECT_FALSE(http.ok);
+  EXPECT_NE(Dump(http.diags).find("'insecure' in power needs an https:// url"), std::string::npos)
+      << Dump(http.diags);
+}
+
+TEST(ManifestTest, DisplayManagerStop) {
+  const Loaded stop = LoadYaml(std::string(kBase) + "    display_manager: stop\n");  // 8
+  ASSERT_TRUE(stop.ok) << Dump(stop.diags);
+  EXPECT_TRUE(stop.manifest.nodes.at("dgx2").display_manager_stop);
+  EXPECT_FALSE(stop.manifest.nodes.at("dgx1").display_manager_stop);  // absent: refuse
+  const Loaded bad = LoadYaml(std::string(kBase) + "    display_manager: stopp\n");
+  EXPECT_FALSE(bad.ok);
+  EXPECT_NE(Dump(bad.diags).find("fleet.yaml:8:22: error: 'display_manager'"), std::string::npos)
+      << Dump(bad.diags);
+}
+
 TEST(ManifestTest, NoTokensInTheManifest) {
   const Loaded l = LoadYaml(std::string(kBase) +
                             "power:\n"                                                  // 8

@@ -19,6 +19,8 @@ std::string ResourceName(const std::string& type, const std::string& address) {
 
 nlohmann::json NodeFacts::ToJson() const {
   nlohmann::json j = {{"reachable", reachable}};
+  if (!power_switch_state.empty()) j["power_switch"] = power_switch_state;
+  if (!power_switch_error.empty()) j["power_switch_error"] = power_switch_error;
   if (!reachable) {
     j["unreachable_reason"] = unreachable_reason;
     return j;

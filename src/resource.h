@@ -67,6 +67,16 @@ struct NodeFacts {
   // where the node's probe did not list (`fleet probe`, apply's re-reads).
   // Not in ToJson: it is the image provider's input, not a node fact to show.
   nlohmann::json images;
+  // The node's power switch as the controller read it at plan time (the
+  // engine reads it, beside the probe): its state ("on", "off",
+  // "unavailable", ...) or, when it could not be read, why (naming the
+  // controller and the entity, never the token). Both empty: not read (no
+  // switch declared, or no controller). `power_switch_refused`: the
+  // controller answered and refused (unknown entity, token refused), as
+  // opposed to not answering at all.
+  std::string power_switch_state;
+  std::string power_switch_error;
+  bool power_switch_refused = false;
   nlohmann::json ToJson() const;
 };
 

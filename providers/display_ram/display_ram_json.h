@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "src/plan.h"
+
 namespace fleet {
 
 inline constexpr const char* kModeDefault = "default";
@@ -52,6 +54,16 @@ struct DisplayRamFound {
   std::vector<std::string> sudo_allowed;  // "-r nvidia_drm", "nvidia_drm modeset=1 fbdev=0"
   std::string modprobe_path;
   std::string sudo_user;
+  // What holds the DRM device (/dev/dri/card*) open, read where a reload
+  // is planned: "gdm (pid 1234, unit gdm.service)" each. Only processes the
+  // SSH user may read the descriptors of are seen. Key written only when
+  // one was found.
+  std::vector<std::string> drm_holders;
+  std::vector<std::string> drm_holder_units;  // the units among them, once each
+  // Those units whose `sudo -n systemctl stop UNIT` and `start UNIT` the
+  // node's sudo allows, and the node's systemctl (display_manager: stop).
+  std::vector<std::string> units_sudo_ok;
+  std::string systemctl_path;
 };
 
 // What an unlock records: the original values (written before the reload,
@@ -69,6 +81,9 @@ struct DisplayRamRecord {
   std::string fbdev;
   bool card0 = false;
   std::optional<uint64_t> gpu_free_after_bytes;
+  // display_manager: stop: the units the unlock stopped, started again
+  // after the restore. Key written only when set.
+  std::vector<std::string> stopped_units;
 };
 
 // PlanChange::detail of a display_ram step.
@@ -78,7 +93,21 @@ struct DisplayRamStep {
   std::string op;                            // kOpUnlock, kOpRestore
   std::optional<ModuleValues> original;      // restore: the values to put back
   std::vector<std::string> stop_containers;  // stopped before, started after
+  // A destroy's restore on a node this plan then powers off: a restore
+  // that fails does not stop that power off (the reboot brings nvidia_drm
+  // back to its boot default: the unlock is per boot). Key written only
+  // when set.
+  bool power_off_follows = false;
+  // display_manager: stop. Units stopped before the reload (those holding
+  // the DRM device), and, for a restore, started again after it (with
+  // those the unlock stopped). Keys written only when set.
+  std::vector<std::string> stop_units;
+  std::vector<std::string> start_units;
 };
+
+// True when `c` is a node change that powers its node off (read from its
+// after, the node provider's record: {"power": "off"}).
+bool PowersNodeOff(const PlanChange& c);
 
 void to_json(nlohmann::json& j, const DisplayRamWant& v);
 void from_json(const nlohmann::json& j, DisplayRamWant& v);

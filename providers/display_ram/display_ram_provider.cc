@@ -136,6 +136,28 @@ void StartServing(const StepContext& ctx, const std::vector<std::string>& names)
   }
 }
 
+// display_manager: stop: the units holding the DRM device, stopped right
+// before a reload; started again after the restore.
+Status StopUnits(const StepContext& ctx, const std::vector<std::string>& units) {
+  for (const std::string& u : units) {
+    const std::string cmd = ShellCommand({"sudo", "-n", "systemctl", "stop", u});
+    if (ctx.progress) ctx.progress(cmd + " (display_manager: stop)");
+    Status s = RunOnNode(ctx, cmd).status();
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+void StartUnits(const StepContext& ctx, const std::vector<std::string>& units) {
+  for (const std::string& u : units) {
+    const std::string cmd = ShellCommand({"sudo", "-n", "systemctl", "start", u});
+    Status s = RunOnNode(ctx, cmd).status();
+    if (ctx.progress)
+      ctx.progress(s.ok() ? "started " + u + " again"
+                          : "starting " + u + " failed: " + s.message());
+  }
+}
+
 // Never reload the module under a running serve: the engine would lose its
 // GPU. Returns an error naming the containers when any runs.
 Status CheckNoServingContainers(const StepContext& ctx) {
@@ -236,6 +258,42 @@ std::string SudoProbeScript() {
   return script;
 }
 
+// What holds the node's DRM device open (a display manager's X or Wayland
+// session: `modprobe -r nvidia_drm` fails under it), only where a reload
+// is planned: "drm_holder=COMM (pid PID, unit UNIT)" and "drm_unit=UNIT"
+// lines. One find over /proc/*/fd (the descriptors the SSH user may
+// read); the unit from `systemctl status PID`'s first line. A display
+// manager running as root or its own user (gdm's greeter) is not
+// readable: where none was seen, card0 exists and display-manager.service
+// is active, that unit is named. For each unit: whether sudo allows
+// `systemctl stop` and `start` of it (display_manager: stop).
+std::string DrmHolderScript(const std::string& dev) {
+  return "dr_sc=$(command -v systemctl 2>/dev/null) || dr_sc=/usr/bin/systemctl\n"
+         "printf 'drm_systemctl=%s\\n' \"$dr_sc\"\n"
+         "dr_unit() { printf 'drm_unit=%s\\n' \"$1\"\n"
+         "  sudo -n -l \"$dr_sc\" stop \"$1\" >/dev/null 2>&1 &&\n"
+         "    sudo -n -l \"$dr_sc\" start \"$1\" >/dev/null 2>&1 && "
+         "printf 'drm_unit_sudo_ok=%s\\n' \"$1\"; }\n"
+         "dr_seen=\n"
+         "for dr_h in $(find /proc/[0-9]*/fd -lname " +
+         ShellQuote(dev + "/dri/card*") +
+         " 2>/dev/null | cut -d/ -f3 | sort -u); do\n"
+         "  dr_seen=1; dr_c=; { read -r dr_c </proc/\"$dr_h\"/comm; } 2>/dev/null\n"
+         "  dr_u=$(systemctl status --no-pager \"$dr_h\" 2>/dev/null |\n"
+         "    sed -n '1s/^[^[:alnum:]]*\\([^ ]*\\).*/\\1/p')\n"
+         "  printf 'drm_holder=%s (pid %s, unit %s)\\n' \"$dr_c\" \"$dr_h\" \"${dr_u:-none}\"\n"
+         "  [ -z \"$dr_u\" ] || dr_unit \"$dr_u\"\n"
+         "done\n"
+         "if [ -z \"$dr_seen\" ] && [ -e " +
+         ShellQuote(dev + "/dri/card0") +
+         " ] && systemctl --quiet is-active display-manager.service 2>/dev/null; then\n"
+         "  dr_u=$(systemctl show -p Id --value display-manager.service 2>/dev/null)\n"
+         "  printf 'drm_holder=the display manager (unit %s, active; its processes are not "
+         "readable by %s)\\n' \"${dr_u:=display-manager.service}\" \"$(id -un)\"\n"
+         "  dr_unit \"$dr_u\"\n"
+         "fi\n";
+}
+
 std::string Describe(const std::string& modeset, const std::string& fbdev) {
   return "modeset=" + modeset + " fbdev=" + fbdev;
 }
@@ -276,7 +334,8 @@ std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const Node
          "dr_m=default; [ \"$dr_ms$dr_fb\" = YN ] && dr_m=unlocked\n"
          "if [ \"$dr_m\" != " +
          ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
-         ServingProbeScript(node.container_cli) + SudoProbeScript() + "fi\n";
+         ServingProbeScript(node.container_cli) + SudoProbeScript() + DrmHolderScript(node.dev) +
+         "fi\n";
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,
@@ -297,8 +356,16 @@ ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std:
   found.modprobe_path = kv["modprobe_path"];
   found.sudo_user = kv["sudo_user"];
   std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);)
+  for (std::string line; std::getline(lines, line);) {
     if (line.rfind("sudo_ok=", 0) == 0) found.sudo_allowed.push_back(line.substr(8));
+    if (line.rfind("drm_holder=", 0) == 0) found.drm_holders.push_back(line.substr(11));
+    if (line.rfind("drm_unit_sudo_ok=", 0) == 0) found.units_sudo_ok.push_back(line.substr(17));
+    if (line.rfind("drm_systemctl=", 0) == 0) found.systemctl_path = line.substr(14);
+    if (line.rfind("drm_unit=", 0) == 0 &&
+        std::find(found.drm_holder_units.begin(), found.drm_holder_units.end(), line.substr(9)) ==
+            found.drm_holder_units.end())
+      found.drm_holder_units.push_back(line.substr(9));
+  }
   a.attributes = found;
   return a;
 }
@@ -343,6 +410,74 @@ std::string SudoRefusal(const PlanChange& c, const DisplayRamFound& f, const std
          (restore == std::string(kModule) + " modeset=1 fbdev=0" ? "" : ", " + mp + " " + restore);
 }
 
+// The plan's error when something holds the DRM device open under a reload
+// that unloads nvidia_drm (`modprobe -r` would fail: the module is in
+// use): what holds it, its unit, and the fix. "" when nothing does (or
+// the module is not loaded).
+std::string HolderRefusal(const PlanChange& c, const DisplayRamFound& f, const std::string& address,
+                          const std::string& dev) {
+  if (c.action == Action::kNoop || !f.loaded || f.drm_holders.empty()) return "";
+  std::string held, stop;
+  for (const std::string& h : f.drm_holders) held += (held.empty() ? "" : ", ") + h;
+  for (const std::string& u : f.drm_holder_units) stop += (stop.empty() ? "" : " ") + u;
+  return address + ": " + dev + "/dri/card* is held open by " + held +
+         ": the reload's `modprobe -r nvidia_drm` would fail (the module is in use). " +
+         (stop.empty() ? "Stop that process first"
+                       : "Stop it first (`sudo systemctl stop " + stop +
+                             "`; start it again after the display RAM is restored)") +
+         ", or run the node headless (`sudo systemctl set-default multi-user.target`)";
+}
+
+}  // namespace
+
+namespace {
+
+// The node's paths.dev, as the probe read the DRM device there.
+std::string NodeDev(const DiffContext& ctx, const std::string& node) {
+  if (ctx.manifest && ctx.manifest->nodes.count(node)) return ctx.manifest->nodes.at(node).dev;
+  return "/dev";
+}
+
+std::string HolderNote(const DisplayRamFound& f) {
+  std::string held;
+  for (const std::string& h : f.drm_holders) held += (held.empty() ? "" : ", ") + h;
+  return "the DRM device is held open by " + held +
+         ": the restore will fail, and the power off "
+         "that follows resets nvidia_drm anyway";
+}
+
+bool StopsDisplayManager(const DiffContext& ctx, const std::string& node) {
+  return ctx.manifest && ctx.manifest->nodes.count(node) &&
+         ctx.manifest->nodes.at(node).display_manager_stop;
+}
+
+// display_manager: stop runs `sudo -n systemctl stop UNIT` and `start
+// UNIT`: a sudo that would ask a password for them is the plan's error,
+// with the line to add.
+std::string UnitSudoRefusal(const DisplayRamFound& f, const std::string& address,
+                            const std::string& node) {
+  std::string lines;
+  for (const std::string& u : f.drm_holder_units) {
+    if (std::find(f.units_sudo_ok.begin(), f.units_sudo_ok.end(), u) != f.units_sudo_ok.end())
+      continue;
+    lines += (lines.empty() ? "" : ", ") + f.systemctl_path + " stop " + u + ", " +
+             f.systemctl_path + " start " + u;
+  }
+  if (lines.empty()) return "";
+  return address + ": sudo on " + node + " asks " + f.sudo_user +
+         " for a password to stop and start the display manager (display_manager: stop). Add "
+         "to the drop-in on " +
+         node + " (`sudo visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    " + f.sudo_user +
+         " ALL=(root) NOPASSWD: " + lines;
+}
+
+bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
+  if (ctx.planned == nullptr) return false;
+  for (const PlanChange& n : *ctx.planned)
+    if (n.node == node && PowersNodeOff(n)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
@@ -368,6 +503,25 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
   }
   if (c.action != Action::kNoop) {
     if (std::string why = SudoRefusal(c, found, desired.address, desired.node); !why.empty()) {
+      c.error = why;
+      return c;
+    }
+    if (StopsDisplayManager(ctx, desired.node) && !found.drm_holder_units.empty() && found.loaded) {
+      if (std::string why = UnitSudoRefusal(found, desired.address, desired.node); !why.empty()) {
+        c.error = why;
+        return c;
+      }
+      DisplayRamStep step = c.detail.get<DisplayRamStep>();
+      step.stop_units = found.drm_holder_units;
+      c.detail = step;
+      std::string units;
+      for (const std::string& u : found.drm_holder_units) units += (units.empty() ? "" : " ") + u;
+      c.reasons.push_back("stops " + units +
+                          " (display_manager: stop: it holds the DRM device) for the reload; "
+                          "starts it again after the display RAM is restored");
+    } else if (std::string why =
+                   HolderRefusal(c, found, desired.address, NodeDev(ctx, desired.node));
+               !why.empty()) {
       c.error = why;
       return c;
     }
@@ -449,7 +603,14 @@ PlanChange RestoreWanted(const DisplayRamDiffInput& in) {
   c.summary = "restore display RAM to " + Describe(original) + " (recorded before the unlock)";
   c.reasons.push_back("no deployment or node setting asks for the unlock any more");
   c.after = ModuleAfterJson(kModeDefault, original);
-  c.detail = DisplayRamStep{kOpRestore, original, {}};
+  DisplayRamStep step{kOpRestore, original, {}};
+  step.start_units = in.record.stopped_units;
+  c.detail = step;
+  if (!step.start_units.empty()) {
+    std::string units;
+    for (const std::string& u : step.start_units) units += (units.empty() ? "" : " ") + u;
+    c.reasons.push_back("starts " + units + " again after the restore (the unlock stopped it)");
+  }
   return c;
 }
 
@@ -464,6 +625,7 @@ PlanChange DisplayRamProvider::DiffModule(const DesiredResource& desired,
   // What sudo allows is the probe's answer for the plan's check, not a
   // value of the module: not shown as one.
   if (base.before.is_object()) base.before.erase("sudo");
+  if (base.before.is_object()) base.before.erase("drm_holders");
   base.after = base.before;
   const DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
   const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
@@ -486,6 +648,26 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
   as_default.attributes = want;
   PlanChange c = Diff(as_default, actual, record, ctx);
   if (c.action == Action::kNoop) c.summary = "nothing to restore";
+  // A held DRM device fails the restore, not the power off that follows it.
+  const DisplayRamFound held = actual.attributes.get<DisplayRamFound>();
+  if (!held.drm_holders.empty() && c.error.find("is held open by") != std::string::npos &&
+      PowerOffFollows(desired.node, ctx))
+    c.error.clear();
+  if (c.action == Action::kNoop || !c.error.empty() || ctx.planned == nullptr) return c;
+  // The node's change is planned before this one (the node's type comes
+  // first): a restore that fails must not keep a shift-end power off from
+  // running.
+  for (const PlanChange& n : *ctx.planned)
+    if (n.node == desired.node && PowersNodeOff(n)) {
+      const DisplayRamFound found = actual.attributes.get<DisplayRamFound>();
+      if (!found.drm_holders.empty()) c.reasons.push_back(HolderNote(found));
+      DisplayRamStep step = c.detail.get<DisplayRamStep>();
+      step.power_off_follows = true;
+      c.detail = step;
+      c.reasons.push_back(
+          "if the restore fails, the power off still runs: the reboot brings nvidia_drm back "
+          "to its boot default (the unlock is per boot)");
+    }
   return c;
 }
 
@@ -534,7 +716,22 @@ Status ReloadUnlocked(const StepContext& ctx, const ModuleState& now,
 Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& step,
                                                        const StepContext& ctx) const {
   if (step.op == kOpRestore) {
-    Status s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
+    Status s = StopUnits(ctx, step.stop_units);
+    if (s.ok()) s = Restore(ctx, step.original.value_or(ModuleValues()), step.stop_containers);
+    if (s.ok()) {
+      std::vector<std::string> start = step.start_units;
+      for (const std::string& u : step.stop_units)
+        if (std::find(start.begin(), start.end(), u) == start.end()) start.push_back(u);
+      StartUnits(ctx, start);
+    }
+    if (!s.ok() && step.power_off_follows && ctx.record != nullptr) {
+      // The power off that follows restores it by construction; the record
+      // stays, so that a power off that fails too is still known.
+      if (ctx.progress)
+        ctx.progress("restore failed (" + s.message() +
+                     "); the power off that follows resets it (the unlock is per boot)");
+      return ctx.record->attributes;
+    }
     if (!s.ok()) return s;
     return nlohmann::json();  // nothing left to undo: drop the record
   }
@@ -551,9 +748,20 @@ Result<nlohmann::json> DisplayRamProvider::ApplyModule(const DisplayRamStep& ste
   record.original =
       prior.original && prior.boot_id == now->boot_id ? *prior.original : now->values();
   record.boot_id = now->boot_id;
+  if (prior.boot_id == now->boot_id) record.stopped_units = prior.stopped_units;
   if (!now->unlocked()) {
-    Status s = ReloadUnlocked(ctx, *now, step.stop_containers, &record);
-    if (!s.ok()) return s;
+    // display_manager: stop: recorded before they stop, so that a restore
+    // after a crash still starts them.
+    for (const std::string& u : step.stop_units)
+      if (std::find(record.stopped_units.begin(), record.stopped_units.end(), u) ==
+          record.stopped_units.end())
+        record.stopped_units.push_back(u);
+    Status s = StopUnits(ctx, step.stop_units);
+    if (s.ok()) s = ReloadUnlocked(ctx, *now, step.stop_containers, &record);
+    if (!s.ok()) {
+      StartUnits(ctx, step.stop_units);  // the module is back as it was: so is its display
+      return s;
+    }
   }
   record.mode = kModeUnlocked;
   return nlohmann::json(record);

@@ -48,6 +48,24 @@ void from_json(const nlohmann::json& j, NodeRecord& v) {
   v.unreachable = StringAt(j, "unreachable");
 }
 
+void PutPoweroffSudo(nlohmann::json& actual, const PoweroffSudo& v) {
+  if (!v.checked) return;
+  actual["poweroff_sudo"] = {{"allowed", v.allowed}, {"user", v.user}, {"command", v.command}};
+}
+
+PoweroffSudo PoweroffSudoOf(const nlohmann::json& actual) {
+  PoweroffSudo v;
+  if (!actual.is_object()) return v;
+  auto it = actual.find("poweroff_sudo");
+  if (it == actual.end() || !it->is_object()) return v;
+  v.checked = true;
+  auto allowed = it->find("allowed");
+  v.allowed = allowed != it->end() && allowed->is_boolean() && allowed->get<bool>();
+  v.user = StringAt(*it, "user").value_or("");
+  v.command = StringAt(*it, "command").value_or("");
+  return v;
+}
+
 void to_json(nlohmann::json& j, const NodeStep& v) { j = {{"op", v.op}}; }
 
 void from_json(const nlohmann::json& j, NodeStep& v) {

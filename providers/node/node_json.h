@@ -37,6 +37,18 @@ struct NodeRecord {
   std::optional<std::string> unreachable;  // why SSH failed (probe only)
 };
 
+// What the probe's `sudo -n -l` said of the node's poweroff command (a
+// node with a switch whose poweroff_command runs through sudo), in the
+// node's ActualResource under "poweroff_sudo". Not checked: nothing known.
+struct PoweroffSudo {
+  bool checked = false;
+  bool allowed = false;
+  std::string user;     // the SSH user sudo answered for
+  std::string command;  // the command as sudo sees it: its path, then its arguments
+};
+void PutPoweroffSudo(nlohmann::json& actual, const PoweroffSudo& v);
+PoweroffSudo PoweroffSudoOf(const nlohmann::json& actual);
+
 // PlanChange::detail of a node step.
 inline constexpr const char* kOpAdopt = "adopt";
 inline constexpr const char* kOpPowerOn = "power_on";

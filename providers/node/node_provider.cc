@@ -233,6 +233,79 @@ PlanChange DecideAdoption(PlanChange c, const std::string& node, const NodeWant&
   return Unchanged(std::move(c));
 }
 
+// The node's switch as the plan read it (NodeFacts::power_switch_*): an
+// entity the controller does not know or cannot reach ("unavailable") is
+// an error now, not after a power on waited out boot_timeout; so is one
+// that reads off under a node that answers (another node's entity: the
+// log's copy-paste of switch.dgx3 onto dgx4). A controller that did not
+// answer matters only to a plan that switches this node.
+PlanChange CheckSwitch(PlanChange c, const std::string& node, const NodeWant& want,
+                       const NodeFacts& facts) {
+  if (!want.power_switch || !c.error.empty()) return c;
+  const std::string& entity = *want.power_switch;
+  const bool switches = c.detail.is_object() && c.detail.get<NodeStep>().op != kOpAdopt;
+  if (!facts.power_switch_error.empty()) {
+    if (facts.power_switch_refused || switches)
+      c.error = "node " + node + ": cannot read its power switch " + entity + ": " +
+                facts.power_switch_error;
+    return c;
+  }
+  const std::string& state = facts.power_switch_state;
+  if (state.empty()) return c;
+  if (std::string why = UnusableSwitchState(state); !why.empty()) {
+    c.error = "node " + node + ": its power switch " + entity + " is unusable: " + why +
+              "; fleet could not power it on or off";
+    return c;
+  }
+  if (facts.reachable && state == kPowerOff) {
+    c.error = "node " + node + " answers SSH, but its power switch " + entity + " reads off: is " +
+              entity + " another node's switch? (check nodes." + node + ".power.switch)";
+    return c;
+  }
+  return c;
+}
+
+// A node whose SSH is quiet while its switch still reads on, and that the
+// plan wants off: its OS is down (or halting), its power is not; the step
+// switches it off (after power.halt_wait).
+PlanChange SwitchOffQuietNode(PlanChange c, const NodeWant& want, const NodeFacts& facts,
+                              const std::string& why) {
+  return Planned(std::move(c), Action::kUpdate,
+                 "power off (SSH is quiet; switch " + *want.power_switch + " still on)",
+                 why + "; SSH does not answer but " + *want.power_switch + " reads " +
+                     facts.power_switch_state,
+                 PowerRecord(kPowerOff), kOpPowerOff);
+}
+
+// A power off of a node whose OS answers runs its poweroff command with
+// `sudo -n`: a sudo that would ask for a password is a plan error, not a
+// power off that fails after the serves were stopped.
+PlanChange CheckPoweroffSudo(PlanChange c, const std::string& node, const ActualResource& actual,
+                             const NodeFacts& facts) {
+  if (!c.error.empty() || !facts.reachable || !c.detail.is_object()) return c;
+  if (c.detail.get<NodeStep>().op != kOpPowerOff) return c;
+  if (std::string why = PoweroffSudoRefusal(node, PoweroffSudoOf(actual.attributes)); !why.empty())
+    c.error = why;
+  return c;
+}
+
+bool QuietButSwitchedOn(const NodeWant& want, const NodeFacts& facts) {
+  return want.power_switch && !facts.reachable && facts.power_switch_state == kPowerOn;
+}
+
+// The node's change before its switch is considered.
+PlanChange Decide(PlanChange c, const std::string& node, const NodeWant& want,
+                  const NodeFacts& facts, const std::optional<NodeRecord>& recorded) {
+  if (!facts.reachable && want.power == kPowerOff && QuietButSwitchedOn(want, facts))
+    return SwitchOffQuietNode(std::move(c), want, facts, "the manifest declares power: off");
+  if (!facts.reachable && want.power == kPowerOff)
+    return Unchanged(std::move(c), "powered off, as declared");
+  if (!facts.reachable)
+    return DecidePowerOnUnreachable(std::move(c), node, want, facts, recorded.has_value());
+  if (want.power == kPowerOff) return DecidePowerOff(std::move(c));
+  return DecideAdoption(std::move(c), node, want, facts, recorded);
+}
+
 }  // namespace
 
 std::vector<DesiredResource> NodeProvider::Expand(const Manifest& m) const {
@@ -276,13 +349,80 @@ std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts) {
   return s;
 }
 
-// The plan's node probe also lists the node's images, once for every image
-// resource on it and for the images no state knows (image_listing.h).
-std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
-  return NodeFactsScript(spec.sysfs, spec.container_cli, GpuContextMode::kAuto, true);
+std::vector<std::string> PoweroffSudoArgv(const std::string& command) {
+  std::vector<std::string> words;
+  std::istringstream in(command);
+  for (std::string w; in >> w;) {
+    // Only plain words: anything the shell would expand or split is not
+    // what a sudoers line can name.
+    if (w.find_first_of("'\"\\$`;&|<>(){}*?[]~#=") != std::string::npos) return {};
+    words.push_back(w);
+  }
+  if (words.empty() || words[0] != "sudo") return {};
+  size_t i = 1;
+  // sudo's options that take no argument (-n, -E, ...); one that takes
+  // one (-u root) is not what fleet's default runs: not checked.
+  for (; i < words.size() && words[i].size() > 1 && words[i][0] == '-'; ++i)
+    if (words[i] == "--") {
+      ++i;
+      break;
+    } else if (words[i].find_first_of("ugCDhprtUTR") != std::string::npos) {
+      return {};
+    }
+  return std::vector<std::string>(words.begin() + static_cast<std::ptrdiff_t>(i), words.end());
 }
 
-ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string&,
+std::string PoweroffSudoScript(const std::vector<std::string>& argv) {
+  if (argv.empty()) return "";
+  std::vector<std::string> args(argv.begin() + 1, argv.end());
+  const std::string quoted_args = args.empty() ? "" : " " + ShellCommand(args);
+  // The command as sudo sees it: the path PATH gives, then the arguments.
+  return "pos_p=$(command -v " + ShellQuote(argv[0]) +
+         " 2>/dev/null) || pos_p=" + ShellQuote(argv[0]) +
+         "\nprintf 'poweroff_sudo_user=%s\\n' \"$(id -un)\"\n"
+         "printf 'poweroff_sudo_command=%s' \"$pos_p\"" +
+         (args.empty() ? "" : "; printf ' %s'" + quoted_args) +
+         "; echo\n"
+         "if ! command -v sudo >/dev/null 2>&1; then echo poweroff_sudo=no-sudo\n"
+         "elif sudo -n -l \"$pos_p\"" +
+         quoted_args +
+         " >/dev/null 2>&1; then echo poweroff_sudo=allowed\n"
+         "else echo poweroff_sudo=refused; fi\n";
+}
+
+PoweroffSudo ParsePoweroffSudo(const std::string& output) {
+  std::map<std::string, std::string> kv = ParseKeyValues(output);
+  PoweroffSudo v;
+  if (!kv.count("poweroff_sudo")) return v;
+  v.checked = true;
+  v.allowed = kv["poweroff_sudo"] == "allowed";
+  v.user = kv["poweroff_sudo_user"];
+  v.command = kv["poweroff_sudo_command"];
+  return v;
+}
+
+std::string PoweroffSudoRefusal(const std::string& node, const PoweroffSudo& sudo) {
+  if (!sudo.checked || sudo.allowed) return "";
+  const std::string user = sudo.user.empty() ? "the SSH user" : sudo.user;
+  return "node " + node + ": sudo on " + node + " asks " + user + " for a password for `sudo -n " +
+         sudo.command +
+         "` (fleet cannot answer one: the power off would fail after the serves stopped). "
+         "Install this drop-in on " +
+         node + " (`sudo visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    " + user +
+         " ALL=(root) NOPASSWD: " + sudo.command;
+}
+
+// The plan's node probe also lists the node's images, once for every image
+// resource on it and for the images no state knows (image_listing.h). On a
+// node with a switch it asks sudo about the poweroff command: every plan
+// may be a destroy's.
+std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& spec) const {
+  std::string script = NodeFactsScript(spec.sysfs, spec.container_cli, GpuContextMode::kAuto, true);
+  if (spec.power.present) script += PoweroffSudoScript(PoweroffSudoArgv(spec.poweroff_command));
+  return script;
+}
+
+ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string& output,
                                         const NodeFacts& facts) const {
   ActualResource a;
   a.probed = true;
@@ -293,10 +433,11 @@ ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::strin
     found.unreachable = facts.unreachable_reason;
   }
   a.attributes = found;
+  if (facts.reachable) PutPoweroffSudo(a.attributes, ParsePoweroffSudo(output));
   return a;
 }
 
-PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource&,
+PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                               const ResourceRecord* record, const DiffContext& ctx) const {
   const NodeFacts& facts = ctx.facts;
   const NodeWant want = desired.attributes.get<NodeWant>();
@@ -305,12 +446,9 @@ PlanChange NodeProvider::Diff(const DesiredResource& desired, const ActualResour
   PlanChange c = ChangeFor(desired);
   c.before = record ? record->attributes : nlohmann::json();
 
-  if (!facts.reachable && want.power == kPowerOff)
-    return Unchanged(std::move(c), "powered off, as declared");
-  if (!facts.reachable)
-    return DecidePowerOnUnreachable(std::move(c), desired.name, want, facts, record != nullptr);
-  if (want.power == kPowerOff) return DecidePowerOff(std::move(c));
-  return DecideAdoption(std::move(c), desired.name, want, facts, recorded);
+  return CheckPoweroffSudo(CheckSwitch(Decide(std::move(c), desired.name, want, facts, recorded),
+                                       desired.name, want, facts),
+                           desired.name, actual, facts);
 }
 
 Result<nlohmann::json> NodeProvider::Adopt(const DesiredResource& desired,
@@ -325,17 +463,28 @@ Result<nlohmann::json> NodeProvider::Adopt(const DesiredResource& desired,
   return c.after;
 }
 
-PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource&,
+PlanChange NodeProvider::DiffDestroy(const DesiredResource& desired, const ActualResource& actual,
                                      const ResourceRecord* record, const DiffContext& ctx) const {
+  return CheckPoweroffSudo(DestroyChange(desired, record, ctx), desired.name, actual, ctx.facts);
+}
+
+PlanChange NodeProvider::DestroyChange(const DesiredResource& desired, const ResourceRecord* record,
+                                       const DiffContext& ctx) const {
   const NodeWant want = desired.attributes.get<NodeWant>();
   PlanChange c = ChangeFor(desired);
   c.before = record ? record->attributes : nlohmann::json();
   if (!want.power_switch) return Unchanged(std::move(c), "left on (no power switch declared)");
-  if (!ctx.facts.reachable) return Unchanged(std::move(c), "already off");
-  return Planned(std::move(c), Action::kUpdate,
-                 "power off (shut down, then switch " + *want.power_switch + " off)",
-                 "destroy powers off nodes that have a switch", PowerRecord(kPowerOff),
-                 kOpPowerOff);
+  if (QuietButSwitchedOn(want, ctx.facts))
+    return CheckSwitch(SwitchOffQuietNode(std::move(c), want, ctx.facts,
+                                          "destroy powers off nodes that have a switch"),
+                       desired.name, want, ctx.facts);
+  if (!ctx.facts.reachable)
+    return CheckSwitch(Unchanged(std::move(c), "already off"), desired.name, want, ctx.facts);
+  return CheckSwitch(
+      Planned(std::move(c), Action::kUpdate,
+              "power off (shut down, then switch " + *want.power_switch + " off)",
+              "destroy powers off nodes that have a switch", PowerRecord(kPowerOff), kOpPowerOff),
+      desired.name, want, ctx.facts);
 }
 
 namespace {
@@ -348,7 +497,8 @@ Status PowerOnStep(const StepContext& ctx) {
   if (ctx.power == nullptr) return Status::Error("no power controller configured");
   if (ctx.progress) ctx.progress("switching " + spec.power.switch_entity + " on");
   Status s = ctx.power->TurnOn(spec.power.switch_entity);
-  if (!s.ok()) return s;
+  if (s.ok()) s = ConfirmSwitched(ctx.power, spec.power.switch_entity, kPowerOn);
+  if (!s.ok()) return s.Prefixed("node " + spec.name);
   if (ctx.progress) ctx.progress("waiting for SSH to answer");
   Status last;
   if (!WaitFor(spec.power.boot_timeout_s, [&] {
@@ -416,7 +566,10 @@ Result<nlohmann::json> PowerOffStep(const StepContext& ctx, NodeRecord recorded)
   if (!s.ok()) return s;
   if (ctx.progress) ctx.progress("switching " + ctx.node->power.switch_entity + " off");
   s = ctx.power->TurnOff(ctx.node->power.switch_entity);
-  if (!s.ok()) return s;
+  // Read back: a switch that did not follow fails the step now, with what
+  // it reads, and the record keeps the node on.
+  if (s.ok()) s = ConfirmSwitched(ctx.power, ctx.node->power.switch_entity, kPowerOff);
+  if (!s.ok()) return s.Prefixed("node " + ctx.node->name);
   recorded.power = kPowerOff;
   return nlohmann::json(recorded);
 }

@@ -40,6 +40,23 @@ std::string CheckNodeIdentity(const std::string& node, const std::string& where,
 // and its ports, for `fleet probe` (a few lines, each ending in "\n").
 std::string DescribeNodeFabric(const NodeSpec& spec, const NodeFacts& facts);
 
+// The command the node's sudo runs for `poweroff_command`: "sudo -n
+// systemctl poweroff" -> {"systemctl", "poweroff"}. Empty when the command
+// does not start with sudo, or is more than plain words (a pipe, a
+// variable, quotes): nothing can be checked of it then.
+std::vector<std::string> PoweroffSudoArgv(const std::string& poweroff_command);
+
+// The read-only fragment that asks the node's sudo (`sudo -n -l`: it runs
+// nothing, asks nothing) whether `argv` may run without a password, and
+// its parser.
+std::string PoweroffSudoScript(const std::vector<std::string>& argv);
+PoweroffSudo ParsePoweroffSudo(const std::string& output);
+
+// The plan's error for a power off whose `sudo -n` would be asked for a
+// password: the node, the command and the exact sudoers line. "" when
+// allowed or not checked.
+std::string PoweroffSudoRefusal(const std::string& node, const PoweroffSudo& sudo);
+
 class NodeProvider : public Provider {
  public:
   std::string type() const override { return "node"; }
@@ -56,6 +73,11 @@ class NodeProvider : public Provider {
   Result<nlohmann::json> Adopt(const DesiredResource& desired, const ActualResource& actual,
                                const DiffContext& ctx, const StepContext* node) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
+
+ private:
+  // DiffDestroy's change before the poweroff's sudo is checked.
+  PlanChange DestroyChange(const DesiredResource& desired, const ResourceRecord* record,
+                           const DiffContext& ctx) const;
 };
 
 }  // namespace fleet

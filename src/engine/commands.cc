@@ -117,12 +117,7 @@ bool Open(const GlobalOptions& g, Session* s) {
   s->providers = MakeProviders();
   s->connections = std::make_unique<NodeConnections>(&s->manifest);
   s->store = MakeStore(s->manifest.state, s->manifest.state.backend);
-  if (s->manifest.power.present) {
-    // The token lives in the environment only; it is handed to the switch
-    // and never printed, logged or saved.
-    const char* token = std::getenv(s->manifest.power.token_env.c_str());
-    s->power = MakeHomeAssistantSwitch(s->manifest.power.url, token ? token : "");
-  }
+  s->power = MakeDeclaredPowerSwitch(s->manifest.power);
   return true;
 }
 
@@ -235,7 +230,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   if (!o.lock_timeout.empty() && !(lock = TakeLock(s, "plan", o.lock_timeout))) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
-  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  Planner planner(&s.manifest, &s.providers, s.connections.get(), s.power.get());
   PlanOptions po;
   po.destroy = o.destroy;
   po.targets = o.targets;
@@ -310,7 +305,7 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
       return 1;
     }
   } else {
-    Planner planner(&s.manifest, &s.providers, s.connections.get());
+    Planner planner(&s.manifest, &s.providers, s.connections.get(), s.power.get());
     PlanOptions po;
     po.destroy = o.destroy;
     po.targets = o.targets;
@@ -518,7 +513,7 @@ int CmdStateAdopt(const GlobalOptions& g, const std::vector<std::string>& addres
   if (!lock) return 1;
   Result<State> state = LoadState(s);
   if (!state.ok()) return 1;
-  Planner planner(&s.manifest, &s.providers, s.connections.get());
+  Planner planner(&s.manifest, &s.providers, s.connections.get(), s.power.get());
   std::string why;
   const std::vector<DesiredResource> wanted = ToAdopt(planner, *state, addresses, all, &why);
   if (!why.empty()) {

@@ -112,10 +112,11 @@ std::string DescribeProbeTime(const std::string& node, double wall_s,
 }  // namespace
 
 Planner::Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
-                 NodeConnections* connections)
+                 NodeConnections* connections, PowerSwitch* power)
     : manifest_(manifest),
       providers_(providers),
       connections_(connections),
+      power_(power),
       own_hub_(MakeHubApiFor(*manifest)),
       hub_(own_hub_.get()) {}
 
@@ -135,6 +136,85 @@ std::vector<DesiredResource> Planner::Desired() const {
   return all;
 }
 
+void Planner::ReadSwitch(const std::string& node, NodeFacts* facts) const {
+  if (power_ == nullptr) return;
+  const NodeSpec& spec = manifest_->nodes.at(node);
+  if (!spec.power.present || spec.power.switch_entity.empty()) return;
+  Result<std::string> state = power_->GetState(spec.power.switch_entity);
+  if (state.ok()) {
+    facts->power_switch_state = *state;
+  } else {
+    facts->power_switch_error = state.status().message();
+    facts->power_switch_refused = !state.status().unreachable();
+  }
+}
+
+void Planner::ProbeNode(const std::string& node,
+                        const std::vector<const DesiredResource*>& resources, bool inventory,
+                        ProbeResult& out) {
+  NodeFacts& facts = out.facts[node];
+  const NodeSpec& spec = manifest_->nodes.at(node);
+  Transport* t = connections_->Get(node);
+  const auto started = std::chrono::steady_clock::now();
+  Status s = t->Connect();
+  if (!s.ok()) {
+    facts.reachable = false;
+    facts.unreachable_reason = s.message();
+    if (!s.unreachable()) out.node_errors[node] = s.message();
+    return;
+  }
+  // Node facts first: the other fragments' parsers may need them.
+  // A resource with no fragment is read from the node facts alone (an
+  // image pinned by digest: the node's image listing).
+  // The node's clock only for -v, which prints the time on the node: two
+  // `date` processes cost every plan ~6 ms there otherwise.
+  const bool clocked = spdlog::should_log(spdlog::level::info);
+  std::vector<ProbeFragment> fragments;
+  if (clocked) fragments.push_back({kClockBegin, kClockScript});
+  std::set<std::string> from_facts;
+  for (const DesiredResource* r : resources) {
+    const Provider* p = ProviderFor(r->type);
+    std::string script = p->ProbeScript(*r, spec);
+    if (!script.empty()) fragments.push_back({r->address, script});
+    if (script.empty()) from_facts.insert(r->address);
+  }
+  if (inventory)
+    for (const auto& p : *providers_) {
+      std::string script = p->InventoryScript(node, *manifest_);
+      if (!script.empty()) fragments.push_back({InventoryAddress(p->type(), node), script});
+    }
+  if (clocked) fragments.push_back({kClockEnd, kClockScript});
+  const std::string nonce = RandomNonce();
+  Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  spdlog::debug("{}: probed {} resource(s) in one round trip", node,
+                fragments.size() - (clocked ? 2 : 0));
+  if (!run.ok()) {
+    facts.reachable = false;
+    facts.unreachable_reason = run.status().message();
+    if (!run.status().unreachable()) out.node_errors[node] = run.status().message();
+    return;
+  }
+  std::map<std::string, ProbeSection> sections = SplitProbeOutput(run->out, nonce);
+  facts = ParseNodeFacts(sections[NodeAddress(node)].output);
+  spdlog::info("{}", DescribeProbeTime(node, wall_s, sections, facts));
+  for (const DesiredResource* r : resources) {
+    auto it = sections.find(r->address);
+    if (it == sections.end() && r->type != "node" && !from_facts.count(r->address)) continue;
+    const Provider* p = ProviderFor(r->type);
+    ActualResource a = p->ParseProbe(*r, it == sections.end() ? "" : it->second.output, facts);
+    if (it != sections.end() && it->second.exit_code != 0 && a.error.empty())
+      a.error = "probe exited " + std::to_string(it->second.exit_code);
+    out.actual[r->address] = std::move(a);
+  }
+  for (const auto& p : *providers_) {
+    auto it = sections.find(InventoryAddress(p->type(), node));
+    if (it != sections.end() && it->second.exit_code == 0)
+      out.inventory[node][p->type()] = it->second.output;
+  }
+}
+
 ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int parallelism,
                            const std::set<std::string>& inventory_nodes) {
   std::map<std::string, std::vector<const DesiredResource*>> by_node;
@@ -145,68 +225,19 @@ ProbeResult Planner::Probe(const std::vector<DesiredResource>& desired, int para
   std::vector<ProbeResult> partial(nodes.size());
   ParallelFor(nodes.size(), parallelism, [&](size_t i) {
     const std::string& node = nodes[i];
-    ProbeResult& out = partial[i];
-    NodeFacts& facts = out.facts[node];
+    // The switch is read while the node is probed (one HTTP request beside
+    // the SSH round trip), whatever the probe finds.
+    NodeFacts switch_read;
     const NodeSpec& spec = manifest_->nodes.at(node);
-    Transport* t = connections_->Get(node);
-    const auto started = std::chrono::steady_clock::now();
-    Status s = t->Connect();
-    if (!s.ok()) {
-      facts.reachable = false;
-      facts.unreachable_reason = s.message();
-      if (!s.unreachable()) out.node_errors[node] = s.message();
-      return;
-    }
-    // Node facts first: the other fragments' parsers may need them.
-    // A resource with no fragment is read from the node facts alone (an
-    // image pinned by digest: the node's image listing).
-    // The node's clock only for -v, which prints the time on the node: two
-    // `date` processes cost every plan ~6 ms there otherwise.
-    const bool clocked = spdlog::should_log(spdlog::level::info);
-    std::vector<ProbeFragment> fragments;
-    if (clocked) fragments.push_back({kClockBegin, kClockScript});
-    std::set<std::string> from_facts;
-    for (const DesiredResource* r : by_node[node]) {
-      const Provider* p = ProviderFor(r->type);
-      std::string script = p->ProbeScript(*r, spec);
-      if (!script.empty()) fragments.push_back({r->address, script});
-      if (script.empty()) from_facts.insert(r->address);
-    }
-    if (inventory_nodes.count(node))
-      for (const auto& p : *providers_) {
-        std::string script = p->InventoryScript(node, *manifest_);
-        if (!script.empty()) fragments.push_back({InventoryAddress(p->type(), node), script});
-      }
-    if (clocked) fragments.push_back({kClockEnd, kClockScript});
-    const std::string nonce = RandomNonce();
-    Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
-    const double wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    spdlog::debug("{}: probed {} resource(s) in one round trip", node,
-                  fragments.size() - (clocked ? 2 : 0));
-    if (!run.ok()) {
-      facts.reachable = false;
-      facts.unreachable_reason = run.status().message();
-      if (!run.status().unreachable()) out.node_errors[node] = run.status().message();
-      return;
-    }
-    std::map<std::string, ProbeSection> sections = SplitProbeOutput(run->out, nonce);
-    facts = ParseNodeFacts(sections[NodeAddress(node)].output);
-    spdlog::info("{}", DescribeProbeTime(node, wall_s, sections, facts));
-    for (const DesiredResource* r : by_node[node]) {
-      auto it = sections.find(r->address);
-      if (it == sections.end() && r->type != "node" && !from_facts.count(r->address)) continue;
-      const Provider* p = ProviderFor(r->type);
-      ActualResource a = p->ParseProbe(*r, it == sections.end() ? "" : it->second.output, facts);
-      if (it != sections.end() && it->second.exit_code != 0 && a.error.empty())
-        a.error = "probe exited " + std::to_string(it->second.exit_code);
-      out.actual[r->address] = std::move(a);
-    }
-    for (const auto& p : *providers_) {
-      auto it = sections.find(InventoryAddress(p->type(), node));
-      if (it != sections.end() && it->second.exit_code == 0)
-        out.inventory[node][p->type()] = it->second.output;
-    }
+    std::thread reader;
+    if (power_ != nullptr && spec.power.present)
+      reader = std::thread([&] { ReadSwitch(node, &switch_read); });
+    ProbeNode(node, by_node[node], inventory_nodes.count(node) > 0, partial[i]);
+    if (reader.joinable()) reader.join();
+    NodeFacts& facts = partial[i].facts[node];
+    facts.power_switch_state = std::move(switch_read.power_switch_state);
+    facts.power_switch_error = std::move(switch_read.power_switch_error);
+    facts.power_switch_refused = switch_read.power_switch_refused;
   });
 
   ProbeResult merged;

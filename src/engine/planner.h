@@ -16,6 +16,7 @@
 #include "src/engine/node_connections.h"
 #include "src/hub_api.h"
 #include "src/plan.h"
+#include "src/power_switch.h"
 #include "src/provider.h"
 #include "state/state.h"
 
@@ -44,9 +45,12 @@ struct ProbeResult {
 
 class Planner {
  public:
-  // All arguments must outlive the planner.
+  // All arguments must outlive the planner. `power` (may be null: no
+  // controller) is read beside each node's probe: the state of the node's
+  // switch lands in its NodeFacts (power_switch_state / _error), for the
+  // node provider to decide on.
   Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
-          NodeConnections* connections);
+          NodeConnections* connections, PowerSwitch* power = nullptr);
 
   // The desired resources of the manifest, from every provider.
   std::vector<DesiredResource> Desired() const;
@@ -69,9 +73,17 @@ class Planner {
   void set_hub(HubApi* hub) { hub_ = hub; }
 
  private:
+  // One node's probe (Probe runs it for every node in parallel).
+  void ProbeNode(const std::string& node, const std::vector<const DesiredResource*>& resources,
+                 bool inventory, ProbeResult& out);
+  // Reads `node`'s switch into `facts`, when it has one and there is a
+  // controller.
+  void ReadSwitch(const std::string& node, NodeFacts* facts) const;
+
   const Manifest* manifest_;
   const std::vector<std::unique_ptr<Provider>>* providers_;
   NodeConnections* connections_;
+  PowerSwitch* power_ = nullptr;
   std::unique_ptr<HubApi> own_hub_;
   HubApi* hub_ = nullptr;
 };

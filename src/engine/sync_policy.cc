@@ -49,6 +49,9 @@ void PowerChanges(const PowerController& was, const PowerController& now,
   diff("kind", was.kind, now.kind);
   diff("url", was.url, now.url);
   diff("token_env", was.token_env, now.token_env);
+  // Whom fleet trusts to be the controller it sends the token to.
+  diff("ca_file", was.ca_file, now.ca_file);
+  diff("insecure", was.insecure ? "true" : "false", now.insecure ? "true" : "false");
 }
 
 // The Hub token's variable says which secret the nodes' downloads get, and
@@ -205,6 +208,7 @@ void RebaseControllerPaths(const std::string& from, const std::string& to, Manif
   rebase(&m->ssh.identity);
   rebase(&m->ssh.known_hosts);
   rebase(&m->state.path);
+  rebase(&m->power.ca_file);
   for (auto& [name, node] : m->nodes) {
     rebase(&node.ssh.identity);
     rebase(&node.ssh.known_hosts);

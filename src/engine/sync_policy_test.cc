@@ -109,6 +109,32 @@ TEST(SyncPolicy, TheHubTokenWaits) {
   EXPECT_TRUE(ChangesForAPerson(applied, applied).empty());
 }
 
+// Whom fleet trusts to be the controller (the CA it checks the
+// certificate against, or no check at all) waits for a person too.
+TEST(SyncPolicy, HowTheControllerIsTrustedWaits) {
+  Manifest next = Applied();
+  next.power.ca_file = "/lab/manifests/certs/ha-ca.pem";
+  std::vector<std::string> lines = ChangesForAPerson(Applied(), next);
+  ASSERT_EQ(lines.size(), 1u) << All(lines);
+  EXPECT_EQ(lines[0],
+            "fleet.yaml:5:1: power ca_file changes from (none) to '/lab/manifests/certs/ha-ca.pem' "
+            "(where the switch's token is sent: a person approves it)");
+
+  next = Applied();
+  next.power.insecure = true;
+  lines = ChangesForAPerson(Applied(), next);
+  ASSERT_EQ(lines.size(), 1u) << All(lines);
+  EXPECT_NE(lines[0].find("power insecure changes from 'false' to 'true'"), std::string::npos);
+
+  // The same CA file under another checkout is the same trust once rebased.
+  Manifest copy = Applied();
+  copy.power.ca_file = "/tmp/sync-copy/certs/ha-ca.pem";
+  Manifest here = Applied();
+  here.power.ca_file = "/lab/manifests/certs/ha-ca.pem";
+  RebaseControllerPaths("/tmp/sync-copy", "/lab/manifests", &copy);
+  EXPECT_TRUE(ChangesForAPerson(here, copy).empty()) << All(ChangesForAPerson(here, copy));
+}
+
 // A gateway's keys say whom it lets in: moving them, or dropping them (an
 // open gateway), waits; a gateway added without keys does not.
 TEST(SyncPolicy, WhomTheGatewayLetsInWaits) {

@@ -232,7 +232,8 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
   if (!state.ok()) return {"failed", state.status().message()};
   std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
   NodeConnections connections(&next);
-  Plan plan = Planner(&next, &providers, &connections).MakePlan(*state, PlanOptions{});
+  std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(next.power);
+  Plan plan = Planner(&next, &providers, &connections, power.get()).MakePlan(*state, PlanOptions{});
   if (!plan.errors.empty()) return {"failed", "plan: " + Joined(plan.errors)};
   if (!approved)
     if (std::string why = PlanNeedsAPerson(plan, current.sync); !why.empty())
@@ -240,11 +241,6 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
   const uint64_t serial = state->serial;
   ApplyReport report;
   if (plan.HasChanges()) {
-    std::unique_ptr<PowerSwitch> power;
-    if (next.power.present) {
-      const char* token = std::getenv(next.power.token_env.c_str());
-      power = MakeHomeAssistantSwitch(next.power.url, token ? token : "");
-    }
     Executor executor(&next, &providers, &connections, store, power.get(),
                       [&](const std::string& line) {
                         if (progress) progress("sync: " + line);

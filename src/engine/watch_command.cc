@@ -65,7 +65,8 @@ std::string UtcNow() {
 nlohmann::json Drift(const Manifest& m, const State& state, NodeConnections* connections,
                      ProbeResult* probed) {
   std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
-  Planner planner(&m, &providers, connections);
+  std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(m.power);
+  Planner planner(&m, &providers, connections, power.get());
   PlanOptions options;
   options.probed_out = probed;
   Plan plan = planner.MakePlan(state, options);

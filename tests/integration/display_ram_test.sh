@@ -23,6 +23,34 @@ expect_out "unlocked (gain not measured)"  # no GPU here: measured, never guesse
 expect_rc 0 state show display_ram.dgx1
 expect_out '"gpu_free_before_bytes": null'
 
+step "a display manager holds dgx1's DRM device: the restore's plan names it and the fix"
+# The stand-in gdm (fleet-sim: a process of unit gdm holding card0) makes
+# `modprobe -r nvidia_drm` fail; the plan says so before anything runs.
+on_node dgx1 'setsid -f /srv/bin/gdm </dev/null >/dev/null 2>&1'
+for _ in $(seq 50); do [[ -s "$(node_root dgx1)/sim/units/gdm.pid" ]] && break; sleep 0.1; done
+[[ -s "$(node_root dgx1)/sim/units/gdm.pid" ]] || fail "the stand-in gdm did not start"
+mkrepo --unlock dgx2
+expect_rc 1 plan
+expect_out "display_ram.dgx1: /srv/dev/dri/card* is held open by gdm (pid $(cat "$(node_root dgx1)/sim/units/gdm.pid"), unit gdm.service)"
+expect_out "Stop it first (\`sudo systemctl stop gdm.service\`"
+[[ $(param dgx1 modeset) == Y ]] || fail "the plan changed the module"
+
+step "display_manager: stop: fleet stops gdm for the reload and starts it after the restore"
+sed -i '/^  dgx1:$/a\    display_manager: stop' "$REPO/fleet.yaml"
+expect_rc 1 plan  # the drop-in lacks systemctl stop/start gdm.service
+expect_out "for a password to stop and start the display manager"
+grep -oh '[^ ]* ALL=(root) NOPASSWD: /srv/bin/systemctl stop gdm.service, /srv/bin/systemctl start gdm.service$' \
+  "$WORK/out" "$WORK/err" | head -n 1 >>"$(node_root dgx1)/etc/sudoers.d/fleet"
+grep -q "systemctl start gdm.service" "$(node_root dgx1)/etc/sudoers.d/fleet" || fail "no systemctl line printed"
+expect_rc 2 plan --detailed-exitcode
+expect_out "stops gdm.service (display_manager: stop"
+expect_rc 0 apply --auto-approve
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
+[[ $(on_node dgx1 'systemctl is-active gdm') == active ]] || fail "gdm not started again"
+assert_converged
+on_node dgx1 'systemctl stop gdm'  # gdm would take card0 at the next unlock
+mkrepo --unlock dgx1,dgx2  # the manifests the steps below start from
+
 step "destroy returns each node to the values recorded before its unlock"
 expect_rc 0 destroy --auto-approve
 [[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not back to N/Y"

@@ -17,15 +17,23 @@ expect_rc 0 apply --auto-approve
 [[ $(param dgx1 modeset) == Y ]] || fail "dgx1 not unlocked"
 assert_converged
 
-step "destroy: restore display RAM, then power off, in that order"
+step "destroy: restore display RAM, then power off, in that order; a failed restore never skips the power off"
+# dgx1's modprobe fails: its restore cannot run, and the shift-end power
+# off must go on (the reboot brings nvidia_drm back to its boot default;
+# display_ram_test holds the restore itself).
+echo "modprobe: FATAL: Module nvidia_drm is in use." >"$(node_root dgx1)/sim/fail-modprobe"
 expect_rc 2 plan --destroy --detailed-exitcode
 expect_out "restore display RAM"
+expect_out "if the restore fails, the power off still runs"
 expect_rc 0 destroy --auto-approve
 expect_out "Destroy complete"
+expect_out "restore failed"
+rm -f "$(node_root dgx1)/sim/fail-modprobe"
 for n in dgx1 dgx2 dgx3; do
   [[ $("$SIM" node-status "$SIMDIR" "$n") == off ]] || fail "$n still on after destroy"
 done
-[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not restored"
+# dgx1's module is moot while it is off; the power on boots it at its
+# default (fleet-sim's node-start), and apply unlocks it again below.
 restore_line=$(grep -n "display_ram.dgx1: complete" "$WORK/out" | cut -d: -f1)
 off_line=$(grep -n "node.dgx1: Modifying" "$WORK/out" | cut -d: -f1)
 ((restore_line < off_line)) || fail "dgx1 powered off before its display RAM was restored"
@@ -93,6 +101,81 @@ for wait in 0s 5s; do
 done
 rm -f "$(node_root dgx2)/sim/halt-ms"
 assert_converged
+
+step "the plan reads every switch: a mistyped or unavailable entity is a plan error"
+# The log's config.toml had the wrong entity on a node. A mistyped one is
+# found by the plan (HA answers 404), not after power on waited out
+# boot_timeout; so is one HA reads "unavailable".
+serial=$(state_serial)
+sed -i 's/switch: switch.dgx2,/switch: switch.dgx2x,/' "$REPO/fleet.yaml"
+ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+t0=$(ms)
+expect_rc 1 plan
+took=$(($(ms) - t0))
+expect_out "node dgx2: cannot read its power switch switch.dgx2x"
+expect_out "no such entity"
+((took < 10000)) || fail "the plan took $took ms"
+echo "the mistyped entity failed the plan in $took ms"
+mkrepo --power --unlock dgx1 --power-off dgx3
+"$SIM" switch "$SIMDIR" dgx3 unavailable
+expect_rc 1 plan --destroy
+expect_out "node dgx3: its power switch switch.dgx3 is unusable"
+expect_out "'unavailable'"
+"$SIM" switch "$SIMDIR" dgx3 ok
+[[ $(state_serial) == "$serial" ]] || fail "a failed plan changed the state"
+assert_converged
+
+step "a switch that stays on after turn_off fails the power off at once, with its state"
+"$SIM" switch "$SIMDIR" dgx2 stuck
+mkrepo --power --unlock dgx1 --power-off dgx3,dgx2
+t0=$(ms)
+expect_rc 1 apply --auto-approve
+took=$(($(ms) - t0))
+expect_out "switch switch.dgx2 did not follow turn_off: it still reads on"
+# halt_wait (2 s) + the read-back bound (5 s) + the shutdown: not boot or
+# shutdown timeouts.
+((took < 20000)) || fail "the stuck switch took $took ms to fail"
+echo "the stuck switch failed the step in $took ms"
+"$SIM" switch "$SIMDIR" dgx2 ok  # the relay opens: the halted node is off
+mkrepo --power --unlock dgx1 --power-off dgx3
+expect_rc 0 apply --auto-approve
+[[ $("$SIM" node-status "$SIMDIR" dgx2) == on ]] || fail "dgx2 not back on"
+assert_converged
+
+step "an https controller: power.ca_file verifies it; without one the system's CAs refuse a private CA; insecure: true is explicit"
+tls=$WORK/tls
+mkdir -p "$tls" "$REPO/certs"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+  -subj /CN=fleet-test-ca -keyout "$tls/ca.key" -out "$REPO/certs/ha-ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
+  -keyout "$tls/ha.key" -out "$tls/ha.csr" 2>/dev/null
+openssl x509 -req -in "$tls/ha.csr" -CA "$REPO/certs/ha-ca.pem" -CAkey "$tls/ca.key" \
+  -CAcreateserial -days 1 -extfile <(printf 'subjectAltName=IP:127.0.0.1\n') \
+  -out "$tls/ha.pem" 2>/dev/null || fail "openssl could not sign the controller's certificate"
+rm -f "$SIMDIR/ha_tls.port"
+python3 "$ROOT/tests/sim/ha_switch_server.py" --dir "$SIMDIR" --sim "$SIM" \
+  --tls-cert "$tls/ha.pem" --tls-key "$tls/ha.key" 2>>"$WORK/ha_tls.err" &
+BG_PIDS+=($!)
+for _ in $(seq 50); do [[ -s $SIMDIR/ha_tls.port ]] && break; sleep 0.1; done
+[[ -s $SIMDIR/ha_tls.port ]] || fail "the https stand-in did not start: $(cat "$WORK/ha_tls.err")"
+https_url="https://127.0.0.1:$(cat "$SIMDIR/ha_tls.port")"
+tls_repo() {  # tls_repo EXTRA: the manifests with the https controller and EXTRA keys
+  mkrepo --power --ha-url "$https_url" --unlock dgx1 --power-off dgx3
+  sed -i "s|, token_env: |$1, token_env: |" "$REPO/fleet.yaml"
+  grep -qF "$https_url\"$1, token_env" "$REPO/fleet.yaml" || fail "no https controller in fleet.yaml"
+}
+tls_repo ", ca_file: certs/ha-ca.pem"
+expect_rc 0 plan --detailed-exitcode  # every switch read over TLS, checked against the CA
+tls_repo ""
+expect_rc 1 plan
+expect_out "checked against the system's CAs: name the CA that signed the controller's certificate with power.ca_file"
+tls_repo ", insecure: true"
+expect_rc 0 plan --detailed-exitcode
+tls_repo ", ca_file: certs/ha-ca.pem, insecure: true"
+expect_rc 1 validate
+expect_out "both 'ca_file' and 'insecure: true'"
+kill "$(cat "$SIMDIR/ha_tls.pid")"
+mkrepo --power --unlock dgx1 --power-off dgx3
 
 step "a controller that answers 401: clear error, nothing changed"
 "$SIM" node-stop "$SIMDIR" dgx2 >/dev/null

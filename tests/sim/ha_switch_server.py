@@ -14,8 +14,15 @@ Started by `fleet-sim start ... --power`; python3 standard library only.
 TOKEN` (TOKEN from DIR/ha_token), else 401; an unknown entity is 404. Service
 calls answer, as HA does, the list of states that changed.
 Test hooks: DIR/ha_fail_401 makes every request answer 401; DIR/ha_delay
-(seconds, e.g. 2.5) delays every answer.
+(seconds, e.g. 2.5) delays every answer. Per switch, DIR/nodes/NAME/switch
+holds how the relay misbehaves: `stuck` (service calls answer 200 and change
+nothing; the state reads "on": the relay never opens, whatever the node's OS
+does) or `unavailable` (the state reads "unavailable", as HA says of a device
+it cannot reach; service calls answer 200 and change nothing).
+`fleet-sim switch DIR NAME stuck|unavailable|ok` writes it.
 Writes DIR/ha.port and DIR/ha.pid once it listens; logs to DIR/ha.log.
+With --tls-cert and --tls-key it speaks https instead (a second instance
+beside fleet-sim's own: it writes DIR/ha_tls.port and DIR/ha_tls.pid).
 """
 
 import argparse
@@ -23,6 +30,7 @@ import datetime
 import hmac
 import json
 import os
+import ssl
 import subprocess
 import sys
 import threading
@@ -97,10 +105,26 @@ class Fleet:
             return False
         return False
 
+    def fault(self, name):
+        """The relay's fault from DIR/nodes/NAME/switch: "stuck", "unavailable" or ""."""
+        try:
+            with open(os.path.join(self.dir, "nodes", name, "switch")) as f:
+                fault = f.read().strip()
+        except OSError:
+            return ""
+        return fault if fault in ("stuck", "unavailable") else ""
+
     def state(self, name):
+        fault = self.fault(name)
+        if fault == "stuck":
+            reads = "on"
+        elif fault == "unavailable":
+            reads = "unavailable"
+        else:
+            reads = "on" if self.is_on(name) else "off"
         return {
             "entity_id": self.entity(name),
-            "state": "on" if self.is_on(name) else "off",
+            "state": reads,
             "attributes": {"friendly_name": name},
             "last_changed": self.changed[name],
             "last_updated": self.changed[name],
@@ -127,6 +151,10 @@ class Fleet:
     def switch(self, name, on):
         """Switch a node; returns (changed, error message or None)."""
         with self.locks[name]:
+            fault = self.fault(name)
+            if fault:
+                self.log(f"switch.{name} is {fault}: turn_{'on' if on else 'off'} changes nothing")
+                return False, None
             if not on:
                 self.note_cut_while_halting(name)
             if self.is_on(name) == on:
@@ -289,6 +317,8 @@ def main():
     ap.add_argument("--sim", required=True, help="path of tests/sim/fleet-sim")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--tls-cert", help="PEM certificate (chain): serve https")
+    ap.add_argument("--tls-key", help="PEM key of --tls-cert")
     args = ap.parse_args()
 
     sim_dir = os.path.abspath(args.dir)
@@ -300,9 +330,15 @@ def main():
     Handler.token = token
     httpd = Server((args.host, args.port), Handler)
     port = httpd.server_address[1]
-    write_atomic(os.path.join(sim_dir, "ha.pid"), f"{os.getpid()}\n")
-    write_atomic(os.path.join(sim_dir, "ha.port"), f"{port}\n")
-    Handler.fleet.log(f"listening on http://{args.host}:{port} (pid {os.getpid()})")
+    name, scheme = "ha", "http"
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+        name, scheme = "ha_tls", "https"
+    write_atomic(os.path.join(sim_dir, f"{name}.pid"), f"{os.getpid()}\n")
+    write_atomic(os.path.join(sim_dir, f"{name}.port"), f"{port}\n")
+    Handler.fleet.log(f"listening on {scheme}://{args.host}:{port} (pid {os.getpid()})")
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
