@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 archs=("$@")
 ((${#archs[@]})) || archs=(amd64 arm64)
-work=$root/build-release
+work=${FLEET_PACKAGE_WORK:-$root/build-release}
 dist=$root/dist
 version=$(sed -n "s/^  version : '\([^']*\)',\$/\1/p" meson.build)
 [[ -n $version ]] || { echo "package.sh: no version in meson.build" >&2; exit 1; }
@@ -41,7 +41,13 @@ for arch in amd64 arm64; do
   m=$(machine_of "$arch")
   step "fleet-probe for linux/$arch ($m)"
   run "$(cross_prefix "$arch")g++" -O2 -std=c++17 src/probe/fleet_probe.cc -ldl -pthread \
-    -static-libstdc++ -static-libgcc -s -o "$work/fleet-probe-$m"
+    -static-libstdc++ -static-libgcc -s -o "$work/fleet-probe-$m.new"
+  # unchanged bytes keep their date: no relink of fleet
+  if cmp -s "$work/fleet-probe-$m.new" "$work/fleet-probe-$m"; then
+    rm "$work/fleet-probe-$m.new"
+  else
+    mv "$work/fleet-probe-$m.new" "$work/fleet-probe-$m"
+  fi
   probe_args+=("$m=$work/fleet-probe-$m")
 done
 probes=$(IFS=,; echo "${probe_args[*]}")

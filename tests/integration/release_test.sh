@@ -13,7 +13,8 @@
 # Debian 13: tests/deb_install_test.sh) are left to a release: each is as
 # long again. Skips (77) without the cross tools, qemu or the Debian mirror
 # (scripts/install-deps.sh --release installs the tools).
-# RELEASE_BUILD_DIR: the build folder (kept between runs).
+# RELEASE_BUILD_DIR: the build folder (kept between runs; laid out as
+# scripts/package.sh's build-release/, whose arm64 build it can be).
 # shellcheck source=tests/integration/lib.sh
 source "$(dirname "$0")/lib.sh"
 
@@ -29,7 +30,7 @@ started=$SECONDS
 
 step "static archives Debian does not install side by side (scripts/release-libs.sh)"
 rc=0
-bash "$ROOT/scripts/release-libs.sh" arm64 "$build/libs" || rc=$?
+bash "$ROOT/scripts/release-libs.sh" arm64 "$build/libs-arm64" || rc=$?
 if ((rc == 77)); then
   echo "SKIP: scripts/release-libs.sh cannot reach the Debian mirror"
   exit 77
@@ -53,7 +54,8 @@ step "fleet for linux/arm64 (cross, static libraries; log: $build/build.log)"
 unit_tests=(status_test shell_quote_test duration_test byte_size_test recipe_test)
 if [[ ! -f $build/arm64/build.ninja ]]; then
   meson setup "$build/arm64" "$ROOT" --cross-file "$ROOT/scripts/cross/arm64.ini" \
-    -Dstatic_libs=true "-Dstatic_lib_dirs=$build/libs/lib" "-Dstatic_include_dirs=$build/libs/include" \
+    -Dstatic_libs=true "-Dstatic_lib_dirs=$build/libs-arm64/lib" \
+    "-Dstatic_include_dirs=$build/libs-arm64/include" \
     "-Dprobe_binaries=x86_64=$build/fleet-probe-x86_64,aarch64=$build/fleet-probe-aarch64" \
     -Doptimization=2 -Ddebug=false -Dunity=on -Dunity_size=8 >"$build/build.log" 2>&1 ||
     { tail -n 30 "$build/build.log"; fail "meson setup"; }
