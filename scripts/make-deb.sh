@@ -11,6 +11,7 @@
 #   /usr/share/doc/fleet/examples/              examples/ of the repository
 #   /lib/systemd/system/fleet-watch@.service    fleet watch as an always-on controller
 #   /usr/share/doc/fleet/{copyright,changelog.gz,README.md,install.md}
+#   /usr/share/lintian/overrides/fleet          the static libraries, on purpose
 # Depends: only libc6 (>= the newest GLIBC_ symbol version BINARY needs): the
 # same package installs on Debian 12 and 13, Ubuntu 22.04 and 24.04.
 set -euo pipefail
@@ -48,11 +49,14 @@ bash scripts/bash_completion.sh "$run" >"$pkg/usr/share/bash-completion/completi
 
 # The examples, without what a demo or a test left in them.
 cp -a examples "$pkg/usr/share/doc/fleet/examples"
-find "$pkg/usr/share/doc/fleet/examples" \( -name .sim -o -name .fleet -o -name .registry \) \
-  -prune -exec rm -rf {} +
+find "$pkg/usr/share/doc/fleet/examples" \( -name .sim -o -name .fleet -o -name .registry \
+  -o -name .gitignore \) -prune -exec rm -rf {} +
 cp README.md docs/install.md "$pkg/usr/share/doc/fleet/"
 install -m 0644 scripts/deb/fleet-watch@.service "$pkg/lib/systemd/system/"
 install -m 0644 scripts/deb/copyright "$pkg/usr/share/doc/fleet/copyright"
+# lintian: the libraries linked in on purpose (scripts/deb/lintian-overrides)
+install -d "$pkg/usr/share/lintian/overrides"
+install -m 0644 scripts/deb/lintian-overrides "$pkg/usr/share/lintian/overrides/fleet"
 {
   printf 'fleet (%s) unstable; urgency=medium\n\n' "$version"
   printf '  * Release %s, built from %s.\n\n' "$version" \
@@ -88,5 +92,7 @@ Description: keep a fleet of GPU inference nodes in the state its manifests decl
  One static binary (glibc only); it carries fleet-probe, its node-side GPU
  program, for amd64 and arm64 nodes.
 EOF
+(cd "$pkg" && find usr lib -type f -print0 | sort -z | xargs -0 md5sum >DEBIAN/md5sums)
+chmod 0644 "$pkg/DEBIAN/md5sums"
 mkdir -p "$outdir"
 dpkg-deb --root-owner-group -Zxz --build "$pkg" "$outdir/fleet_${version}_$arch.deb" >/dev/null

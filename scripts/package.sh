@@ -72,7 +72,7 @@ for arch in "${archs[@]}"; do
   step "fleet for linux/$arch: building (log: $log)"
   run ninja -C "$bdir" -j "$jobs" "${targets[@]}"
   out=$dist/fleet-$version-linux-$arch
-  run "$(cross_prefix "$arch")strip" -o "$out" "$bdir/src/engine/fleet"
+  run "$(cross_prefix "$arch")strip" -R .comment -o "$out" "$bdir/src/engine/fleet"
   step "wrote $out"
 done
 
