@@ -61,10 +61,10 @@ for arch in "${archs[@]}"; do
     -Doptimization=2 -Ddebug=false -Dunity=on -Dunity_size=8)
   cross=()
   [[ $arch == amd64 ]] || cross=(--cross-file scripts/cross/arm64.ini)
-  if [[ -f $bdir/build.ninja ]]; then
-    step "fleet for linux/$arch: reconfiguring $bdir"
-    run meson configure "$bdir" "${opts[@]}"
-  else
+  # Options are set once (remove $bdir to change them); a folder that
+  # tests/integration/release_test.sh configured (-Dtests=true, otherwise the
+  # same) builds the same fleet.
+  if [[ ! -f $bdir/build.ninja ]]; then
     step "fleet for linux/$arch: configuring $bdir"
     run meson setup "$bdir" "${cross[@]}" "${opts[@]}"
   fi
