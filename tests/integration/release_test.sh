@@ -28,9 +28,8 @@ build=${RELEASE_BUILD_DIR:-$ROOT/build/release-arm64}
 mkdir -p "$build"
 started=$SECONDS
 cpu() { # the CPU seconds of this script's finished children (user + system)
-  local t
-  t=$(times | tail -n 1)
-  awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }' <<<"$t"
+  times >"$WORK/times"  # not in $(...): a subshell has no children of its own
+  tail -n 1 "$WORK/times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'
 }
 
 step "static archives Debian does not install side by side (scripts/release-libs.sh)"
