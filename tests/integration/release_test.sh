@@ -27,10 +27,10 @@ done
 build=${RELEASE_BUILD_DIR:-$ROOT/build/release-arm64}
 mkdir -p "$build"
 started=$SECONDS
-cpu() { # the CPU seconds of this script's finished children (user + system)
-  times >"$WORK/times"  # not in $(...): a subshell has no children of its own
-  tail -n 1 "$WORK/times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'
-}
+# cpu: the CPU seconds (user + system) of this script's finished children,
+# from `times >"$WORK/times"` run just before in this shell (in $(...) it
+# would count a subshell's children: none).
+cpu() { tail -n 1 "$WORK/times" | awk '{ gsub(/[ms]/, " "); print int($1 * 60 + $2 + $3 * 60 + $4) }'; }
 
 step "static archives Debian does not install side by side (scripts/release-libs.sh)"
 rc=0
@@ -70,6 +70,7 @@ targets=(src/engine/fleet src/status_test src/shell_quote_test manifests/duratio
   manifests/byte_size_test manifests/recipe_test)
 PATH=$build_path nice ninja -C "$build/arm64" "${targets[@]}" >>"$build/build.log" 2>&1 ||
   { tail -n 30 "$build/build.log"; fail "ninja"; }
+times >"$WORK/times"
 echo "built in $((SECONDS - started)) s ($(cpu) CPU seconds so far)"
 fleet_arm64=$build/arm64/src/engine/fleet
 
@@ -135,4 +136,5 @@ expect_out "built for aarch64"
 on_node dgx1 'ls .fleet/src 2>/dev/null' >"$WORK/out" || true
 [[ ! -s $WORK/out ]] || fail "the source was uploaded (a compile): $(cat "$WORK/out")"
 expect_rc 0 plan --detailed-exitcode
+times >"$WORK/times"
 echo "release_test: ok in $((SECONDS - started)) s ($(cpu) CPU seconds)"
