@@ -8,6 +8,7 @@
 # :30001, each passing its smoke checks), show that a second plan is empty,
 # ask one serve a chat question, and end with `fleet check`. Run as root on
 # Debian 12. `scripts/demo.sh stop` stops the fleet and the registry.
+# Installs only what it runs (scripts/install-deps.sh --demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=examples/spark-lab
@@ -24,8 +25,16 @@ if [[ ${1:-} == stop ]]; then
   registry_stop
   exit 0
 fi
-bash scripts/install-deps.sh
-bash scripts/build.sh >/dev/null
+# Installs only what the demo runs (the build, sshd, podman, the registry,
+# HAProxy): one line says so; apt's output goes to a log, named on failure.
+bash scripts/install-deps.sh --demo
+build_log=${TMPDIR:-/tmp}/fleet-demo-build.log
+echo "== building fleet (scripts/build.sh; its output: $build_log)"
+bash scripts/build.sh >"$build_log" 2>&1 || {
+  tail -n 30 "$build_log" >&2
+  echo "demo.sh: the build failed (the whole output: $build_log)" >&2
+  exit 1
+}
 fleet=build/src/engine/fleet
 export FLEET_SIM_FAKE_GPU_DIR=$PWD/build/tests/sim/fake_gpu
 

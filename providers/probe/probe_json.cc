@@ -24,12 +24,14 @@ void from_json(const nlohmann::json& j, ProbeStep& v) { v.method = j.value("meth
 
 void to_json(nlohmann::json& j, const ProbeRecord& v) {
   j = {{"source_sha256", v.source_sha256}, {"method", v.method}, {"arch", v.arch}};
+  if (!v.fallback.empty()) j["fallback"] = v.fallback;
 }
 
 void from_json(const nlohmann::json& j, ProbeRecord& v) {
   v.source_sha256 = j.value("source_sha256", "");
   v.method = j.value("method", "");
   v.arch = j.value("arch", "");
+  v.fallback = j.value("fallback", "");
 }
 
 }  // namespace fleet

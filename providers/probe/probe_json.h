@@ -36,6 +36,8 @@ struct ProbeRecord {
   std::string source_sha256;
   std::string method;
   std::string arch;
+  // Why an upload was compiled from source after all ("" when it was not).
+  std::string fallback;
 };
 
 void to_json(nlohmann::json& j, const ProbeWant& v);

@@ -9,6 +9,7 @@
 
 #include "providers/probe/probe_json.h"
 #include "src/probe/fleet_probe_source.h"
+#include "src/probe/probe_binaries.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
@@ -29,6 +30,37 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The fleet-probe build fleet carries for ARCH; "" when none.
+std::string_view EmbeddedBinary(const std::string& arch) {
+  static const std::vector<EmbeddedProbe> probes = EmbeddedProbes();
+  for (const EmbeddedProbe& p : probes)
+    if (p.arch == arch) return p.binary;
+  return {};
+}
+
+// Upload needs a build for the node's architecture: one fleet carries, or
+// the one beside a fleet of the node's architecture.
+bool CanUpload(const std::string& arch) {
+  return !EmbeddedBinary(arch).empty() || (arch == ControllerArch() && !LocalProbeBinary().empty());
+}
+
+std::string UploadSummary(const std::string& arch) {
+  if (!EmbeddedBinary(arch).empty())
+    return "install fleet-probe (upload the " + arch + " build fleet carries)";
+  return "install fleet-probe (upload the controller's " + ControllerArch() + " build)";
+}
+
+// A binary that cannot start on the node: the loader or the C library
+// refuses it (an older glibc, no such loader, another architecture), as
+// opposed to a probe that starts and fails.
+bool RefusedToStart(const CommandResult& run) {
+  if (run.exit_code == 126 || run.exit_code == 127) return true;
+  for (const char* sign : {"GLIBC_", "GLIBCXX_", "cannot execute", "Exec format error",
+                           "error while loading shared libraries", "not found"})
+    if (run.err.find(sign) != std::string::npos) return true;
+  return false;
 }
 
 }  // namespace
@@ -107,10 +139,10 @@ Decision Installed(const ActualResource& actual, const ProbeFound& found, const 
   return c;
 }
 
-// Upload the controller's build to a node of its architecture, else
-// compile on the node; "" when neither can be done.
+// Upload a build of the node's architecture (one fleet carries, or the
+// controller's own), else compile on the node; "" when neither can be done.
 std::string InstallMethod(const ProbeFound& found) {
-  if (found.arch == ControllerArch() && !LocalProbeBinary().empty()) return kMethodUpload;
+  if (CanUpload(found.arch)) return kMethodUpload;
   if (!found.compiler.empty()) return kMethodCompile;
   return "";
 }
@@ -146,7 +178,7 @@ PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResou
   if (auto d = CannotInstall(desired, found, method, c)) return *d;
   c.action = actual.exists ? Action::kUpdate : Action::kCreate;
   c.summary = method == kMethodUpload
-                  ? "install fleet-probe (upload the controller's " + ControllerArch() + " build)"
+                  ? UploadSummary(found.arch)
                   : "install fleet-probe (compile on the node, " + found.arch + ")";
   c.reasons.push_back(actual.exists ? "installed probe is another version"
                                     : "fleet-probe is not installed: GPU memory comes from "
@@ -155,46 +187,84 @@ PlanChange ProbeProvider::Diff(const DesiredResource& desired, const ActualResou
   return c;
 }
 
+namespace {
+
+Status UploadProbe(const StepContext& ctx, const std::string& node_arch) {
+  std::string_view embedded = EmbeddedBinary(node_arch);
+  std::string local;
+  if (embedded.empty()) {
+    local = ReadFile(LocalProbeBinary());
+    if (local.empty()) return Status::Error("cannot read the local fleet-probe");
+    embedded = local;
+  }
+  return ctx.transport->WriteFile(kProbeInstallPath, embedded, 0755);
+}
+
+Status CompileProbe(const StepContext& ctx) {
+  Status s = ctx.transport->WriteFile(
+      kSourceFile,
+      std::string_view(reinterpret_cast<const char*>(kFleetProbeSource), kFleetProbeSourceSize),
+      0644);
+  if (!s.ok()) return s;
+  return RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-pthread",
+                                      "-o", std::string(kProbeInstallPath) + ".tmp"}) +
+                            " && " +
+                            ShellCommand({"mv", "-f", std::string(kProbeInstallPath) + ".tmp",
+                                          kProbeInstallPath}))
+      .status();
+}
+
+// The installed probe runs and prints its JSON document.
+Result<CommandResult> RunInstalled(const StepContext& ctx) {
+  return ctx.transport->Run(kProbeInstallPath);
+}
+
+bool Answers(const CommandResult& run) {
+  return run.exit_code == 0 && run.out.find("\"probe_version\"") != std::string::npos;
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+// Upload (or compile), then run it once. An uploaded build the node's
+// loader or C library refuses is compiled from source instead, the reason
+// shown and recorded (`fallback`), where the node has a compiler.
 Result<nlohmann::json> ProbeProvider::Apply(const PlanChange& change,
                                             const StepContext& ctx) const {
   std::string method = change.detail.get<ProbeStep>().method;
   Result<CommandResult> arch = ctx.transport->Run("uname -m");
   if (!arch.ok()) return arch.status();
-  std::string node_arch = arch->out.substr(0, arch->out.find('\n'));
-  if (method == kMethodAuto)
-    method = node_arch == ControllerArch() && !LocalProbeBinary().empty() ? kMethodUpload
-                                                                          : kMethodCompile;
+  std::string node_arch = FirstLine(arch->out);
+  if (method == kMethodAuto) method = CanUpload(node_arch) ? kMethodUpload : kMethodCompile;
 
   Status s = RunOnNode(ctx, ShellCommand({"mkdir", "-p", kProbeInstallDir, ".fleet/src"})).status();
   if (!s.ok()) return s;
-  if (method == kMethodUpload) {
-    std::string binary = ReadFile(LocalProbeBinary());
-    if (binary.empty()) return Result<nlohmann::json>::Error("cannot read the local fleet-probe");
-    s = ctx.transport->WriteFile(kProbeInstallPath, binary, 0755);
-  } else {
-    s = ctx.transport->WriteFile(
-        kSourceFile,
-        std::string_view(reinterpret_cast<const char*>(kFleetProbeSource), kFleetProbeSourceSize),
-        0644);
-    if (s.ok())
-      s = RunOnNode(ctx, ShellCommand({"c++", "-O2", "-std=c++17", kSourceFile, "-ldl", "-pthread",
-                                       "-o", std::string(kProbeInstallPath) + ".tmp"}) +
-                             " && " +
-                             ShellCommand({"mv", "-f", std::string(kProbeInstallPath) + ".tmp",
-                                           kProbeInstallPath}))
-              .status();
-  }
+  s = method == kMethodUpload ? UploadProbe(ctx, node_arch) : CompileProbe(ctx);
   if (!s.ok()) return s;
   s = ctx.transport->WriteFile(kProbeVersionFile, std::string(kFleetProbeSourceSha256) + "\n",
                                0644);
   if (!s.ok()) return s;
-  // Verify: the installed probe runs and prints its JSON document.
-  Result<CommandResult> run = ctx.transport->Run(kProbeInstallPath);
+  Result<CommandResult> run = RunInstalled(ctx);
   if (!run.ok()) return run.status();
-  if (run->exit_code != 0 || run->out.find("\"probe_version\"") == std::string::npos)
+  std::string fallback;
+  if (!Answers(*run) && method == kMethodUpload && RefusedToStart(*run)) {
+    fallback = "the uploaded " + node_arch + " build does not start on the node (" +
+               FirstLine(run->err.empty() ? "exit " + std::to_string(run->exit_code) : run->err) +
+               "): compiled from source there";
+    if (ctx.progress) ctx.progress(fallback);
+    s = CompileProbe(ctx);
+    if (!s.ok())
+      return Result<nlohmann::json>::Error("on " + ctx.node->name + ": " + fallback +
+                                           " failed: " + s.message());
+    method = kMethodCompile;
+    run = RunInstalled(ctx);
+    if (!run.ok()) return run.status();
+  }
+  if (!Answers(*run))
     return Result<nlohmann::json>::Error("on " + ctx.node->name +
                                          ": the installed fleet-probe does not run: " + run->err);
-  return nlohmann::json(ProbeRecord{kFleetProbeSourceSha256, method, node_arch});
+  return nlohmann::json(ProbeRecord{kFleetProbeSourceSha256, method, node_arch, fallback});
 }
 
 }  // namespace fleet

@@ -16,6 +16,7 @@
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/version.h"
+#include "src/probe/probe_binaries.h"
 
 namespace {
 
@@ -333,14 +334,42 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                   }});
 }
 
+// fleet --version: the release, the platform, how it is linked and the
+// fleet-probe builds it carries for nodes (src/probe/probe_binaries.h).
+std::string VersionText() {
+#if defined(__x86_64__)
+  const std::string platform = "linux/amd64";
+#elif defined(__aarch64__)
+  const std::string platform = "linux/arm64";
+#else
+  const std::string platform = "linux/other";
+#endif
+#ifdef FLEET_STATIC_LIBS
+  const std::string linked = "every library static but glibc (built with glibc " +
+                             std::to_string(__GLIBC__) + "." + std::to_string(__GLIBC_MINOR__) +
+                             ")";
+#else
+  const std::string linked = "shared libraries";
+#endif
+  std::string probes;
+  for (const fleet::EmbeddedProbe& p : fleet::EmbeddedProbes())
+    probes += (probes.empty() ? "" : ", ") + p.arch;
+  return std::string("fleet ") + FLEET_VERSION + " (" + FLEET_COMMIT + ")\n" +
+         "platform: " + platform + ", " + linked + "\n" + "fleet-probe: " +
+         (probes.empty() ? "no builds carried: uploads the one beside fleet to nodes of this "
+                           "architecture, compiles it on the others"
+                         : "carries " + probes +
+                               " builds, uploaded by a node's uname -m; compiled on the node "
+                               "for any other");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     CLI::App app{"fleet: plan/apply/destroy a fleet of GPU inference nodes", "fleet"};
     app.require_subcommand(1);
-    app.set_version_flag("--version",
-                         std::string("fleet ") + FLEET_VERSION + " (" + FLEET_COMMIT + ")");
+    app.set_version_flag("--version", VersionText());
     // `fleet help COMMAND [SUBCOMMAND]`: that command's --help.
     std::vector<std::string> help_path;
     auto* help = app.add_subcommand("help", "show a command's help: fleet help COMMAND");

@@ -108,6 +108,14 @@ typedef struct CUuuid_st {
 namespace {
 
 constexpr int kProbeVersion = 1;
+// fleet-probe --version: the architecture this binary was compiled for.
+#if defined(__x86_64__)
+constexpr char kBuiltFor[] = "x86_64";
+#elif defined(__aarch64__)
+constexpr char kBuiltFor[] = "aarch64";
+#else
+constexpr char kBuiltFor[] = "another architecture";
+#endif
 
 // cuda.h values, spelled out so that the standalone build needs no header.
 constexpr int kCudaSuccess = 0;
@@ -1249,6 +1257,7 @@ constexpr char kUsage[] =
     "usage: fleet-probe [--pretty] [--no-context]\n"
     "       fleet-probe --sha256 [--threads N] [--] FILE...\n"
     "       fleet-probe --api SOCKET PATH...\n"
+    "       fleet-probe --version\n"
     "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
     "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
     "--no-context: create no CUDA context (free memory from NVML or, on\n"
@@ -1266,6 +1275,10 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--version") {
+    std::printf("fleet-probe (probe_version %d), built for %s\n", kProbeVersion, kBuiltFor);
+    return 0;
+  }
   bool pretty = false;
   bool with_context = true;
   for (int i = 1; i < argc; ++i) {
