@@ -41,6 +41,14 @@ wait_event() {  # wait_event KIND ADDRESS OUTCOME SECONDS
   done
   fail "no $1 $3 event for $2 within $4 s: $(grep -v '"round"' "$LOG" | tail -5; tail -10 "$WORK/watch.out")"
 }
+# wait_heal_started: until a's heal is recorded as started (up to 30 s).
+wait_heal_started() {
+  for _ in $(seq 300); do
+    python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
+      "$(state_file)" 2>/dev/null && return
+    sleep 0.1
+  done
+}
 # slow_recipe NAME BOOT_S [ENV]: the stand-in engine, answering only after
 # BOOT_S seconds (shards streaming from the NAS).
 slow_recipe() {
@@ -71,11 +79,7 @@ WATCH=$!
 BG_PIDS+=("$WATCH")
 for _ in $(seq 100); do (($(rounds) >= 1)) && break; sleep 0.1; done
 ce dgx1 kill fleet-a >/dev/null
-for _ in $(seq 300); do
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
-    "$(state_file)" 2>/dev/null && break
-  sleep 0.1
-done
+wait_heal_started
 r_start=$(rounds)
 t_start=$SECONDS
 # b changes while a heals: its apply takes the lock, which the heal does not hold.
@@ -108,11 +112,7 @@ step "a killed and, while it heals, replaced by an apply: the apply takes it ove
 WATCH=$!
 BG_PIDS+=("$WATCH")
 ce dgx1 kill fleet-a >/dev/null
-for _ in $(seq 300); do
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
-    "$(state_file)" 2>/dev/null && break
-  sleep 0.1
-done
+wait_heal_started
 # A new spec for a (a shorter boot): the apply replaces the serve the heal
 # is bringing back.
 slow_recipe slow 10

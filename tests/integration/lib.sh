@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared set-up for the integration tests: a real simulated fleet (sshd per
 # node, see tests/sim/), a manifests repo for it, and assertion helpers.
 # Source it; it cleans up after itself on exit.
@@ -100,6 +101,7 @@ while os.getppid() == parent: time.sleep(1)' "$1" "$WORK/held-port" >/dev/null 2
     sleep 0.1
   done
   [[ -s $WORK/held-port ]] || fail "nothing listened on port $1 (the listener exited, or 60 s passed)"
+  # shellcheck disable=SC2034 # read by the tests that source this file
   HELD_PORT=$(<"$WORK/held-port")
 }
 release_port() {
@@ -228,6 +230,7 @@ engine_stand_in() {
 }
 engine_stand_in_off() { rm -f "$(node_root "$1")/bin/$(node_field "$1" engine)"; }
 # ENGINE_DOWN: an ACTION for engine_stand_in: the engine cannot answer.
+# shellcheck disable=SC2034 # read by the tests that source this file
 ENGINE_DOWN='echo "Cannot connect to the engine: storage is locked (fleet test)" >&2; exit 125'
 
 # After an apply: plan shows nothing to do, and a second apply changes
