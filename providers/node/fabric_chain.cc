@@ -142,11 +142,12 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     if (ports[k] < 0) break;
     up_from = k;
   }
+  std::string not_started;  // why, where the chain did not start
   if (up_from > 0) {
     // Hop up_from - 1's listener did not come up; those behind it wait for
     // a connection that will not come.
     result.unconnected = true;
-    const std::string why =
+    const std::string& why = not_started =
         "not started: " + spec.hops[up_from - 1].node + "'s listener did not come up";
     result.source = Status::Error(why);
     for (size_t k = up_from; k < n; ++k) listeners[k]->Cancel(why);
@@ -177,6 +178,11 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     result.hops[k].target = listeners[k]->Join();
     TakeForwardProblem(&result.hops[k]);
     if (!stopped) stopped = stop_behind(static_cast<int>(k));
+    // No byte left the source, so whatever such a hop got is not the
+    // payload: the failed hop's relay may have forwarded its own empty
+    // input, with a clean end, before the hop's stop came.
+    if (!not_started.empty() && k >= up_from && result.hops[k].delivered())
+      result.hops[k].target = CommandResult{1, "", "fabric: stopped: " + not_started};
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

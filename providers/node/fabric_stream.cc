@@ -176,8 +176,12 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
          "port=" + std::to_string(port) + "; cto=" + std::to_string(limits.connect_timeout_s) +
          "; stall=" + std::to_string(limits.stall_s) + "\n{ (\n" + source_cmd +
          "\n) </dev/null 2>\"$d/serr\"; r=$?; echo $r >\"$d/rc\"\n" + kAbortOnFailure +
-         "} | d=\"$d\" id=\"$id\" a=\"$a\" port=\"$port\" to=\"$to\" sh -c 'echo $$ >\"$d/cpid\"; "
-         "exec timeout \"$to\" openssl s_client -state -quiet -no_ign_eof -nocommands " +
+         // $d/cpid is s_client's own pid (sh execs it), not timeout's: a
+         // TERM that reached timeout while it forked ended timeout alone,
+         // and the s_client it had just started then saw its input end and
+         // closed the stream cleanly, a failed source delivered as empty.
+         "} | d=\"$d\" id=\"$id\" a=\"$a\" port=\"$port\" timeout \"$to\" sh -c 'echo $$ "
+         ">\"$d/cpid\"; exec openssl s_client -state -quiet -no_ign_eof -nocommands " +
          kTls +
          " -connect \"$a:$port\"' >/dev/null 2>\"$d/cerr\" &\njob=$!\n"
          // Connected once s_client starts its handshake (-state prints
