@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 namespace fleet {
 
@@ -195,6 +198,42 @@ std::vector<std::string> EnvNamesNotAllowed(const Manifest& next,
       out.push_back(line);
     }
   }
+  return out;
+}
+
+std::vector<std::string> TrustFileChanges(const Manifest& next, const std::string& copy_root,
+                                          const std::string& live_root) {
+  namespace fs = std::filesystem;
+  const std::string base = fs::path(copy_root).lexically_normal().string();
+  std::vector<std::string> out, seen;
+  // Missing and unreadable read as nullopt: a file the commit adds or
+  // removes at a declared path is a change too.
+  auto bytes = [](const std::string& path) -> std::optional<std::string> {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  auto check = [&](const std::string& path, const SourceLoc& loc, const std::string& why) {
+    if (!Under(path, base)) return;  // outside the repo: no commit writes it
+    const fs::path rel = fs::path(path).lexically_relative(base);
+    if (std::find(seen.begin(), seen.end(), rel.string()) != seen.end()) return;
+    seen.push_back(rel.string());
+    if (bytes(path) != bytes((fs::path(live_root) / rel).string()))
+      out.push_back(At(loc) + "the commit changes the content of " + rel.string() + " (" + why +
+                    ": a person approves it)");
+  };
+  const std::string ssh_why = "whom fleet logs in to, and with which key";
+  if (next.power.present)
+    check(next.power.ca_file, next.power.loc, "whom fleet sends the switch's token to");
+  check(next.ssh.known_hosts, next.ssh.loc, ssh_why);
+  check(next.ssh.identity, next.ssh.loc, ssh_why);
+  for (const auto& [name, node] : next.nodes) {
+    check(node.ssh.known_hosts, node.ssh.loc, ssh_why);
+    check(node.ssh.identity, node.ssh.loc, ssh_why);
+  }
+  for (const auto& [name, g] : next.gateways) check(g.keys_path, g.loc, "whom the gateway lets in");
   return out;
 }
 

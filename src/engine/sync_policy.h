@@ -35,6 +35,18 @@ std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy);
 std::vector<std::string> EnvNamesNotAllowed(const Manifest& next,
                                             const std::vector<std::string>& allowed);
 
+// The controller files a commit carries inside the repo and fleet trusts
+// (power.ca_file, the ssh identity and known_hosts files, top level and per
+// node; gateway keys files) whose bytes differ from the same file in the
+// lab's checkout, one line each: "fleet.yaml:LINE:COL: the commit changes
+// the content of <path> (<why a person>)". Their paths compare equal, so
+// ChangesForAPerson cannot see such a change: a new CA or known_hosts entry
+// at the same path would let the next rounds send the switch token to, or
+// log in to, whoever the commit names.
+// REQUIRES: `next` loaded from `copy_root`, before RebaseControllerPaths.
+std::vector<std::string> TrustFileChanges(const Manifest& next, const std::string& copy_root,
+                                          const std::string& live_root);
+
 // Rewrites the controller paths of `m` (ssh identity and known_hosts, the
 // state file) that lie under `from` to lie under `to`: a commit loaded from
 // a temporary copy resolves its relative paths against the lab's checkout,

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 namespace fleet {
 namespace {
 
@@ -277,6 +281,55 @@ TEST(SyncPolicy, ACopysRelativePathsResolveAgainstTheCheckout) {
   m.ssh.identity = "/tmp/fleet-sync.abcd/id";
   RebaseControllerPaths("/tmp/fleet-sync.abc", "/lab/manifests", &m);
   EXPECT_EQ(m.ssh.identity, "/tmp/fleet-sync.abcd/id");
+}
+
+// Two trees as sync sees them: the commit's copy and the lab's checkout.
+struct TwoTrees {
+  std::string copy, live;
+  TwoTrees() {
+    char a[] = "/tmp/sync_policy_test.XXXXXX", b[] = "/tmp/sync_policy_test.XXXXXX";
+    copy = mkdtemp(a) ? a : "";
+    live = mkdtemp(b) ? b : "";
+  }
+  ~TwoTrees() {
+    std::filesystem::remove_all(copy);
+    std::filesystem::remove_all(live);
+  }
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+};
+
+TEST(SyncPolicy, ATrustFileChangedAtTheSamePathWaits) {
+  TwoTrees t;
+  ASSERT_FALSE(t.copy.empty() || t.live.empty());
+  for (const std::string& root : {t.copy, t.live}) {
+    TwoTrees::Write(root + "/ha-ca.pem", "CA of the lab\n");
+    TwoTrees::Write(root + "/known_hosts", "dgx1.lab ssh-ed25519 AAAA1\n");
+  }
+  Manifest next = Applied();
+  next.power.ca_file = t.copy + "/ha-ca.pem";
+  next.ssh.known_hosts = t.copy + "/known_hosts";
+  next.ssh.identity = "/home/op/.ssh/id_ed25519";  // outside the repo: no commit writes it
+  for (auto& [name, node] : next.nodes) node.ssh = next.ssh;
+  EXPECT_EQ(All(TrustFileChanges(next, t.copy, t.live)), "");
+
+  // The commit swaps the CA and a host key, paths unchanged: both wait, the
+  // known_hosts file once though three blocks name it.
+  TwoTrees::Write(t.copy + "/ha-ca.pem", "the attacker's CA\n");
+  TwoTrees::Write(t.copy + "/known_hosts", "dgx1.lab ssh-ed25519 AAAA-other\n");
+  EXPECT_EQ(All(TrustFileChanges(next, t.copy, t.live)),
+            "fleet.yaml:5:1: the commit changes the content of ha-ca.pem (whom fleet sends "
+            "the switch's token to: a person approves it)\n"
+            "fleet.yaml:4:1: the commit changes the content of known_hosts (whom fleet logs in "
+            "to, and with which key: a person approves it)\n");
+
+  // A file the commit adds at a declared path is a change too.
+  next.nodes["dgx2"].ssh.identity = t.copy + "/keys/dgx2";
+  std::filesystem::create_directories(t.copy + "/keys");
+  TwoTrees::Write(t.copy + "/keys/dgx2", "a key\n");
+  EXPECT_NE(All(TrustFileChanges(next, t.copy, t.live)).find("content of keys/dgx2"),
+            std::string::npos);
 }
 
 }  // namespace

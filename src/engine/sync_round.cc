@@ -213,6 +213,9 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
         why += (why.empty() ? "" : "; ") + d.ToString();
     return {"failed", "validate: " + why};
   }
+  // Before the rebase below points next's controller paths at the checkout.
+  const std::vector<std::string> trust_files =
+      TrustFileChanges(next, copy.path(), current.root_dir);
   RebaseControllerPaths(copy.path(), current.root_dir, &next);
   if (std::vector<std::string> env = EnvNamesNotAllowed(next, options.allow_env); !env.empty())
     return {"refused",
@@ -223,8 +226,11 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
       ": a person applies it (fleet apply) or approves it (fleet sync approve " +
       commit.substr(0, 12) + ")";
   if (!approved)
-    if (std::vector<std::string> trust = ChangesForAPerson(current, next); !trust.empty())
+    if (std::vector<std::string> trust = ChangesForAPerson(current, next);
+        !trust.empty() || !trust_files.empty()) {
+      trust.insert(trust.end(), trust_files.begin(), trust_files.end());
       return {"waiting", Joined(trust) + approve};
+    }
   next.state = current.state;  // the lab's store, not one inside the copy
   Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(store, "sync", options.lock_timeout_ms);
   if (!lock.ok()) return {"busy", "the state lock is held: " + lock.status().message()};
