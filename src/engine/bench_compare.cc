@@ -59,7 +59,9 @@ BenchComparison CompareBench(const std::vector<BenchCell>& base,
     for (const Figure& f : figures) {
       if (f.base <= 0 || f.current < 0) continue;
       BenchDelta d{now.Key(), f.name, f.base, f.current, (f.current - f.base) / f.base * 100};
-      d.worse = f.higher_is_better ? d.change_pct < -tolerance_pct : d.change_pct > tolerance_pct;
+      d.worse = f.higher_is_better
+                    ? d.change_pct < -tolerance_pct
+                    : d.change_pct > tolerance_pct && f.current - f.base > kBenchTimeNoiseS;
       out.deltas.push_back(d);
     }
     if (now.failed > was.failed) {

@@ -42,6 +42,17 @@ TEST(BenchCompareTest, FlagsOnlyDeltasBeyondToleranceInTheBadDirection) {
   EXPECT_NE(table.find("REGRESSED: b is worse than a"), std::string::npos) << table;
 }
 
+TEST(BenchCompareTest, ATimeWithinTheNoiseFloorIsNeverFlagged) {
+  // A cached TTFT of 50 ms becoming 60 ms is +20%, and noise; 0.5 s
+  // becoming 0.6 s is a regression.
+  const BenchComparison small =
+      CompareBench({Cell(0, false, 1, 50, 0.05, 0.5)}, {Cell(0, false, 1, 50, 0.06, 0.5)}, 10);
+  EXPECT_FALSE(small.Regressed());
+  const BenchComparison large =
+      CompareBench({Cell(0, false, 1, 50, 0.5, 1)}, {Cell(0, false, 1, 50, 0.6, 1)}, 10);
+  EXPECT_TRUE(large.Regressed());
+}
+
 TEST(BenchCompareTest, WithinToleranceAndQuality) {
   const std::vector<BenchCell> base = {Cell(0, true, 100, 50, 0.1, 1)};
   const std::vector<BenchCell> now = {Cell(0, true, 95, 52, 0.105, 1.02),
