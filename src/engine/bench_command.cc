@@ -239,13 +239,39 @@ void MeasureRun(const BenchSettings& settings, const BenchProfile& profile,
 // `regressed` and `ok` (everything kept) are set.
 std::string RecordRun(const GlobalOptions& g, const Manifest& m, const BenchOptions& o,
                       const BenchRecord& rec, bool* regressed, bool* ok) {
-  // Recorded before it is compared: a regressed run is history too.
+  // The history as it was before this run: the good run to compare with.
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
   Result<BenchHistory> history = ReadHistory(store.get());
   *ok = true;
   *regressed = false;
+  std::string comparison, outcome = "recorded";
+  if (history.ok()) {
+    auto good = history->good.find(rec.deployment);
+    const std::optional<BenchRecord> base =
+        good == history->good.end() ? std::nullopt : FindRun(g.dir, good->second, *history);
+    if (base) {
+      const BenchComparison c =
+          CompareBench(base->cells, rec.cells, o.tolerance_pct, base->quality, rec.quality);
+      comparison = c.Render(base->id, rec.id, o.tolerance_pct);
+      *regressed = c.Regressed();
+      outcome = *regressed ? "regressed" : "ok";
+    } else {
+      comparison = "No run of deployment." + rec.deployment +
+                   " is marked good yet: nothing to compare with (fleet bench --mark-good).\n";
+    }
+  }
+  // Kept whether or not it regressed: a regressed run is history too. The
+  // address, outcome and detail are what `fleet events` shows of it.
+  const std::string address = "deployment." + rec.deployment + "@" + rec.node;
+  std::string detail = rec.id + " " + rec.profile + ": " + BenchSummaryLine(rec.cells);
+  if (rec.quality)
+    detail += ", quality " + std::to_string(rec.quality->passed) + "/" +
+              std::to_string(rec.quality->total);
   if (Status s = store->AppendEvent({{"time", rec.time},
                                      {"event", "bench"},
+                                     {"address", address},
+                                     {"outcome", outcome},
+                                     {"detail", detail},
                                      {"deployment", rec.deployment},
                                      {"node", rec.node},
                                      {"record", rec.ToJson()}});
@@ -257,24 +283,12 @@ std::string RecordRun(const GlobalOptions& g, const Manifest& m, const BenchOpti
     std::cerr << "fleet: " << s.message() << "\n";
     *ok = false;
   }
-  std::string comparison;
-  if (history.ok()) {
-    auto good = history->good.find(rec.deployment);
-    const std::optional<BenchRecord> base =
-        good == history->good.end() ? std::nullopt : FindRun(g.dir, good->second, *history);
-    if (base) {
-      const BenchComparison c =
-          CompareBench(base->cells, rec.cells, o.tolerance_pct, base->quality, rec.quality);
-      comparison = c.Render(base->id, rec.id, o.tolerance_pct);
-      *regressed = c.Regressed();
-    } else {
-      comparison = "No run of deployment." + rec.deployment +
-                   " is marked good yet: nothing to compare with (fleet bench --mark-good).\n";
-    }
-  }
   if (o.mark_good) {
     if (Status s = store->AppendEvent({{"time", NowRfc3339()},
                                        {"event", "bench_good"},
+                                       {"address", address},
+                                       {"outcome", "marked good"},
+                                       {"detail", rec.id},
                                        {"deployment", rec.deployment},
                                        {"run", rec.id}});
         !s.ok()) {

@@ -153,6 +153,11 @@ grep -qE '^! d0/c1/fresh +tg t/s ' "$WORK/out" || fail "slow decode not flagged:
 expect_out "REGRESSED: $SLOW is worse than $FIRST"
 expect_rc 1 bench --compare "$FIRST" "$SLOW"
 expect_out "REGRESSED"
+expect_rc 0 events
+grep -qE "^[^ ]+ +bench +deployment\.lab@dgx1 +regressed +$SLOW t: pp " "$WORK/out" ||
+  fail "fleet events lacks the regressed run: $(cat "$WORK/out")"
+grep -qE "^[^ ]+ +bench_good +deployment\.lab@dgx1 +marked good +$FIRST$" "$WORK/out" ||
+  fail "fleet events lacks the good mark: $(cat "$WORK/out")"
 expect_rc 0 bench --compare "$FIRST" "$FIRST"
 expect_rc 1 bench --compare "$FIRST" nosuch
 expect_out "no bench run 'nosuch'"
