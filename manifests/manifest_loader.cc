@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "manifests/bench_schema.h"
 #include "manifests/byte_size.h"
 #include "manifests/duration.h"
 #include "manifests/file_text.h"
@@ -54,9 +55,9 @@ using yaml_schema::Reporter;
 
 constexpr char kManifestFile[] = "fleet.yaml";
 
-const std::vector<std::string> kTopKeys = {"version",     "fleet",    "state",  "ssh",     "power",
-                                           "hub",         "nodes",    "stores", "images",  "models",
-                                           "deployments", "defaults", "sync",   "gateways"};
+const std::vector<std::string> kTopKeys = {
+    "version", "fleet",  "state",       "ssh",      "power", "hub",      "nodes", "stores",
+    "images",  "models", "deployments", "defaults", "sync",  "gateways", "bench"};
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
@@ -257,6 +258,12 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   MapReader top(&reporter_, root, "the top level", reporter_.Loc(root));
   if (!top.ok()) return;
   top.CheckKeys(kTopKeys);
+  // Validated here so that `fleet validate` and every plan catch a bad
+  // profile; only `fleet bench` keeps it (LoadBenchSettings).
+  if (const Entry* bench = top.Find("bench")) {
+    BenchSettings unused;
+    ReadBenchSettings(&reporter_, *bench, &unused);
+  }
 
   if (auto version = top.Int("version", 0, 1000000)) {
     if (version->value != 1) {

@@ -219,7 +219,7 @@ TEST(ManifestTest, UnknownKeyWithoutCloseNameListsExpected) {
               "fleet.yaml:8:1: error: unknown key 'frobnicate' in the top "
               "level; expected one of: "
               "version, fleet, state, ssh, power, hub, nodes, stores, images, "
-              "models, deployments, defaults, sync, gateways");
+              "models, deployments, defaults, sync, gateways, bench");
   EXPECT_DIAG(l.diags,
               "fleet.yaml:9:1: error: unknown key 'stroes' in the top level; "
               "did you mean "
@@ -618,7 +618,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
       l.diags,
       "fleet.yaml:8:1: error: unknown key 'x0' in the top level; expected one of: version, "
       "fleet, state, ssh, power, hub, nodes, stores, images, models, deployments, defaults, "
-      "sync, gateways");
+      "sync, gateways, bench");
   // A chain of 20,000 aliases, each one level deeper than the one it names:
   // visited once per depth, that is 2 * 10^8 visits and as deep a
   // recursion; visited once per node, 20,000.
@@ -632,7 +632,7 @@ TEST(ManifestTest, AliasesAreCheckedOnceNotOncePerUse) {
       long_chain.diags,
       "fleet.yaml:8:1: error: unknown key 'c0' in the top level; expected one of: version, "
       "fleet, state, ssh, power, hub, nodes, stores, images, models, deployments, defaults, "
-      "sync, gateways");
+      "sync, gateways, bench");
 }
 
 TEST(ManifestTest, NodePowerWithoutController) {

@@ -197,8 +197,10 @@ struct Stream {
       return;
     }
     if (reply->model.empty()) reply->model = Str(j, "model");
-    if (j.contains("usage") && j["usage"].is_object())
+    if (j.contains("usage") && j["usage"].is_object()) {
       reply->completion_tokens = j["usage"].value("completion_tokens", reply->completion_tokens);
+      reply->prompt_tokens = IntegerOr(j["usage"], "prompt_tokens", reply->prompt_tokens);
+    }
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
     const nlohmann::json& c = j["choices"][0];
     if (c.contains("finish_reason") && c["finish_reason"].is_string())
@@ -265,8 +267,10 @@ void ParseCompletion(const std::string& body, ChatReply* reply) {
   }
   reply->reasoning = Str(m, "reasoning_content") + Str(m, "reasoning");
   if (m.contains("tool_calls") && m["tool_calls"].is_array()) reply->tool_calls = m["tool_calls"];
-  if (j.contains("usage") && j["usage"].is_object())
+  if (j.contains("usage") && j["usage"].is_object()) {
     reply->completion_tokens = IntegerOr(j["usage"], "completion_tokens", 0);
+    reply->prompt_tokens = IntegerOr(j["usage"], "prompt_tokens", -1);
+  }
 }
 
 }  // namespace

@@ -49,6 +49,9 @@ struct ChatReply {
   std::string finish_reason;
   nlohmann::json tool_calls = nlohmann::json::array();  // merged across stream chunks
   int completion_tokens = 0;                            // usage, else the number of content chunks
+  // usage.prompt_tokens as the engine counted them; -1 when it did not say
+  // (fleet bench divides them by the TTFT: the prefill rate).
+  int prompt_tokens = -1;
   double wall_s = 0;
   double ttft_s = -1;      // streaming only: to the first content/reasoning/tool chunk
   double decode_tps = -1;  // streaming only, with 2 or more tokens

@@ -60,6 +60,8 @@ SOURCES = [
     ("manifests/smoke_schema.cc", "ReadOne/m", "deployments.<name>.smoke[]"),
     ("manifests/smoke_schema.cc", "ReadFreshContext/fresh",
      "deployments.<name>.smoke[].fresh_context"),
+    ("manifests/bench_schema.cc", "ReadBenchSettings/bench", "bench"),
+    ("manifests/bench_schema.cc", "ReadProfile/p", "bench.profiles.<name>"),
     ("manifests/recipe.cc", "TopLevelKeys/keys", "recipe"),
     ("manifests/recipe.cc", "MountKeys/keys", "[[extra_mounts]]"),
     ("manifests/recipe.cc", "RecipeReader::ReadUlimits/names", "[ulimits]"),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "manifests/duration.h"
+#include "src/engine/bench_command.h"
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/version.h"
@@ -231,6 +232,28 @@ void AddServeCommands(CLI::App* app, Commands* out) {
   check->add_flag("--json", a->check_json, "one JSON object");
   out->push_back({check, [a](const fleet::GlobalOptions& g) {
                     return fleet::CmdCheck(g, a->check_addrs, a->check_json);
+                  }});
+  auto bench_opts = std::make_shared<fleet::BenchOptions>();
+  auto* bench = app->add_subcommand(
+      "bench", "benchmark a serve: perf table, quality score, compared with the last good run");
+  bench->add_option("address", bench_opts->address, "deployment.NAME[@NODE]");
+  bench->add_option("--profile", bench_opts->profile,
+                    "the sweep: quick, full or one of fleet.yaml's bench.profiles (default quick)");
+  bench->add_flag("--json", bench_opts->json, "the run's record as one JSON object");
+  bench->add_flag_function(
+      "--no-quality", [bench_opts](int64_t) { bench_opts->quality = false; },
+      "leave the quality set out");
+  bench->add_flag("--mark-good", bench_opts->mark_good,
+                  "mark this run the deployment's last good one (what later runs compare with)");
+  bench
+      ->add_option("--tolerance", bench_opts->tolerance_pct,
+                   "percent a figure may be worse than the last good run's (default 10)")
+      ->check(CLI::Range(0.0, 1000.0));
+  bench->add_option("--compare", bench_opts->compare, "compare two runs by id: --compare A B")
+      ->expected(2);
+  out->push_back({bench, [bench_opts](const fleet::GlobalOptions& g) {
+                    bench_opts->version = std::string(FLEET_VERSION) + " (" + FLEET_COMMIT + ")";
+                    return fleet::CmdBench(g, *bench_opts);
                   }});
 }
 

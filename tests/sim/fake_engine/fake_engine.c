@@ -20,6 +20,8 @@
 // Fault modes (the log's serving bugs), from the environment at start or
 // at run time by POST /fault with the mode as the body:
 //   FAKE_ENGINE_GARBLE_AFTER=N  chat replies after the N-th are garbage
+//   FAKE_ENGINE_GARBLE_EVERY=N  every N-th chat reply is garbage (the log's
+//                               "~5 sessions/day": one answer in N, not all)
 //   FAKE_ENGINE_SERVED_AS=NAME  /v1/models and replies name another model
 //   FAKE_ENGINE_STALL_AFTER=K   a stream stops after K tokens and hangs
 //   FAKE_ENGINE_REASONING=1     a reasoning channel first (reasoning_content):
@@ -51,7 +53,7 @@
 //                               engine's one event loop): /health, /v1/models
 //                               and chats wait behind the one being served,
 //                               its prefill included; POST /fault never waits
-//   POST /fault "garble" | "stall" (after 1 token) | "reasoning" | "reasoning N"
+//   POST /fault "garble" | "garble_every N" | "stall" (after 1 token) | "reasoning" | "reasoning N"
 //               | "served_as NAME" | "token_ms N" | "fresh_delay N" | "boot N"
 //               (loading again for N ms from now) | "prefill_tps N" | "serial 0|1"
 //               | "none" (all off, token_ms back to its value at start)
@@ -76,6 +78,7 @@
 static const char* g_model = "fake-model";
 static char g_served_as[256];
 static long g_garble_after = -1;  // -1: never
+static long g_garble_every = 0;   // 0: never
 static long g_stall_after = -1;
 static int g_reasoning = 0;
 static int g_token_ms = 5;
@@ -427,7 +430,8 @@ static void chat(int fd, const char* body) {
   char* text = all_content(body);
   pthread_mutex_lock(&g_mu);
   long count = ++g_chat_count;
-  int garble = g_garble_after >= 0 && count > g_garble_after;
+  int garble = (g_garble_after >= 0 && count > g_garble_after) ||
+               (g_garble_every > 0 && count % g_garble_every == 0);
   long stall_after = g_stall_after;
   const int token_ms = g_token_ms;
   const int fresh = !seen_before(text);
@@ -542,7 +546,10 @@ done:
 
 static void set_fault(const char* body) {
   pthread_mutex_lock(&g_mu);
-  if (strncmp(body, "garble", 6) == 0) g_garble_after = g_chat_count;
+  if (strncmp(body, "garble_every ", 13) == 0)
+    g_garble_every = atol(body + 13);
+  else if (strncmp(body, "garble", 6) == 0)
+    g_garble_after = g_chat_count;
   else if (strncmp(body, "stall", 5) == 0) g_stall_after = 1;
   else if (strncmp(body, "reasoning", 9) == 0)
     g_reasoning = body[9] == ' ' && atoi(body + 10) > 0 ? atoi(body + 10) : 1;
@@ -560,6 +567,7 @@ static void set_fault(const char* body) {
     g_fresh_delay_ms = atoi(body + 12);
   else if (strncmp(body, "none", 4) == 0) {
     g_garble_after = -1;
+    g_garble_every = 0;
     g_stall_after = -1;
     g_served_as[0] = 0;
     g_reasoning = 0;
@@ -651,6 +659,7 @@ int main(int argc, char** argv) {
     }
   }
   g_garble_after = env_long("FAKE_ENGINE_GARBLE_AFTER", -1);
+  g_garble_every = env_long("FAKE_ENGINE_GARBLE_EVERY", 0);
   g_stall_after = env_long("FAKE_ENGINE_STALL_AFTER", -1);
   g_reasoning = (int)env_long("FAKE_ENGINE_REASONING", 0);
   g_token_ms = g_token_ms_start = (int)env_long("FAKE_ENGINE_TOKEN_MS", 5);
