@@ -15,7 +15,7 @@ else
     podman)
       # podman's `image ls` takes the inspect's template (its rows carry the
       # image's RepoDigests and RepoTags, one row per tag): one CLI start,
-      # not two, on every node of every plan. docker's does not.
+      # not two, on every node of every plan. Other CLIs' do not.
       ilo=$(GOGC=400 "$ilc" image ls --no-trunc --format \
         'img {{.ID}} {{json .RepoDigests}} {{json .RepoTags}}' 2>&1)
       ilr=$?
