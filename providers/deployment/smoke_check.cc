@@ -17,6 +17,7 @@
 #include "manifests/own_fault.h"
 #include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
+#include "providers/deployment/connection_owner_sh.h"
 #include "providers/node/engine_listing.h"
 #include "src/shell_quote.h"
 
@@ -320,94 +321,16 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
   char local[16], remote[16];
   std::snprintf(local, sizeof local, ":%04X", port);
   std::snprintf(remote, sizeof remote, ":%04X", client_port);
-  const std::string inspect = ShellCommand({cli, "container", "inspect", "--format"});
-  // Behind NAT (a laptop, a VPN) the node sees another source port than
-  // the controller's. It shows on the SSH session too: the node's
-  // SSH_CONNECTION names another port than the controller's end of it
-  // (`ssh_port`). Only then, after a few tries without the exact
-  // connection, a connection to the serve's port from the address the node
-  // sees the session come from counts, still only when the recorded
-  // container holds it. A client address that reaches another box gives
-  // this node no connection at all, NAT or not.
-  return "inode=\nchex=\nset -- ${SSH_CONNECTION:-}\n"
-         "if [ -n \"${2:-}\" ] && [ \"$2\" != " +
-         std::to_string(ssh_port) + " ] && [ " + std::to_string(ssh_port) +
-         " != 0 ]; then\n"
-         "  cip=$1\n"
-         "  case ${cip##*:} in *.*.*.*) o=$IFS; IFS=.; set -- ${cip##*:}; IFS=$o\n"
-         "    chex=$(printf '%02X%02X%02X%02X' \"$4\" \"$3\" \"$2\" \"$1\") ;; esac\n"
-         "fi\n"
-         // A connection waiting in the listener's queue shows inode 0 until
-         // the serve's process accepts it, which a loaded node may take
-         // seconds to do: such a one is waited for up to ~6 s. One the node
-         // does not show at all after ~1 s is not coming.
-         "i=0\nwhile [ \"$i\" -lt 60 ]; do\n  i=$((i + 1))\n"
-         "  inode=$(awk -v l=" +
-         ShellQuote(local) + " -v r=" + ShellQuote(remote) +
-         " 'FNR>1 && substr($2,length($2)-4)==l && substr($3,length($3)-4)==r {print $10; exit}'"
-         " /proc/net/tcp /proc/net/tcp6 2>/dev/null | head -n 1)\n"
-         "  [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && break\n"
-         "  if [ -n \"$chex\" ] && [ \"$i\" -ge 3 ]; then\n"
-         "    inode=$(awk -v l=" +
-         ShellQuote(local) +
-         " -v h=\"$chex\" 'FNR>1 && $4==\"01\" && $10!=0 && substr($2,length($2)-4)==l "
-         "{a=$3; sub(/:.*/,\"\",a); if (a==h || a==\"0000000000000000FFFF0000\" h) "
-         "s=s (s==\"\" ? \"\" : \"|\") $10} END {print s}' /proc/net/tcp /proc/net/tcp6 "
-         "2>/dev/null)\n"
-         "    [ -n \"$inode\" ] && { echo \"via_nat=$cip\"; break; }\n"
-         "  fi\n  [ -z \"$inode\" ] && [ \"$i\" -ge 10 ] && break\n  sleep 0.1\ndone\n"
-         "echo \"inode=$inode\"\n"
-         // The pid and the label from the engine's API where it answers
-         // (the shell cuts them out of its JSON: "Pid" is State's alone,
-         // and a key inside a string would be escaped), else one CLI inspect
-         // for both (a CLI start is ~50-95 ms of a node's CPU).
-         + EngineSocketScript(cli) +
-         ProbeApiGetScript("co_out", "co_api", "/containers/" + container + "/json", {"200"}) +
-         "pl=\nif [ -n \"$co_api\" ]; then\n"
-         "    pid=${co_out#*'\"Pid\":'}; pid=${pid%%[!0-9]*}\n"
-         "    label=${co_out#*'\"" +
-         std::string(kDeploymentLabel) +
-         "\":\"'}\n"
-         "    [ \"$label\" = \"$co_out\" ] && label= || label=${label%%'\"'*}\n"
-         "    pl=\"${pid:-0} $label\"\n"
-         "fi\n"
-         "[ -n \"$pl\" ] || pl=$(" +
-         inspect + " " +
-         ShellQuote(std::string("{{.State.Pid}} {{index .Config.Labels \"") + kDeploymentLabel +
-                    "\"}}") +
-         " " + ShellQuote(container) +
-         " 2>/dev/null)\n"
-         "pid=${pl%% *}; label=; case $pl in *' '*) label=${pl#* } ;; esac\n"
-         "echo \"pid=$pid\"\necho \"label=$label\"\n"
-         // `-ef` (the same namespace inode) is the shell's own test: a
-         // readlink per process would start hundreds on a busy node.
-         "ns=/proc/$pid/ns/pid\nowner=unknown\n"
-         "if [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && [ -n \"$pid\" ] && [ -e \"$ns\" ]; then\n"
-         "  owner=other\n"
-         "  fds=\n"
-         "  for p in /proc/[0-9]*; do [ \"$p/ns/pid\" -ef \"$ns\" ] && fds=\"$fds $p/fd\"; done\n"
-         // One ls for all of them: their fds' targets name the socket.
-         "  if [ -n \"$fds\" ] && ls -l $fds 2>/dev/null | grep -qE \"socket:\\[($inode)\\]\"; "
-         "then "
-         "owner=container; fi\n"
-         "fi\n"
-         // A root daemon's container (docker): the node user cannot read
-         // its processes, but the engine can look among them (exec runs in
-         // the container's PID namespace, as its user). No shell there:
-         // left unknown.
-         "if [ \"$owner\" = unknown ] && [ -n \"$inode\" ] && [ \"$inode\" != 0 ] && "
-         "[ -n \"$pid\" ] && [ \"$pid\" != 0 ]; then\n"
-         "  held=$(" +
-         ShellCommand({cli, "exec", container, "sh", "-c",
-                       "for p in /proc/[0-9]*; do ls -l \"$p\"/fd 2>/dev/null; done | "
-                       "grep -cE \"socket:\\[($1)\\]\"",
-                       "sh"}) +
-         " \"$inode\" 2>/dev/null)\n"
-         "  case $held in ''|*[!0-9]*) ;; 0) owner=other ;; *) owner=container; echo "
-         "via=engine ;; esac\nfi\n"
-         "if [ -z \"$inode\" ]; then owner=absent\n"
-         "elif [ -z \"$pid\" ] || [ \"$pid\" = 0 ]; then owner=stopped; fi\n"
-         "echo \"owner=$owner\"\n";
+  // The engine API's GET goes in as shell the script evaluates: the node
+  // provider owns how the engine's socket is found and asked.
+  const std::string api_get =
+      EngineSocketScript(cli) +
+      ProbeApiGetScript("co_out", "co_api", "/containers/" + container + "/json", {"200"});
+  return "sh -c " + ShellQuote(std::string(kConnectionOwnerScript, kConnectionOwnerScriptSize)) +
+         " fleet-connection-owner " + ShellQuote(local) + " " + ShellQuote(remote) + " " +
+         ShellQuote(std::to_string(ssh_port)) + " " + ShellQuote(cli) + " " +
+         ShellQuote(container) + " " + ShellQuote(kDeploymentLabel) + " " + ShellQuote(api_get) +
+         "\n";
 }
 
 std::string NeedlePrompt(int tokens, std::string* answer, std::string* where) {

@@ -101,7 +101,8 @@ SmokeTarget TargetFor(const Manifest& m, const ContainerSpec& spec);
 // `ssh_port`, the controller's end of the session; 0: unknown, no NAT
 // assumed) a connection to `port` from the address the node sees the
 // session come from counts when none from `client_port` is there, and
-// via_nat= names that address. Built with ShellCommand; read-only.
+// via_nat= names that address. The embedded connection_owner.sh with its
+// values quoted once; read-only.
 std::string ConnectionOwnerScript(const std::string& cli, const std::string& container, int port,
                                   int client_port, int ssh_port = 0);
 

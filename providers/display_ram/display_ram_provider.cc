@@ -7,6 +7,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/display_ram/display_ram_json.h"
+#include "providers/display_ram/display_ram_probe_sh.h"
 #include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
 #include "src/probe/probe_install.h"
@@ -29,21 +30,20 @@ struct ModuleState {
   ModuleValues values() const { return {loaded, modeset, fbdev}; }
 };
 
-std::string ReadScript(const std::string& sysfs, const std::string& dev) {
-  const std::string params = sysfs + "/module/" + kModule + "/parameters";
-  // The shell's own `read`, not $(cat ...): a process each costs a plan
-  // ~4 ms on every node (issue 31). Sets $dr_ms and $dr_fb for ProbeScript.
-  return "p=" + ShellQuote(params) +
-         "; dr_ms=; dr_fb=; dr_b=\n"
-         "if [ -d \"$p\" ]; then { read -r dr_ms <\"$p/modeset\"; } 2>/dev/null\n"
-         "  { read -r dr_fb <\"$p/fbdev\"; } 2>/dev/null\n"
-         "  printf 'loaded=1\\nmodeset=%s\\nfbdev=%s\\n' \"$dr_ms\" \"$dr_fb\"\n"
-         "else echo loaded=0; fi\n"
-         "if [ -e " +
-         ShellQuote(dev + "/dri/card0") +
-         " ]; then echo card0=1; else echo card0=0; fi\n"
-         "{ read -r dr_b </proc/sys/kernel/random/boot_id; } 2>/dev/null\n"
-         "printf 'boot_id=%s\\n' \"$dr_b\"\n";
+// The embedded display_ram_probe.sh with the module's parameters folder and
+// the node's /dev, each quoted once. Without `want` it reads the module's
+// state only (a step's check around a reload); with it (and the container
+// CLI) it goes on, past a mode other than `want`, to what a reload would
+// meet: the serving containers, sudo's answers, what holds the DRM device.
+std::string ProbeCommand(const NodeSpec& node, const std::optional<std::string>& want = {}) {
+  std::string cmd =
+      "sh -c " + ShellQuote(std::string(kDisplayRamProbeScript, kDisplayRamProbeScriptSize)) +
+      " fleet-display-ram " + ShellQuote(kModule) + " " +
+      ShellQuote(node.sysfs + "/module/" + kModule + "/parameters") + " " + ShellQuote(node.dev);
+  if (want)
+    cmd += " " + ShellQuote(*want) + " " + ShellQuote(node.container_cli) + " " +
+           ShellQuote(ServingContainersCommand(node.container_cli));
+  return cmd + "\n";
 }
 
 ModuleState ParseModuleState(const std::string& out) {
@@ -64,25 +64,8 @@ ModuleState ParseModuleState(const std::string& out) {
 // Kernel prints booleans as Y/N; modprobe takes 1/0.
 std::string AsModprobeValue(const std::string& yn) { return yn == "Y" ? "1" : "0"; }
 
-std::string Joined(const std::vector<std::string>& words) {
-  std::string s;
-  for (const std::string& w : words) s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
-// The modprobe arguments of every reload fleet may run: the unload, and a
-// load with each value of modeset and fbdev (an unlock's, or a restore's
-// to what the node had).
-std::vector<std::vector<std::string>> ReloadArgs() {
-  std::vector<std::vector<std::string>> out = {{"-r", kModule}};
-  for (const char* ms : {"1", "0"})
-    for (const char* fb : {"0", "1"})
-      out.push_back({kModule, std::string("modeset=") + ms, std::string("fbdev=") + fb});
-  return out;
-}
-
 Result<ModuleState> ReadModule(const StepContext& ctx) {
-  Result<CommandResult> r = RunOnNode(ctx, ReadScript(ctx.node->sysfs, ctx.node->dev));
+  Result<CommandResult> r = RunOnNode(ctx, ProbeCommand(*ctx.node));
   if (!r.ok()) return r.status();
   return ParseModuleState(r->out);
 }
@@ -94,17 +77,6 @@ Result<ModuleState> ReadModule(const StepContext& ctx) {
 std::string ServingScript(const std::string& cli) {
   return "command -v " + ShellQuote(cli) + " >/dev/null 2>&1 && " + ServingContainersCommand(cli) +
          " 2>/dev/null || true\n";
-}
-
-// The probe's ServingScript: an installed CLI that cannot list containers
-// (the Docker daemon down, the socket not the user's) prints
-// "engine_error=<its output>", which the plan turns into an error naming the
-// fix: the reload's step would fail on it.
-std::string ServingProbeScript(const std::string& cli) {
-  return "if command -v " + ShellQuote(cli) + " >/dev/null 2>&1; then\n  dr_out=$(" +
-         ServingContainersCommand(cli) +
-         " 2>&1) && printf '%s\\n' \"$dr_out\" ||\n"
-         "  printf 'engine_error=%s\\n' \"$(printf '%s' \"$dr_out\" | tr '\\n' ' ')\"\nfi\n";
 }
 
 // Stops the serving containers the plan listed for this reload, right
@@ -245,55 +217,6 @@ std::optional<uint64_t> GpuFreeBytes(const StepContext& ctx) {
   return free;
 }
 
-// Which of the reloads fleet may run the node's sudo allows without a
-// password (`sudo -n -l`: it asks nothing, runs nothing): "sudo_ok=ARGS"
-// for each, the node's modprobe and user. Only where a reload is planned.
-std::string SudoProbeScript() {
-  std::string script =
-      "dr_mp=$(command -v modprobe 2>/dev/null) || dr_mp=/usr/sbin/modprobe\n"
-      "echo \"sudo_checked=1\"; echo \"modprobe_path=$dr_mp\"; echo \"sudo_user=$(id -un)\"\n";
-  for (const std::vector<std::string>& args : ReloadArgs())
-    script += "sudo -n -l \"$dr_mp\" " + ShellCommand(args) + " >/dev/null 2>&1 && echo " +
-              ShellQuote("sudo_ok=" + Joined(args)) + "\n";
-  return script;
-}
-
-// What holds the node's DRM device open (a display manager's X or Wayland
-// session: `modprobe -r nvidia_drm` fails under it), only where a reload
-// is planned: "drm_holder=COMM (pid PID, unit UNIT)" and "drm_unit=UNIT"
-// lines. One find over /proc/*/fd (the descriptors the SSH user may
-// read); the unit from `systemctl status PID`'s first line. A display
-// manager running as root or its own user (gdm's greeter) is not
-// readable: where none was seen, card0 exists and display-manager.service
-// is active, that unit is named. For each unit: whether sudo allows
-// `systemctl stop` and `start` of it (display_manager: stop).
-std::string DrmHolderScript(const std::string& dev) {
-  return "dr_sc=$(command -v systemctl 2>/dev/null) || dr_sc=/usr/bin/systemctl\n"
-         "printf 'drm_systemctl=%s\\n' \"$dr_sc\"\n"
-         "dr_unit() { printf 'drm_unit=%s\\n' \"$1\"\n"
-         "  sudo -n -l \"$dr_sc\" stop \"$1\" >/dev/null 2>&1 &&\n"
-         "    sudo -n -l \"$dr_sc\" start \"$1\" >/dev/null 2>&1 && "
-         "printf 'drm_unit_sudo_ok=%s\\n' \"$1\"; }\n"
-         "dr_seen=\n"
-         "for dr_h in $(find /proc/[0-9]*/fd -lname " +
-         ShellQuote(dev + "/dri/card*") +
-         " 2>/dev/null | cut -d/ -f3 | sort -u); do\n"
-         "  dr_seen=1; dr_c=; { read -r dr_c </proc/\"$dr_h\"/comm; } 2>/dev/null\n"
-         "  dr_u=$(systemctl status --no-pager \"$dr_h\" 2>/dev/null |\n"
-         "    sed -n '1s/^[^[:alnum:]]*\\([^ ]*\\).*/\\1/p')\n"
-         "  printf 'drm_holder=%s (pid %s, unit %s)\\n' \"$dr_c\" \"$dr_h\" \"${dr_u:-none}\"\n"
-         "  [ -z \"$dr_u\" ] || dr_unit \"$dr_u\"\n"
-         "done\n"
-         "if [ -z \"$dr_seen\" ] && [ -e " +
-         ShellQuote(dev + "/dri/card0") +
-         " ] && systemctl --quiet is-active display-manager.service 2>/dev/null; then\n"
-         "  dr_u=$(systemctl show -p Id --value display-manager.service 2>/dev/null)\n"
-         "  printf 'drm_holder=the display manager (unit %s, active; its processes are not "
-         "readable by %s)\\n' \"${dr_u:=display-manager.service}\" \"$(id -un)\"\n"
-         "  dr_unit \"$dr_u\"\n"
-         "fi\n";
-}
-
 std::string Describe(const std::string& modeset, const std::string& fbdev) {
   return "modeset=" + modeset + " fbdev=" + fbdev;
 }
@@ -327,15 +250,7 @@ std::vector<DesiredResource> DisplayRamProvider::Expand(const Manifest& m) const
 }
 
 std::string DisplayRamProvider::ProbeScript(const DesiredResource& r, const NodeSpec& node) const {
-  // The serving containers matter only to a reload: listed only when the
-  // module is not in the desired mode, so a converged plan does not start
-  // the container CLI on every node.
-  return ReadScript(node.sysfs, node.dev) +
-         "dr_m=default; [ \"$dr_ms$dr_fb\" = YN ] && dr_m=unlocked\n"
-         "if [ \"$dr_m\" != " +
-         ShellQuote(r.attributes.get<DisplayRamWant>().mode) + " ]; then\n" +
-         ServingProbeScript(node.container_cli) + SudoProbeScript() + DrmHolderScript(node.dev) +
-         "fi\n";
+  return ProbeCommand(node, r.attributes.get<DisplayRamWant>().mode);
 }
 
 ActualResource DisplayRamProvider::ParseProbe(const DesiredResource&, const std::string& output,

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "providers/image/cli_error.h"
+#include "providers/image/image_listing_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -81,46 +82,13 @@ std::string Familiar(std::string name) {
   return name;
 }
 
-// The node's CLI is podman ("podman", "/usr/bin/podman").
-bool IsPodman(const std::string& cli) {
-  const size_t slash = cli.rfind('/');
-  return cli.substr(slash == std::string::npos ? 0 : slash + 1) == "podman";
-}
-
 }  // namespace
 
 std::string ImageListingScript(const std::string& cli) {
-  const std::string head =
-      "ilc=" + ShellQuote(cli) +
-      "\n"
-      "if ! command -v \"$ilc\" >/dev/null 2>&1; then echo images=cli-missing\n"
-      "else\n";
-  // podman's `image ls` takes the inspect's template (its rows carry the
-  // image's RepoDigests and RepoTags, one row per tag): one CLI start, not
-  // two, on every node of every plan (issue 31). docker's does not.
-  if (IsPodman(cli))
-    return head + "  ilo=$(" + std::string(kListingCliEnv) +
-           "\"$ilc\" image ls --no-trunc --format "
-           "'img {{.ID}} {{json .RepoDigests}} {{json .RepoTags}}' 2>&1); ilr=$?\n"
-           "  if [ \"$ilr\" = 0 ]; then ili=inspect; ilo=$(printf '%s\\n' \"$ilo\" | awk "
-           "'!seen[$0]++'); else ili=ls; fi\n"
-           "  printf 'images=%s %s\\n' \"$ili\" \"$ilr\"\n"
-           "  [ -z \"$ilo\" ] || printf '%s\\n' \"$ilo\" | sed 's/^/image_out=/'\n"
-           "fi\n";
-  // The IDs are checked to be hex before they reach the inspect unquoted.
-  return head + "  ilo=$(" + std::string(kListingCliEnv) +
-         "\"$ilc\" image ls -q --no-trunc 2>&1); ilr=$?\n"
-         "  ili=$(printf '%s\\n' \"$ilo\" | awk '/^(sha256:)?[0-9a-f]+$/ && !seen[$0]++')\n"
-         "  if [ \"$ilr\" = 0 ] && [ -n \"$ili\" ]; then\n"
-         "    ilo=$(" +
-         std::string(kListingCliEnv) +
-         "\"$ilc\" image inspect --format "
-         "'img {{.Id}} {{json .RepoDigests}} {{json .RepoTags}}' $ili 2>&1); ilr=$?; ili=inspect\n"
-         "  elif [ \"$ilr\" = 0 ]; then ilo=; ili=inspect\n"
-         "  else ili=ls; fi\n"
-         "  printf 'images=%s %s\\n' \"$ili\" \"$ilr\"\n"
-         "  [ -z \"$ilo\" ] || printf '%s\\n' \"$ilo\" | sed 's/^/image_out=/'\n"
-         "fi\n";
+  // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
+  // a process more costs each node a few ms.
+  return "ilc=" + ShellQuote(cli) + "\n" +
+         std::string(kImageListingScript, kImageListingScriptSize);
 }
 
 ImageListing ParseImageListing(const std::string& output) {

@@ -60,7 +60,9 @@ inline constexpr char kListingCliEnv[] = "GOGC=400 ";
 
 // The fragment, for the node's probe script: lines "images=..." and
 // "image_out=..." that ParseImageListing reads (other lines are left alone).
-// It never exits, so it can run inside another fragment.
+// It never exits, so it can run inside another fragment: the embedded
+// image_listing.sh after its one assignment (`ilc=CLI`, quoted once), which
+// spells kListingCliEnv out where it starts the CLI.
 std::string ImageListingScript(const std::string& cli);
 
 ImageListing ParseImageListing(const std::string& output);

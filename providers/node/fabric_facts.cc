@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "providers/node/fabric_facts_sh.h"
 #include "src/json_number.h"
 #include "src/shell_quote.h"
 
@@ -49,42 +50,10 @@ std::string FormatIpv4(uint32_t v) {
 }  // namespace
 
 std::string FabricFactsScript(const std::string& sysfs) {
-  // One line per port. Sysfs files are read by the shell's `read`, not
-  // $(cat): every process costs a plan a few ms on the node. Reading the 256
-  // GID entries of a port one at a time would cost as much: one grep finds
-  // the IPv4's GIDs instead.
-  return "fb=" + ShellQuote(sysfs) +
-         "/class/infiniband\n"
-         "for pd in \"$fb\"/*/ports/*; do\n"
-         "  [ -d \"$pd\" ] || continue\n"
-         "  hca=${pd%/ports/*}; hca=${hca##*/}; port=${pd##*/}\n"
-         "  st=; rate=; nd=\n"
-         "  { read -r st <\"$pd/state\"; } 2>/dev/null; st=${st#*: }\n"
-         "  { read -r rate <\"$pd/rate\"; } 2>/dev/null; rate=${rate%% *}\n"
-         "  { read -r nd <\"$pd/gid_attrs/ndevs/0\"; } 2>/dev/null\n"
-         "  if [ -z \"$nd\" ]; then for n in \"$fb/$hca/device/net/\"*; do\n"
-         "    [ -e \"$n\" ] && { nd=${n##*/}; break; }; done; fi\n"
-         "  cidr=\n"
-         "  [ -n \"$nd\" ] && command -v ip >/dev/null 2>&1 && "
-         "cidr=$(ip -4 -o addr show dev \"$nd\" 2>/dev/null)\n"
-         // The first address's CIDR: "3: NETDEV    inet A.B.C.D/N brd ...".
-         "  case $cidr in *' inet '*) cidr=${cidr%%\"\n\"*}; cidr=${cidr#* inet }; cidr=${cidr%% "
-         "*} ;; "
-         "*) cidr= ;; esac\n"
-         "  gid=-1\n"
-         "  if [ -n \"$cidr\" ]; then\n"
-         "    o=${cidr%/*}; o1=${o%%.*}; o=${o#*.}; o2=${o%%.*}; o=${o#*.}; o3=${o%%.*}; "
-         "o4=${o#*.}\n"
-         "    hex=$(printf '%02x%02x:%02x%02x' \"$o1\" \"$o2\" \"$o3\" \"$o4\")\n"
-         "    for g in $(grep -l \":ffff:$hex\\$\" \"$pd\"/gids/* 2>/dev/null); do\n"
-         "      i=${g##*/}\n"
-         "      ty=; { read -r ty <\"$pd/gid_attrs/types/$i\"; } 2>/dev/null\n"
-         "      [ \"$ty\" = 'RoCE v2' ] && { gid=$i; break; }\n"
-         "    done\n"
-         "  fi\n"
-         "  printf 'fabric_port=%s|%s|%s|%s|%s|%s|%s\\n' \"$hca\" \"$port\" \"$st\" \"$nd\" "
-         "\"$rate\" \"$gid\" \"$cidr\"\n"
-         "done\n";
+  // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
+  // a process more costs each node a few ms.
+  return "fabric_sysfs=" + ShellQuote(sysfs) + "\n" +
+         std::string(kFabricFactsScript, kFabricFactsScriptSize);
 }
 
 std::vector<FabricPort> ParseFabricPorts(const std::string& output) {

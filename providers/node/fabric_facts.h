@@ -51,7 +51,9 @@ struct FabricEndpoint {
 };
 
 // The shell fragment that prints `fabric_port=...` lines (one per port) for
-// the infiniband tree under `sysfs` (paths.sysfs; "/sys" on a real node).
+// the infiniband tree under `sysfs` (paths.sysfs; "/sys" on a real node):
+// the embedded fabric_facts.sh after its one assignment, for the node facts
+// probe's own shell.
 std::string FabricFactsScript(const std::string& sysfs);
 
 // Parses the `fabric_port=` lines of a probe's output (other lines ignored).
