@@ -603,8 +603,10 @@ std::string DescribeGpuMemory(const GpuFacts& facts) {
     line += " " + Gib(*gpu.memory_free_bytes) + " free";
     if (gpu.memory_total_bytes) line += " of " + Gib(*gpu.memory_total_bytes);
     line += FreeSourceNote(gpu);
-    if (gpu.unified_memory && facts.host_mem_available_bytes &&
-        gpu.memory_free_source != "host MemAvailable") {
+    if (gpu.unified_memory && gpu.memory_reclaimable_bytes) {
+      line += " + " + Gib(*gpu.memory_reclaimable_bytes) + " reclaimable page cache";
+    } else if (gpu.unified_memory && facts.host_mem_available_bytes &&
+               gpu.memory_free_source != "host MemAvailable") {
       line += ", host MemAvailable " + Gib(*facts.host_mem_available_bytes);
     }
   }
