@@ -50,10 +50,13 @@
 //   MemFree, not MemAvailable, so that it means the same with and without a
 //   context. "memory_reclaimable_bytes" is what the kernel can give back
 //   (`sync; echo 3 > /proc/sys/vm/drop_caches`): MemAvailable - MemFree, the
-//   kernel's own estimate of reclaimable page cache and slab, which already
-//   leaves out shmem/tmpfs and the watermark reserve (Cached + Buffers -
-//   Shmem would count dirty and mapped pages a drop does not free). null on
-//   discrete GPUs, whose memory is not the page cache's.
+//   kernel's own estimate of the page cache and reclaimable slab it can free
+//   without swapping, less the reserve it keeps (Cached + Buffers - Shmem
+//   would leave out the slab that drop_caches=3 frees too and count the
+//   reserve it never hands out; both leave out shmem/tmpfs). So free +
+//   reclaimable is MemAvailable, the figure llama.cpp reads on unified
+//   memory. null on discrete GPUs, whose memory is not the page cache's.
+// - FLEET_PROBE_PROC names another /proc for the /dev/nvidia<N> scan (tests).
 // - `fleet-probe --sha256 [--threads N] [--] FILE...` is the hasher of
 //   fleet's deep verify instead: one line "<sha256 hex>  FILE" per file on
 //   stdout as each is done (sha256sum's format), on N threads (default: the
