@@ -13,6 +13,7 @@
 #include "providers/model/bind_list.h"
 #include "providers/model/hub_cache.h"
 #include "providers/model/model_provider.h"
+#include "providers/node/gpu_facts.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -235,6 +236,13 @@ Result<ExistingContainer> InspectExisting(const StepContext& ctx, const Containe
 
 // The declared container is there: start it when it is stopped, and wait
 // for its health.
+Status DropPageCache(const StepContext& ctx) {
+  const std::string command = ShellCommand(DropCachesArgv());
+  if (ctx.progress) ctx.progress("dropping the page cache first (sudo -n " + command + ")");
+  // sync first: dirty pages are not dropped, and written back they are.
+  return RunOnNode(ctx, "sync && sudo -n " + command + " >/dev/null").status();
+}
+
 Status StartExisting(const StepContext& ctx, const ContainerSpec& spec) {
   Result<CommandResult> state = ctx.transport->Run(ShellCommand(
       {spec.cli, "container", "inspect", "--format", "{{.State.Status}}", spec.container}));

@@ -33,6 +33,12 @@ Result<ExistingContainer> InspectExisting(const StepContext& ctx, const Containe
 // for its health and smoke checks (WaitServing).
 Status StartExisting(const StepContext& ctx, const ContainerSpec& spec);
 
+// `sync`, then the page cache drop (DropCachesArgv) with `sudo -n`, on
+// ctx.node: before a start on unified memory (GB10) that fits only once the
+// cache is dropped, since the engine's start-up check (cuMemGetInfo) counts
+// the cache as used and refuses. The plan checked that sudo allows it.
+Status DropPageCache(const StepContext& ctx);
+
 // A new container in place of `existing` (nothing, or another spec): sets
 // the old one aside, starts the new one from `image_id`, waits for it to
 // serve; on failure removes it and puts the old one back.

@@ -13,6 +13,7 @@
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
 #include "providers/node/gpu_facts.h"
+#include "src/shell_quote.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -68,6 +69,23 @@ void CheckBudget(const DesiredResource& desired, const DeploymentWant& want, con
     return;
   }
   const BudgetAnswer b = CheckMemoryBudget(facts, need);
+  if (b.fits_after_drop) {
+    // Unified memory full of page cache (a model just staged): the start
+    // fits once the cache is dropped, which the apply does first, with
+    // `sudo -n` for exactly that command (checked here, not mid-apply).
+    const std::string why = DropCachesSudoRefusal(desired.node, facts);
+    if (!why.empty()) {
+      c->error = desired.address + ": gpu_memory fits on " + desired.node +
+                 " only once the page cache is dropped (" + b.explanation + "), but " + why;
+      return;
+    }
+    c->reasons.push_back("gpu_memory fits once the page cache is dropped: " + b.explanation +
+                         "; the start drops it first (sync; sudo -n " +
+                         ShellCommand(DropCachesArgv()) + ")");
+    if (!c->detail.is_object()) c->detail = nlohmann::json::object();
+    c->detail["drop_page_cache"] = true;
+    return;
+  }
   if (b.known && !b.fits)
     c->error =
         desired.address + ": gpu_memory does not fit on " + desired.node + ": " + b.explanation;

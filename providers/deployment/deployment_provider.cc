@@ -309,6 +309,11 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     Status c = ctx.checkpoint(nlohmann::json(record));
     if (!c.ok()) return c;
   }
+  // The plan found the serve fits only once the page cache is dropped.
+  if (change.detail.is_object() && change.detail.value("drop_page_cache", false)) {
+    Status dropped = DropPageCache(ctx);
+    if (!dropped.ok()) return dropped;
+  }
   Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.

@@ -809,6 +809,67 @@ TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
   EXPECT_TRUE(Diff(Running(200)).reasons.empty());
 }
 
+// A GB10 right after a model was staged: 36.3 GiB free as cuMemGetInfo
+// counts it, 60 GiB of page cache. A need within both is planned with the
+// drop before the start; over both, refused with both figures; where sudo
+// would ask for the drop, refused with the sudoers line.
+TEST_F(DiffTest, GpuMemoryWithinThePageCacheIsPlannedWithADrop) {
+  GpuFacts gb10;
+  gb10.source = "fleet-probe";
+  GpuInfo g;
+  g.name = "NVIDIA GB10";
+  g.unified_memory = true;
+  g.memory_total_bytes = 128526893056ull;
+  g.memory_free_bytes = 38976827392ull;  // 36.3 GiB
+  g.memory_free_source = "host MemFree";
+  g.memory_reclaimable_bytes = 60ull << 30;
+  gb10.gpus.push_back(g);
+  gb10.drop_caches_sudo = "allowed";
+  gb10.drop_caches_command = "/usr/sbin/sysctl vm.drop_caches=3";
+  gb10.drop_caches_user = "lab";
+  facts_["dgx5"].gpu = GpuFactsToJson(gb10);
+
+  m_.deployments["qwen"].gpu_memory_bytes = 90ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  PlanChange c = Diff(ContainerProbe());
+  EXPECT_EQ(c.error, "");
+  EXPECT_EQ(c.action, Action::kCreate);
+  ASSERT_EQ(c.reasons.size(), 2u);
+  EXPECT_EQ(c.reasons[1].rfind("gpu_memory fits once the page cache is dropped: needs 90.0 GiB", 0),
+            0u)
+      << c.reasons[1];
+  EXPECT_NE(c.reasons[1].find("sudo -n sysctl vm.drop_caches=3"), std::string::npos);
+  EXPECT_TRUE(c.detail.value("drop_page_cache", false)) << c.detail.dump();
+  // The detail still names the deployment for the apply.
+  EXPECT_EQ(c.detail.value("name", ""), "qwen") << c.detail.dump();
+
+  // Within free: no drop.
+  m_.deployments["qwen"].gpu_memory_bytes = 24ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  c = Diff(ContainerProbe());
+  EXPECT_FALSE(c.detail.value("drop_page_cache", false)) << c.detail.dump();
+
+  // Over free + page cache: refused with both figures.
+  m_.deployments["qwen"].gpu_memory_bytes = 100ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  c = Diff(ContainerProbe());
+  EXPECT_NE(c.error.find("gpu_memory does not fit on dgx5: needs 100.0 GiB"), std::string::npos)
+      << c.error;
+  EXPECT_NE(c.error.find("36.3 GiB free"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("+ 60.0 GiB reclaimable page cache"), std::string::npos) << c.error;
+
+  // sudo asks for the drop: a plan error naming the one line to install.
+  gb10.drop_caches_sudo = "refused";
+  facts_["dgx5"].gpu = GpuFactsToJson(gb10);
+  m_.deployments["qwen"].gpu_memory_bytes = 90ull << 30;
+  desired_ = p_.Expand(m_).at(0);
+  c = Diff(ContainerProbe());
+  EXPECT_NE(c.error.find("only once the page cache is dropped"), std::string::npos) << c.error;
+  EXPECT_NE(c.error.find("lab ALL=(root) NOPASSWD: /usr/sbin/sysctl vm.drop_caches=3"),
+            std::string::npos)
+      << c.error;
+}
+
 // The health wait's dark-node time: 30 s unless FLEET_HEALTH_DARK_AFTER
 // says another duration; anything else is an error, never the default.
 TEST(ServeHealthTest, DarkNodeTimeComesFromTheEnvironment) {

@@ -48,7 +48,7 @@ Status StopIfRunning(const StepContext& ctx, const ContainerSpec& spec) {
 }  // namespace
 
 Result<DeploymentRecord> HealServe(const StepContext& ctx, const std::string& name,
-                                   const DeploymentRecord& recorded) {
+                                   const DeploymentRecord& recorded, bool drop_page_cache) {
   using R = Result<DeploymentRecord>;
   PlanChange as_recorded;
   as_recorded.after = recorded.want;
@@ -69,6 +69,10 @@ Result<DeploymentRecord> HealServe(const StepContext& ctx, const std::string& na
   }
   Result<ExistingContainer> existing = InspectExisting(ctx, spec);
   if (!existing.ok()) return existing.status();
+  if (drop_page_cache) {
+    Status dropped = DropPageCache(ctx);
+    if (!dropped.ok()) return dropped;
+  }
   Status s;
   if (existing->exists && existing->spec == recorded.want.shown.spec) {
     s = StopIfRunning(ctx, spec);

@@ -22,8 +22,10 @@ namespace fleet {
 // worker of a group stops the head's old container first.
 // Returns `recorded` with the new container's id (its heal ledger as given).
 // REQUIRES: ctx.node, ctx.manifest and a connected ctx.transport.
+// drop_page_cache: the serve fits only once the page cache is dropped
+// (unified memory): DropPageCache before the start.
 Result<DeploymentRecord> HealServe(const StepContext& ctx, const std::string& name,
-                                   const DeploymentRecord& recorded);
+                                   const DeploymentRecord& recorded, bool drop_page_cache = false);
 
 }  // namespace fleet
 

@@ -10,7 +10,11 @@
 //     (no container labelled fleet.deployment; no container CLI at all);
 //     while one runs, or when the CLI cannot list containers (a serve may
 //     run), `fleet-probe --no-context`: figures that need no context (NVML
-//     where it answers, the host's MemAvailable on unified memory).
+//     where it answers, the host's MemFree on unified memory: the figure
+//     cuMemGetInfo gives there, so the same with and without a context).
+// Whatever this script decides, fleet-probe itself creates no context while
+// any process holds a GPU (fleet's or not: NVML's process list, or an open
+// /dev/nvidia<N>); the facts' context_decision then names that process.
 // The script prints one `gpu_context=<word>[:<serves>]` line; the parser
 // turns it into the decision and the reason the facts carry.
 //

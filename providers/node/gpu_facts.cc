@@ -87,6 +87,7 @@ bool GpuFromJson(const json& j, const std::string& path, GpuInfo* gpu, std::stri
       !GetOptUint(j, "memory_total_bytes", p, &gpu->memory_total_bytes, error) ||
       !GetOptUint(j, "memory_free_bytes", p, &gpu->memory_free_bytes, error) ||
       !GetOptString(j, "memory_free_source", p, &gpu->memory_free_source, error) ||
+      !GetOptUint(j, "memory_reclaimable_bytes", p, &gpu->memory_reclaimable_bytes, error) ||
       !GetOptBool(j, "unified_memory", p, &gpu->unified_memory, error)) {
     return false;
   }
@@ -153,6 +154,7 @@ json GpuToJson(const GpuInfo& gpu) {
           {"memory_total_bytes", OptUintJson(gpu.memory_total_bytes)},
           {"memory_free_bytes", OptUintJson(gpu.memory_free_bytes)},
           {"memory_free_source", OptStringJson(gpu.memory_free_source)},
+          {"memory_reclaimable_bytes", OptUintJson(gpu.memory_reclaimable_bytes)},
           {"unified_memory", gpu.unified_memory},
           {"processes", std::move(processes)},
           {"errors", gpu.errors}};
@@ -243,14 +245,18 @@ std::string Gib(uint64_t bytes) { return FormatTenths(TenthsOfGib(bytes)); }
 struct Verdict {
   bool known = false;
   bool fits = false;
+  bool fits_after_drop = false;  // free + reclaimable page cache
   uint64_t free_bytes = 0;
+  uint64_t reclaimable_bytes = 0;
   std::string text;
 };
 
 // " (from NVML, no CUDA context)" where the free figure is not the CUDA
 // driver's own (fleet-probe --no-context); "" otherwise.
 std::string FreeSourceNote(const GpuInfo& gpu) {
-  if (gpu.memory_free_source != "nvml" && gpu.memory_free_source != "host MemAvailable") return "";
+  if (gpu.memory_free_source != "nvml" && gpu.memory_free_source != "host MemAvailable" &&
+      gpu.memory_free_source != "host MemFree")
+    return "";
   return " (from " +
          (gpu.memory_free_source == "nvml" ? std::string("NVML") : gpu.memory_free_source) +
          ", no CUDA context)";
@@ -294,13 +300,29 @@ Verdict Judge(const GpuFacts& facts, const GpuInfo& gpu, uint64_t need_bytes) {
   v.text = GpuLabel(gpu) + " has " + FormatTenths(free) + " free";
   if (gpu.memory_total_bytes) v.text += " of " + Gib(*gpu.memory_total_bytes);
   v.text += FreeSourceNote(gpu);
+  // Unified memory: the page cache the kernel would give back. A start that
+  // fits only with it fits once fleet drops the cache before it: vLLM's
+  // check (cuMemGetInfo) then sees it free. Judged in the same figures with
+  // and without a CUDA context, since the probe reports both alike.
+  if (gpu.unified_memory && gpu.memory_reclaimable_bytes) {
+    v.reclaimable_bytes = *gpu.memory_reclaimable_bytes;
+    v.fits_after_drop = !v.fits && need_bytes <= v.free_bytes + v.reclaimable_bytes;
+    v.text += " + " + Gib(v.reclaimable_bytes) + " reclaimable page cache";
+  }
   if (v.fits) {
     v.text += free > need ? ": fits with " + FormatTenths(free - need) + " to spare"
                           : ": fits with under 0.1 GiB to spare";
+  } else if (v.fits_after_drop) {
+    v.text += ": fits once the page cache is dropped (short by " +
+              (need > free ? FormatTenths(need - free) : std::string("under 0.1 GiB")) +
+              " without)";
   } else {
-    v.text += need > free ? ": short by " + FormatTenths(need - free) : ": short by under 0.1 GiB";
+    const uint64_t with_cache = TenthsOfGib(v.free_bytes + v.reclaimable_bytes);
+    v.text += need > with_cache ? ": short by " + FormatTenths(need - with_cache)
+                                : ": short by under 0.1 GiB";
+    if (v.reclaimable_bytes > 0) v.text += " even with the page cache dropped";
   }
-  if (gpu.unified_memory && facts.host_mem_available_bytes &&
+  if (gpu.unified_memory && !gpu.memory_reclaimable_bytes && facts.host_mem_available_bytes &&
       gpu.memory_free_source != "host MemAvailable") {
     v.text += " (host MemAvailable " + Gib(*facts.host_mem_available_bytes);
     if (*facts.host_mem_available_bytes > v.free_bytes) {
@@ -342,9 +364,14 @@ bool ParseProbeJson(std::string_view text, GpuFacts* out, std::string* error) {
   facts.source = "fleet-probe";
   if (!HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error) ||
       !GetOptBool(j, "cuda_context", "", &facts.cuda_context, error) ||
-      !GetOptUint(j, "elapsed_ns", "", &facts.probe_elapsed_ns, error)) {
+      !GetOptUint(j, "elapsed_ns", "", &facts.probe_elapsed_ns, error) ||
+      !GetOptString(j, "cuda_context_refused", "", &facts.context_decision, error)) {
     return false;
   }
+  // The probe's own refusal (a process holds a GPU) says more than the
+  // caller's choice, which saw only fleet's serves.
+  if (!facts.context_decision.empty())
+    facts.context_decision = "no CUDA context: " + facts.context_decision;
   std::string cuda_error;
   for (const char* lib : {"cuda", "nvml"}) {
     const auto it = j.find(lib);
@@ -455,6 +482,10 @@ json GpuFactsToJson(const GpuFacts& facts) {
           {"note", facts.note},
           {"cuda_context", facts.cuda_context},
           {"context_decision", OptStringJson(facts.context_decision)},
+          {"drop_caches_sudo",
+           {{"answer", OptStringJson(facts.drop_caches_sudo)},
+            {"command", OptStringJson(facts.drop_caches_command)},
+            {"user", OptStringJson(facts.drop_caches_user)}}},
           {"host",
            {{"mem_total_bytes", OptUintJson(facts.host_mem_total_bytes)},
             {"mem_available_bytes", OptUintJson(facts.host_mem_available_bytes)}}},
@@ -476,6 +507,15 @@ bool GpuFactsFromJson(const json& j, GpuFacts* out, std::string* error) {
       !GetOptString(j, "context_decision", "", &facts.context_decision, error) ||
       !HostFromJson(j, &facts, error) || !GpusFromJson(j, &facts, error)) {
     return false;
+  }
+  if (const auto sudo = j.find("drop_caches_sudo"); sudo != j.end() && !sudo->is_null()) {
+    if (!sudo->is_object() ||
+        !GetOptString(*sudo, "answer", "drop_caches_sudo.", &facts.drop_caches_sudo, error) ||
+        !GetOptString(*sudo, "command", "drop_caches_sudo.", &facts.drop_caches_command, error) ||
+        !GetOptString(*sudo, "user", "drop_caches_sudo.", &facts.drop_caches_user, error)) {
+      if (!sudo->is_object()) *error = "drop_caches_sudo: expected an object";
+      return false;
+    }
   }
   if (facts.source != "fleet-probe" && facts.source != "nvidia-smi" && facts.source != "none") {
     *error = "source: expected \"fleet-probe\", \"nvidia-smi\" or \"none\", got \"" + facts.source +
@@ -517,16 +557,25 @@ BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes, int g
   }
 
   std::vector<Verdict> verdicts;
-  const Verdict* best = nullptr;  // the fitting GPU with the most free memory
+  const Verdict* best = nullptr;   // the fitting GPU with the most free memory
+  const Verdict* after = nullptr;  // else the one that fits once the cache is dropped
   bool all_known = true;
   for (const GpuInfo* gpu : candidates) verdicts.push_back(Judge(facts, *gpu, need_bytes));
   for (const Verdict& v : verdicts) {
     all_known = all_known && v.known;
     if (v.fits && (best == nullptr || v.free_bytes > best->free_bytes)) best = &v;
+    if (v.fits_after_drop && (after == nullptr || v.free_bytes + v.reclaimable_bytes >
+                                                      after->free_bytes + after->reclaimable_bytes))
+      after = &v;
   }
   if (best != nullptr) {
     answer.fits = true;
     answer.explanation = needs + ", " + best->text;
+    return answer;
+  }
+  if (after != nullptr) {
+    answer.fits_after_drop = true;
+    answer.explanation = needs + ", " + after->text;
     return answer;
   }
   // Neither yes nor no while a GPU that might fit is unknown.
@@ -554,12 +603,55 @@ std::string DescribeGpuMemory(const GpuFacts& facts) {
     line += " " + Gib(*gpu.memory_free_bytes) + " free";
     if (gpu.memory_total_bytes) line += " of " + Gib(*gpu.memory_total_bytes);
     line += FreeSourceNote(gpu);
-    if (gpu.unified_memory && facts.host_mem_available_bytes &&
-        gpu.memory_free_source != "host MemAvailable") {
+    if (gpu.unified_memory && gpu.memory_reclaimable_bytes) {
+      line += " + " + Gib(*gpu.memory_reclaimable_bytes) + " reclaimable page cache";
+    } else if (gpu.unified_memory && facts.host_mem_available_bytes &&
+               gpu.memory_free_source != "host MemAvailable") {
       line += ", host MemAvailable " + Gib(*facts.host_mem_available_bytes);
     }
   }
   return line;
+}
+
+std::vector<std::string> DropCachesArgv() { return {"sysctl", "vm.drop_caches=3"}; }
+
+std::string DropCachesSudoScript() {
+  // Only where the probe saw unified memory: a process on the node costs a
+  // plan a few ms, and a discrete GPU's memory holds no page cache.
+  return "case $gpj in *'\"unified_memory\":true'*)\n"
+         "  dcs_p=$(command -v sysctl 2>/dev/null) || dcs_p=/usr/sbin/sysctl\n"
+         "  printf 'drop_caches_sudo_user=%s\\ndrop_caches_sudo_command=%s vm.drop_caches=3\\n' "
+         "\"$(id -un)\" \"$dcs_p\"\n"
+         "  if ! command -v sudo >/dev/null 2>&1; then echo drop_caches_sudo=no-sudo\n"
+         "  elif sudo -n -l \"$dcs_p\" vm.drop_caches=3 >/dev/null 2>&1; then "
+         "echo drop_caches_sudo=allowed\n"
+         "  else echo drop_caches_sudo=refused; fi ;;\n"
+         "esac\n";
+}
+
+void ParseDropCachesSudo(const std::map<std::string, std::string>& kv, GpuFacts* facts) {
+  const auto get = [&](const char* key) {
+    const auto it = kv.find(key);
+    return it == kv.end() ? std::string() : it->second;
+  };
+  facts->drop_caches_sudo = get("drop_caches_sudo");
+  facts->drop_caches_command = get("drop_caches_sudo_command");
+  facts->drop_caches_user = get("drop_caches_sudo_user");
+}
+
+std::string DropCachesSudoRefusal(const std::string& node, const GpuFacts& facts) {
+  if (facts.drop_caches_sudo.empty() || facts.drop_caches_sudo == "allowed") return "";
+  const std::string user = facts.drop_caches_user.empty() ? "the SSH user" : facts.drop_caches_user;
+  const std::string command = facts.drop_caches_command.empty()
+                                  ? "/usr/sbin/sysctl vm.drop_caches=3"
+                                  : facts.drop_caches_command;
+  if (facts.drop_caches_sudo == "no-sudo")
+    return "node " + node +
+           " has no sudo, and the start must first drop the page cache (`sudo -n " + command + "`)";
+  return "sudo on " + node + " asks " + user + " for a password for `sudo -n " + command +
+         "` (fleet cannot answer one). Install this drop-in on " + node +
+         " (`sudo visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    " + user +
+         " ALL=(root) NOPASSWD: " + command;
 }
 
 }  // namespace fleet

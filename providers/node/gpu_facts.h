@@ -9,6 +9,7 @@
 #define FLEET_PROVIDERS_NODE_GPU_FACTS_H_
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,9 +33,15 @@ struct GpuInfo {
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
   // Who gave memory_free_bytes: "cuMemGetInfo" (a CUDA context), "nvml",
-  // "host MemAvailable" (unified memory, no context), "nvidia-smi"; "" when
-  // unknown (and from a fleet-probe older than the field).
+  // "host MemFree" (unified memory, no context: what cuMemGetInfo would
+  // say), "host MemAvailable" (an older fleet-probe without a context: page
+  // cache counted as free), "nvidia-smi"; "" when unknown (and from a
+  // fleet-probe older than the field).
   std::string memory_free_source;
+  // Unified memory: what dropping the page cache would add to the free
+  // figure (the host's MemAvailable - MemFree). Unknown on discrete GPUs
+  // and from an older fleet-probe.
+  std::optional<uint64_t> memory_reclaimable_bytes;
   // Shares the host's RAM (CUDA's INTEGRATED attribute). false when unknown:
   // nvidia-smi cannot tell.
   bool unified_memory = false;
@@ -55,6 +62,14 @@ struct GpuFacts {
   // (or why not: "fleet serve fleet-x runs on the node", see gpu_context.h).
   bool cuda_context = false;
   std::string context_decision;
+  // Whether the node's sudo runs the page cache drop without a password
+  // (`sudo -n -l`, asked by the node probe on unified-memory nodes):
+  // "allowed", "refused", "no-sudo"; "" when not asked. The command as sudo
+  // sees it ("/usr/sbin/sysctl vm.drop_caches=3") and the SSH user, for the
+  // sudoers line a refusal names.
+  std::string drop_caches_sudo;
+  std::string drop_caches_command;
+  std::string drop_caches_user;
   // For the operator, e.g. why there is no GPU or why memory is unknown:
   // "memory unknown: nvidia-smi reports [N/A] (unified memory?); install
   // fleet-probe".
@@ -95,6 +110,10 @@ std::string DescribeGpuMemory(const GpuFacts& facts);
 struct BudgetAnswer {
   bool fits = false;
   bool known = false;  // false: memory is unknown, so neither yes nor no
+  // Does not fit as free memory stands, but fits on a unified-memory GPU
+  // once the page cache is dropped (free + reclaimable): the start must
+  // drop it first (DropCachesArgv), or the engine's own check refuses.
+  bool fits_after_drop = false;
   // The arithmetic in GiB, e.g. "needs 120.0 GiB, GPU 0 (NVIDIA GB10,
   // unified) has 96.3 GiB free of 119.7 GiB: short by 23.7 GiB; ...".
   std::string explanation;
@@ -102,10 +121,32 @@ struct BudgetAnswer {
 
 // Does `need_bytes` of GPU memory fit on GPU `gpu_index` (-1: on any one GPU
 // of the node, the one with the most free memory)? Decides on each GPU's free
-// memory as the CUDA driver reports it; for unified memory the explanation
-// also gives the host's MemAvailable. Unknown memory gives known=false and
+// memory as the CUDA driver reports it; on unified memory a need that fits
+// free + reclaimable page cache gives fits=false, fits_after_drop=true, and
+// the explanation gives both figures. Unknown memory gives known=false and
 // fits=false, with the reason.
 BudgetAnswer CheckMemoryBudget(const GpuFacts& facts, uint64_t need_bytes, int gpu_index = -1);
+
+// The page cache drop fleet runs (after `sync`) with `sudo -n` before a
+// start that fits only once the cache is dropped: the same as `echo 3 >
+// /proc/sys/vm/drop_caches`, but one exact command a sudoers line can allow
+// without allowing a shell.
+std::vector<std::string> DropCachesArgv();
+
+// The sh fragment of the node probe that asks the node's sudo (`sudo -n -l`:
+// it runs nothing) about DropCachesArgv, on a unified-memory node only (the
+// fleet-probe JSON in $gpj says "unified_memory":true), and prints
+// drop_caches_sudo=allowed|refused|no-sudo, drop_caches_sudo_user=... and
+// drop_caches_sudo_command=... lines.
+std::string DropCachesSudoScript();
+
+// Fills facts->drop_caches_* from the probe's key=value lines.
+void ParseDropCachesSudo(const std::map<std::string, std::string>& kv, GpuFacts* facts);
+
+// The plan error for a start that needs the page cache dropped on a node
+// whose sudo would ask for a password, naming the sudoers line; "" when
+// sudo allows it or was not asked.
+std::string DropCachesSudoRefusal(const std::string& node, const GpuFacts& facts);
 
 }  // namespace fleet
 

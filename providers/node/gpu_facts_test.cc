@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -36,6 +37,14 @@ GpuFacts Unprobed(const std::string& note) {
   GpuFacts facts;
   facts.source = "none";
   facts.note = note;
+  return facts;
+}
+
+// `facts` as the node probe's sudo check left them.
+GpuFacts WithDropCachesSudo(GpuFacts facts, const std::string& answer) {
+  facts.drop_caches_sudo = answer;
+  facts.drop_caches_command = "/usr/sbin/sysctl vm.drop_caches=3";
+  facts.drop_caches_user = "lab";
   return facts;
 }
 
@@ -214,9 +223,10 @@ TEST(ParseNvidiaSmiCsv, MalformedLinesAreErrors) {
 
 TEST(GpuFactsJson, RoundTripsEveryFixture) {
   for (const GpuFacts& facts :
-       {Probe("probe_gb10.json"), Probe("probe_h200.json"),
-        Probe("probe_nogpu.json"), Smi("nvidia_smi_gb10.csv"),
-        Smi("nvidia_smi_h200.csv"), Unprobed("")}) {
+       {Probe("probe_gb10.json"), Probe("probe_h200.json"), Probe("probe_nogpu.json"),
+        Probe("probe_gb10_page_cache.json"),
+        WithDropCachesSudo(Probe("probe_gb10_page_cache.json"), "refused"),
+        Smi("nvidia_smi_gb10.csv"), Smi("nvidia_smi_h200.csv"), Unprobed("")}) {
     const nlohmann::json j = GpuFactsToJson(facts);
     GpuFacts back;
     std::string error;
@@ -362,6 +372,134 @@ TEST(CheckMemoryBudget, SeveralGpus) {
   EXPECT_EQ(
       a.explanation,
       "needs 1.0 GiB on GPU 7, but the node has no GPU 7 (it has 1, 0, 2)");
+}
+
+// A GB10 right after a model was staged: 36.3 GiB free as cuMemGetInfo
+// counts it (MemFree), 60.0 GiB of page cache the kernel can give back.
+TEST(ParseProbeJson, Gb10PageCacheIsReclaimableNotFree) {
+  const GpuFacts facts = Probe("probe_gb10_page_cache.json");
+  ASSERT_EQ(facts.gpus.size(), 1u);
+  EXPECT_EQ(facts.gpus[0].memory_free_bytes, uint64_t{38976827392});
+  EXPECT_EQ(facts.gpus[0].memory_free_source, "host MemFree");
+  EXPECT_EQ(facts.gpus[0].memory_reclaimable_bytes, 60 * kGiB);
+  EXPECT_FALSE(facts.cuda_context);
+  // The probe's own refusal is the decision the facts carry.
+  EXPECT_EQ(facts.context_decision, "no CUDA context: process 48213 runs on GPU 0 (NVML)");
+  // An older probe's document has neither: unknown, not 0.
+  EXPECT_FALSE(Probe("probe_gb10.json").gpus[0].memory_reclaimable_bytes);
+}
+
+TEST(CheckMemoryBudget, FitsOnceThePageCacheIsDropped) {
+  const GpuFacts facts = Probe("probe_gb10_page_cache.json");
+  // Within free: fits, no drop needed.
+  BudgetAnswer a = CheckMemoryBudget(facts, 30 * kGiB);
+  EXPECT_TRUE(a.fits);
+  EXPECT_FALSE(a.fits_after_drop);
+  // Over free, within free + page cache: not "fits" (vLLM's check would
+  // refuse it as things stand), but fits once the cache is dropped.
+  a = CheckMemoryBudget(facts, 90 * kGiB);
+  EXPECT_TRUE(a.known);
+  EXPECT_FALSE(a.fits);
+  EXPECT_TRUE(a.fits_after_drop);
+  EXPECT_EQ(a.explanation,
+            "needs 90.0 GiB, GPU 0 (NVIDIA GB10, unified) has 36.3 GiB free of 119.7 GiB "
+            "(from host MemFree, no CUDA context) + 60.0 GiB reclaimable page cache: fits once "
+            "the page cache is dropped (short by 53.7 GiB without)");
+  // Over both: refused, with both figures.
+  a = CheckMemoryBudget(facts, 100 * kGiB);
+  EXPECT_TRUE(a.known);
+  EXPECT_FALSE(a.fits);
+  EXPECT_FALSE(a.fits_after_drop);
+  EXPECT_EQ(a.explanation,
+            "needs 100.0 GiB, GPU 0 (NVIDIA GB10, unified) has 36.3 GiB free of 119.7 GiB "
+            "(from host MemFree, no CUDA context) + 60.0 GiB reclaimable page cache: short by "
+            "3.7 GiB even with the page cache dropped");
+}
+
+// The verdict must not depend on whether the probe opened a context: the
+// same node measured through cuMemGetInfo gives the same answer.
+TEST(CheckMemoryBudget, SameVerdictWithAndWithoutAContext) {
+  GpuFacts with = Probe("probe_gb10_page_cache.json");
+  with.gpus[0].memory_free_source = "cuMemGetInfo";
+  const GpuFacts without = Probe("probe_gb10_page_cache.json");
+  for (uint64_t need : {30 * kGiB, 90 * kGiB, 100 * kGiB}) {
+    const BudgetAnswer a = CheckMemoryBudget(with, need);
+    const BudgetAnswer b = CheckMemoryBudget(without, need);
+    EXPECT_EQ(a.fits, b.fits) << need;
+    EXPECT_EQ(a.fits_after_drop, b.fits_after_drop) << need;
+  }
+}
+
+// A discrete GPU's memory holds no page cache: a reclaimable figure (which
+// the probe never gives one) must not make a short H200 fit.
+TEST(CheckMemoryBudget, DiscreteGpuNeverFitsAfterADrop) {
+  GpuFacts facts = Probe("probe_h200.json");
+  facts.gpus[0].memory_reclaimable_bytes = 100 * kGiB;
+  const BudgetAnswer a = CheckMemoryBudget(facts, 140 * kGiB);
+  EXPECT_FALSE(a.fits);
+  EXPECT_FALSE(a.fits_after_drop);
+}
+
+TEST(DropCachesSudo, RefusalNamesTheExactSudoersLine) {
+  const GpuFacts facts = Probe("probe_gb10_page_cache.json");
+  EXPECT_EQ(DropCachesSudoRefusal("dgx5", facts), "");  // not asked: nothing known
+  EXPECT_EQ(DropCachesSudoRefusal("dgx5", WithDropCachesSudo(facts, "allowed")), "");
+  EXPECT_EQ(DropCachesSudoRefusal("dgx5", WithDropCachesSudo(facts, "refused")),
+            "sudo on dgx5 asks lab for a password for `sudo -n /usr/sbin/sysctl "
+            "vm.drop_caches=3` (fleet cannot answer one). Install this drop-in on dgx5 (`sudo "
+            "visudo -f /etc/sudoers.d/fleet`), nothing broader:\n    lab ALL=(root) NOPASSWD: "
+            "/usr/sbin/sysctl vm.drop_caches=3");
+  EXPECT_NE(DropCachesSudoRefusal("dgx5", WithDropCachesSudo(facts, "no-sudo")), "");
+}
+
+// The node-side fragment, run by sh against a stand-in sudo that allows
+// only what a sudoers file lists: asked only on unified memory, and for
+// exactly the command the apply runs.
+TEST(DropCachesSudo, ScriptAsksExactlyTheCommandOnUnifiedMemoryOnly) {
+  char dir_template[] = "/tmp/drop-caches-sudo.XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  ASSERT_NE(dir, nullptr);
+  const std::string d = dir;
+  {
+    std::ofstream sudo(d + "/sudo");
+    sudo << "#!/bin/sh\n[ \"$1\" = -n ] && [ \"$2\" = -l ] || exit 2\nshift 2\n"
+            "grep -qxF \"$*\" "
+         << d << "/allowed\n";
+    std::ofstream sysctl(d + "/sysctl");
+    sysctl << "#!/bin/sh\nexit 1\n";
+  }
+  ASSERT_EQ(std::system(("chmod +x " + d + "/sudo " + d + "/sysctl").c_str()), 0);
+  const auto run = [&](const std::string& gpj) {
+    const std::string script =
+        "PATH=" + d + ":/usr/bin:/bin\ngpj='" + gpj + "'\n" + DropCachesSudoScript();
+    std::ofstream(d + "/script.sh") << script;
+    const std::string out = d + "/out";
+    EXPECT_EQ(std::system(("sh " + d + "/script.sh >" + out).c_str()), 0);
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::map<std::string, std::string> kv;
+    std::string line;
+    while (std::getline(ss, line)) {
+      const size_t eq = line.find('=');
+      if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    GpuFacts facts;
+    ParseDropCachesSudo(kv, &facts);
+    return facts;
+  };
+  std::ofstream(d + "/allowed") << "";
+  GpuFacts f = run(R"({"gpus":[{"unified_memory":true}]})");
+  EXPECT_EQ(f.drop_caches_sudo, "refused");
+  EXPECT_EQ(f.drop_caches_command, d + "/sysctl vm.drop_caches=3");
+  std::ofstream(d + "/allowed") << d << "/sysctl vm.drop_caches=3\n";
+  EXPECT_EQ(run(R"({"gpus":[{"unified_memory":true}]})").drop_caches_sudo, "allowed");
+  // A broader-looking grant of another command does not count.
+  std::ofstream(d + "/allowed") << d << "/sysctl -a\n";
+  EXPECT_EQ(run(R"({"gpus":[{"unified_memory":true}]})").drop_caches_sudo, "refused");
+  // A discrete GPU: not asked.
+  EXPECT_EQ(run(R"({"gpus":[{"unified_memory":false}]})").drop_caches_sudo, "");
+  (void)std::system(("rm -rf " + d).c_str());
 }
 
 }  // namespace

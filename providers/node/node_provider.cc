@@ -92,7 +92,8 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
        // One line for the parser; tr only when the answer has more.
        "gpj=$($t \"$fp\" $fpa 2>/dev/null)\n"
        "case $gpj in *\"\n\"*) gpj=$(printf '%s' \"$gpj\" | tr -d '\\n') ;; esac\n"
-       "printf 'gpu_probe=%s\\n' \"$gpj\"\n"
+       "printf 'gpu_probe=%s\\n' \"$gpj\"\n" +
+       DropCachesSudoScript() +
        "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
        "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
        "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
@@ -133,7 +134,9 @@ NodeFacts ParseNodeFacts(const std::string& output) {
   GpuFacts gpu;
   std::string error;
   if (!probe_json.empty() && ParseProbeJson(probe_json, &gpu, &error)) {
-    gpu.context_decision = ParseGpuContext(kv["gpu_context"]).why;
+    // The probe's own refusal (a process holds a GPU) where it gave one.
+    if (gpu.context_decision.empty()) gpu.context_decision = ParseGpuContext(kv["gpu_context"]).why;
+    ParseDropCachesSudo(kv, &gpu);
     if (gpu.probe_elapsed_ns) f.gpu_probe_s = *gpu.probe_elapsed_ns / 1e9;
     f.gpu = GpuFactsToJson(gpu);
   } else if (!smi_csv.empty() && ParseNvidiaSmiCsv(smi_csv, &gpu, &error)) {

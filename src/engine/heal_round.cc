@@ -76,15 +76,28 @@ ServeSeen SeenBy(const ProbeResult& probed, const std::vector<SmokeResult>* chec
   return seen;
 }
 
-// The most GPU memory free on one of the node's GPUs, as the round's probe
-// measured it (no CUDA context while serves run); none when unknown.
-std::optional<uint64_t> FreeGpuBytes(const ProbeResult& probed, const std::string& node) {
+// The most GPU memory one of the node's GPUs could give a start, as the
+// round's probe measured it (no CUDA context while serves run): free memory
+// plus, on unified memory, the page cache a drop gives back (the heal drops
+// it when free alone is short); none when unknown. The same figure with and
+// without a context, so a heal's "memory back" compares like with like.
+struct GpuRoom {
+  uint64_t free = 0;         // as cuMemGetInfo counts it
+  uint64_t reclaimable = 0;  // unified memory's page cache
+  uint64_t Total() const { return free + reclaimable; }
+};
+
+std::optional<GpuRoom> FreeGpuBytes(const ProbeResult& probed, const std::string& node) {
   auto f = probed.facts.find(node);
   GpuFacts gpu;
   if (f == probed.facts.end() || !GpuFactsFromJson(f->second.gpu, &gpu)) return std::nullopt;
-  std::optional<uint64_t> best;
-  for (const GpuInfo& g : gpu.gpus)
-    if (g.memory_free_bytes && (!best || *g.memory_free_bytes > *best)) best = g.memory_free_bytes;
+  std::optional<GpuRoom> best;
+  for (const GpuInfo& g : gpu.gpus) {
+    if (!g.memory_free_bytes) continue;
+    GpuRoom room{*g.memory_free_bytes,
+                 g.unified_memory ? g.memory_reclaimable_bytes.value_or(0) : uint64_t{0}};
+    if (!best || room.Total() > best->Total()) best = room;
+  }
   return best;
 }
 
@@ -101,7 +114,8 @@ struct HealStep {
   Serve serve;  // (serve.spec is the round's: not used off the lock)
   HealDecision decision;
   DeploymentRecord record;  // its record as its start wrote it (in progress)
-  std::optional<uint64_t> free;
+  std::optional<uint64_t> free;  // free + reclaimable page cache (FreeGpuBytes)
+  bool drop_page_cache = false;  // the start drops the page cache first
   bool ok = false;
   DeploymentRecord healed;
   std::string error;
@@ -242,7 +256,9 @@ class LockedRound {
     if (!rec) return std::nullopt;
     HealLedger ledger = rec->heal.value_or(HealLedger{});
     const int64_t now = UnixNow();
-    const std::optional<uint64_t> free = FreeGpuBytes(*in_.probed, s.node);
+    const std::optional<GpuRoom> room = FreeGpuBytes(*in_.probed, s.node);
+    const std::optional<uint64_t> free =
+        room ? std::optional<uint64_t>(room->Total()) : std::nullopt;
     std::string why;
     if (free &&
         !MemoryBack(*free, rec->want.gpu_memory_bytes, ledger.free_before_start_bytes, &why)) {
@@ -266,6 +282,8 @@ class LockedRound {
     step.decision = d;
     step.record = *rec;
     step.free = free;
+    // Free alone short, the page cache makes up the rest: drop it first.
+    step.drop_page_cache = room && room->reclaimable > 0 && room->free < rec->want.gpu_memory_bytes;
     return step;
   }
 
@@ -291,7 +309,7 @@ Result<DeploymentRecord> BringBack(const Manifest& m, NodeConnections* connectio
     ctx.progress = [&progress, &step](const std::string& line) {
       progress(step.serve.address + ": " + line);
     };
-  return HealServe(ctx, step.serve.name, step.record);
+  return HealServe(ctx, step.serve.name, step.record, step.drop_page_cache);
 }
 
 // The end of a heal written into `writer`'s state: its ledger settled, the

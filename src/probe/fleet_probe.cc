@@ -12,13 +12,15 @@
 //   binary runs on nodes without a GPU or a driver and says so.
 // - stdout carries exactly one JSON document (probe_version 1):
 //     {"probe_version":1,
-//      "host":{"mem_total_bytes":N,"mem_available_bytes":N,"swap_free_bytes":N},
+//      "host":{"mem_total_bytes":N,"mem_available_bytes":N,"mem_free_bytes":N,
+//              "swap_free_bytes":N},
 //      "cuda":{"available":B,"driver_version":"13.0","error":S},
-//      "cuda_context":B,
+//      "cuda_context":B,"cuda_context_refused":S,
 //      "nvml":{"available":B,"driver_version":"580.95.05","error":S},
 //      "gpus":[{"index":0,"name":S,"uuid":"GPU-…","compute_capability":"12.1",
 //               "memory_total_bytes":N,"memory_free_bytes":N,
-//               "memory_free_source":"cuMemGetInfo"|"nvml"|"host MemAvailable",
+//               "memory_free_source":"cuMemGetInfo"|"nvml"|"host MemFree",
+//               "memory_reclaimable_bytes":N,
 //               "unified_memory":B,"processes":[{"pid":N,"used_bytes":N}],
 //               "errors":[S]}]}
 //   Any value that could not be read is null, never 0 or false. "processes"
@@ -33,9 +35,28 @@
 //   moment, which briefly costs that GPU a little memory. With --no-context
 //   it creates none (a serve owns the GPU: on unified memory a context costs
 //   memory the serve counted on); free memory then comes from NVML where it
-//   answers, else, on unified memory, from the host's MemAvailable, and
+//   answers, else, on unified memory, from the host's MemFree, and
 //   "memory_free_source" says which. "cuda_context" says whether a context
 //   was created.
+// - Nor does it create one, whatever the command line, while any process
+//   holds a GPU of the node, fleet's or not: a process on NVML's compute list
+//   of any GPU or, where NVML cannot list them, a process other than this one
+//   with /dev/nvidia<N> open (only the processes whose fds this user may
+//   read: run as root to see every user's). "cuda_context_refused" then says
+//   which process; it is null when no context was asked or none was refused.
+// - Unified memory (GB10): cuMemGetInfo counts the page cache as used (the
+//   kernel frees it only under pressure; vLLM's start-up check reads the same
+//   figure). Without a context the free figure is therefore the host's
+//   MemFree, not MemAvailable, so that it means the same with and without a
+//   context. "memory_reclaimable_bytes" is what the kernel can give back
+//   (`sync; echo 3 > /proc/sys/vm/drop_caches`): MemAvailable - MemFree, the
+//   kernel's own estimate of the page cache and reclaimable slab it can free
+//   without swapping, less the reserve it keeps (Cached + Buffers - Shmem
+//   would leave out the slab that drop_caches=3 frees too and count the
+//   reserve it never hands out; both leave out shmem/tmpfs). So free +
+//   reclaimable is MemAvailable, the figure llama.cpp reads on unified
+//   memory. null on discrete GPUs, whose memory is not the page cache's.
+// - FLEET_PROBE_PROC names another /proc for the /dev/nvidia<N> scan (tests).
 // - `fleet-probe --sha256 [--threads N] [--] FILE...` is the hasher of
 //   fleet's deep verify instead: one line "<sha256 hex>  FILE" per file on
 //   stdout as each is done (sha256sum's format), on N threads (default: the
@@ -60,6 +81,7 @@
 // - The GPU facts end themselves after 20 s (SIGALRM), as `timeout 20` did:
 //   a driver hung in cuInit must not hang the plan. "elapsed_ns" in the
 //   document is the probe's own time from main() to the document.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -203,6 +225,7 @@ using NvmlDeviceGetMemoryInfoFn = nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*);
 struct HostReport {
   std::optional<uint64_t> mem_total_bytes;
   std::optional<uint64_t> mem_available_bytes;
+  std::optional<uint64_t> mem_free_bytes;
   std::optional<uint64_t> swap_free_bytes;
 };
 
@@ -225,6 +248,7 @@ struct GpuReport {
   std::optional<uint64_t> memory_total_bytes;
   std::optional<uint64_t> memory_free_bytes;
   std::optional<std::string> memory_free_source;
+  std::optional<uint64_t> memory_reclaimable_bytes;
   std::optional<bool> unified_memory;
   std::optional<std::vector<ProcessReport>> processes;
   std::vector<std::string> errors;
@@ -234,6 +258,7 @@ struct Report {
   HostReport host;
   LibraryReport cuda;
   bool cuda_context = false;  // a primary context was retained
+  std::optional<std::string> cuda_context_refused;  // why none, though one was asked
   LibraryReport nvml;
   std::vector<GpuReport> gpus;
   uint64_t elapsed_ns = 0;  // from main() to the document
@@ -429,6 +454,8 @@ void ReadHostMemory(HostReport* host) {
       host->mem_total_bytes = bytes;
     } else if (std::strcmp(key, "MemAvailable") == 0) {
       host->mem_available_bytes = bytes;
+    } else if (std::strcmp(key, "MemFree") == 0) {
+      host->mem_free_bytes = bytes;
     } else if (std::strcmp(key, "SwapFree") == 0) {
       host->swap_free_bytes = bytes;
     }
@@ -533,7 +560,7 @@ std::string FormatUuid(const CUuuid& uuid) {
   return text;
 }
 
-GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_created) {
+GpuReport ProbeGpu(const Cuda& cu, int index) {
   GpuReport gpu;
   gpu.index = index;
   std::vector<std::string>* errors = &gpu.errors;
@@ -568,11 +595,19 @@ GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_c
     gpu.memory_total_bytes = total;
   }
 
-  // cuMemGetInfo needs a current context. A primary context belongs to this
-  // process: retaining it creates one on the GPU (driver memory, on unified
-  // memory taken from what a running serve counted on) until the release.
-  // Hence --no-context, which the plan passes while a serve runs.
-  if (!with_context) return gpu;
+  return gpu;
+}
+
+// cuMemGetInfo needs a current context. A primary context belongs to this
+// process: retaining it creates one on the GPU (driver memory, on unified
+// memory taken from what a running serve counted on) until the release.
+// Hence --no-context, which the plan passes while a serve runs, and the
+// holder check before this is called (GpuHolder).
+void ProbeGpuWithContext(const Cuda& cu, GpuReport* report, bool* context_created) {
+  GpuReport& gpu = *report;
+  std::vector<std::string>* errors = &gpu.errors;
+  CUdevice dev = 0;
+  if (!cu.Call(errors, "cuDeviceGet", cu.device_get, &dev, gpu.index)) return;
   CUcontext ctx = nullptr;
   if (cu.Call(errors, "cuDevicePrimaryCtxRetain", cu.primary_ctx_retain, &ctx, dev)) {
     *context_created = true;
@@ -587,10 +622,10 @@ GpuReport ProbeGpu(const Cuda& cu, int index, bool with_context, bool* context_c
     }
     cu.Call(errors, "cuDevicePrimaryCtxRelease_v2", cu.primary_ctx_release, dev);
   }
-  return gpu;
 }
 
-void ProbeCuda(Report* report, bool with_context) {
+// The driver, once cuInit succeeded (for the context pass after NVML).
+std::optional<Cuda> ProbeCuda(Report* report) {
   // The probe reports the node, not the caller's view of it: see every GPU,
   // numbered in PCI bus order as nvidia-smi, NVML and `docker --gpus` do.
   unsetenv("CUDA_VISIBLE_DEVICES");
@@ -601,7 +636,7 @@ void ProbeCuda(Report* report, bool with_context) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
     status.error = DlError("libcuda.so.1");
-    return;
+    return std::nullopt;
   }
   Cuda cu;
   cu.Resolve(lib);
@@ -616,7 +651,7 @@ void ProbeCuda(Report* report, bool with_context) {
     status.available = true;
     if (cu.Call(&errors, "cuDeviceGetCount", cu.device_get_count, &count)) {
       for (int i = 0; i < count; ++i) {
-        report->gpus.push_back(ProbeGpu(cu, i, with_context, &report->cuda_context));
+        report->gpus.push_back(ProbeGpu(cu, i));
       }
     }
   }
@@ -625,6 +660,8 @@ void ProbeCuda(Report* report, bool with_context) {
     for (const std::string& e : errors) joined += (joined.empty() ? "" : "; ") + e;
     status.error = joined;
   }
+  if (!status.available) return std::nullopt;
+  return cu;
 }
 
 // ---------------------------------------------------------------------------
@@ -736,17 +773,98 @@ void ProbeNvml(Report* report) {
   if (shutdown != nullptr) shutdown();
 }
 
-// A unified-memory GPU that neither CUDA (no context) nor NVML gave a free
-// figure: the host's MemAvailable, the memory the GPU allocates from.
+// A unified-memory GPU allocates from the host's RAM. Without a context (and
+// NVML has no figure for it), its free figure is the host's MemFree: what
+// cuMemGetInfo counts as free on GB10, which leaves the page cache out.
+// Either way, what dropping the page cache would add is MemAvailable -
+// MemFree (see the contract above for why that and not Cached).
 void FillFromHost(Report* report) {
+  const HostReport& host = report->host;
   for (GpuReport& gpu : report->gpus) {
-    if (gpu.memory_free_bytes || !gpu.unified_memory.value_or(false) ||
-        !report->host.mem_available_bytes) {
+    if (!gpu.unified_memory.value_or(false)) continue;
+    if (!gpu.memory_free_bytes && host.mem_free_bytes) {
+      gpu.memory_free_bytes = host.mem_free_bytes;
+      gpu.memory_free_source = "host MemFree";
+    }
+    if (host.mem_available_bytes && host.mem_free_bytes) {
+      gpu.memory_reclaimable_bytes = *host.mem_available_bytes > *host.mem_free_bytes
+                                         ? *host.mem_available_bytes - *host.mem_free_bytes
+                                         : 0;
+    }
+  }
+}
+
+// "/dev/nvidia0" .. "/dev/nvidia<N>", the GPUs' device nodes (not
+// nvidiactl, nvidia-uvm or nvidia-modeset, which every NVML or CUDA user
+// such as a monitoring agent opens without holding a GPU).
+bool IsGpuDeviceNode(const char* target) {
+  const char kPrefix[] = "/dev/nvidia";
+  if (std::strncmp(target, kPrefix, sizeof(kPrefix) - 1) != 0) return false;
+  const char* digits = target + sizeof(kPrefix) - 1;
+  if (*digits == '\0') return false;
+  for (const char* c = digits; *c != '\0'; ++c) {
+    if (!std::isdigit(static_cast<unsigned char>(*c))) return false;
+  }
+  return true;
+}
+
+// A process other than this one with a GPU's device node open, from
+// /proc/<pid>/fd: 0 when none is seen. FLEET_PROBE_PROC names another /proc
+// for tests of this scan.
+uint32_t DeviceNodeHolder() {
+  const char* env = std::getenv("FLEET_PROBE_PROC");
+  const std::string proc = env != nullptr && *env != '\0' ? env : "/proc";
+  const long self = static_cast<long>(getpid());
+  DIR* dir = opendir(proc.c_str());
+  if (dir == nullptr) return 0;
+  uint32_t holder = 0;
+  while (holder == 0) {
+    const dirent* e = readdir(dir);
+    if (e == nullptr) break;
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (end == e->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
+    const std::string fds = proc + "/" + e->d_name + "/fd";
+    DIR* fd_dir = opendir(fds.c_str());
+    if (fd_dir == nullptr) continue;  // gone, or another user's
+    while (const dirent* f = readdir(fd_dir)) {
+      char target[256];
+      const ssize_t n = readlink((fds + "/" + f->d_name).c_str(), target, sizeof(target) - 1);
+      if (n <= 0) continue;
+      target[n] = '\0';
+      if (IsGpuDeviceNode(target)) {
+        holder = static_cast<uint32_t>(pid);
+        break;
+      }
+    }
+    closedir(fd_dir);
+  }
+  closedir(dir);
+  return holder;
+}
+
+// Why no context may be created: the process that holds a GPU (NVML's
+// compute list, or the device nodes where NVML did not list), or nullopt.
+// The probe's own cuInit has opened the device nodes too: it is left out.
+std::optional<std::string> GpuHolder(const Report& report) {
+  bool all_listed = !report.gpus.empty();
+  for (const GpuReport& gpu : report.gpus) {
+    if (!gpu.processes) {
+      all_listed = false;
       continue;
     }
-    gpu.memory_free_bytes = report->host.mem_available_bytes;
-    gpu.memory_free_source = "host MemAvailable";
+    if (!gpu.processes->empty()) {
+      return "process " + std::to_string(gpu.processes->front().pid) + " runs on GPU " +
+             std::to_string(gpu.index) + " (NVML)";
+    }
   }
+  if (all_listed) return std::nullopt;
+  if (const uint32_t pid = DeviceNodeHolder()) {
+    return "process " + std::to_string(pid) +
+           " has a GPU device node (/dev/nvidia<N>) open, and NVML did not list the GPU's "
+           "processes";
+  }
+  return std::nullopt;
 }
 
 // ---------------------------------------------------------------------------
@@ -1070,6 +1188,8 @@ std::string Render(const Report& report, bool pretty) {
   w.OptUint(report.host.mem_total_bytes);
   w.Key("mem_available_bytes");
   w.OptUint(report.host.mem_available_bytes);
+  w.Key("mem_free_bytes");
+  w.OptUint(report.host.mem_free_bytes);
   w.Key("swap_free_bytes");
   w.OptUint(report.host.swap_free_bytes);
   w.EndObject();
@@ -1087,6 +1207,8 @@ std::string Render(const Report& report, bool pretty) {
   }
   w.Key("cuda_context");
   w.Bool(report.cuda_context);
+  w.Key("cuda_context_refused");
+  w.OptString(report.cuda_context_refused);
   w.Key("elapsed_ns");
   w.Uint(report.elapsed_ns);
   w.Key("gpus");
@@ -1107,6 +1229,8 @@ std::string Render(const Report& report, bool pretty) {
     w.OptUint(gpu.memory_free_bytes);
     w.Key("memory_free_source");
     w.OptString(gpu.memory_free_source);
+    w.Key("memory_reclaimable_bytes");
+    w.OptUint(gpu.memory_reclaimable_bytes);
     w.Key("unified_memory");
     w.OptBool(gpu.unified_memory);
     w.Key("processes");
@@ -1261,7 +1385,8 @@ constexpr char kUsage[] =
     "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
     "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
     "--no-context: create no CUDA context (free memory from NVML or, on\n"
-    "unified memory, the host's MemAvailable).\n"
+    "unified memory, the host's MemFree). None is created either while any\n"
+    "process holds a GPU.\n"
     "--sha256: prints \"<sha256 hex>  FILE\" per file, on N threads\n"
     "(default: the CPUs), largest first; exit 1 when a file could not be hashed, 3 when\n"
     "OpenSSL's libcrypto cannot be loaded.\n"
@@ -1299,8 +1424,16 @@ int main(int argc, char** argv) {
   ArmDeadline(20);  // what `timeout 20` did around it
   Report report;
   ReadHostMemory(&report.host);
-  ProbeCuda(&report, with_context);
+  // NVML before any context: its process list says whether one may be
+  // created, and the probe's own context must not be on it.
+  const std::optional<Cuda> cu = ProbeCuda(&report);
   ProbeNvml(&report);
+  if (cu && with_context) {
+    report.cuda_context_refused = GpuHolder(report);
+    if (!report.cuda_context_refused) {
+      for (GpuReport& gpu : report.gpus) ProbeGpuWithContext(*cu, &gpu, &report.cuda_context);
+    }
+  }
   FillFromHost(&report);
   report.elapsed_ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                 std::chrono::steady_clock::now() - started)

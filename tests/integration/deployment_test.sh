@@ -312,6 +312,37 @@ repo ', "display_ram": "unlocked", "gpu_memory": "200GiB"'
 expect_rc 1 plan
 expect_out "deployment.serve@dgx2: gpu_memory does not fit on dgx2: needs 200.0 GiB"
 expect_out "98.3 GiB free"
+
+step "a GB10 full of page cache: a need within free + page cache is planned with the drop"
+# A model just staged: 60 GiB of dgx2's 98.3 GiB is page cache, which the
+# fake cuMemGetInfo (as GB10's) and the node's meminfo count as used.
+"$SIM" page-cache "$SIMDIR" dgx2 $((60 << 30)) >/dev/null
+repo ', "display_ram": "unlocked", "gpu_memory": "60GiB"'
+expect_rc 2 plan --detailed-exitcode
+expect_out "gpu_memory fits once the page cache is dropped: needs 60.0 GiB"
+expect_out "38.3 GiB free"
+expect_out "+ 60.0 GiB reclaimable page cache"
+repo ', "display_ram": "unlocked", "gpu_memory": "100GiB"'
+expect_rc 1 plan
+expect_out "gpu_memory does not fit on dgx2: needs 100.0 GiB"
+expect_out "short by 1.7 GiB even with the page cache dropped"
+# A sudo that asks for the drop: a plan error naming the sudoers line.
+sudoers=$(node_root dgx2)/etc/sudoers.d/fleet
+cp "$sudoers" "$WORK/sudoers.bak"
+sed -i 's|, /srv/bin/sysctl vm.drop_caches=3||' "$sudoers"
+repo ', "display_ram": "unlocked", "gpu_memory": "60GiB"'
+expect_rc 1 plan
+expect_out "only once the page cache is dropped"
+expect_out "NOPASSWD: /srv/bin/sysctl vm.drop_caches=3"
+cat "$WORK/sudoers.bak" >"$sudoers"
+on_node dgx2 ': >/srv/sim/sysctl.log'  # as the node user, who appends to it
+expect_rc 0 apply --auto-approve
+grep -qx "vm.drop_caches=3" "$(node_root dgx2)/sim/sysctl.log" ||
+  fail "apply did not drop the page cache: $(cat "$(node_root dgx2)/sim/sysctl.log")"
+grep -q "^Cached: *0 kB" "$(node_root dgx2)/sim/meminfo" || fail "page cache left: $(cat "$(node_root dgx2)/sim/meminfo")"
+[[ $(code) == 200 ]] || fail "not serving after the drop"
+expect_rc 0 destroy --auto-approve --target deployment.serve@dgx2
+gone dgx2 fleet-serve
 fi
 repo ', "display_ram": "unlocked", "gpu_memory": "24GiB"'
 expect_rc 2 plan --detailed-exitcode

@@ -91,12 +91,14 @@ import json, sys
 g = json.load(open(sys.argv[1]))["gpu"]
 assert g["source"] == "fleet-probe" and g["cuda_context"] is False, g
 gpu = g["gpus"][0]
-# unified memory, no context: the host's MemAvailable, and it says so
-assert gpu["memory_free_source"] == "host MemAvailable", gpu
-assert gpu["memory_free_bytes"] == g["host"]["mem_available_bytes"], gpu
+# unified memory, no context: the host's MemFree (what cuMemGetInfo
+# counts), and it says so; MemAvailable is that plus the page cache
+assert gpu["memory_free_source"] == "host MemFree", gpu
+assert (gpu["memory_free_bytes"] + gpu["memory_reclaimable_bytes"] ==
+        g["host"]["mem_available_bytes"]), gpu
 PY
 expect_rc 0 probe dgx1
-expect_out "(from host MemAvailable, no CUDA context)"
+expect_out "(from host MemFree, no CUDA context)"
 [[ ! -s $ctx1 ]] || fail "fleet probe created a CUDA context under a serve: $(cat "$ctx1")"
 step "fleet probe --gpu creates one anyway, with the CUDA driver's figure"
 expect_rc 0 probe dgx1 --gpu --json
@@ -121,5 +123,17 @@ on_node dgx1 ': >/srv/sim/cuda-contexts.log'
 expect_rc 0 -v plan
 [[ $(grep -c cuDevicePrimaryCtxRetain "$ctx1") == 1 ]] || fail "no context without a serve: $(cat "$ctx1")"
 expect_out "a CUDA context: no fleet serve runs on the node"
+
+step "a GPU process fleet did not start keeps fleet-probe from opening a context"
+# NVML lists a process on dgx1's GPU (a notebook, another engine): no fleet
+# serve runs, so the plan's script asks for a context; the probe refuses.
+on_node dgx1 "sed 's/^processes =.*/processes = 4242:na/' /srv/sim/fake-gpu.conf >/srv/sim/c && cat /srv/sim/c >/srv/sim/fake-gpu.conf"
+on_node dgx1 ': >/srv/sim/cuda-contexts.log'
+expect_rc 0 -v plan
+[[ ! -s $ctx1 ]] || fail "a context beside a non-fleet GPU process: $(cat "$ctx1")"
+expect_out "no CUDA context: process 4242 runs on GPU 0 (NVML)"
+expect_rc 0 probe dgx1 --gpu --json
+[[ ! -s $ctx1 ]] || fail "fleet probe --gpu opened a context beside process 4242: $(cat "$ctx1")"
+on_node dgx1 "sed 's/^processes =.*/processes =/' /srv/sim/fake-gpu.conf >/srv/sim/c && cat /srv/sim/c >/srv/sim/fake-gpu.conf"
 no_crash
 echo PASS

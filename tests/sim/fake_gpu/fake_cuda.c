@@ -243,7 +243,7 @@ FAKE_GPU_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total) {
   if (!g_initialized) return (CUresult)kNotInitialized;
   if (t_current == NULL || g_primary_refs == 0) return (CUresult)kInvalidContext;
   if (free == NULL || total == NULL) return (CUresult)kInvalidValue;
-  *free = (size_t)fake_gpu_free_now(&g_gpu);
+  *free = (size_t)fake_gpu_cuda_free_now(&g_gpu); /* GB10: page cache is not free */
   *total = (size_t)g_gpu.total_bytes;
   return (CUresult)kSuccess;
 }

@@ -31,6 +31,12 @@ struct fake_gpu {
   unsigned long long total_bytes;
   unsigned long long free_bytes; /* with the display holding its memory */
   unsigned long long unlock_gain_bytes;
+  /* Integrated GPUs: the part of free_bytes that is the host's page cache.
+   * GB10's cuMemGetInfo counts it as used (the kernel gives it back only
+   * under pressure or to drop_caches), so the fake's does too; NVML has no
+   * figure on unified memory. A node's /proc/meminfo that agrees has
+   * MemFree = free - page_cache_bytes and MemAvailable = free. */
+  unsigned long long page_cache_bytes;
   int nvml_memory_supported;
   int processes_supported;
   int process_count;
@@ -60,6 +66,11 @@ enum fake_gpu_load fake_gpu_load(struct fake_gpu *gpu, const char *who)
  * not hold its memory (nvidia_drm loaded with modeset=Y fbdev=N, or not loaded
  * at all), at most total_bytes. Read from sysfs at every call. */
 unsigned long long fake_gpu_free_now(const struct fake_gpu *gpu)
+    __attribute__((visibility("hidden")));
+
+/* What cuMemGetInfo reports free now: fake_gpu_free_now, less
+ * page_cache_bytes on an integrated GPU (never below 0). */
+unsigned long long fake_gpu_cuda_free_now(const struct fake_gpu *gpu)
     __attribute__((visibility("hidden")));
 
 #endif /* FLEET_FAKE_GPU_H_ */

@@ -5,7 +5,7 @@
  *   free_bytes = 103401336832 # then any key overrides the profile's value
  *
  * Keys: profile name uuid compute_capability integrated multiprocessors
- * total_bytes free_bytes unlock_gain_bytes nvml_memory (supported|unsupported)
+ * total_bytes free_bytes unlock_gain_bytes page_cache_bytes nvml_memory (supported|unsupported)
  * processes (unsupported | empty | PID:BYTES|PID:na,...) driver_version
  * cuda_version sysfs cu_init_error context_log. An unknown key or a bad value makes the
  * whole config invalid: the libraries then fail to initialise and say why on
@@ -170,6 +170,7 @@ static int apply_key(struct fake_gpu *gpu, const char *key, const char *value) {
   if (strcmp(key, "total_bytes") == 0) return parse_u64(value, &gpu->total_bytes);
   if (strcmp(key, "free_bytes") == 0) return parse_u64(value, &gpu->free_bytes);
   if (strcmp(key, "unlock_gain_bytes") == 0) return parse_u64(value, &gpu->unlock_gain_bytes);
+  if (strcmp(key, "page_cache_bytes") == 0) return parse_u64(value, &gpu->page_cache_bytes);
   if (strcmp(key, "nvml_memory") == 0) {
     if (strcmp(value, "supported") == 0) {
       gpu->nvml_memory_supported = 1;
@@ -265,6 +266,18 @@ enum fake_gpu_load fake_gpu_load(struct fake_gpu *gpu, const char *who) {
             gpu->free_bytes, gpu->total_bytes);
     return FAKE_GPU_INVALID;
   }
+  if (gpu->page_cache_bytes > gpu->free_bytes) {
+    fprintf(stderr, "%s: %s: page_cache_bytes %llu exceeds free_bytes %llu\n", who, path,
+            gpu->page_cache_bytes, gpu->free_bytes);
+    return FAKE_GPU_INVALID;
+  }
+  if (gpu->page_cache_bytes != 0 && !gpu->integrated) {
+    fprintf(stderr,
+            "%s: %s: page_cache_bytes needs integrated = 1 (a discrete GPU's memory "
+            "holds no page cache)\n",
+            who, path);
+    return FAKE_GPU_INVALID;
+  }
   return FAKE_GPU_OK;
 }
 
@@ -295,4 +308,10 @@ unsigned long long fake_gpu_free_now(const struct fake_gpu *gpu) {
   if (display_released) free += gpu->unlock_gain_bytes;
   if (free > gpu->total_bytes || free < gpu->free_bytes) free = gpu->total_bytes;
   return free;
+}
+
+unsigned long long fake_gpu_cuda_free_now(const struct fake_gpu *gpu) {
+  const unsigned long long free = fake_gpu_free_now(gpu);
+  if (!gpu->integrated) return free;
+  return free > gpu->page_cache_bytes ? free - gpu->page_cache_bytes : 0;
 }

@@ -68,10 +68,31 @@ class Node:
                 f.write("\nsysfs = %s\n" % self.sysfs)
 
 
-def run_probe(probe, libdir, conf, *args):
-    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FLEET_FAKE_GPU=conf)
+def meminfo_text(total, free, page_cache):
+    """A /proc/meminfo for a unified-memory node whose fake GPU has `free`
+    bytes available of which `page_cache` is clean page cache: the figures
+    fleet-sim's node gets from /srv/sim/meminfo (bind-mounted over
+    /proc/meminfo), in the kernel's kB."""
+    kb = lambda b: "%d kB" % (b // 1024)
+    return ("MemTotal:       %s\nMemFree:        %s\nMemAvailable:   %s\n"
+            "Buffers:        0 kB\nCached:         %s\nShmem:          0 kB\n"
+            "SwapFree:       0 kB\n" % (kb(total), kb(free - page_cache), kb(free),
+                                         kb(page_cache)))
+
+
+def run_probe(probe, libdir, conf, *args, meminfo=None, env_extra=None):
+    """meminfo: the text the probe reads as /proc/meminfo, bind-mounted over
+    it in a mount namespace of its own (as fleet-sim's node does)."""
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FLEET_FAKE_GPU=conf, **(env_extra or {}))
     env.pop("CUDA_VISIBLE_DEVICES", None)
-    proc = subprocess.run([probe, *args], capture_output=True, text=True, timeout=30, env=env)
+    argv = [probe, *args]
+    if meminfo is not None:
+        path = conf + ".meminfo"
+        with open(path, "w") as f:
+            f.write(meminfo)
+        argv = ["unshare", "-rm", "sh", "-c",
+                'mount --bind "$0" /proc/meminfo && exec "$@"', path, *argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
     assert proc.returncode == 0, f"{probe}: exit {proc.returncode}: {proc.stderr}"
     return json.loads(proc.stdout), proc.stderr
 
@@ -91,11 +112,12 @@ def test_probe(probe, libdir, top):
     gb10.write_conf("# a DGX Spark\nprofile = gb10\n")
 
     # GB10 at the DGX default (modeset=N fbdev=Y): the display holds its share.
-    doc, _ = run_probe(probe, libdir, gb10.conf)
+    doc, _ = run_probe(probe, libdir, gb10.conf,
+                       meminfo=meminfo_text(GB10_TOTAL, GB10_FREE, 5 * GIB))
     gpu = one_gpu(doc, tag + " gb10")
     want = {"index": 0, "name": "NVIDIA GB10", "uuid": GB10_UUID, "compute_capability": "12.1",
             "memory_total_bytes": GB10_TOTAL, "memory_free_bytes": GB10_FREE,
-            "memory_free_source": "cuMemGetInfo",
+            "memory_free_source": "cuMemGetInfo", "memory_reclaimable_bytes": 5 * GIB,
             "unified_memory": True, "processes": [], "errors": []}
     check(gpu == want, tag + " gb10 at N/Y: exact GPU object", gpu)
     print(f"{tag} gb10 N/Y: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
@@ -123,15 +145,18 @@ def test_probe(probe, libdir, top):
     # Configured figures, a gain other than the default, and the GB10's NVML
     # process list: unified memory reports no per-process memory (null).
     gb10.write_conf("profile = gb10\nfree_bytes = 100000000000\nunlock_gain_bytes = 3221225472\n"
-                    "processes = 4242:na, 77:1048576\n"
                     "uuid = GPU-11111111-2222-3333-4444-555555555555\n")
     doc, _ = run_probe(probe, libdir, gb10.conf)
     gpu = one_gpu(doc, tag + " gb10 configured")
     check(gpu.get("memory_free_bytes") == 100000000000, tag + " configured free", gpu)
     check(gpu.get("uuid") == "GPU-11111111-2222-3333-4444-555555555555", tag + " uuid", gpu)
+    gb10.write_conf("profile = gb10\nprocesses = 4242:na, 77:1048576\n")
+    doc, _ = run_probe(probe, libdir, gb10.conf)
+    gpu = one_gpu(doc, tag + " gb10 processes")
     check(gpu.get("processes") == [{"pid": 4242, "used_bytes": None},
                                    {"pid": 77, "used_bytes": 1048576}],
           tag + " processes (N/A memory is null)", gpu)
+    gb10.write_conf("profile = gb10\nfree_bytes = 100000000000\nunlock_gain_bytes = 3221225472\n")
     gb10.set_drm("Y", "N")
     doc, _ = run_probe(probe, libdir, gb10.conf)
     check(one_gpu(doc, tag)["memory_free_bytes"] == 100000000000 + 3 * GIB,
@@ -141,7 +166,7 @@ def test_probe(probe, libdir, top):
     # More processes than the probe's first buffer (16): INSUFFICIENT_SIZE, retry.
     pids = [1000 + i for i in range(40)]
     gb10.write_conf("profile = gb10\nprocesses = " + ",".join("%d:na" % p for p in pids) + "\n")
-    doc, _ = run_probe(probe, libdir, gb10.conf)
+    doc, _ = run_probe(probe, libdir, gb10.conf, "--no-context")
     gpu = one_gpu(doc, tag + " 40 processes")
     check([p["pid"] for p in gpu.get("processes") or []] == pids, tag + " 40 processes listed", gpu)
 
@@ -163,7 +188,7 @@ def test_probe(probe, libdir, top):
         gpu = one_gpu(doc, tag + " h200")
         want = {"index": 0, "name": "NVIDIA H200", "uuid": H200_UUID, "compute_capability": "9.0",
                 "memory_total_bytes": H200_TOTAL, "memory_free_bytes": H200_FREE,
-                "memory_free_source": "cuMemGetInfo",
+                "memory_free_source": "cuMemGetInfo", "memory_reclaimable_bytes": None,
                 "unified_memory": False, "processes": [], "errors": []}
         check(gpu == want, tag + " h200 at %s/%s: exact GPU object" % drm, gpu)
     print(f"{tag} h200: free {gpu.get('memory_free_bytes')} of {gpu.get('memory_total_bytes')}")
@@ -171,11 +196,15 @@ def test_probe(probe, libdir, top):
                     (100000 * MIB, 40000 * MIB))
     doc, _ = run_probe(probe, libdir, h200.conf)
     gpu = one_gpu(doc, tag + " h200 configured")
-    check(gpu.get("memory_free_bytes") == 100000 * MIB, tag + " h200 configured free", gpu)
+    # A process holds the GPU: no context, so NVML's free figure.
+    check(gpu.get("memory_free_bytes") == 100000 * MIB and gpu.get("memory_free_source") == "nvml",
+          tag + " h200 configured free", gpu)
     check(gpu.get("processes") == [{"pid": 31337, "used_bytes": 40000 * MIB}],
           tag + " h200 process memory", gpu)
 
     test_no_context(probe, libdir, top, tag)
+    test_page_cache(probe, libdir, top, tag)
+    test_gpu_holders(probe, libdir, top, tag)
 
     # A driver without a GPU (no config, profile none): as on a real machine.
     for conf in (os.path.join(top, "missing.conf"), "none"):
@@ -222,7 +251,7 @@ def context_lines(log):
 def test_no_context(probe, libdir, top, tag):
     """--no-context creates no CUDA context (the fake driver's context_log
     stays empty) and says where the free figure came from: the host's
-    MemAvailable on a GB10, NVML on an H200. Without it, one context."""
+    MemFree on a GB10, NVML on an H200. Without it, one context."""
     for profile in ("gb10", "h200"):
         node = Node(top, tag + "-ctx-" + profile)
         log = os.path.join(node.dir, "contexts.log")
@@ -233,9 +262,11 @@ def test_no_context(probe, libdir, top, tag):
         check(context_lines(log) == [], tag + " --no-context created a context: %s" %
               context_lines(log))
         if profile == "gb10":
-            check(gpu.get("memory_free_source") == "host MemAvailable" and
-                  gpu.get("memory_free_bytes") == doc["host"]["mem_available_bytes"],
-                  tag + " gb10 --no-context: free from MemAvailable", gpu)
+            check(gpu.get("memory_free_source") == "host MemFree" and
+                  gpu.get("memory_free_bytes") == doc["host"]["mem_free_bytes"] and
+                  gpu.get("memory_reclaimable_bytes") == doc["host"]["mem_available_bytes"] -
+                  doc["host"]["mem_free_bytes"],
+                  tag + " gb10 --no-context: free from MemFree, reclaimable the rest", gpu)
         else:
             check(gpu.get("memory_free_source") == "nvml" and
                   gpu.get("memory_free_bytes") == H200_FREE,
@@ -248,6 +279,74 @@ def test_no_context(probe, libdir, top, tag):
         check(len(lines) == 1 and "cuDevicePrimaryCtxRetain device=0" in lines[0],
               tag + " %s: one context recorded, got %s" % (profile, lines))
     print(f"{tag} --no-context: no context created; with context: one")
+
+
+def test_page_cache(probe, libdir, top, tag):
+    """A GB10 whose free memory is mostly page cache (a model just staged):
+    the fake cuMemGetInfo counts the cache as used, as GB10's does, and the
+    probe gives the same free figure and the same reclaimable figure with a
+    context and without one. The cache (60 GiB) is far from the default 0,
+    so a probe that still took MemAvailable without a context, or a fake
+    that ignored the key, fails here."""
+    node = Node(top, tag + "-cache")
+    cache = 60 * GIB
+    node.write_conf("profile = gb10\npage_cache_bytes = %d\n" % cache)
+    mi = meminfo_text(GB10_TOTAL, GB10_FREE, cache)
+    with_ctx, _ = run_probe(probe, libdir, node.conf, meminfo=mi)
+    without, _ = run_probe(probe, libdir, node.conf, "--no-context", meminfo=mi)
+    a, b = one_gpu(with_ctx, tag + " cache"), one_gpu(without, tag + " cache --no-context")
+    check(with_ctx.get("cuda_context") is True and a.get("memory_free_source") == "cuMemGetInfo",
+          tag + " cache: a context was created", with_ctx)
+    check(b.get("memory_free_source") == "host MemFree", tag + " cache: MemFree without", b)
+    # meminfo is in kB: MemFree rounds the byte figure down to a KiB.
+    want_free = (GB10_FREE - cache) // 1024 * 1024
+    for what, gpu in (("with context", a), ("without context", b)):
+        check(abs(gpu.get("memory_free_bytes", 0) - want_free) < 1024,
+              tag + " cache %s: free = available - page cache" % what, gpu)
+        check(gpu.get("memory_reclaimable_bytes") == cache,
+              tag + " cache %s: reclaimable = the page cache" % what, gpu)
+    print(f"{tag} page cache 60 GiB: free {a.get('memory_free_bytes')} (context) / "
+          f"{b.get('memory_free_bytes')} (MemFree), reclaimable {b.get('memory_reclaimable_bytes')}")
+    # The fake refuses what cannot be: more cache than free memory, or a
+    # page cache on a discrete GPU.
+    for bad in ("profile = gb10\npage_cache_bytes = %d\n" % (GB10_FREE + 1),
+                "profile = h200\npage_cache_bytes = 1\n"):
+        node.write_conf(bad)
+        doc, err = run_probe(probe, libdir, node.conf)
+        check(doc["gpus"] == [] and "page_cache_bytes" in err, tag + " bad page cache refused",
+              doc)
+
+
+def test_gpu_holders(probe, libdir, top, tag):
+    """No CUDA context while any process holds the GPU, though none was
+    refused by the command line: one on NVML's list, or, where NVML cannot
+    list, one with /dev/nvidia<N> open (a /proc of the test's making)."""
+    node = Node(top, tag + "-holders")
+    log = os.path.join(node.dir, "contexts.log")
+    node.write_conf("profile = gb10\nprocesses = 4242:na\ncontext_log = %s\n" % log)
+    doc, _ = run_probe(probe, libdir, node.conf)
+    check(doc.get("cuda_context") is False and "4242" in (doc.get("cuda_context_refused") or ""),
+          tag + " NVML lists a process: no context, and why", doc)
+    check(context_lines(log) == [], tag + " holder: a context was created")
+    check(one_gpu(doc, tag)["memory_free_source"] == "host MemFree",
+          tag + " holder: free from MemFree", doc)
+
+    proc = os.path.join(node.dir, "proc")
+    fds = os.path.join(proc, "5151", "fd")
+    os.makedirs(fds)
+    os.symlink("/dev/nvidiactl", os.path.join(fds, "3"))
+    node.write_conf("profile = gb10\nprocesses = unsupported\ncontext_log = %s\n" % log)
+    env = {"FLEET_PROBE_PROC": proc}
+    doc, _ = run_probe(probe, libdir, node.conf, env_extra=env)
+    check(doc.get("cuda_context") is True and doc.get("cuda_context_refused") is None,
+          tag + " only /dev/nvidiactl open: a context (not a GPU holder)", doc)
+    os.symlink("/dev/nvidia0", os.path.join(fds, "4"))
+    doc, _ = run_probe(probe, libdir, node.conf, env_extra=env)
+    check(doc.get("cuda_context") is False and "5151" in (doc.get("cuda_context_refused") or ""),
+          tag + " /dev/nvidia0 held, NVML cannot list: no context", doc)
+    check(len(context_lines(log)) == 1, tag + " holders: exactly the one allowed context, got %s"
+          % context_lines(log))
+    print(f"{tag} GPU holders: {doc.get('cuda_context_refused')}")
 
 
 class NvmlMemory(ctypes.Structure):
