@@ -82,8 +82,10 @@ void CheckBudget(const DesiredResource& desired, const DeploymentWant& want, con
     c->reasons.push_back("gpu_memory fits once the page cache is dropped: " + b.explanation +
                          "; the start drops it first (sync; sudo -n " +
                          ShellCommand(DropCachesArgv()) + ")");
-    if (!c->detail.is_object()) c->detail = nlohmann::json::object();
-    c->detail["drop_page_cache"] = true;
+    DeploymentDetail detail =
+        c->detail.is_object() ? c->detail.get<DeploymentDetail>() : DeploymentDetail{};
+    detail.drop_page_cache = true;
+    c->detail = detail;
     return;
   }
   if (b.known && !b.fits)

@@ -106,12 +106,14 @@ void to_json(nlohmann::json& j, const DeploymentDetail& v) {
     j["container"] = v.container;
     j["cli"] = v.cli;
   }
+  if (v.drop_page_cache) j["drop_page_cache"] = true;
 }
 
 void from_json(const nlohmann::json& j, DeploymentDetail& v) {
   v.name = j.value("name", "");
   v.container = j.value("container", "");
   v.cli = j.value("cli", "");
+  v.drop_page_cache = j.value("drop_page_cache", false);
 }
 
 void to_json(nlohmann::json& j, const ContainerProbe& v) {

@@ -55,6 +55,9 @@ struct DeploymentDetail {
   std::string name;
   std::string container;
   std::string cli;
+  // Unified memory full of page cache: the start drops it first (the plan
+  // found the serve fits only then).
+  bool drop_page_cache = false;
 };
 
 void to_json(nlohmann::json& j, const FabricValues& v);

@@ -310,7 +310,7 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     if (!c.ok()) return c;
   }
   // The plan found the serve fits only once the page cache is dropped.
-  if (change.detail.is_object() && change.detail.value("drop_page_cache", false)) {
+  if (change.detail.is_object() && change.detail.get<DeploymentDetail>().drop_page_cache) {
     Status dropped = DropPageCache(ctx);
     if (!dropped.ok()) return dropped;
   }
