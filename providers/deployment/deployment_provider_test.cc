@@ -767,15 +767,21 @@ TEST_F(UnrecordedTest, AdoptTakesARunningMatchingServeAndRefusesOthers) {
   EXPECT_EQ(r.status().message(), "no container fleet-qwen on dgx5");
 }
 
-TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
+// A GB10 as fleet-probe reports it, with `free_bytes` free.
+GpuFacts Gb10Facts(uint64_t free_bytes) {
   GpuFacts gb10;
   gb10.source = "fleet-probe";
   GpuInfo g;
   g.name = "NVIDIA GB10";
   g.unified_memory = true;
   g.memory_total_bytes = 128526893056ull;
-  g.memory_free_bytes = 103401336832ull;  // 96.3 GiB
+  g.memory_free_bytes = free_bytes;
   gb10.gpus.push_back(g);
+  return gb10;
+}
+
+TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
+  GpuFacts gb10 = Gb10Facts(103401336832ull);  // 96.3 GiB
   gb10.host_mem_available_bytes = 110ull << 30;
   facts_["dgx5"].gpu = GpuFactsToJson(gb10);
 
@@ -814,16 +820,9 @@ TEST_F(DiffTest, GpuMemoryNeedIsCheckedAgainstTheNodesFreeMemory) {
 // drop before the start; over both, refused with both figures; where sudo
 // would ask for the drop, refused with the sudoers line.
 TEST_F(DiffTest, GpuMemoryWithinThePageCacheIsPlannedWithADrop) {
-  GpuFacts gb10;
-  gb10.source = "fleet-probe";
-  GpuInfo g;
-  g.name = "NVIDIA GB10";
-  g.unified_memory = true;
-  g.memory_total_bytes = 128526893056ull;
-  g.memory_free_bytes = 38976827392ull;  // 36.3 GiB
-  g.memory_free_source = "host MemFree";
-  g.memory_reclaimable_bytes = 60ull << 30;
-  gb10.gpus.push_back(g);
+  GpuFacts gb10 = Gb10Facts(38976827392ull);  // 36.3 GiB
+  gb10.gpus[0].memory_free_source = "host MemFree";
+  gb10.gpus[0].memory_reclaimable_bytes = 60ull << 30;
   gb10.drop_caches_sudo = "allowed";
   gb10.drop_caches_command = "/usr/sbin/sysctl vm.drop_caches=3";
   gb10.drop_caches_user = "lab";
