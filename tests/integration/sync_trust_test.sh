@@ -104,8 +104,9 @@ op_repo --power-off dgx2
 printf '#$Format:%%n%%b$\n' >>"$OP/fleet.yaml"
 printf 'fleet.yaml export-subst\n' >"$OP/.gitattributes"
 C5=$(commit_push "$(printf 'spare off\n\nsync: {destroy: true}')")
-git -C "$REPO" fetch -q origin
-git -C "$REPO" archive "$C5" fleet.yaml | tar -xO | grep -qx 'sync: {destroy: true}' ||
+# Read the bare origin, not the lab's checkout: a fetch there races the
+# watch's own fetch of refs/remotes/origin/main ("cannot lock ref").
+git -C "$ORIGIN" archive "$C5" fleet.yaml | tar -xO | grep -qx 'sync: {destroy: true}' ||
   fail "git archive would not have written the line: the case tests nothing"
 expect_waiting "$C5" "the plan would power off node.dgx2 (sync.destroy is false)"
 [[ $(sync_detail "$C5") != *"changes sync"* ]] || fail "sync read the export-subst line: $(sync_detail "$C5")"
