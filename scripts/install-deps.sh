@@ -81,12 +81,34 @@ case ${1:-} in
     packages=("${build[@]}" "${unit[@]}" "${demo[@]}" "${suite[@]}" "${release[@]}") ;;
   *) echo "usage: install-deps.sh [--build-only | --demo | --release | --all]" >&2; exit 2 ;;
 esac
+# A second real Hub client for hub_test (tests/sim/hf-js): npm's
+# @huggingface/hub at the version its package-lock.json pins, from the npm
+# registry. Node.js and npm from Debian where the machine has none (a
+# machine with NodeSource's nodejs has npm inside it, and Debian's npm
+# would conflict with it).
+install_hub_js() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/sim/hf-js"
+  [[ -f $dir/node_modules/@huggingface/hub/package.json ]] && return 0
+  echo "installing npm's @huggingface/hub for the tests (npm's output: $log)"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >>"$log" 2>&1 || {
+    tail -n 20 "$log" >&2
+    echo "install-deps.sh: npm ci in $dir failed (the whole output: $log)" >&2
+    exit 1
+  }
+}
+case ${1:-} in
+  "" | --all) command -v npm >/dev/null || packages+=(nodejs npm) ;;
+esac
+log=${FLEET_APT_LOG:-/tmp/fleet-install-deps.log}
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-((${#missing[@]})) || exit 0
-log=${FLEET_APT_LOG:-/tmp/fleet-install-deps.log}
+if ((${#missing[@]} == 0)); then
+  case ${1:-} in "" | --all) install_hub_js ;; esac
+  exit 0
+fi
 echo "installing ${#missing[@]} packages for $what (apt's output: $log)"
 export DEBIAN_FRONTEND=noninteractive
 {
@@ -103,3 +125,4 @@ export DEBIAN_FRONTEND=noninteractive
   echo "install-deps.sh: apt-get failed installing ${missing[*]} (the whole output: $log)" >&2
   exit 1
 }
+case ${1:-} in "" | --all) install_hub_js ;; esac

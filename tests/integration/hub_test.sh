@@ -9,6 +9,8 @@
 #     argv, ps, the log, the plan or the state);
 #   - the hub CLI in ~/.local/bin, which the node's login PATH lacks, is
 #     found, after the error's fix text was followed;
+#   - a second real client, npm's @huggingface/hub (tests/sim/hf-js), as
+#     the node's hf: fleet finds its cache complete, converged;
 #   - a Hub that does not answer: the plan says so, apply asks again.
 source "$(dirname "$0")/lib.sh"
 
@@ -145,6 +147,31 @@ echo config.json >"$(node_root $N)/sim/hf-skip"
 expect_rc 1 apply --auto-approve
 expect_out "still incomplete after the download (it exited 0): config.json"
 rm -f "$(node_root $N)/sim/hf-skip"
+
+step "a second real Hub client, npm's @huggingface/hub, as the node's hf: the same cache"
+# Its snapshotDownload asks the Hub its own way (paths-info, ranged
+# resolve/ requests) and writes the cache by its own code: fleet's
+# completeness check and the stand-in Hub are held against both clients.
+HFJS=$ROOT/tests/sim/hf-js
+[[ -f $HFJS/node_modules/@huggingface/hub/package.json ]] ||
+  fail "npm's @huggingface/hub is not in $HFJS/node_modules: bash scripts/install-deps.sh installs it"
+rm -rf "$(node_root $N)/hf/hub/$DG"
+ln -sf "$HFJS/hf.cjs" "$H/.local/bin/hf"
+mkrepo --hub '{"token_env": "HF_TOKEN"}' --model "gjs=$G_SPEC"
+expect_rc 0 apply --auto-approve
+expect_out "the Hub lists 7 files"
+grep -q "js download org/gated-model@$REV_G endpoint=$HF_ENDPOINT token=HF_TOKEN_PATH" \
+  "$(node_root $N)/sim/hf.log" || fail "the download did not go through @huggingface/hub: $(tail -3 "$(node_root $N)/sim/hf.log")"
+grep -q "POST /api/models/org/gated-model/paths-info/$REV_G 200 token" "$HUB/hub.log" ||
+  fail "no paths-info request: the JS client did not do the download"
+cmp -s "$WORK/fixture/$DG/snapshots/$REV_G/model-00002-of-00003.safetensors" \
+  "$(node_root $N)/hf/hub/$DG/snapshots/$REV_G/model-00002-of-00003.safetensors" || fail "a shard differs"
+assert_converged
+for f in "$WORK/transcript" "$(state_file)" "$(node_root $N)/sim/hf.log" \
+  "$(node_root $N)/hf/hub/.fleet-download-$DG.log"; do
+  ! grep -qF -- "$TOKEN" "$f" || fail "the token is in $f"
+done
+install -m 755 -o "$U" "$ROOT/tests/sim/hf" "$H/.local/bin/hf.py" && mv -f "$H/.local/bin/hf.py" "$H/.local/bin/hf"
 
 step "a Hub that does not answer: the plan says so; apply asks again before the download"
 rm -rf "$(node_root $N)/hf/hub/$DG"

@@ -14,6 +14,9 @@ served with the ids the Hub gives them (git blob sha1, LFS sha256 for
   GET  /api/whoami-v2                                 the token check: 200 or 401
   GET  /api/models/ORG/NAME[/revision/REV]            model info: sha, siblings (sizes with ?blobs=true)
   GET  /api/models/ORG/NAME/tree/REV[?recursive=true] files, paginated (Link: <...>; rel="next")
+  POST /api/models/ORG/NAME/paths-info/REV           the entries of the paths asked for (a
+                                                      JSON or form body: paths, expand), as the
+                                                      tree lists them; what the JS client asks
   GET|HEAD /ORG/NAME/resolve/REV/PATH                 a file's bytes (X-Repo-Commit, ETag,
                                                       X-Linked-Etag and X-Linked-Size for LFS)
 
@@ -118,6 +121,44 @@ class Handler(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if os.path.exists(os.path.join(self.server.dir, "hub_down")):
+            return self.answer(503, {"error": "down for a test"})
+        parts = [urllib.parse.unquote(p) for p in urllib.parse.urlsplit(self.path).path.split("/")[1:]]
+        if parts[:2] != ["api", "models"] or len(parts) < 6 or parts[4] != "paths-info":
+            return self.answer(404, {"error": "not found"})
+        repo = self.server.repos.get(parts[2] + "/" + parts[3])
+        if repo is None:
+            return self.answer(404, {"error": "Repository not found"},
+                               headers={"X-Error-Code": "RepoNotFound"})
+        if self.gate(repo):
+            return
+        sha = repo.resolve(parts[5])
+        if sha is None:
+            return self.answer(404, {"error": "Invalid rev id: " + parts[5]},
+                               headers={"X-Error-Code": "RevisionNotFound"})
+        # huggingface_hub (Python) posts a form, @huggingface/hub (JS) JSON.
+        if self.headers.get("Content-Type", "").startswith("application/json"):
+            asked = json.loads(body or b"{}")
+            paths, expand = asked.get("paths") or [], bool(asked.get("expand"))
+        else:
+            form = urllib.parse.parse_qs(body.decode())
+            paths = form.get("paths", [])
+            expand = form.get("expand", ["false"])[0] in ("true", "1", "True")
+        entries = []
+        for path in paths:
+            f = repo.files.get(path)
+            if f is None:
+                continue  # the Hub leaves out a path it does not hold
+            e = {"type": "file", "oid": f["oid"], "size": f["size"], "path": path}
+            if f["lfs"]:
+                e["lfs"] = {"oid": f["lfs"], "size": f["size"], "pointerSize": 134}
+            if expand:
+                e["lastCommit"] = {"id": sha, "title": "stand-in", "date": "2026-01-01T00:00:00.000Z"}
+            entries.append(e)
+        return self.answer(200, entries)
+
     def do_GET(self):
         if os.path.exists(os.path.join(self.server.dir, "hub_down")):
             return self.answer(503, {"error": "down for a test"})
@@ -216,9 +257,22 @@ class Handler(BaseHTTPRequestHandler):
         if os.path.exists(delay):
             time.sleep(float(open(delay).read().strip() or 0))
         data = open(os.path.join(repo.root, path), "rb").read()
-        headers = {"X-Repo-Commit": sha, "ETag": '"%s"' % f["oid"]}
+        headers = {"X-Repo-Commit": sha, "ETag": '"%s"' % f["oid"], "Accept-Ranges": "bytes"}
         if f["lfs"]:
             headers.update({"X-Linked-Etag": '"%s"' % f["lfs"], "X-Linked-Size": str(f["size"])})
+        # A byte range, as the Hub's CDN serves one (RFC 9110, one range):
+        # the JS client reads a file's size from a bytes=0-0 answer's
+        # Content-Range before it downloads.
+        asked = self.headers.get("Range", "")
+        if asked.startswith("bytes=") and "," not in asked:
+            first, _, last = asked[len("bytes="):].partition("-")
+            if first.isdigit() and (last.isdigit() or last == ""):
+                lo, hi = int(first), min(int(last) if last else len(data) - 1, len(data) - 1)
+                if lo >= len(data) or lo > hi:
+                    return self.answer(416, b"", headers={"Content-Range": "bytes */%d" % len(data)})
+                headers["Content-Range"] = "bytes %d-%d/%d" % (lo, hi, len(data))
+                return self.answer(206, data[lo:hi + 1], ctype="application/octet-stream",
+                                   headers=headers)
         return self.answer(200, data, ctype="application/octet-stream", headers=headers)
 
 
