@@ -95,10 +95,17 @@ for dr_h in $(find /proc/[0-9]*/fd -lname "$dev/dri/card*" 2>/dev/null | cut -d/
   printf 'drm_holder=%s (pid %s, unit %s)\n' "$dr_c" "$dr_h" "${dr_u:-none}"
   [ -z "$dr_u" ] || dr_unit "$dr_u"
 done
-if [ -z "$dr_seen" ] && [ -e "$dev/dri/card0" ] &&
+# Before an unlock there may be no card0 to hold (modeset=N): an active
+# display manager then takes the one the unlock makes, with the display
+# memory the unlock frees, and the restore's `modprobe -r` fails under it.
+if [ -z "$dr_seen" ] && { [ -e "$dev/dri/card0" ] || [ "$want" = unlocked ]; } &&
   systemctl --quiet is-active display-manager.service 2>/dev/null; then
   dr_u=$(systemctl show -p Id --value display-manager.service 2>/dev/null)
-  printf 'drm_holder=the display manager (unit %s, active; its processes are not readable by %s)\n' \
-    "${dr_u:=display-manager.service}" "$(id -un)"
+  if [ -e "$dev/dri/card0" ]; then
+    printf 'drm_holder=the display manager (unit %s, active; its processes are not readable by %s)\n' \
+      "${dr_u:=display-manager.service}" "$(id -un)"
+  else
+    printf 'drm_holder=the display manager (unit %s, active)\n' "${dr_u:=display-manager.service}"
+  fi
   dr_unit "$dr_u"
 fi

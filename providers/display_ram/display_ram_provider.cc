@@ -335,12 +335,22 @@ std::string HolderRefusal(const PlanChange& c, const DisplayRamFound& f, const s
   std::string held, stop;
   for (const std::string& h : f.drm_holders) held += (held.empty() ? "" : ", ") + h;
   for (const std::string& u : f.drm_holder_units) stop += (stop.empty() ? "" : " ") + u;
+  const std::string fix =
+      (stop.empty() ? "Stop that process first"
+                    : "Stop it first (`sudo systemctl stop " + stop +
+                          "`; start it again after the display RAM is restored), or declare "
+                          "`display_manager: stop` on the node (fleet stops it for the unlock "
+                          "and starts it after the restore)") +
+      ", or run the node headless (`sudo systemctl set-default multi-user.target`)";
+  // Before an unlock (modeset=N) there is no card0 yet: the display manager
+  // takes the one the unlock makes, and with it the memory the unlock frees.
+  if (!f.card0)
+    return address + ": " + held + " would open the " + dev +
+           "/dri/card0 the unlock makes: it would hold the display memory the unlock frees, and "
+           "the restore's `modprobe -r nvidia_drm` would then fail (the module in use). " +
+           fix;
   return address + ": " + dev + "/dri/card* is held open by " + held +
-         ": the reload's `modprobe -r nvidia_drm` would fail (the module is in use). " +
-         (stop.empty() ? "Stop that process first"
-                       : "Stop it first (`sudo systemctl stop " + stop +
-                             "`; start it again after the display RAM is restored)") +
-         ", or run the node headless (`sudo systemctl set-default multi-user.target`)";
+         ": the reload's `modprobe -r nvidia_drm` would fail (the module is in use). " + fix;
 }
 
 }  // namespace

@@ -59,6 +59,28 @@ expect_rc 0 state list
 expect_no_out "display_ram"
 
 if engine_free_phase; then
+step "the unlock direction: gdm runs (no card0 yet); the plan names it, display_manager: stop unlocks"
+on_node dgx1 'setsid -f /srv/bin/gdm </dev/null >/dev/null 2>&1'
+for _ in $(seq 50); do [[ -s "$(node_root dgx1)/sim/units/gdm.pid" ]] && break; sleep 0.1; done
+[[ $(on_node dgx1 'systemctl is-active gdm') == active ]] || fail "the stand-in gdm did not start"
+mkrepo --unlock dgx1
+expect_rc 1 plan
+expect_out "display_ram.dgx1: the display manager (unit gdm.service, active) would open the /srv/dev/dri/card0 the unlock makes"
+expect_out "or declare \`display_manager: stop\` on the node"
+sed -i '/^  dgx1:$/a\    display_manager: stop' "$REPO/fleet.yaml"
+expect_rc 2 plan --detailed-exitcode
+expect_out "stops gdm.service (display_manager: stop"
+expect_rc 0 apply --auto-approve
+[[ $(param dgx1 modeset) == Y && $(param dgx1 fbdev) == N ]] || fail "dgx1 not unlocked"
+# Stopped while unlocked: it would take the new card0 and the memory freed.
+[[ $(on_node dgx1 'systemctl is-active gdm') == inactive ]] || fail "gdm runs beside the unlock"
+assert_converged
+expect_rc 0 destroy --auto-approve  # the restore starts it again
+[[ $(param dgx1 modeset) == N && $(param dgx1 fbdev) == Y ]] || fail "dgx1 not back to N/Y"
+[[ $(on_node dgx1 'systemctl is-active gdm') == active ]] || fail "gdm not started again after the restore"
+on_node dgx1 'systemctl stop gdm'
+mkrepo --unlock dgx1,dgx2
+
 step "a half-done unlock (unload ok, load fails) restores the module and says so"
 touch "$(node_root dgx1)/sim/fail-modprobe-unlock"
 chmod 666 "$(node_root dgx1)/sim/fail-modprobe-unlock"
