@@ -20,16 +20,26 @@ std::string WriteStagedMarkScript(const HubLocation& loc) {
 
 std::string StagedMarkInventoryScript(
     const std::vector<std::pair<std::string, std::string>>& caches) {
-  std::string s;
+  // A store on a hung network mount must not hang the plan: the shell's own
+  // glob would block in the kernel for good. Each cache is first stat'ed
+  // under timeout (-k: SIGKILL for a process stuck in an NFS wait), and one
+  // that does not answer is named and skipped (the model's own probe makes
+  // it the plan's error); the size reading runs under timeout too.
+  std::string s =
+      "sto=; sft=; command -v timeout >/dev/null 2>&1 && sto='timeout -k 5 10' && "
+      "sft='timeout -k 5 120'\n";
   for (const auto& [location, cache] : caches)
-    s += "l=" + ShellQuote(location) + "\nfor f in " + NodePathWord(cache) +
-         R"SH(/*/.fleet-staged/*; do
+    s += "l=" + ShellQuote(location) + "; c=" + NodePathWord(cache) + "\n" +
+         R"SH(sr=0; [ -z "$sto" ] || { $sto stat -L -- "$c" >/dev/null 2>&1; sr=$?; }
+if [ "$sr" -eq 124 ] || [ "$sr" -eq 137 ]; then printf 'unanswered\t%s\t%s\n' "$l" "$c"; else
+for f in "$c"/*/.fleet-staged/*; do
   [ -f "$f" ] || continue
   r=${f##*/}; x=${f%/.fleet-staged/*}
   [ -d "$x/snapshots/$r" ] || continue
-  b=$(find -L "$x/snapshots/$r" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  b=$($sft find -L "$x/snapshots/$r" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
   printf 'staged\t%s\t%s\t%s\t%s\n' "$l" "${x##*/}" "$r" "$b"
 done
+fi
 )SH";
   return s;
 }

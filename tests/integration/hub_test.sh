@@ -11,7 +11,10 @@
 #     found, after the error's fix text was followed;
 #   - a second real client, npm's @huggingface/hub (tests/sim/hf-js), as
 #     the node's hf: fleet finds its cache complete, converged;
-#   - a Hub that does not answer: the plan says so, apply asks again.
+#   - a Hub that does not answer: the plan says so, apply asks again;
+#   - a store on a hung mount (a FUSE file system that never answers,
+#     tests/sim/hang_fs.py): the plan names it within its bound and goes
+#     on with the rest; fleet watch keeps its rounds.
 source "$(dirname "$0")/lib.sh"
 
 REV_HUGE=$(printf 'fleet-hub-test-huge' | sha1sum | cut -c1-40)
@@ -186,15 +189,19 @@ expect_out "the Hub lists 7 files"
 assert_converged
 
 step "a store that does not answer: an error naming it and the node; the rest is planned"
-# A stand-in for a hung network mount: stat of /srv/dead never returns (a
-# real one blocks in the kernel; the probe bounds both alike).
+# A real hung mount on the node: tests/sim/hang_fs.py answers the kernel's
+# FUSE INIT and nothing after, so every stat, statfs and readdir under
+# /srv/dead blocks in the kernel, as on an NFS server gone away (and a
+# fatal signal still ends the caller, as NFS's killable waits allow).
 mkdir -p "$(node_root $N)/dead"
-cat >"$(node_root $N)/bin/stat" <<'SH'
-#!/bin/sh
-case "$*" in *" /srv/dead"*) exec sleep 60 ;; esac
-exec /usr/bin/stat "$@"
-SH
-chmod 755 "$(node_root $N)/bin/stat"
+nsenter -t "$PID" -m -- /usr/bin/python3 "$ROOT/tests/sim/hang_fs.py" /srv/dead \
+  </dev/null >"$WORK/hang_fs.out" 2>&1 &
+HANG_FS=$!
+BG_PIDS+=("$HANG_FS")
+wait_output "$WORK/hang_fs.out" "mounted /srv/dead" 10
+t0=$SECONDS
+! on_node $N 'timeout 3 stat /srv/dead' >/dev/null 2>&1 || fail "/srv/dead answers: the case tests nothing"
+((SECONDS - t0 >= 3)) || fail "stat of /srv/dead did not block"
 mkrepo --hub '{"token_env": "HF_TOKEN"}' --store 'dead={"path": "/srv/dead", "nodes": ["dgx1"]}' \
   --model "g3=$G_SPEC" --model "huge=$(huge dead)"
 t0=$SECONDS
@@ -204,5 +211,17 @@ expect_out "model.huge@dead on dgx1: /srv/dead does not answer within 10 s (a hu
 # The rest of the plan goes on: model g3 is diffed (converged) beside the error.
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); sys.exit(0 if any(c["address"] == "model.g3@dgx1" and c["action"] == "noop" for c in p["changes"]) else 1)' "$WORK/out" ||
   fail "the plan did not go on past the store that does not answer"
-rm -f "$(node_root $N)/bin/stat"
+
+step "fleet watch keeps its rounds beside the hung store"
+t0=$SECONDS
+"$FLEET" -C "$REPO" --no-color watch --every 1s --rounds 3 --log "$WORK/hung-watch.jsonl" \
+  >"$WORK/hung-watch.out" 2>&1 </dev/null || true
+# Each round waits out the store's bounds (10 s for the model's probe, 10 s
+# for the staged-copy inventory) and no more.
+((SECONDS - t0 < 135)) || fail "3 watch rounds took $((SECONDS - t0)) s beside a hung store"
+rounds=$(grep -c '"round"' "$WORK/hung-watch.jsonl" || true)
+((rounds == 3)) || fail "the watch logged $rounds rounds, not 3: $(tail -5 "$WORK/hung-watch.out")"
+echo "3 watch rounds beside the hung store in $((SECONDS - t0)) s"
+kill "$HANG_FS" 2>/dev/null || true  # the connection aborts: waiters get ENOTCONN
+nsenter -t "$PID" -m -- umount -l /srv/dead || true
 echo "PASS"
