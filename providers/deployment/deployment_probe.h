@@ -20,6 +20,7 @@ namespace fleet {
 // podman 4.3: "Error: inspecting object: no such container X"): the one
 // failure of `container inspect` that means absent, not an engine error. Not
 // "no such" alone: a broken storage says "no such file or directory".
+// container_probe.sh spells it out (deployment_provider_test checks).
 inline constexpr char kNoSuchContainerPattern[] =
     "*[Nn]'o such container'*|*'container not known'*";
 
@@ -58,8 +59,8 @@ struct ContainerProbe {
 
 // sh that prints the HTTP status of GET `url` (000 when nothing answers),
 // with curl (and its exit code: 28 when the 5 s ran out), else wget; prints
-// "none" when the node has neither. Defines
-// nothing: safe inside the one probe script of a node.
+// "none" when the node has neither (health_check.sh). Defines only
+// $hc_url: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
 
 // `<cli> ps` of the running containers labelled fleet.deployment, one
@@ -78,7 +79,9 @@ std::vector<std::string> ParseServingContainers(const std::string& output);
 // IPv6), else "port_busy=0".
 std::string PortBusyCommand(int port);
 
-// The fragment for `spec` on its node.
+// The fragment for `spec` on its node: container_probe.sh (beside this
+// file, embedded at build time) after its values, then, for a serve that
+// asks for GPUs, GpuSupportProbeScript.
 std::string ContainerProbeScript(const ContainerSpec& spec);
 
 // The fragment for one poll of a health wait: the container's inspect, as
