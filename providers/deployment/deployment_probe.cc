@@ -10,15 +10,13 @@
 #include "providers/deployment/container_probe_sh.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/health_check_sh.h"
-#include "providers/image/image_listing.h"
-#include "providers/node/engine_listing.h"
+#include "providers/shared/engine_api.h"
+#include "providers/shared/serving_containers.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 namespace {
-
-constexpr char kServingApiLine[] = "serving_api=";
 
 // One value per line, so no value can break the parse; the spec label is
 // read through `index` because `.Config.Labels.fleet.spec` is not a path.
@@ -56,34 +54,6 @@ std::string HealthCommand(const std::string& url) {
   // Inline, not `sh -c`: it runs in the probe of every serve on every plan.
   return "hc_url=" + ShellQuote(url) + "\n" +
          std::string(kHealthCheckScript, kHealthCheckScriptSize);
-}
-
-std::string ServingContainersCliCommand(const std::string& cli) {
-  return kListingCliEnv +
-         ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
-                       "serving={{.Names}}"});
-}
-
-std::string ServingContainersCommand(const std::string& cli) {
-  // The API's answer goes to the controller, which reads its names.
-  return "{\n" + EngineSocketScript(cli) +
-         ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
-         "if [ -n \"$sv_api\" ]; then " +
-         PrefixedLinesScript("\"${sv_out%\"\n@api=200\"}\"", kServingApiLine) + "else " +
-         ServingContainersCliCommand(cli) + "; fi\n}";
-}
-
-std::vector<std::string> ParseServingContainers(const std::string& output) {
-  std::vector<std::string> names;
-  std::istringstream lines(output);
-  std::string line, api;
-  while (std::getline(lines, line)) {
-    if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
-    if (line.rfind(kServingApiLine, 0) == 0) api += line.substr(sizeof kServingApiLine - 1);
-  }
-  if (!api.empty())
-    for (const std::string& n : ContainersFromJson(api).names) names.push_back(n);
-  return names;
 }
 
 std::string PortBusyCommand(int port) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving_containers.h"
 
 namespace fleet {
 
@@ -62,18 +63,6 @@ struct ContainerProbe {
 // "none" when the node has neither (health_check.sh). Defines only
 // $hc_url: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
-
-// `<cli> ps` of the running containers labelled fleet.deployment, one
-// "serving=<name>" line each.
-std::string ServingContainersCliCommand(const std::string& cli);
-// The same list, one sh command (a group: a redirection after it covers it
-// all): the engine API's answer on one "serving_api=" line where it
-// answers (EngineSocketScript's socket, the installed fleet-probe: no CLI
-// start), else ServingContainersCliCommand, whose exit status it keeps.
-// ParseServingContainers reads both. The one listing display_ram and the
-// deployment probe use.
-std::string ServingContainersCommand(const std::string& cli);
-std::vector<std::string> ParseServingContainers(const std::string& output);
 
 // sh that prints "port_busy=1" when something listens on TCP `port` (IPv4 or
 // IPv6), else "port_busy=0".
