@@ -1,4 +1,4 @@
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 
 #include <openssl/crypto.h>
 #include <openssl/pem.h>
@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "providers/node/fabric_listen_sh.h"
-#include "providers/node/fabric_send_sh.h"
+#include "providers/shared/fabric_listen_sh.h"
+#include "providers/shared/fabric_send_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

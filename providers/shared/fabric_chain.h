@@ -21,13 +21,13 @@
 // silent (its sender stalled, or its node lost) leaves the hops behind it
 // waiting for bytes that will not come: their listeners are stopped, and
 // those hops fail as after a stream that did not end cleanly.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_
 
 #include <string>
 #include <vector>
 
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -81,4 +81,4 @@ std::string FabricForwardCommand(const std::string& next_address, int next_port,
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_

@@ -1,6 +1,6 @@
 // FabricStream on this machine (LocalTransport for both ends, the listener
 // on 127.0.0.1): the real openssl s_server/s_client, the real scripts.
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "providers/node/fabric_send_sh.h"
-#include "providers/node/silenced_port_test_util.h"
+#include "providers/shared/fabric_send_sh.h"
+#include "providers/shared/silenced_port_test_util.h"
 #include "src/local_transport.h"
 #include "src/shell_quote.h"
 

@@ -41,8 +41,8 @@
 //   stops it at the next one. A watchdog kills it if nobody connects
 //   within `accept_timeout_s`; both ends run under `timeout T`; the
 //   scripts' temp dirs go with them.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_
 
 #include <condition_variable>
 #include <mutex>
@@ -166,4 +166,4 @@ class Listener {
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_

@@ -1,10 +1,10 @@
-#include "providers/node/fabric_chain.h"
+#include "providers/shared/fabric_chain.h"
 
 #include <chrono>
 #include <memory>
 
-#include "providers/node/fabric_forward_sh.h"
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_forward_sh.h"
+#include "providers/shared/fabric_stream.h"
 
 namespace fleet {
 
