@@ -1,7 +1,7 @@
 #include "providers/deployment/deployment_fabric.h"
 
 #include "manifests/recipe.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 
 namespace fleet {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_provider.h"
-#include "providers/node/fabric_facts.h"
+#include "providers/shared/fabric_facts.h"
 
 namespace fleet {
 namespace {

@@ -3,18 +3,20 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <initializer_list>
 #include <sstream>
+#include <utility>
 
+#include "providers/deployment/container_probe_sh.h"
 #include "providers/deployment/gpu_request.h"
-#include "providers/image/image_listing.h"
-#include "providers/node/engine_listing.h"
+#include "providers/deployment/health_check_sh.h"
+#include "providers/shared/engine_api.h"
+#include "providers/shared/serving_containers.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 namespace {
-
-constexpr char kServingApiLine[] = "serving_api=";
 
 // One value per line, so no value can break the parse; the spec label is
 // read through `index` because `.Config.Labels.fleet.spec` is not a path.
@@ -49,48 +51,9 @@ long ParseStarted(const std::string& s) {
 }  // namespace
 
 std::string HealthCommand(const std::string& url) {
-  const std::string u = ShellQuote(url);
-  // No proxy (the URL is the node's own loopback), one try, 5 s. curl's
-  // exit code too: 28 (timed out) from a running container is a busy engine
-  // (a long prefill holds its one event loop), not a dead one (refused: 7).
-  // In a subshell: the probe script's variables stay as they were.
-  return "if command -v curl >/dev/null 2>&1; then (hc=$(curl -s -g --noproxy '*' "
-         "-o /dev/null -w '%{http_code}' --max-time 5 " +
-         u +
-         " 2>/dev/null); echo \"health=$hc health_tool=curl health_rc=$?\"); "
-         "elif command -v wget >/dev/null 2>&1; then echo \"health=$(wget -S -q -t 1 -O /dev/null "
-         "-T 5 " +
-         u +
-         " 2>&1 | awk '/^ *HTTP\\//{c=$2} END{printf \"%03d\", c+0}')\" health_tool=wget; "
-         "else echo health=none; fi\n";
-}
-
-std::string ServingContainersCliCommand(const std::string& cli) {
-  return kListingCliEnv +
-         ShellCommand({cli, "ps", "--filter", std::string("label=") + kDeploymentLabel, "--format",
-                       "serving={{.Names}}"});
-}
-
-std::string ServingContainersCommand(const std::string& cli) {
-  // The API's answer goes to the controller, which reads its names.
-  return "{\n" + EngineSocketScript(cli) +
-         ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
-         "if [ -n \"$sv_api\" ]; then " +
-         PrefixedLinesScript("\"${sv_out%\"\n@api=200\"}\"", kServingApiLine) + "else " +
-         ServingContainersCliCommand(cli) + "; fi\n}";
-}
-
-std::vector<std::string> ParseServingContainers(const std::string& output) {
-  std::vector<std::string> names;
-  std::istringstream lines(output);
-  std::string line, api;
-  while (std::getline(lines, line)) {
-    if (line.rfind("serving=", 0) == 0 && line.size() > 8) names.push_back(line.substr(8));
-    if (line.rfind(kServingApiLine, 0) == 0) api += line.substr(sizeof kServingApiLine - 1);
-  }
-  if (!api.empty())
-    for (const std::string& n : ContainersFromJson(api).names) names.push_back(n);
-  return names;
+  // Inline, not `sh -c`: it runs in the probe of every serve on every plan.
+  return "hc_url=" + ShellQuote(url) + "\n" +
+         std::string(kHealthCheckScript, kHealthCheckScriptSize);
 }
 
 std::string PortBusyCommand(int port) {
@@ -159,54 +122,40 @@ bool InspectFromJson(const std::string& body, const std::string& cli, ContainerP
   return true;
 }
 
-// sh, inside "the CLI is there": prints the container's inspect (the API's
-// answer whole, or the CLI's InspectFormat lines), "absent=1" or "error=";
-// sets $fd_run when it runs.
-std::string InspectScript(const ContainerSpec& spec) {
-  const std::string cli = ShellQuote(spec.cli);
-  std::string s = ApiInspectScript(spec) + "fd_run=\nif [ -n \"$fd_api\" ]; then\n";
-  // The answer's JSON goes to the controller whole (ContainerProbeFromJson).
-  s += "  case $fd_out in *\"\n@api=404\") echo absent=1 ;;\n";
-  s += "  *) printf 'inspect_cli=%s\\n" + std::string(kInspectApiLine) + "%s\\nnow=%s\\n' " + cli +
-       " \"$fd_out\" \"$(date +%s)\"\n";
-  s += "    case $fd_out in *'\"State\":{\"Status\":\"running\"'*) fd_run=1 ;; esac ;;\n  esac\n";
-  s += "else\n";
-  s += "fd_out=$(" +
-       ShellCommand({spec.cli, "container", "inspect", "--format", InspectFormat(spec.cli),
-                     spec.container}) +
-       " 2>&1) && fd_rc=0 || fd_rc=$?\n";
-  s += "if [ $fd_rc = 0 ]; then printf '%s\\n' \"$fd_out\"; echo now=$(date +%s)\n";
-  s += "  case $fd_out in *state=running*) fd_run=1 ;; esac\n";
-  s += std::string("else case $fd_out in ") + kNoSuchContainerPattern + ") echo absent=1 ;;\n";
-  s += "  *) printf 'error=%s\\n' \"$(printf '%s' \"$fd_out\" | tr '\\n' ' ')\" ;; esac; fi\n";
-  s += "fi\n";
-  return s;
-}
-
-std::string IfCliScript(const std::string& cli) {
-  return "if ! command -v " + ShellQuote(cli) + " >/dev/null 2>&1; then echo cli=missing; else\n";
+// container_probe.sh with its values: `health`, `busy` and `serving` are
+// the sh it runs (its header says when), "" for none.
+std::string ContainerScript(const ContainerSpec& spec, const std::string& health,
+                            const std::string& busy, const std::string& serving) {
+  // Inline, not `sh -c`: the probe of every serve runs on every plan, and
+  // a process more costs each node a few ms. One quoted assignment a value.
+  std::string s;
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"cpr_cli", spec.cli},
+           {"cpr_name", spec.container},
+           {"cpr_format", InspectFormat(spec.cli)},
+           {"cpr_api", ApiInspectScript(spec)},
+           {"cpr_health", health},
+           {"cpr_busy", busy},
+           {"cpr_serving", serving}})
+    s += std::string(name) + "=" + ShellQuote(value) + "\n";
+  return s + std::string(kContainerProbeScript, kContainerProbeScriptSize);
 }
 
 }  // namespace
 
 std::string ContainerProbeScript(const ContainerSpec& spec) {
-  std::string s = IfCliScript(spec.cli) + InspectScript(spec);
-  // A worker (no health URL) neither answers HTTP nor owns the port.
-  if (!spec.HealthUrl().empty())
-    s += "if [ -n \"$fd_run\" ]; then\n  " + HealthCommand(spec.HealthUrl()) + "else fd_busy=$(" +
-         PortBusyCommand(spec.port) + "); echo \"$fd_busy\"\n" + "  " +
-         ServingContainersCommand(spec.cli) + " 2>/dev/null\nfi\n";
-  else  // a worker that does not run: which serves hold its node
-    s += "[ -n \"$fd_run\" ] || " + ServingContainersCommand(spec.cli) + " 2>/dev/null\n";
-  s += "fi\n";
+  // A worker (no health URL) neither answers HTTP nor owns the port; one
+  // that does not run: which serves hold its node.
+  const std::string url = spec.HealthUrl();
+  std::string s = ContainerScript(spec, url.empty() ? "" : HealthCommand(url),
+                                  url.empty() ? "" : PortBusyCommand(spec.port),
+                                  ServingContainersCommand(spec.cli));
   if (!spec.gpus.empty()) s += GpuSupportProbeScript(spec.cli);
   return s;
 }
 
 std::string ContainerPollScript(const ContainerSpec& spec, const std::string& url) {
-  std::string s = IfCliScript(spec.cli) + InspectScript(spec);
-  if (!url.empty()) s += "[ -z \"$fd_run\" ] || " + HealthCommand(url);
-  return s + "fi\n";
+  return ContainerScript(spec, url.empty() ? "" : HealthCommand(url), "", "");
 }
 
 ContainerProbe ParseContainerProbe(const std::string& output) {

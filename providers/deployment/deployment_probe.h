@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving_containers.h"
 
 namespace fleet {
 
@@ -20,6 +21,7 @@ namespace fleet {
 // podman 4.3: "Error: inspecting object: no such container X"): the one
 // failure of `container inspect` that means absent, not an engine error. Not
 // "no such" alone: a broken storage says "no such file or directory".
+// container_probe.sh spells it out (deployment_provider_test checks).
 inline constexpr char kNoSuchContainerPattern[] =
     "*[Nn]'o such container'*|*'container not known'*";
 
@@ -58,27 +60,17 @@ struct ContainerProbe {
 
 // sh that prints the HTTP status of GET `url` (000 when nothing answers),
 // with curl (and its exit code: 28 when the 5 s ran out), else wget; prints
-// "none" when the node has neither. Defines
-// nothing: safe inside the one probe script of a node.
+// "none" when the node has neither (health_check.sh). Defines only
+// $hc_url: safe inside the one probe script of a node.
 std::string HealthCommand(const std::string& url);
-
-// `<cli> ps` of the running containers labelled fleet.deployment, one
-// "serving=<name>" line each.
-std::string ServingContainersCliCommand(const std::string& cli);
-// The same list, one sh command (a group: a redirection after it covers it
-// all): the engine API's answer on one "serving_api=" line where it
-// answers (EngineSocketScript's socket, the installed fleet-probe: no CLI
-// start), else ServingContainersCliCommand, whose exit status it keeps.
-// ParseServingContainers reads both. The one listing display_ram and the
-// deployment probe use.
-std::string ServingContainersCommand(const std::string& cli);
-std::vector<std::string> ParseServingContainers(const std::string& output);
 
 // sh that prints "port_busy=1" when something listens on TCP `port` (IPv4 or
 // IPv6), else "port_busy=0".
 std::string PortBusyCommand(int port);
 
-// The fragment for `spec` on its node.
+// The fragment for `spec` on its node: container_probe.sh (beside this
+// file, embedded at build time) after its values, then, for a serve that
+// asks for GPUs, GpuSupportProbeScript.
 std::string ContainerProbeScript(const ContainerSpec& spec);
 
 // The fragment for one poll of a health wait: the container's inspect, as

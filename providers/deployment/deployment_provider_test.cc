@@ -11,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "providers/deployment/container_probe_sh.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
@@ -402,6 +403,13 @@ TEST_F(ProbeScriptTest, PortBusyReadsIpv4AndIpv6AndToleratesNoIpv6) {
   EXPECT_EQ(Run(PortBusyCommand(30001)), "port_busy=0\n");
   net("   0: 0100007F:7530 0100007F:D431 01\\n");  // a connection from it is no listener
   EXPECT_EQ(Run(PortBusyCommand(30000)), "port_busy=0\n");
+}
+
+TEST(ContainerProbeScript, SpellsTheNoSuchContainerPatternAsTheHeader) {
+  // container_probe.sh writes the pattern out (a case pattern cannot come
+  // from a variable); RemoveContainer uses kNoSuchContainerPattern.
+  const std::string script(kContainerProbeScript, kContainerProbeScriptSize);
+  EXPECT_NE(script.find(std::string(kNoSuchContainerPattern) + ")"), std::string::npos);
 }
 
 TEST_F(ProbeScriptTest, ABusyPortListsTheServingContainers) {

@@ -26,6 +26,7 @@
 #include "manifests/manifest.h"
 #include "providers/deployment/fabric_values.h"
 #include "providers/deployment/row_placeholder.h"
+#include "providers/shared/container_labels.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -33,9 +34,8 @@ namespace fleet {
 // Where the container sees the model's snapshot: every file bound read-only
 // at kModelRoot/<path in the snapshot> (no symlinks: the log's O_NOFOLLOW trap).
 inline constexpr const char* kModelRoot = "/model";
-// Labels on every serving container fleet starts.
-inline constexpr const char* kDeploymentLabel = "fleet.deployment";
-inline constexpr const char* kSpecLabel = "fleet.spec";
+// Labels on every serving container fleet starts: kDeploymentLabel and
+// kSpecLabel (providers/shared/container_labels.h).
 
 // What a plan shows of a ContainerSpec: everything but env values and
 // arguments that look secret. Its JSON (deployment_json.cc) is the plan's

@@ -18,7 +18,7 @@
 #include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
 #include "providers/deployment/connection_owner_sh.h"
-#include "providers/node/engine_listing.h"
+#include "providers/shared/engine_api.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

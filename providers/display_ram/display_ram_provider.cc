@@ -4,12 +4,11 @@
 #include <optional>
 #include <sstream>
 
-#include "providers/deployment/deployment_probe.h"
-#include "providers/deployment/deployment_spec.h"
 #include "providers/display_ram/display_ram_json.h"
 #include "providers/display_ram/display_ram_probe_sh.h"
 #include "providers/image/engine_check.h"
 #include "providers/node/gpu_facts.h"
+#include "providers/shared/serving_containers.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 #include "state/state.h"

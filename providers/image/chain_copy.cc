@@ -5,8 +5,8 @@
 #include <set>
 #include <thread>
 
-#include "providers/node/fabric_chain.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_chain.h"
+#include "providers/shared/fabric_route.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 

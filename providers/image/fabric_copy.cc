@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 

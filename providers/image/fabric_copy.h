@@ -8,7 +8,7 @@
 
 #include "manifests/manifest.h"
 #include "providers/image/image_steps.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 
 namespace fleet {
 

@@ -16,7 +16,7 @@
 
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 
 namespace fleet {
 

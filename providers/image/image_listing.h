@@ -22,6 +22,7 @@
 
 #include "providers/image/image_probe.h"
 #include "providers/image/image_ref.h"
+#include "providers/shared/engine_api.h"  // kListingCliEnv
 
 namespace fleet {
 
@@ -48,15 +49,6 @@ struct ImageListing {
   nlohmann::json ToJson() const;
   static ImageListing FromJson(const nlohmann::json& j);
 };
-
-// The environment a container CLI's read-only listing runs under, as the
-// words before the command ("GOGC=400 "). Why: docker's and podman's CLIs
-// are Go programs, and Go's collector runs several times while such a CLI
-// starts (its first target is a 4 MiB heap): ~6 ms of a podman `ps` on a
-// node, where a plan waits for it (issue 31). A five-fold target rather
-// than GOGC=off keeps the heap bounded by what the listing holds, also
-// under a Go that ignores GOMEMLIMIT.
-inline constexpr char kListingCliEnv[] = "GOGC=400 ";
 
 // The fragment, for the node's probe script: lines "images=..." and
 // "image_out=..." that ParseImageListing reads (other lines are left alone).

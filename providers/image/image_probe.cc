@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "providers/image/cli_error.h"
-#include "providers/node/engine_listing.h"
+#include "providers/shared/engine_api.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -11,8 +11,8 @@
 #include "providers/model/fabric_copy.h"
 #include "providers/model/model_apply.h"
 #include "providers/model/model_copy.h"
-#include "providers/node/fabric_chain.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_chain.h"
+#include "providers/shared/fabric_route.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 

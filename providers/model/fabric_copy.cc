@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "providers/model/blob_hash.h"
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

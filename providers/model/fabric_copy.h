@@ -10,7 +10,7 @@
 #define FLEET_PROVIDERS_MODEL_FABRIC_COPY_H_
 
 #include "providers/model/model_copy.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 #include "src/provider.h"
 
 namespace fleet {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "providers/model/blob_hash.h"
+#include "providers/model/deep_verify_sh.h"
 #include "providers/model/hub_cache.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
@@ -31,13 +32,6 @@ Status CommandFailed(Transport* t, const HubLocation& loc, const std::string& wh
   while (!err.empty() && err.back() == '\n') err.pop_back();
   return Status::Error(Where(t, loc) + ": " + what + " exited " + std::to_string(r.exit_code) +
                        (err.empty() ? "" : ": " + err));
-}
-
-// `printf '%s\0' 'a' 'b' |`: the paths, each quoted, as a NUL-separated list.
-std::string NulList(const std::vector<std::string>& paths) {
-  std::string s = "printf '%s\\0'";
-  for (const std::string& p : paths) s += " " + ShellQuote(p);
-  return s;
 }
 
 }  // namespace
@@ -138,71 +132,22 @@ Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc
 
 namespace {
 
-// After kFindProbeScript: sets $hasher (and $sha256) for the sha256 blobs and names it on stderr
-// ("fleet-hasher NAME"): fleet-probe --sha256 where the installed probe has
-// that mode and libcrypto loads (it maps the files instead of copying them
-// out of the page cache: ~0.9 of `openssl speed`'s per-core rate per
-// CPU-second, `openssl dgst` ~0.8); else OpenSSL's CLI (the CPU's SHA
-// extensions: several times coreutils' sha256sum where both exist); else
-// sha256sum.
-std::string ChooseSha256Hasher() {
-  return std::string(kChooseSha256Cli) +
-         R"SH(if [ -n "$fp" ] && [ -x "$fp" ] && "$fp" --sha256 </dev/null >/dev/null 2>&1; then hasher=fleet-probe
-elif command -v "${sha256%% *}" >/dev/null 2>&1; then hasher=${sha256% -sha256 -r}
-else echo 'neither openssl nor sha256sum on the node' >&2; exit 127; fi
-echo "fleet-hasher $hasher" >&2
-)SH";
-}
-
-// Git's blob sha1 of each file: sha1("blob <size>\0" + content).
-std::string GitBlobHashScript(const std::vector<std::string>& git) {
-  std::string script =
-      "command -v sha1sum >/dev/null || { echo 'sha1sum not found on the node' >&2; exit 127; }\n"
-      "for f in";
-  for (const std::string& p : git) script += " " + ShellQuote(p);
-  return script +
-         "; do s=$(wc -c < \"$f\") && h=$({ printf 'blob %s\\000' \"$s\"; cat -- \"$f\"; } | "
-         "sha1sum) && printf '%s  %s\\n' \"${h%% *}\" \"$f\"; done\n";
-}
-
-// The sha256 blobs, $p at a time: fleet-probe's threads, else one process
-// per file. Paths go as ./path so that none reads as an option.
-std::string Sha256HashScript(const std::vector<std::string>& sha256, int parallel) {
-  std::vector<std::string> dotted;
-  for (const std::string& p : sha256) dotted.push_back("./" + p);
-  std::string script = kFindProbeScript + ChooseSha256Hasher();
-  // fleet-probe: a thread per core; it keeps them all busy to the end itself
-  // (the last files in steps, the one with the most left first), so that 3
-  // shards on 2 cores take 1.5 shards' time. Other hashers (a process per
-  // file), up to four files per core: all at once, for the kernel to share
-  // the cores likewise. More: one per core, largest first.
-  const std::string n = std::to_string(sha256.size());
-  if (parallel <= 0)
-    script += "[ \"$hasher\" = fleet-probe ] || [ " + n + " -gt $((4 * p)) ] || p=" + n + "\n";
-  return script + "[ \"$p\" -le " + n + " ] || p=" + n + "\n" + NulList(dotted) +
-         " | if [ \"$hasher\" = fleet-probe ]; then xargs -0 \"$fp\" --sha256 --threads \"$p\"\n"
-         "else xargs -0 -n 1 -P \"$p\" $sha256; fi || exit $?\n";
-}
-
-// The node-side hashing script: one line "<hex>  <path>" or "<hex> *<path>"
-// per file on stdout; on stderr, the sha256 hasher, the files at once and
-// bash's `times` (the second line is the CPU of every process it waited
-// for, the hashers included), so the report can say what the hashing cost
-// the node.
+// deep_verify.sh (beside this file; its header says what it prints) with
+// its values.
 std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::string>& sha256,
                              const std::vector<std::string>& git, int parallel) {
-  std::string script = RepoPrelude(loc) +
-                       "cd -- \"$m/snapshots/$r\" 2>/dev/null || { echo \"no snapshot $r\" >&2; "
-                       "exit 3; }\n"
-                       "p=" +
-                       std::to_string(std::max(0, parallel)) +
-                       "; [ \"$p\" -gt 0 ] || p=$(nproc 2>/dev/null) || p=4\n";
-  // The small git blobs in the background, beside the sha256 ones: their
-  // few processes each (~15 ms for 3 files) no longer delay the big files.
-  if (!git.empty()) script += "{\n" + GitBlobHashScript(git) + "} &\ngit_hashes=$!\n";
-  if (!sha256.empty()) script += Sha256HashScript(sha256, parallel);
-  if (!git.empty()) script += "wait \"$git_hashes\" || exit $?\n";
-  return script + "echo \"fleet-hash-times $p\" >&2; times >&2\n";
+  // Not `sh -c`: the channel's own shell runs it, and its `times` is what
+  // the report reads.
+  std::vector<std::string> args = {std::to_string(std::max(0, parallel)),
+                                   std::to_string(git.size())};
+  args.insert(args.end(), git.begin(), git.end());
+  args.insert(args.end(), sha256.begin(), sha256.end());
+  std::string script =
+      "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) +
+      "; r=" + ShellQuote(loc.revision) + "; probe=" + ShellQuote(kProbeInstallPath) +
+      "; choose=" + ShellQuote(kChooseSha256Cli) + "\nset --";
+  for (const std::string& a : args) script += " " + ShellQuote(a);
+  return script + "\n" + std::string(kDeepVerifyScript, kDeepVerifyScriptSize);
 }
 
 // "1m2.500s" -> 62.5; -1 when it is not bash's `times` format.

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "providers/model/completeness.h"
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 
 namespace fleet {
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "providers/deployment/deployment_probe.h"
 #include "providers/image/image_ref.h"
+#include "providers/shared/serving_containers.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -13,15 +13,6 @@ namespace {
 
 constexpr const char* kApiLine = "engine_api=";
 constexpr const char* kApiMarker = "@api=";
-
-}  // namespace
-
-std::string ServingContainersApiPath() {
-  return std::string("/containers/json?filters=%7B%22label%22%3A%5B%22") + kDeploymentLabel +
-         "%22%5D%7D";
-}
-
-namespace {
 
 // The same endpoints as URLs for curl.
 std::string CurlUrls(bool images) {
@@ -79,17 +70,6 @@ std::vector<std::string> Strings(const nlohmann::json& j, const std::string& non
   return out;
 }
 
-// docker's CLI prints a container's names without the API's leading '/',
-// joined by ','.
-std::string CliNames(const nlohmann::json& names) {
-  std::string joined;
-  for (std::string n : Strings(names, "")) {
-    if (!n.empty() && n[0] == '/') n.erase(0, 1);
-    joined += (joined.empty() ? "" : ",") + n;
-  }
-  return joined;
-}
-
 // The bodies of the API's answers, in order, from the engine_api lines.
 std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
   std::vector<std::string> bodies(1);
@@ -109,51 +89,6 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
 }
 
 }  // namespace
-
-// Not under a docker context or a remote DOCKER_HOST (the CLI's engine is
-// elsewhere), and podman's only while its service already runs (a
-// socket-activated one would start on the first call).
-std::string EngineSocketScript(const std::string& cli) {
-  if (cli == "docker")
-    return "  edc=${DOCKER_CONFIG:-$HOME/.docker}/config.json\n"
-           "  if [ -z \"${DOCKER_CONTEXT-}\" ] && { [ ! -f \"$edc\" ] || ! grep -q "
-           "'\"currentContext\"' \"$edc\" 2>/dev/null; }; then\n"
-           "    case ${DOCKER_HOST-} in\n"
-           "    unix://*) els=${DOCKER_HOST#unix://} ;;\n"
-           "    '') els=/run/docker.sock; [ -S \"$els\" ] || els=/var/run/docker.sock ;;\n"
-           "    esac\n"
-           "    [ -S \"$els\" ] || els=\n"
-           "  fi\n";
-  if (cli == "podman")
-    return "  eps=${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock\n"
-           "  if [ -z \"${CONTAINER_HOST-}\" ] && [ -S \"$eps\" ] && { [ ! -d "
-           "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
-           "2>/dev/null; }; then els=$eps; fi\n";
-  return "";
-}
-
-std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
-                               const std::string& quoted_paths) {
-  const std::string probe = std::string("\"") + kInstalledProbe + "\"";
-  return rc + "=127; [ -x " + probe + " ] && { " + out + "=$(" + probe + " --api \"$els\" " +
-         quoted_paths + " 2>/dev/null); " + rc + "=$?; }\n";
-}
-
-std::string PrefixedLinesScript(const std::string& value, const std::string& prefix) {
-  return "printf '%s\\n' " + value + " | while IFS= read -r l; do printf '" + prefix +
-         "%s\\n' \"$l\"; done\n";
-}
-
-std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
-                              const std::string& path, std::initializer_list<const char*> codes) {
-  std::string wanted;
-  for (const char* c : codes)
-    wanted += std::string(wanted.empty() ? "" : " | ") + "*\"\n@api=" + c + "\"";
-  const std::string rc = out + "_rc";
-  return answered + "=\nif [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript(out, rc, ShellQuote(path)) + "  [ $" + rc + " != 0 ] || case $" + out +
-         " in " + wanted + ") " + answered + "=1 ;; esac\nfi\n";
-}
 
 // With the images, where the CLI answers, the script from here to
 // EngineListingEnd becomes the function elm, run as `ell | { elm; cat; }`
@@ -191,16 +126,10 @@ std::string EngineListingEnd(bool images) {
 
 ServeListing ContainersFromJson(const std::string& body) {
   ServeListing l;
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_array()) {
+  if (!ContainerNamesFromJson(body, &l.names))
     l.error = "the engine's API answered /containers/json with no list";
-    return l;
-  }
-  l.listed = true;
-  for (const auto& c : j)
-    if (c.is_object())
-      if (std::string n = CliNames(c.value("Names", nlohmann::json())); !n.empty())
-        l.names.push_back(n);
+  else
+    l.listed = true;
   return l;
 }
 

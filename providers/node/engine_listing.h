@@ -24,6 +24,7 @@
 
 #include "providers/image/image_listing.h"
 #include "providers/node/gpu_context.h"
+#include "providers/shared/engine_api.h"
 #include "src/probe/probe_install.h"
 
 namespace fleet {
@@ -39,35 +40,6 @@ namespace fleet {
 // REQUIRES with `images`: EngineListingEnd(true) follows in the same
 // script at the same nesting (the two open and close a function).
 std::string EngineListingBegin(const std::string& cli, bool images);
-
-// sh that sets $els to the engine's API socket where the node's container
-// CLI `cli` would reach its engine through one ("" otherwise: see above).
-// Defines only $els, $edc and $eps.
-std::string EngineSocketScript(const std::string& cli);
-
-// The API's GET of the running containers labelled fleet.deployment (`ps
-// --filter label=fleet.deployment`'s filter as the API takes it: the JSON
-// object {"label": [<the label>]}, URL-encoded).
-std::string ServingContainersApiPath();
-
-// sh: "RC=127; " then, where the installed fleet-probe is, its read of the
-// engine API's `quoted_paths` (shell words) on the socket $els into $OUT
-// (as `curl -w '\n@api=%{http_code}\n'` prints them) and its exit status
-// into $RC. REQUIRES: $els set (EngineSocketScript).
-std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
-                               const std::string& quoted_paths);
-
-// sh: prints each line of the shell word `value` (e.g. "$ela") as
-// PREFIX + line, so that an API's answer can travel among other lines of a
-// probe's output and be told apart there.
-std::string PrefixedLinesScript(const std::string& value, const std::string& prefix);
-
-// sh: the installed probe's GET of the API's `path` into $OUT (as
-// ProbeApiReadScript, its exit status in $OUT_rc), and $ANSWERED set to 1
-// when the engine answered with one of `codes` (e.g. "200", "404"), else
-// "". REQUIRES: $els set (EngineSocketScript).
-std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
-                              const std::string& path, std::initializer_list<const char*> codes);
 
 // sh that ends what EngineListingBegin(cli, images) began: it runs that
 // part and prints the image listing after it (ImageListingScript's lines,

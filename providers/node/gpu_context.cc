@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "providers/node/engine_listing.h"
+#include "providers/node/gpu_context_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -35,17 +36,9 @@ ServeListing ParseServeListing(const std::string& value) {
 }
 
 std::string GpuContextScript(GpuContextMode mode) {
-  if (mode == GpuContextMode::kAlways) return "fpa=\necho gpu_context=asked\n";
-  return "fpa=--no-context\n"
-         "case $fsl in\n"
-         "no-engine) fpa=; echo gpu_context=no-engine ;;\n"
-         "listed) if [ -n \"$gcs\" ]; then printf 'gpu_context=serving:%s\\n' \"$gcs\"\n"
-         "  else fpa=; echo gpu_context=idle; fi ;;\n"
-         // The API's JSON is read on the controller: the names are added there.
-         "api) if [ -n \"$gcs\" ]; then echo gpu_context=serving:\n"
-         "  else fpa=; echo gpu_context=idle; fi ;;\n"
-         "*) printf 'gpu_context=engine-error:%s\\n' \"$gcs\" ;;\n"
-         "esac\n";
+  // Inline, not `sh -c`: it runs in the node facts probe on every plan.
+  return "gpu_context_mode=" + ShellQuote(mode == GpuContextMode::kAlways ? "always" : "auto") +
+         "\n" + std::string(kGpuContextScript, kGpuContextScriptSize);
 }
 
 GpuContextDecision ParseGpuContext(const std::string& value) {

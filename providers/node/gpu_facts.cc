@@ -6,6 +6,7 @@
 
 #include "manifests/utf8.h"
 #include "src/json_number.h"
+#include "src/probe/drop_caches_sudo_sh.h"
 
 namespace fleet {
 namespace {
@@ -616,17 +617,7 @@ std::string DescribeGpuMemory(const GpuFacts& facts) {
 std::vector<std::string> DropCachesArgv() { return {"sysctl", "vm.drop_caches=3"}; }
 
 std::string DropCachesSudoScript() {
-  // Only where the probe saw unified memory: a process on the node costs a
-  // plan a few ms, and a discrete GPU's memory holds no page cache.
-  return "case $gpj in *'\"unified_memory\":true'*)\n"
-         "  dcs_p=$(command -v sysctl 2>/dev/null) || dcs_p=/usr/sbin/sysctl\n"
-         "  printf 'drop_caches_sudo_user=%s\\ndrop_caches_sudo_command=%s vm.drop_caches=3\\n' "
-         "\"$(id -un)\" \"$dcs_p\"\n"
-         "  if ! command -v sudo >/dev/null 2>&1; then echo drop_caches_sudo=no-sudo\n"
-         "  elif sudo -n -l \"$dcs_p\" vm.drop_caches=3 >/dev/null 2>&1; then "
-         "echo drop_caches_sudo=allowed\n"
-         "  else echo drop_caches_sudo=refused; fi ;;\n"
-         "esac\n";
+  return std::string(kDropCachesSudoScript, kDropCachesSudoScriptSize);
 }
 
 void ParseDropCachesSudo(const std::map<std::string, std::string>& kv, GpuFacts* facts) {

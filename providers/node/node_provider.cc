@@ -1,14 +1,18 @@
 #include "providers/node/node_provider.h"
 
 #include <chrono>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "providers/image/image_listing.h"
 #include "providers/node/engine_listing.h"
-#include "providers/node/fabric_facts.h"
 #include "providers/node/gpu_facts.h"
+#include "providers/node/node_gpu_sh.h"
+#include "providers/node/node_identity_sh.h"
+#include "providers/shared/fabric_facts.h"
 #include "src/power_switch.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_install.h"
@@ -59,45 +63,22 @@ Result<NodeFacts> ReadFacts(Transport* t, const NodeSpec& spec) {
 
 std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
                             GpuContextMode gpu_context, bool list_images) {
-  // The UTS name (what `hostname` prints), the machine and the release as
-  // uname gives them, read by the shell's own `read` from /proc: every
-  // process costs a plan a few ms on the node (uname where /proc lacks them).
-  // GPU: the fleet-probe when installed (it reads cuMemGetInfo, which works on
-  // unified-memory GB10 where nvidia-smi says [N/A]); else nvidia-smi.
-  std::string s =
-      "nfh=; nfm=; nfb=; nfa=; nfk=\n"
-      "{ read -r nfh </proc/sys/kernel/hostname; } 2>/dev/null\n"
-      "[ -n \"$nfh\" ] || nfh=$(uname -n)\n"
-      "{ read -r nfm </etc/machine-id; } 2>/dev/null\n"
-      "{ read -r nfb </proc/sys/kernel/random/boot_id; } 2>/dev/null\n"
-      "{ read -r nfa </proc/sys/kernel/arch; } 2>/dev/null; [ -n \"$nfa\" ] || nfa=$(uname -m)\n"
-      "{ read -r nfk </proc/sys/kernel/osrelease; } 2>/dev/null\n"
-      "[ -n \"$nfk\" ] || nfk=$(uname -r)\n"
-      "printf 'hostname=%s\\nmachine_id=%s\\nboot_id=%s\\narch=%s\\nkernel=%s\\n' \"$nfh\" "
-      "\"$nfm\" \"$nfb\" \"$nfa\" \"$nfk\"\n";
+  // Inline fragments, not `sh -c`: the probe runs on every node on every
+  // plan, and a process more costs each node a few ms. Their values go in
+  // as one quoted assignment each (node_gpu.sh's header names them).
+  std::string s(kNodeIdentityScript, kNodeIdentityScriptSize);
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
   s += EngineListingBegin(cli, list_images);
-  s += std::string(kFindProbeScript) +
-       // A driver hung in cuInit must not hang the whole plan: a probe that
-       // answered --api ($elq), or the installed one built from this
-       // fleet's source, ends itself after 20 s; any other gets timeout (a
-       // process more, ~2 ms on a node that lists with its CLI).
-       "t=; [ -n \"$elq\" ] || { fpv=; { read -r fpv <\"$HOME/\"" + kProbeVersionFile +
-       "; } 2>/dev/null\n  [ \"$fp\" = \"" + kInstalledProbe +
-       "\" ] && [ \"$fpv\" = " + kFleetProbeSourceSha256 +
-       " ] || { command -v timeout >/dev/null 2>&1 && t='timeout 20'; }; }\n"
-       "if [ -n \"$fp\" ] && [ -x \"$fp\" ]; then\n" +
-       GpuContextScript(gpu_context) +
-       // One line for the parser; tr only when the answer has more.
-       "gpj=$($t \"$fp\" $fpa 2>/dev/null)\n"
-       "case $gpj in *\"\n\"*) gpj=$(printf '%s' \"$gpj\" | tr -d '\\n') ;; esac\n"
-       "printf 'gpu_probe=%s\\n' \"$gpj\"\n" +
-       DropCachesSudoScript() +
-       "elif command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi "
-       "--query-gpu=index,name,uuid,memory.total,memory.free,driver_version "
-       "--format=csv,noheader,nounits 2>/dev/null | sed 's/^/gpu_smi=/'\n"
-       "fi\n";
+  s += kFindProbeScript;
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"ngf_version_file", kProbeVersionFile},
+           {"ngf_install_path", kProbeInstallPath},
+           {"ngf_source_sha", kFleetProbeSourceSha256},
+           {"ngf_context", GpuContextScript(gpu_context)},
+           {"ngf_drop_caches", DropCachesSudoScript()}})
+    s += std::string(name) + "=" + ShellQuote(value) + "\n";
+  s.append(kNodeGpuScript, kNodeGpuScriptSize);
   s += FabricFactsScript(sysfs);
   s += EngineListingEnd(list_images);
   return s;

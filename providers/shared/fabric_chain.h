@@ -21,13 +21,13 @@
 // silent (its sender stalled, or its node lost) leaves the hops behind it
 // waiting for bytes that will not come: their listeners are stopped, and
 // those hops fail as after a stream that did not end cleanly.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_
 
 #include <string>
 #include <vector>
 
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -70,15 +70,15 @@ struct FabricChainResult {
 
 FabricChainResult FabricChain(const FabricChainSpec& spec);
 
-// A middle hop's TARGET_CMD for FabricListenScript: `target_cmd` fed by
-// `tee -p`, whose copy goes to the next hop's listener at
-// `next_address`:`next_port` (identity `next_identity`). Its key is the
-// second PEM of the listen script's stdin. Exits with target_cmd's
-// status; a failed forward is one stderr line "fabric-forward: ...".
-std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
-                               int next_port, const std::string& next_identity,
-                               const FabricLimits& limits);
+// A middle hop's FORWARD_CMD for FabricListenScript: the send to the next
+// hop's listener at `next_address`:`next_port` (identity `next_identity`)
+// of the copy of the stream the listener's `tee -p` gives it on fd 3
+// (fabric_forward.sh). Its key is the second PEM of the listen script's
+// stdin. The hop then exits with its target_cmd's status; a failed forward
+// is one stderr line "fabric-forward: ...".
+std::string FabricForwardCommand(const std::string& next_address, int next_port,
+                                 const std::string& next_identity, const FabricLimits& limits);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_CHAIN_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_CHAIN_H_

@@ -1,6 +1,6 @@
 // FabricStream on this machine (LocalTransport for both ends, the listener
 // on 127.0.0.1): the real openssl s_server/s_client, the real scripts.
-#include "providers/node/fabric_stream.h"
+#include "providers/shared/fabric_stream.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "providers/node/silenced_port_test_util.h"
+#include "providers/shared/fabric_send_sh.h"
+#include "providers/shared/silenced_port_test_util.h"
 #include "src/local_transport.h"
 #include "src/shell_quote.h"
 
@@ -174,9 +175,15 @@ class ToAClosedPort : public Transport {
   explicit ToAClosedPort(Transport* t) : t_(t) {}
   Status Connect() override { return t_->Connect(); }
   Result<CommandResult> Run(const std::string& command, std::string_view in) override {
+    // The send script's arguments, after its text (whose header names them
+    // too): ... fleet-fabric-send ADDRESS PORT ...
     std::string c = command;
-    size_t at = c.find("port=");
-    if (at != std::string::npos) c.replace(at, c.find(';', at) - at, "port=1");
+    const std::string mark = " fleet-fabric-send ";
+    size_t at = c.rfind(mark);
+    if (at != std::string::npos) {
+      const size_t port = c.find(' ', at + mark.size()) + 1;
+      c.replace(port, c.find(' ', port) - port, "1");
+    }
     return t_->Run(c, in);
   }
   Result<CommandResult> RunStreaming(const std::string& c,
@@ -235,6 +242,14 @@ TEST(FabricStream, NoConnectionStopsTheListenerAtOnce) {
   }
   EXPECT_TRUE(gone) << "a listener or a temp dir is left";
   std::system(("rm -rf " + quoted_tmp).c_str());
+}
+
+TEST(FabricStream, SendScriptExitsWithTheStatusesTheHeaderNames) {
+  // fabric_send.sh spells its exit statuses out; they must stay the ones
+  // FabricStream and FabricChain branch on.
+  const std::string script(kFabricSendScript, kFabricSendScriptSize);
+  for (int code : {kFabricStalledExit, kFabricUnconnectedExit, kFabricSourceFailedUnconnectedExit})
+    EXPECT_NE(script.find("exit " + std::to_string(code) + "\n"), std::string::npos) << code;
 }
 
 TEST(FabricStream, SendScriptGivesUpConnectingInTime) {

@@ -2,8 +2,8 @@
 // the other end loses power or its cable: every TCP packet to or from the
 // port dropped (an nftables table of its own), no FIN, no RST, no answer.
 // Needs root and nft; SilencingWorks() says whether they are here.
-#ifndef FLEET_PROVIDERS_NODE_SILENCED_PORT_TEST_UTIL_H_
-#define FLEET_PROVIDERS_NODE_SILENCED_PORT_TEST_UTIL_H_
+#ifndef FLEET_PROVIDERS_SHARED_SILENCED_PORT_TEST_UTIL_H_
+#define FLEET_PROVIDERS_SHARED_SILENCED_PORT_TEST_UTIL_H_
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -83,4 +83,4 @@ class SilenceOnCue {
 
 }  // namespace fleet::testing_net
 
-#endif  // FLEET_PROVIDERS_NODE_SILENCED_PORT_TEST_UTIL_H_
+#endif  // FLEET_PROVIDERS_SHARED_SILENCED_PORT_TEST_UTIL_H_

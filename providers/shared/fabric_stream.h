@@ -41,8 +41,8 @@
 //   stops it at the next one. A watchdog kills it if nobody connects
 //   within `accept_timeout_s`; both ends run under `timeout T`; the
 //   scripts' temp dirs go with them.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_
 
 #include <condition_variable>
 #include <mutex>
@@ -90,10 +90,17 @@ struct FabricStreamResult {
 
 FabricStreamResult FabricStream(const FabricStreamSpec& spec);
 
-// The scripts, for tests and review. Each reads the PSK session file
-// (FabricSessionPem) on its stdin; no secret is in the script.
+// The commands that run fabric_listen.sh and fabric_send.sh (beside this
+// file, embedded at build time) with their values as quoted arguments, for
+// tests and review. Each reads the PSK session file (FabricSessionPem) on
+// its stdin; no secret is on its command line. `target_cmd` and
+// `source_cmd` are shell text the script evals (the target's may read $d,
+// the listener's private dir, and $port). With `forward_cmd` (a chain's
+// middle hop: FabricForwardCommand), the listener also sends what it
+// receives on to the next hop.
 std::string FabricListenScript(const std::string& address, const std::string& identity,
-                               const std::string& target_cmd, const FabricLimits& limits);
+                               const std::string& target_cmd, const FabricLimits& limits,
+                               const std::string& forward_cmd = "");
 std::string FabricSendScript(const std::string& address, int port, const std::string& identity,
                              const std::string& source_cmd, const FabricLimits& limits);
 
@@ -159,4 +166,4 @@ class Listener {
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_STREAM_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_

@@ -1,27 +1,17 @@
-#include "providers/node/fabric_chain.h"
+#include "providers/shared/fabric_chain.h"
 
 #include <chrono>
 #include <memory>
 
-#include "providers/node/fabric_stream.h"
-#include "src/shell_quote.h"
+#include "providers/shared/fabric_forward_sh.h"
+#include "providers/shared/fabric_stream.h"
 
 namespace fleet {
 
 namespace {
 
+// The line fabric_listen.sh's relay prints on stderr when its forward failed.
 constexpr char kForwardMark[] = "fabric-forward: ";
-
-// The forward's payload: tee's copy on fd 3, then the verdict on the
-// stream into this hop ($up: the listen script's dir, where its s_server's
-// exit status and stderr land once it ended). Not clean: this command
-// fails, so the send script cuts the forward without close_notify.
-constexpr char kForwardPayload[] =
-    "cat <&3 || exit 1\n"
-    "i=0; until [ -e \"$up/rc\" ]; do\n"
-    "  i=$((i + 1)); [ $i -lt 600 ] || exit 1; sleep 0.05\ndone\n"
-    "if [ \"$(cat \"$up/rc\")\" != 0 ] || grep -qv SSL_get_servername \"$up/err\"; then\n"
-    "  echo 'the stream into this hop did not end cleanly' >&2; exit 1\nfi\n";
 
 std::string Chomp(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -60,39 +50,12 @@ std::string SilentBefore(const FabricChainSpec& spec, const FabricChainResult& r
 
 }  // namespace
 
-std::string FabricRelayCommand(const std::string& target_cmd, const std::string& next_address,
-                               int next_port, const std::string& next_identity,
-                               const FabricLimits& limits) {
-  const std::string send =
-      FabricSendScript(next_address, next_port, next_identity, kForwardPayload, limits);
-  // tee alone holds the write ends of both its outputs: the forward (the
-  // FIFO $d/fw) sees its end of file when the stream into this hop ends,
-  // not when this hop's target_cmd does (podman load imports after its
-  // input ends: each hop's import held up the hops behind it, one after
-  // another), and the target_cmd does not wait for the forward either.
-  // tee's own process opens the FIFO (fd 4): a tee that cannot start
-  // still releases the forward's open, which then ends and says so.
-  return "awk '/^-----BEGIN/ { n++ } n == 2' \"$d/psk\" >\"$d/psk2\" || exit 1\n"
-         "mkfifo \"$d/fw\" || exit 1\n"
-         "{ up=\"$d\" sh -c " +
-         ShellQuote(send) +
-         " 3<\"$d/fw\" <\"$d/psk2\" >/dev/null 2>\"$d/ferr\"; echo $? >\"$d/frc\"; } &\n"
-         "fwj=$!\n"
-         "{ tee -p /dev/fd/4 4>\"$d/fw\"; echo $? >\"$d/trc\"; } | (\n" +
-         target_cmd +
-         "\n)\n"
-         "lrc=$?\n"
-         "wait $fwj\n"
-         "frc=$(cat \"$d/frc\" 2>/dev/null)\n"
-         "[ \"$frc\" = 0 ] || echo \"" +
-         kForwardMark +
-         "exit ${frc:-?}: $(tr '\\n' ' ' <\"$d/ferr\" | head -c 600)\" >&2\n"
-         // tee -p exits 0 when an output's reader went (a target or a
-         // forward that failed); any other status cut this hop's stream.
-         "trc=; { read -r trc <\"$d/trc\"; } 2>/dev/null\n"
-         "[ \"$trc\" = 0 ] || { echo \"fabric: this hop's tee exited ${trc:-?}\" >&2; "
-         "[ $lrc != 0 ] || lrc=1; }\n"
-         "exit $lrc\n";
+std::string FabricForwardCommand(const std::string& next_address, int next_port,
+                                 const std::string& next_identity, const FabricLimits& limits) {
+  // fabric_forward.sh is the send's SOURCE_CMD: shell text it evals, as
+  // its header says (no process more on the stream's path).
+  return FabricSendScript(next_address, next_port, next_identity,
+                          std::string(kFabricForwardScript, kFabricForwardScriptSize), limits);
 }
 
 std::string FabricHopResult::Problem() const {
@@ -132,11 +95,12 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     const size_t k = up_from - 1;
     const FabricHop& hop = spec.hops[k];
     const bool last = k + 1 == n;
-    const std::string cmd = last ? hop.target_cmd
-                                 : FabricRelayCommand(hop.target_cmd, spec.hops[k + 1].address,
-                                                      ports[k + 1], ids[k + 1], spec.limits);
+    const std::string forward = last ? ""
+                                     : FabricForwardCommand(spec.hops[k + 1].address, ports[k + 1],
+                                                            ids[k + 1], spec.limits);
     listeners[k] = std::make_unique<fabric_internal::Listener>(
-        hop.transport, FabricListenScript(hop.address, ids[k], cmd, spec.limits),
+        hop.transport,
+        FabricListenScript(hop.address, ids[k], hop.target_cmd, spec.limits, forward),
         pems[k] + (last ? "" : pems[k + 1]));
     ports[k] = listeners[k]->WaitPort();
     if (ports[k] < 0) break;

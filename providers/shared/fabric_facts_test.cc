@@ -1,4 +1,4 @@
-#include "providers/node/fabric_facts.h"
+#include "providers/shared/fabric_facts.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

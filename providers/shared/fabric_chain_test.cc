@@ -1,6 +1,6 @@
 // FabricChain on this machine (LocalTransport for every end, the listeners
 // on 127.0.0.1): the real openssl s_server/s_client, the real scripts.
-#include "providers/node/fabric_chain.h"
+#include "providers/shared/fabric_chain.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "providers/node/silenced_port_test_util.h"
+#include "providers/shared/silenced_port_test_util.h"
 #include "src/local_transport.h"
 
 namespace fleet {

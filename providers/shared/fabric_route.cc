@@ -1,9 +1,9 @@
-#include "providers/node/fabric_route.h"
+#include "providers/shared/fabric_route.h"
 
 #include <cstdlib>
 #include <sstream>
 
-#include "providers/node/fabric_facts.h"
+#include "providers/shared/fabric_facts.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

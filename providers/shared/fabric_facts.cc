@@ -1,11 +1,11 @@
-#include "providers/node/fabric_facts.h"
+#include "providers/shared/fabric_facts.h"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <sstream>
 
-#include "providers/node/fabric_facts_sh.h"
+#include "providers/shared/fabric_facts_sh.h"
 #include "src/json_number.h"
 #include "src/shell_quote.h"
 

@@ -7,8 +7,8 @@
 // port: HCA, port, state, netdev, rate, the RoCE v2 GID index of the
 // netdev's IPv4 (the GID ::ffff:a.b.c.d), and the netdev's IPv4/prefix
 // (`ip -4 -o addr`). An ACTIVE port with an IPv4 is usable.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_FACTS_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_FACTS_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_FACTS_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_FACTS_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -78,4 +78,4 @@ std::string DescribeFabricPort(const FabricPort& p);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_FACTS_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_FACTS_H_

@@ -2,8 +2,8 @@
 // carried in the plan's detail to apply: directly over the fabric between
 // the two nodes (FabricStream), or through the controller (StreamCopy),
 // with the reason when it is the latter.
-#ifndef FLEET_PROVIDERS_NODE_FABRIC_ROUTE_H_
-#define FLEET_PROVIDERS_NODE_FABRIC_ROUTE_H_
+#ifndef FLEET_PROVIDERS_SHARED_FABRIC_ROUTE_H_
+#define FLEET_PROVIDERS_SHARED_FABRIC_ROUTE_H_
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/node/fabric_facts.h"
+#include "providers/shared/fabric_facts.h"
 #include "src/plan.h"
 #include "src/resource.h"
 #include "src/status.h"
@@ -75,4 +75,4 @@ std::string HasRouteScript(const std::string& address);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_FABRIC_ROUTE_H_
+#endif  // FLEET_PROVIDERS_SHARED_FABRIC_ROUTE_H_
