@@ -101,9 +101,9 @@ TEST(PowerPolicy, IdleOffNeedsOnDemand) {
 }
 
 TEST(PowerPolicy, BadIdleOffAndStateAreErrorsWithTheirPlace) {
-  Loaded l = LoadLab("{switch: switch.dgx3, state: on_demand, idle_off: 30s}");
+  Loaded l = LoadLab("{switch: switch.dgx3, state: on_demand, idle_off: 5s}");
   EXPECT_FALSE(l.ok);
-  EXPECT_NE(l.text.find("must be a duration of 1m or more"), std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("must be a duration of 10s or more"), std::string::npos) << l.text;
   l = LoadLab("{switch: switch.dgx3, state: ondemand}");
   EXPECT_FALSE(l.ok);
   EXPECT_NE(l.text.find("on_demand"), std::string::npos) << l.text;

@@ -14,12 +14,14 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "manifests/duration.h"
 #include "manifests/own_fault.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
+#include "src/engine/idle_round.h"
 #include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/on_change.h"
@@ -29,6 +31,7 @@
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
+#include "src/engine/wake_listener.h"
 #include "src/engine/watch_changes.h"
 #include "src/engine/watch_metrics.h"
 #include "src/engine/watch_report.h"
@@ -111,7 +114,7 @@ std::string OwnFailuresOfRound(uint64_t faults_before, const std::vector<SmokeRe
 // One round: the JSON line (without its change list); with --heal, its heal
 // events under "heal".
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
-                     Syncer* syncer) {
+                     Syncer* syncer, IdleOff* idle) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
   const uint64_t faults_before = OwnFaultCount();
   // Before anything is judged: can the controller open what it needs?
@@ -181,6 +184,17 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     in.heal_wait_ms = int64_t{ParseDurationSeconds(o.heal_wait, 0).value_or(30)} * 1000;
     if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
     line["heal"] = healer->Round(in);
+  }
+  // Idle off comes with heal: the manifest's idle_off is its opt-in.
+  if (healer != nullptr && idle != nullptr && state.ok()) {
+    IdleRoundInput in;
+    in.manifest = &m;
+    in.store = store.get();
+    in.probed = &probed;
+    in.checks = &checks;
+    in.now_s = static_cast<int64_t>(std::time(nullptr));
+    if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
+    line["idle_off"] = idle->Round(in);
   }
   return line;
 }
@@ -291,14 +305,38 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer(o.heal_parallelism);
+  IdleOff idle_off;
   Syncer syncer(
       g.dir,
       SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
                   o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
-  HoldSignals(true);
+  HoldSignals(true);  // before the wake listener: its threads inherit the mask
+  std::mutex wake_mu;
+  std::vector<nlohmann::json> wake_events;  // for the next round's log line and metrics
+  WakeListener wake_listener;
+  if (!o.wake_listen.empty()) {
+    WakeListenerOptions wo;
+    wo.dir = g.dir;
+    wo.on_event = [&wake_mu, &wake_events, &g](const nlohmann::json& e) {
+      AnnounceEvent(e);
+      Manifest m;
+      Diagnostics diags;
+      if (LoadManifest(g.dir, &m, &diags))
+        if (Status s = OpenStateStore(m.state)->AppendEvent(e); !s.ok())
+          std::cerr << "fleet watch: cannot record the wake event: " << s.message() << "\n";
+      std::lock_guard<std::mutex> l(wake_mu);
+      wake_events.push_back(e);
+    };
+    if (g.verbosity > 0) wo.progress = [](const std::string& s) { std::cout << s << "\n"; };
+    if (Status s = wake_listener.Start(o.wake_listen, std::move(wo)); !s.ok()) {
+      std::cerr << "fleet watch: " << s.message() << "\n";
+      return 1;
+    }
+  }
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
-    nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr);
+    nlohmann::json line =
+        Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr, &idle_off);
     line["duration_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     WatchStates now = WatchStatesOf(line, last);
@@ -324,8 +362,17 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       if (!o.on_change.empty())
         RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
     }
+    {
+      std::lock_guard<std::mutex> l(wake_mu);  // announced when they happened
+      if (!wake_events.empty()) line["wake"] = std::move(wake_events);
+      wake_events.clear();
+    }
+    if (log && line.contains("wake"))
+      for (const nlohmann::json& e : line["wake"]) log << e.dump() << "\n" << std::flush;
     nlohmann::json events = line.value("sync", nlohmann::json::array());
     for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);
+    for (const nlohmann::json& e : line.value("idle_off", nlohmann::json::array()))
+      events.push_back(e);
     for (const nlohmann::json& event : events) {
       AnnounceEvent(event);
       if (log) log << event.dump() << "\n" << std::flush;

@@ -171,6 +171,14 @@ void WatchMetrics::Observe(const json& line) {
   previous_ = last_;
   for (const json& e : line.value("heal", json::array()))
     ++heals_[{e.value("deployment", ""), e.value("node", ""), e.value("outcome", "")}];
+  for (const json& e : line.value("wake", json::array())) {
+    if (e.value("event", "") != "wake") continue;  // a request's event is not a wake
+    const std::pair<std::string, std::string> k{e.value("deployment", ""), e.value("outcome", "")};
+    ++wakes_[k];
+    wake_seconds_[k] += e.value("duration_s", 0.0);
+  }
+  for (const json& e : line.value("idle_off", json::array()))
+    ++idle_offs_[{e.value("node", ""), e.value("outcome", "")}];
   std::map<CheckKey, uint64_t> now;
   for (const json& c : line.value("checks", json::array())) {
     CheckKey k{c.value("deployment", ""), c.value("node", ""), c.value("check", "")};
@@ -194,6 +202,19 @@ std::string WatchMetrics::Render() const {
     heals.Add(
         {{"deployment", std::get<0>(k)}, {"node", std::get<1>(k)}, {"outcome", std::get<2>(k)}},
         static_cast<double>(n));
+  Family wakes(&out, "fleet_wake_total", "counter",
+               "Wakes of a sleeping deployment by fleet watch --wake-listen, by outcome "
+               "(woken, failed).");
+  for (const auto& [k, n] : wakes_)
+    wakes.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
+  Family wake_s(&out, "fleet_wake_seconds_total", "counter",
+                "Seconds those wakes took, from the first request to the serve ready.");
+  for (const auto& [k, s] : wake_seconds_)
+    wake_s.Add({{"deployment", k.first}, {"outcome", k.second}}, s);
+  Family idle(&out, "fleet_idle_off_total", "counter",
+              "Idle off decisions by node and outcome (powered_off, kept, failed).");
+  for (const auto& [k, n] : idle_offs_)
+    idle.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
   CheckFamilies(last_.value("checks", json::array()), &out);
   Family in_row(&out, "fleet_smoke_check_consecutive_failures", "gauge",
                 "Rounds in a row the smoke check did not pass.");

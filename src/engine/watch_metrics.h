@@ -18,8 +18,9 @@ class WatchMetrics {
   // `interval_s`: the watch's --every; `version`: fleet's (fleet_build_info).
   WatchMetrics(int interval_s, std::string version);
 
-  // Takes one round's line (with its "heal" events): the gauges become the
-  // line's, the counters (rounds, heals, failures in a row) advance.
+  // Takes one round's line (with its "heal", "wake" and "idle_off"
+  // events): the gauges become the line's, the counters (rounds, heals,
+  // wakes, idle offs, failures in a row) advance.
   void Observe(const nlohmann::json& line);
 
   // Every family with HELP and TYPE, "" before the first round.
@@ -35,6 +36,12 @@ class WatchMetrics {
   uint64_t own_failure_rounds_ = 0;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> heals_;
   std::map<CheckKey, uint64_t> failures_in_row_;
+  // The wake listener's and idle off's events (issue #46): wakes by
+  // deployment and outcome with their seconds, idle decisions by node and
+  // outcome.
+  std::map<std::pair<std::string, std::string>, uint64_t> wakes_;
+  std::map<std::pair<std::string, std::string>, double> wake_seconds_;
+  std::map<std::pair<std::string, std::string>, uint64_t> idle_offs_;
 };
 
 }  // namespace fleet

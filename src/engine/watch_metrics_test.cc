@@ -90,6 +90,26 @@ TEST(WatchMetrics, CountersAdvanceAndFailuresInARowResetOnAPass) {
   EXPECT_TRUE(Has(t, "fleet_watch_rounds_total 3"));
 }
 
+TEST(WatchMetrics, WakesAndIdleOffsAreCountedByOutcome) {
+  WatchMetrics m(60, "0.1.0");
+  nlohmann::json line = Line("pass");
+  line["wake"] = nlohmann::json::parse(R"([
+    {"event": "wake_request", "deployment": "b", "outcome": "answered"},
+    {"event": "wake", "deployment": "b", "outcome": "woken", "duration_s": 40.5},
+    {"event": "wake", "deployment": "b", "outcome": "failed", "duration_s": 5}])");
+  line["idle_off"] =
+      nlohmann::json::parse(R"([{"event": "idle_off", "node": "dgx3", "outcome": "powered_off"}])");
+  m.Observe(line);
+  line["wake"][1]["duration_s"] = 20;
+  m.Observe(line);
+  const std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(fleet_wake_total{deployment="b",outcome="woken"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_total{deployment="b",outcome="failed"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_seconds_total{deployment="b",outcome="woken"} 60.5)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_idle_off_total{node="dgx3",outcome="powered_off"} 2)")) << t;
+  EXPECT_EQ(t.find("answered"), std::string::npos);
+}
+
 TEST(WatchMetrics, LabelValuesAreEscaped) {
   WatchMetrics m(60, "1.0 \"x\\y\"\nz");
   m.Observe(Line("pass"));
