@@ -306,8 +306,7 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
                     "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics "
                     "(:PORT or PORT: loopback only)");
   watch->add_option("--wake-listen", a->opts.wake_listen,
-                    "answer a gateway's requests for sleeping models at ADDR:PORT (its "
-                    "wake.listener): power the node on, bring the deployment up, answer");
+                    "wake sleeping models for a gateway's requests at ADDR:PORT (wake.listener)");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
   out->push_back({watch, [a, sync](const fleet::GlobalOptions& g) {
                     a->opts.sync = sync->count() > 0;

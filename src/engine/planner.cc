@@ -277,6 +277,11 @@ std::set<std::string> AsleepNodes(const std::vector<DesiredResource>& desired,
   return asleep;
 }
 
+std::set<std::string> Union(std::set<std::string> a, const std::set<std::string>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
 // The noop of a resource on a node declared off, or asleep.
 PlanChange NotChecked(const DesiredResource& r, bool asleep = false) {
   PlanChange c;
@@ -437,17 +442,16 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   ProbeResult probed =
       Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
-  const std::set<std::string> asleep = AsleepNodes(in_plan, probed);
-  std::set<std::string> quiet = declared_off;  // expected not to answer
-  quiet.insert(asleep.begin(), asleep.end());
+  // Declared off or asleep: expected not to answer, nothing on them planned.
+  const std::set<std::string> quiet = Union(declared_off, AsleepNodes(in_plan, probed));
   std::set<std::string> bad_nodes = NodesThatFailed(probed, quiet, &plan);
   NameUnreachableGateways(in_plan, &plan);
 
   std::vector<PlanChange> changes;
   for (const DesiredResource& r : in_plan) {
     if (bad_nodes.count(r.node)) continue;
-    if (r.type != "node" && (declared_off.count(r.node) || asleep.count(r.node))) {
-      changes.push_back(NotChecked(r, asleep.count(r.node) > 0));
+    if (r.type != "node" && quiet.count(r.node)) {
+      changes.push_back(NotChecked(r, !declared_off.count(r.node)));
       continue;
     }
     const Provider* p = ProviderFor(r.type);
@@ -484,10 +488,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     changes.push_back(std::move(c));
   }
 
-  std::set<std::string> skip_nodes = bad_nodes;
-  skip_nodes.insert(quiet.begin(), quiet.end());
-  AddUnrecorded(*providers_, probed, skip_nodes, recorded, state.resources, manifest_, options,
-                &changes);
+  AddUnrecorded(*providers_, probed, Union(bad_nodes, quiet), recorded, state.resources, manifest_,
+                options, &changes);
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
   if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);

@@ -151,6 +151,10 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     line["state"] = {{"serial", state->serial}};
     if (!state->synced_commit.empty()) line["state"]["synced_commit"] = state->synced_commit;
     line["nodes"] = NodesOfRound(probed, *state);
+    // What each node draws while on (power.watts): the energy figures.
+    for (const auto& [name, spec] : m.nodes)
+      if (spec.power.watts > 0 && line["nodes"].contains(name))
+        line["nodes"][name]["watts"] = spec.power.watts;
     line["serves"] = ServesOfRound(probed, *state);
   } else {
     line["drift"] = {{"error", state.status().message()}};
@@ -272,6 +276,58 @@ void DrainHeals(const GlobalOptions& g, const WatchOptions& o, Healer* healer, s
 
 }  // namespace
 
+// The round's sync, heal and idle off events: announced, logged, and
+// handed to --on-change.
+void ReportRoundEvents(const WatchOptions& o, const nlohmann::json& line, std::ofstream* log) {
+  for (const char* kind : {"sync", "heal", "idle_off"})
+    for (const nlohmann::json& event : line.value(kind, nlohmann::json::array())) {
+      AnnounceEvent(event);
+      if (log != nullptr) *log << event.dump() << "\n" << std::flush;
+      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, event);
+    }
+}
+
+// The wake listener's events since the last round: announced when they
+// happen, logged and counted with the next round.
+struct WakeEvents {
+  std::mutex mu;
+  std::vector<nlohmann::json> events;
+
+  void Add(const nlohmann::json& e) {
+    std::lock_guard<std::mutex> l(mu);
+    events.push_back(e);
+  }
+  // Into line["wake"] (for the metrics), each also a line of the log.
+  void MoveTo(nlohmann::json* line, std::ofstream* log) {
+    std::lock_guard<std::mutex> l(mu);
+    if (events.empty()) return;
+    if (log != nullptr)
+      for (const nlohmann::json& e : events) *log << e.dump() << "\n" << std::flush;
+    (*line)["wake"] = std::move(events);
+    events.clear();
+  }
+};
+
+// --wake-listen: each event announced at once and appended to the state's
+// events. Nothing to do without the flag.
+Status StartWakeListener(const GlobalOptions& g, const WatchOptions& o, WakeListener* listener,
+                         WakeEvents* events) {
+  if (o.wake_listen.empty()) return Status::OK();
+  WakeListenerOptions wo;
+  wo.dir = g.dir;
+  wo.on_event = [events, &g](const nlohmann::json& e) {
+    AnnounceEvent(e);
+    Manifest m;
+    Diagnostics diags;
+    if (LoadManifest(g.dir, &m, &diags))
+      if (Status s = OpenStateStore(m.state)->AppendEvent(e); !s.ok())
+        std::cerr << "fleet watch: cannot record the wake event: " << s.message() << "\n";
+    events->Add(e);
+  };
+  if (g.verbosity > 0) wo.progress = [](const std::string& s) { std::cout << s << "\n"; };
+  return listener->Start(o.wake_listen, std::move(wo));
+}
+
 int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   CatchSignals();
   SetUpLogging(g);  // the probes' timings each round only with -v
@@ -311,27 +367,11 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
                   o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
   HoldSignals(true);  // before the wake listener: its threads inherit the mask
-  std::mutex wake_mu;
-  std::vector<nlohmann::json> wake_events;  // for the next round's log line and metrics
+  WakeEvents wake_events;
   WakeListener wake_listener;
-  if (!o.wake_listen.empty()) {
-    WakeListenerOptions wo;
-    wo.dir = g.dir;
-    wo.on_event = [&wake_mu, &wake_events, &g](const nlohmann::json& e) {
-      AnnounceEvent(e);
-      Manifest m;
-      Diagnostics diags;
-      if (LoadManifest(g.dir, &m, &diags))
-        if (Status s = OpenStateStore(m.state)->AppendEvent(e); !s.ok())
-          std::cerr << "fleet watch: cannot record the wake event: " << s.message() << "\n";
-      std::lock_guard<std::mutex> l(wake_mu);
-      wake_events.push_back(e);
-    };
-    if (g.verbosity > 0) wo.progress = [](const std::string& s) { std::cout << s << "\n"; };
-    if (Status s = wake_listener.Start(o.wake_listen, std::move(wo)); !s.ok()) {
-      std::cerr << "fleet watch: " << s.message() << "\n";
-      return 1;
-    }
+  if (Status s = StartWakeListener(g, o, &wake_listener, &wake_events); !s.ok()) {
+    std::cerr << "fleet watch: " << s.message() << "\n";
+    return 1;
   }
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
@@ -362,22 +402,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       if (!o.on_change.empty())
         RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
     }
-    {
-      std::lock_guard<std::mutex> l(wake_mu);  // announced when they happened
-      if (!wake_events.empty()) line["wake"] = std::move(wake_events);
-      wake_events.clear();
-    }
-    if (log && line.contains("wake"))
-      for (const nlohmann::json& e : line["wake"]) log << e.dump() << "\n" << std::flush;
-    nlohmann::json events = line.value("sync", nlohmann::json::array());
-    for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);
-    for (const nlohmann::json& e : line.value("idle_off", nlohmann::json::array()))
-      events.push_back(e);
-    for (const nlohmann::json& event : events) {
-      AnnounceEvent(event);
-      if (log) log << event.dump() << "\n" << std::flush;
-      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, event);
-    }
+    wake_events.MoveTo(&line, log ? &log : nullptr);
+    ReportRoundEvents(o, line, log ? &log : nullptr);
     metrics.Observe(line);
     if (!o.metrics_listen.empty()) metrics_server.Publish(metrics.Render());
     if (!o.report_file.empty()) {

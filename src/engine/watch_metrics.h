@@ -42,6 +42,12 @@ class WatchMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> wakes_;
   std::map<std::pair<std::string, std::string>, double> wake_seconds_;
   std::map<std::pair<std::string, std::string>, uint64_t> idle_offs_;
+  // Seconds each node was seen up (held from one round to the next), and
+  // with power.watts the energy it drew and that it saved against being on
+  // all the time, in kWh.
+  double last_round_time_ = 0;
+  nlohmann::json last_nodes_ = nlohmann::json::object();
+  std::map<std::string, double> on_seconds_, off_seconds_, kwh_, saved_kwh_;
 };
 
 }  // namespace fleet

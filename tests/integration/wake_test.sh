@@ -216,7 +216,11 @@ expect_rc 0 validate
 on_node dgx3 "rm -f person.pid; bash -c 'echo \$\$ >person.pid; exec -a \"sshd: alice@pts/9\" sleep 120'" </dev/null >/dev/null 2>&1 &
 BG_PIDS+=($!)
 for _ in $(seq 100); do on_node dgx3 'test -s person.pid' && break; sleep 0.1; done
+hold_port 0
+METRICS_PORT=$HELD_PORT
+release_port
 "$FLEET" -C "$REPO" --no-color -v watch --every 3s --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
+  --metrics-listen "127.0.0.1:$METRICS_PORT" \
   >"$WORK/watch2.out" 2>&1 </dev/null &
 WATCH=$!
 BG_PIDS+=("$WATCH")
@@ -241,4 +245,14 @@ fi
 grep -q '"event":"idle_off"' "$REPO/.fleet/state.json.events" || fail "no idle_off event in the state's events"
 expect_rc 0 plan --detailed-exitcode
 expect_out "asleep (power: on_demand"
+
+step "the energy figures of the second watch's run (dgx3: 240 W declared)"
+wait_output "$WORK/watch2.out" "round [0-9]+:.*" 10
+sleep 4  # a round after the power off, so that the off time counts
+curl -s -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics"
+grep -E '^fleet_(node_(on|off)_seconds_total|node_energy(_saved)?_kwh_total|wake_total|idle_off_total)\{[^}]*dgx3|^fleet_wake_total' \
+  "$WORK/metrics" | sed 's/^/   /'
+grep -q '^fleet_node_energy_kwh_total{node="dgx3"} ' "$WORK/metrics" || fail "no energy figure for dgx3: $(cat "$WORK/metrics")"
+grep -q '^fleet_idle_off_total{node="dgx3",outcome="powered_off"} 1$' "$WORK/metrics" ||
+  fail "the idle power off is not counted: $(grep idle_off "$WORK/metrics")"
 grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"
