@@ -60,8 +60,8 @@ FAKE_ENGINE_BOOT_MS = "$3"
 TOML
 }
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
-deployment() {  # deployment NAME NODE PORT RECIPE
-  echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE, \"restart\": {\"backoff\": \"3s\", \"max_backoff\": \"6s\"}}"
+deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
+  echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE, \"restart\": {\"backoff\": \"3s\", \"max_backoff\": \"6s\"}${5:-}}"
 }
 WAKE_PORT=""
 write_repo() {
@@ -69,7 +69,7 @@ write_repo() {
     --image "eng={\"ref\": \"$ENG\", \"source\": \"node:dgx1\"}" \
     --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
     --deployment "$(deployment a dgx1 30001 alpha)" \
-    --deployment "$(deployment b dgx3 30003 beta)"
+    --deployment "$(deployment b dgx3 30003 beta ', "schedule": {"up": "Mon-Fri 08:00-20:00", "tz": "Europe/Berlin"}')"
   printf 'gateways:\n  lab: {nodes: [dgx2], image: gw, port: 8000, drain: 5s, wake: {hold: 60s, listener: 127.0.0.1:%s}}\n' \
     "$WAKE_PORT" >>"$REPO/fleet.yaml"
 }
@@ -245,6 +245,9 @@ fi
 grep -q '"event":"idle_off"' "$REPO/.fleet/state.json.events" || fail "no idle_off event in the state's events"
 expect_rc 0 plan --detailed-exitcode
 expect_out "asleep (power: on_demand"
+# The schedule does not act yet; the plan says where it stands and what is next.
+expect_out "deployment.b@dgx3: schedule Mon-Fri 08:00-20:00 Europe/Berlin: "
+grep -E "schedule Mon-Fri" "$WORK/out" | sed 's/^/   /'
 
 step "the energy figures of the second watch's run (dgx3: 240 W declared)"
 wait_output "$WORK/watch2.out" "round [0-9]+:.*" 10
