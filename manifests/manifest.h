@@ -57,8 +57,16 @@ struct HubSettings {
 
 struct NodePower {
   bool present = false;
-  std::string switch_entity;     // e.g. switch.dgx1
-  std::string state = "on";      // "on" | "off"
+  std::string switch_entity;  // e.g. switch.dgx1
+  // "on" | "off" | "on_demand". on_demand: apply leaves the node's power as
+  // it finds it; a request through a gateway with `wake` powers it on
+  // (`fleet watch --heal --wake-listen`), idle_off and schedules power it off.
+  std::string state = "on";
+  // idle_off (on_demand only): power the node off after its models had no
+  // request through a gateway for this long; 0: never by idleness.
+  int idle_off_s = 0;
+  // watts: what the node draws while on, for the energy figures; 0: unknown.
+  double watts = 0;
   int boot_timeout_s = 600;      // power on: how long to wait for SSH
   int shutdown_timeout_s = 300;  // power off: how long to wait for SSH to stop
   // Power off: how long the OS may still be halting (unmounting disks) after
@@ -234,6 +242,28 @@ struct SmokeCheck {
   SourceLoc loc;
 };
 
+// One window of `schedule.up`: on the days of `days` (bit 0 Monday ... bit
+// 6 Sunday) from start_min to end_min, minutes after midnight in the
+// schedule's time zone. end_min <= start_min: the window runs past
+// midnight into the next day (a night shift), from a day of `days`.
+struct ScheduleWindow {
+  unsigned days = 0;
+  int start_min = 0;
+  int end_min = 0;
+  auto operator<=>(const ScheduleWindow&) const = default;
+};
+
+// `schedule: {up: "Mon-Fri 08:00-20:00", tz: Europe/Berlin}`: when a
+// deployment is up ahead of demand (manifests/power_policy.h reads it).
+// Outside its windows it is down unless a request wakes it.
+struct UpSchedule {
+  bool present = false;
+  std::string up;  // as written
+  std::string tz;  // an IANA zone name; "UTC" by default
+  std::vector<ScheduleWindow> windows;
+  SourceLoc loc;
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string recipe_path;  // as written, relative to the repo
@@ -272,6 +302,21 @@ struct DeploymentSpec {
   // the deployments it routes (providers/gateway/gateway_config.h).
   // 64 KiB to 128 MiB (HAProxy 2.6 refuses a buffer of 256 MB).
   uint64_t max_request_bytes = uint64_t{4} << 20;
+  // schedule: the windows it is up in ahead of demand; absent: none.
+  UpSchedule schedule;
+  SourceLoc loc;
+};
+
+// A gateway's `wake: {hold: 10m, listener: 10.0.0.1:9101}`: a request for
+// a model whose serves all sleep goes to fleet's wake listener (`fleet
+// watch --heal --wake-listen`), reached by the gateway at `listener`, which
+// powers a node on and answers the request once the serve is up, within
+// `hold`.
+struct GatewayWake {
+  bool present = false;
+  int hold_s = 600;
+  std::string listener_host;
+  int listener_port = 0;
   SourceLoc loc;
 };
 
@@ -296,6 +341,7 @@ struct GatewaySpec {
   // the plan, the state and the node.
   std::string keys_path;
   std::string keys_env;
+  GatewayWake wake;
   SourceLoc loc;
 };
 

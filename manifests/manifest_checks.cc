@@ -173,6 +173,45 @@ void CheckPoweredOff(const Manifest& m, const ReadNotes& notes,
   }
 }
 
+namespace {
+
+// A schedule takes its deployment's nodes down outside its windows and up
+// at their start: only a node whose power follows demand may be (a node
+// declared on stays on; one declared off runs nothing).
+void CheckSchedules(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
+  for (const std::string& name : notes.deployment_order) {
+    const auto d = m.deployments.find(name);
+    if (d == m.deployments.end() || !d->second.schedule.present) continue;
+    for (const auto& node : notes.deployment_locs.at(name).nodes) {
+      auto it = m.nodes.find(node.value);
+      if (it == m.nodes.end()) continue;
+      const NodePower& power = it->second.power;
+      if (power.present && power.state == "on_demand") continue;
+      reporter->Error(d->second.schedule.loc,
+                      "deployment '" + name + "' has a schedule, but its node '" + node.value +
+                          "' does not follow demand; give it power: {switch: ..., state: "
+                          "on_demand} (a schedule powers its nodes on and off)");
+    }
+  }
+}
+
+// A gateway is the way a request wakes a node: it must not sleep itself.
+void CheckGatewayNodesStayOn(const Manifest& m, Reporter* reporter) {
+  for (const auto& [name, g] : m.gateways)
+    for (const std::string& node : g.nodes) {
+      auto it = m.nodes.find(node);
+      if (it == m.nodes.end() || !it->second.power.present ||
+          it->second.power.state != "on_demand")
+        continue;
+      reporter->Error(it->second.power.loc,
+                      "node '" + node + "' runs gateway '" + name +
+                          "', which wakes the other nodes: it cannot be on_demand itself; "
+                          "set its state: on");
+    }
+}
+
+}  // namespace
+
 void CheckAcrossSections(const Manifest& m, const ReadNotes& notes,
                          Reporter* reporter) {
   CheckReferences(m, notes, reporter);
@@ -182,6 +221,8 @@ void CheckAcrossSections(const Manifest& m, const ReadNotes& notes,
   CheckOneServePerNode(m, notes, reporter);
   CheckModelPlacement(m, notes, reporter);
   CheckPoweredOff(m, notes, reporter);
+  CheckSchedules(m, notes, reporter);
+  CheckGatewayNodesStayOn(m, reporter);
 }
 
 }  // namespace fleet::manifest_checks

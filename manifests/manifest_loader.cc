@@ -31,6 +31,7 @@
 #include "manifests/manifest.h"
 #include "manifests/manifest_checks.h"
 #include "manifests/pinning.h"
+#include "manifests/power_policy.h"
 #include "manifests/recipe.h"
 #include "manifests/restart_policy.h"
 #include "manifests/secrets.h"
@@ -588,7 +589,8 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
   if (!power.ok()) return;
   spec->power.present = true;
   spec->power.loc = entry->key_loc;
-  power.CheckKeys({"switch", "state", "boot_timeout", "shutdown_timeout", "halt_wait"});
+  power.CheckKeys(
+      {"switch", "state", "boot_timeout", "shutdown_timeout", "halt_wait", "idle_off", "watts"});
   if (!manifest_->power.present) {
     reporter_.Error(entry->key_loc,
                     node.what() +
@@ -608,7 +610,24 @@ void ManifestLoader::ReadNodePower(const MapReader& node, NodeSpec* spec) {
       notes_.switches[spec->name] = *entity;
     }
   }
-  if (auto state = power.Enum("state", {"on", "off"})) spec->power.state = state->value;
+  if (auto state = power.Enum("state", {"on", "off", "on_demand"}))
+    spec->power.state = state->value;
+  if (auto watts = power.Int("watts", 1, 100000)) spec->power.watts = watts->value;
+  if (auto idle = power.String("idle_off")) {
+    // At least 10 s (a watch round checks it; tests use seconds); the docs
+    // say why a lab wants tens of minutes: every wake costs a boot.
+    const auto seconds = ParseDurationSeconds(idle->value, 10);
+    if (!seconds)
+      reporter_.Error(idle->loc, "'idle_off' in " + what +
+                                     " must be a duration of 10s or more such as 30m or 2h, got '" +
+                                     idle->value + "'");
+    else if (spec->power.state != "on_demand")
+      reporter_.Error(idle->loc, "'idle_off' in " + what +
+                                     " needs state: on_demand (the state is " + spec->power.state +
+                                     "); a node declared on or off keeps that power");
+    else
+      spec->power.idle_off_s = *seconds;
+  }
   // How long power on waits for SSH, power off for SSH to stop, and then for
   // the OS to halt (0 s: a node with nothing to flush may be cut at once).
   struct Duration {
@@ -854,7 +873,7 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
                           "gpu_memory", "smoke", "shared", "fabric_env", "restart", "served_model",
-                          "gateway", "max_request"});
+                          "gateway", "max_request", "schedule"});
     ReadDeploymentRouting(deployment, &spec);
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
@@ -887,6 +906,8 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
     ReadHealthCheck(&reporter_, deployment.Map("health", what + " health"), &spec.health);
     if (const Entry* restart = deployment.Find("restart"))
       ReadRestartPolicy(&reporter_, *restart, what, &spec.restart);
+    if (const Entry* schedule = deployment.Find("schedule"))
+      ReadUpSchedule(&reporter_, *schedule, what, &spec.schedule);
     if (auto need = deployment.String("gpu_memory")) {
       if (auto bytes = ParseByteSize(need->value)) {
         spec.gpu_memory_bytes = *bytes;
@@ -1000,8 +1021,10 @@ void ManifestLoader::ReadGateway(const Entry& entry) {
   spec.name = entry.key;
   spec.loc = entry.key_loc;
   if (gateway.ok()) {
-    gateway.CheckKeys({"nodes", "image", "port", "drain", "keys", "keys_env"});
+    gateway.CheckKeys({"nodes", "image", "port", "drain", "keys", "keys_env", "wake"});
     ReadGatewayKeys(gateway, &spec);
+    if (const Entry* wake = gateway.Find("wake"))
+      ReadGatewayWake(&reporter_, *wake, what, &spec.wake);
     if (auto nodes = gateway.StringList("nodes")) {
       for (const auto& n : *nodes) spec.nodes.push_back(n.value);
       AddRefs("node", what, *nodes);

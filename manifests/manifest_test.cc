@@ -644,8 +644,8 @@ TEST(ManifestTest, NodePowerWithoutController) {
               "home-assistant, url: ..., "
               "token_env: ...}");
   EXPECT_DIAG(l.diags,
-              "fleet.yaml:8:41: error: 'state' in node 'dgx2' power must be on "
-              "or off, got 'of'");
+              "fleet.yaml:8:41: error: 'state' in node 'dgx2' power must be on, "
+              "off or on_demand, got 'of'");
 }
 
 // hub: the Hub token's variable and the nodes' hub CLI; errors at the

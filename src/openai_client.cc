@@ -110,6 +110,7 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
     return t;
   }
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  headers = curl_slist_append(headers, (std::string(kFleetOwnHeader) + ": 1").c_str());
   if (!bearer_key.empty())
     headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer_key).c_str());
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());

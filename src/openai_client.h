@@ -14,6 +14,11 @@
 
 namespace fleet {
 
+// Every request of this client carries `x-fleet-own: 1`: fleet's own
+// traffic (smoke checks, bench), which a gateway's wake listener never
+// counts as demand (src/engine/wake_listener.h).
+inline constexpr const char* kFleetOwnHeader = "x-fleet-own";
+
 // The model names /v1/models lists, in order. `base_url` is
 // "http://host:port" (no trailing slash). A failure the controller caused
 // itself is a Status::OwnFault.

@@ -57,6 +57,8 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/deployment", "deployments.<name>"),
     ("manifests/health_schema.cc", "ReadHealthCheck/health", "deployments.<name>.health"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadGateway/gateway", "gateways.<name>"),
+    ("manifests/power_policy.cc", "kScheduleKeys", "deployments.<name>.schedule"),
+    ("manifests/power_policy.cc", "kWakeKeys", "gateways.<name>.wake"),
     ("manifests/smoke_schema.cc", "ReadOne/m", "deployments.<name>.smoke[]"),
     ("manifests/smoke_schema.cc", "ReadFreshContext/fresh",
      "deployments.<name>.smoke[].fresh_context"),

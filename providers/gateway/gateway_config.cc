@@ -284,9 +284,15 @@ void WriteBackends(const GatewayWant& w, std::ostream& out) {
     int timeout = 1;
     for (const GatewayRoute* r : routes) timeout = std::max(timeout, r->check_timeout_s);
     out << "  timeout check " << timeout << "s\n";
+    const bool wakes =
+        !w.wake_listener.empty() &&
+        std::any_of(routes.begin(), routes.end(), [](const GatewayRoute* r) { return r->wakes; });
+    // A held request waits out the wake (up to wake.hold), then its answer.
+    if (wakes) out << "  timeout server " << std::max(1800, w.wake_hold_s + 60) << "s\n";
     for (const GatewayRoute* r : routes)
       out << "  server " << r->deployment << "_" << r->node << " " << r->host << ":" << r->port
           << " check inter 2s fall " << std::max(1, r->fall) << " rise 1\n";
+    if (wakes) out << "  server " << kGatewayWakeServer << " " << w.wake_listener << " backup\n";
     out << "\n";
   }
   if (w.keyed)
@@ -296,6 +302,10 @@ void WriteBackends(const GatewayWant& w, std::ostream& out) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> GatewayBackendNames(const GatewayWant& want) {
+  return BackendNames(want);
+}
 
 std::string GatewayRoute::Text() const {
   return model + " -> " + node + ":" + std::to_string(port);
@@ -320,8 +330,10 @@ void SealGatewayWant(GatewayWant* want) {
   const nlohmann::json run = {want->cli, want->image_ref, want->port, want->container,
                               kGatewayConfigMount};
   want->spec = HashBlobData(BlobHashKind::kSha256, run.dump());
-  const nlohmann::json config = {kConfigFormat, want->gateway, want->port, want->drain_s,
-                                 want->routes,  want->keyed,   want->keys};
+  nlohmann::json config = {kConfigFormat, want->gateway, want->port, want->drain_s,
+                           want->routes,  want->keyed,   want->keys};
+  // Only with wake: the configs of gateways without it hash as before.
+  if (!want->wake_listener.empty()) config.push_back({want->wake_listener, want->wake_hold_s});
   // A name that is not UTF-8 (refused before, never written) must not
   // throw here: it is hashed as U+FFFD.
   want->config = HashBlobData(
@@ -408,6 +420,7 @@ void to_json(nlohmann::json& j, const GatewayRoute& v) {
        {"max_request", v.max_request},
        {"check_timeout_s", v.check_timeout_s},
        {"fall", v.fall}};
+  if (v.wakes) j["wakes"] = true;  // only then: the routes of other lab hash as before
 }
 
 void from_json(const nlohmann::json& j, GatewayRoute& v) {
@@ -420,6 +433,7 @@ void from_json(const nlohmann::json& j, GatewayRoute& v) {
   v.max_request = j.value("max_request", uint64_t{4} << 20);
   v.check_timeout_s = j.value("check_timeout_s", 5);
   v.fall = j.value("fall", 2);
+  v.wakes = j.value("wakes", false);
 }
 
 void to_json(nlohmann::json& j, const GatewayWant& v) {
@@ -431,6 +445,8 @@ void to_json(nlohmann::json& j, const GatewayWant& v) {
   if (!v.keys_error.empty()) j["keys_error"] = v.keys_error;
   if (!v.unnamed.empty()) j["unnamed"] = v.unnamed;
   if (!v.unsafe.empty()) j["unsafe"] = v.unsafe;
+  if (!v.wake_listener.empty())
+    j["wake"] = {{"listener", v.wake_listener}, {"hold_s", v.wake_hold_s}};
 }
 
 void from_json(const nlohmann::json& j, GatewayWant& v) {
@@ -449,6 +465,10 @@ void from_json(const nlohmann::json& j, GatewayWant& v) {
   v.keyed = j.contains("keys");
   v.keys = j.value("keys", std::vector<GatewayKeyGrant>{});
   v.keys_error = j.value("keys_error", "");
+  if (j.contains("wake") && j["wake"].is_object()) {
+    v.wake_listener = j["wake"].value("listener", "");
+    v.wake_hold_s = j["wake"].value("hold_s", 0);
+  }
 }
 
 void to_json(nlohmann::json& j, const GatewayRecord& v) {

@@ -14,6 +14,7 @@
 #ifndef FLEET_PROVIDERS_GATEWAY_GATEWAY_CONFIG_H_
 #define FLEET_PROVIDERS_GATEWAY_GATEWAY_CONFIG_H_
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ struct GatewayRoute {
   // drop the serve (health.grace).
   int check_timeout_s = 5;
   int fall = 2;
+  // The head's node follows demand (power state on_demand): it may sleep,
+  // and a gateway with `wake` gives the model a backup server at fleet's
+  // wake listener.
+  bool wakes = false;
 
   auto operator<=>(const GatewayRoute&) const = default;
   // "qwen3.8 -> dgx3:30000": how the plan shows it.
@@ -60,6 +65,10 @@ struct GatewayWant {
   std::vector<GatewayKeyGrant> keys;  // sorted by name
   // Why the keys could not be read (a plan error); never a key's text.
   std::string keys_error;
+  // wake: where the gateway reaches fleet's wake listener ("HOST:PORT"; ""
+  // without `wake`) and how long a request may wait there (wake.hold).
+  std::string wake_listener;
+  int wake_hold_s = 0;
   // sha256 of what the container is started with (its fleet.spec label):
   // a change replaces the container. The routes are not part of it: a
   // change of routes is a reload.
@@ -97,6 +106,10 @@ bool SameServe(const GatewayRoute& a, const GatewayRoute& b);
 // held whole in one such buffer while its `model` is read.
 uint64_t GatewayBufferSize(const GatewayWant& want);
 
+// Model -> the name of its HAProxy backend ("model_qwen3.8"), the `proxy`
+// label of its metrics.
+std::map<std::string, std::string> GatewayBackendNames(const GatewayWant& want);
+
 // "fleet-gw-<gateway>".
 std::string GatewayContainerName(const std::string& gateway);
 // Where the config lives on the node, relative to the node user's home.
@@ -107,6 +120,8 @@ inline constexpr const char* kGatewayConfigHeader = "x-fleet-config";
 inline constexpr const char* kGatewayLabel = "fleet.gateway";
 // The response header naming the server that answered: "<deployment>_<node>".
 inline constexpr const char* kGatewayServedByHeader = "x-fleet-served-by";
+// The backup server of a model that may sleep: fleet's wake listener.
+inline constexpr const char* kGatewayWakeServer = "fleet_wake";
 
 // "" when every word of `route` that RenderHaproxyConfig writes is safe to
 // write (no character of it can change the config's meaning), else why
@@ -129,6 +144,10 @@ void SealGatewayWant(GatewayWant* want);
 // OpenAI-shaped 401, before any body is read), and a grant of the model it
 // asks for (else 403); /v1/models lists the key's models; /metrics/keys
 // counts each key's requests (a stick table; reset by a reload).
+// With a wake listener, the backend of a model with a route that wakes
+// also has a `backup` server "fleet_wake" at the listener: HAProxy sends it
+// a request only while every serve of the model is down, and waits for its
+// answer up to wake.hold plus a minute.
 // Its "# fleet-route <model> <deployment> <node> <host>:<port>" comment lines
 // let a probe read the routes back (ParseConfigRoutes) and its
 // "# fleet-config <hash>" line the config written.

@@ -262,7 +262,7 @@ TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
     if (variant == 1) w.routes.clear();
     if (variant == 3) w.keys.pop_back();  // no key for every model
     if (variant == 4) {
-      w.keys.erase(w.keys.begin());                   // only a key for every model
+      w.keys.erase(w.keys.begin());                  // only a key for every model
       w.routes[0].max_request = uint64_t{16} << 20;  // a 4M-token context
     }
     SealGatewayWant(&w);
@@ -275,6 +275,49 @@ TEST(GatewayConfig, HaproxyAcceptsTheConfig) {
     unlink(path);
     EXPECT_EQ(rc, 0) << RenderHaproxyConfig(w);
   }
+}
+
+}  // namespace
+}  // namespace fleet
+
+namespace fleet {
+namespace {
+
+// issue #46: a model whose serve may sleep gets fleet's wake listener as a
+// backup server; the others, and gateways without wake, hash as before.
+TEST(GatewayConfig, WakeAddsABackupServerOnlyForModelsThatMaySleep) {
+  GatewayWant plain = Lab();
+  GatewayWant w = Lab();
+  for (GatewayRoute& r : w.routes) r.wakes = r.model == "qwen3.8";
+  SealGatewayWant(&w);
+  EXPECT_NE(plain.config, w.config);  // the flag is part of the routes
+  const std::string no_listener = RenderHaproxyConfig(w);
+  EXPECT_EQ(no_listener.find("fleet_wake"), std::string::npos) << no_listener;
+  w.wake_listener = "10.0.0.9:9101";
+  w.wake_hold_s = 600;
+  SealGatewayWant(&w);
+  const std::string cfg = RenderHaproxyConfig(w);
+  const size_t qwen = cfg.find("backend model_qwen3.8\n");
+  ASSERT_NE(qwen, std::string::npos);
+  const size_t next = cfg.find("\nbackend ", qwen + 1);
+  const std::string backend = cfg.substr(qwen, next == std::string::npos ? next : next - qwen);
+  EXPECT_NE(backend.find("  server fleet_wake 10.0.0.9:9101 backup\n"), std::string::npos)
+      << backend;
+  EXPECT_NE(backend.find("  timeout server 1800s\n"), std::string::npos) << backend;
+  const size_t oss = cfg.find("backend model_gpt-oss\n");
+  ASSERT_NE(oss, std::string::npos);
+  EXPECT_EQ(cfg.substr(oss, cfg.find("\n\n", oss) - oss).find("fleet_wake"), std::string::npos);
+  // The want's JSON keeps the flag and the listener; a plain want has neither.
+  const nlohmann::json j = w;
+  EXPECT_EQ(j["wake"]["listener"], "10.0.0.9:9101");
+  EXPECT_EQ(j.get<GatewayWant>().routes, w.routes);
+  EXPECT_EQ(j.get<GatewayWant>().wake_hold_s, 600);
+  const nlohmann::json p = plain;
+  EXPECT_FALSE(p.contains("wake"));
+  EXPECT_EQ(p.dump().find("wakes"), std::string::npos);
+  // A hold over 29 minutes lengthens the backend's server timeout.
+  w.wake_hold_s = 3600;
+  EXPECT_NE(RenderHaproxyConfig(w).find("  timeout server 3660s\n"), std::string::npos);
 }
 
 }  // namespace

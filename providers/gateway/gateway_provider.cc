@@ -33,6 +33,9 @@ GatewayWant WantFor(const Manifest& m, const GatewaySpec& g, const NodeSpec& nod
   w.routes = routes;
   w.unnamed = unnamed;
   w.unsafe = unsafe;
+  if (g.wake.present)
+    w.wake_listener = g.wake.listener_host + ":" + std::to_string(g.wake.listener_port);
+  w.wake_hold_s = g.wake.present ? g.wake.hold_s : 0;
   // The keys are read here, on the controller, each plan: only their
   // digests go into the want (and so the plan, the state and the config).
   w.keyed = !g.keys_path.empty() || !g.keys_env.empty();
@@ -116,6 +119,7 @@ std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::stri
       r.max_request = d.max_request_bytes;
       r.check_timeout_s = d.health.request_timeout_s;
       r.fall = d.health.grace_rounds;
+      r.wakes = n->second.power.present && n->second.power.state == "on_demand";
       if (r.model.empty()) r.model = ExpectedServedModel(m, *spec);
       if (r.model.empty()) {
         if (std::find(unnamed->begin(), unnamed->end(), name) == unnamed->end())

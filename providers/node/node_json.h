@@ -17,6 +17,9 @@ namespace fleet {
 
 inline constexpr const char* kPowerOn = "on";
 inline constexpr const char* kPowerOff = "off";
+// power: {state: on_demand}: apply leaves the power as it finds it; a node
+// found off (its switch reads off) is asleep, and nothing on it is planned.
+inline constexpr const char* kPowerOnDemand = "on_demand";
 
 // What the manifest declares for a node (DesiredResource::attributes).
 struct NodeWant {

@@ -284,6 +284,13 @@ PlanChange Decide(PlanChange c, const std::string& node, const NodeWant& want,
     return SwitchOffQuietNode(std::move(c), want, facts, "the manifest declares power: off");
   if (!facts.reachable && want.power == kPowerOff)
     return Unchanged(std::move(c), "powered off, as declared");
+  if (!facts.reachable && want.power == kPowerOnDemand && facts.power_switch_state == kPowerOff) {
+    // A note of the plan: nothing on the node is read or changed meanwhile.
+    c.reasons.push_back(
+        "asleep (power: on_demand; switch off): nothing on it is planned; a "
+        "request through a gateway with wake powers it on");
+    return Unchanged(std::move(c), "asleep (power: on_demand)");
+  }
   if (!facts.reachable)
     return DecidePowerOnUnreachable(std::move(c), node, want, facts, recorded.has_value());
   if (want.power == kPowerOff) return DecidePowerOff(std::move(c));

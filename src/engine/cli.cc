@@ -305,6 +305,8 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   watch->add_option("--metrics-listen", a->opts.metrics_listen,
                     "serve the last round's Prometheus metrics at http://ADDR:PORT/metrics "
                     "(:PORT or PORT: loopback only)");
+  watch->add_option("--wake-listen", a->opts.wake_listen,
+                    "wake sleeping models for a gateway's requests at ADDR:PORT (wake.listener)");
   watch->add_option("address", a->opts.addresses, "deployment.NAME[@NODE] (default: all)");
   out->push_back({watch, [a, sync](const fleet::GlobalOptions& g) {
                     a->opts.sync = sync->count() > 0;

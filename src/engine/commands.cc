@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "src/engine/plan_sources.h"
 #include "src/engine/planner.h"
 #include "src/engine/render.h"
+#include "src/engine/schedule_clock.h"
 #include "src/power_switch.h"
 #include "src/shell_quote.h"
 #include "state/state_store.h"
@@ -237,6 +239,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   po.purge = o.purge;
   Plan plan = planner.MakePlan(*state, po);
   AddWarnings(s.diags, &plan);
+  NoteSchedules(s.manifest, static_cast<int64_t>(std::time(nullptr)), &plan);
   plan.sources = ManifestSources(s.manifest);
   if (!o.markdown_file.empty()) {
     Status w = WriteFileAtomic(o.markdown_file, RenderPlanMarkdown(plan));

@@ -83,6 +83,16 @@ std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
       return x.deployment + "_" + x.node == r.served_by;
     });
     if (by != routes.end()) r.node = by->node;
+    if (r.served_by == kGatewayWakeServer) {
+      // The gateway handed it to the wake listener, which refuses fleet's
+      // own requests: the model sleeps, and a check does not wake it.
+      r.result = "unchecked";
+      r.detail = route.model + " is asleep: gateway " + g.name +
+                 " handed the check to the wake listener, which does not wake a node for "
+                 "fleet's own checks";
+      out.push_back(std::move(r));
+      continue;
+    }
     if (r.result != "error" && r.result != "unchecked" &&
         (by == routes.end() || by->model != route.model)) {
       r.result = "fail";

@@ -261,13 +261,35 @@ std::set<std::string> DeclaredOffNodes(const std::vector<DesiredResource>& desir
   return off;
 }
 
-// The noop of a resource on a node declared off.
-PlanChange NotChecked(const DesiredResource& r) {
+// The nodes whose power follows demand (state: on_demand) that the plan
+// found asleep: SSH does not answer and the switch reads off. Like a node
+// declared off, nothing on them is read or changed: a request, idle_off or
+// a schedule changes their power, never a plan.
+std::set<std::string> AsleepNodes(const std::vector<DesiredResource>& desired,
+                                  const ProbeResult& probed) {
+  std::set<std::string> asleep;
+  for (const DesiredResource& r : desired) {
+    if (r.type != "node" || r.attributes.value("power", "on") != "on_demand") continue;
+    auto it = probed.facts.find(r.node);
+    if (it != probed.facts.end() && !it->second.reachable && it->second.power_switch_state == "off")
+      asleep.insert(r.node);
+  }
+  return asleep;
+}
+
+std::set<std::string> Union(std::set<std::string> a, const std::set<std::string>& b) {
+  a.insert(b.begin(), b.end());
+  return a;
+}
+
+// The noop of a resource on a node declared off, or asleep.
+PlanChange NotChecked(const DesiredResource& r, bool asleep = false) {
   PlanChange c;
   c.address = r.address;
   c.type = r.type;
   c.node = r.node;
-  c.summary = "not checked: node " + r.node + " is declared off";
+  c.summary = "not checked: node " + r.node +
+              (asleep ? " is asleep (power: on_demand; a request wakes it)" : " is declared off");
   c.depends_on = r.depends_on;
   return c;
 }
@@ -420,14 +442,16 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
   ProbeResult probed =
       Probe(to_probe, options.probe_parallelism, InventoryNodes(to_probe, declared_off, options));
 
-  std::set<std::string> bad_nodes = NodesThatFailed(probed, declared_off, &plan);
+  // Declared off or asleep: expected not to answer, nothing on them planned.
+  const std::set<std::string> quiet = Union(declared_off, AsleepNodes(in_plan, probed));
+  std::set<std::string> bad_nodes = NodesThatFailed(probed, quiet, &plan);
   NameUnreachableGateways(in_plan, &plan);
 
   std::vector<PlanChange> changes;
   for (const DesiredResource& r : in_plan) {
     if (bad_nodes.count(r.node)) continue;
-    if (r.type != "node" && declared_off.count(r.node)) {
-      changes.push_back(NotChecked(r));
+    if (r.type != "node" && quiet.count(r.node)) {
+      changes.push_back(NotChecked(r, !declared_off.count(r.node)));
       continue;
     }
     const Provider* p = ProviderFor(r.type);
@@ -464,10 +488,8 @@ Plan Planner::MakePlan(const State& state, const PlanOptions& options) {
     changes.push_back(std::move(c));
   }
 
-  std::set<std::string> skip_nodes = bad_nodes;
-  skip_nodes.insert(declared_off.begin(), declared_off.end());
-  AddUnrecorded(*providers_, probed, skip_nodes, recorded, state.resources, manifest_, options,
-                &changes);
+  AddUnrecorded(*providers_, probed, Union(bad_nodes, quiet), recorded, state.resources, manifest_,
+                options, &changes);
   std::vector<std::string> type_order;
   for (const auto& p : *providers_) type_order.push_back(p->type());
   if (!options.destroy) OrderUndeclaredRemovals(deps, type_order, &changes);

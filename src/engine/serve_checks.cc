@@ -125,7 +125,16 @@ std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* conn
   for (const ContainerSpec* s : wanted)
     running.push_back(std::async(std::launch::async, [&, s]() -> std::vector<SmokeResult> {
       Transport* t = connect(s->node);
-      if (t == nullptr) return {Unreachable(*s, connect_async(s->node).get().message())};
+      if (t == nullptr) {
+        SmokeResult r = Unreachable(*s, connect_async(s->node).get().message());
+        // A node that follows demand is asleep, not broken: its checks are
+        // skipped, and say so (they never wake it).
+        if (const NodePower& p = m.nodes.at(s->node).power; p.present && p.state == "on_demand") {
+          r.result = "unchecked";
+          r.detail = "node " + s->node + " is asleep (power: on_demand): not checked, not woken";
+        }
+        return {r};
+      }
       // Who else holds the connection: each other serve, asked on its node.
       ConnectionLocator locate = [&](int client_port) -> std::string {
         for (const ContainerSpec& other : serves) {

@@ -46,6 +46,9 @@ struct WatchOptions {
   // --metrics-listen [ADDR]:PORT: serve the last round as Prometheus metrics
   // (watch_metrics.h, metrics_server.h; no ADDR: loopback); "" serves nothing.
   std::string metrics_listen;
+  // --wake-listen [ADDR]:PORT: answer the requests a gateway with `wake`
+  // hands over for sleeping models (wake_listener.h); "" wakes nothing.
+  std::string wake_listen;
   std::string version;  // fleet's, for fleet_build_info
 };
 

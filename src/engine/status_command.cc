@@ -63,18 +63,32 @@ std::string DisplayRamCell(const ProbeResult& probed, const State& state, const 
   return display;
 }
 
+// The node's power policy and what it is now: "on", "off", "on_demand:
+// awake", "on_demand: asleep", "-" without a switch.
+std::string PowerCell(const NodeSpec& spec, const NodeFacts& f) {
+  if (!spec.power.present) return "-";
+  if (spec.power.state != "on_demand") return spec.power.state;
+  return std::string("on_demand: ") + (f.reachable ? "awake" : "asleep");
+}
+
 std::vector<Row> NodeRows(const Manifest& m, const ProbeResult& probed, const State& state) {
-  std::vector<Row> rows = {{{"NODE", "UP", "HOSTNAME", "DISPLAY_RAM", "GPU"}, {}}};
+  std::vector<Row> rows = {{{"NODE", "UP", "POWER", "HOSTNAME", "DISPLAY_RAM", "GPU"}, {}}};
   for (const auto& [name, spec] : m.nodes) {
     const NodeFacts& f = probed.facts.count(name) ? probed.facts.at(name) : NodeFacts{};
     std::string gpu = "-";
     GpuFacts gf;
     if (f.reachable && GpuFactsFromJson(f.gpu, &gf)) gpu = DescribeGpuMemory(gf);
-    Row r{{name, f.reachable ? "yes" : "no", f.reachable ? f.hostname : "-",
+    Row r{{name, f.reachable ? "yes" : "no", PowerCell(spec, f), f.reachable ? f.hostname : "-",
            DisplayRamCell(probed, state, name), gpu},
           {}};
     if (!f.reachable && spec.power.present && spec.power.state == "off")
       r.notes.push_back("powered off, as declared");
+    else if (!f.reachable && spec.power.present && spec.power.state == "on_demand")
+      r.notes.push_back(
+          "asleep: a request through a gateway with wake powers it on" +
+          std::string(spec.power.idle_off_s > 0
+                          ? "; idle_off " + std::to_string(spec.power.idle_off_s / 60) + "m"
+                          : ""));
     else if (!f.reachable)
       r.notes.push_back(f.unreachable_reason);
     rows.push_back(std::move(r));

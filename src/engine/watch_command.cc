@@ -14,12 +14,14 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "manifests/duration.h"
 #include "manifests/own_fault.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
+#include "src/engine/idle_round.h"
 #include "src/engine/metrics_server.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/on_change.h"
@@ -29,6 +31,7 @@
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
+#include "src/engine/wake_listener.h"
 #include "src/engine/watch_changes.h"
 #include "src/engine/watch_metrics.h"
 #include "src/engine/watch_report.h"
@@ -111,7 +114,7 @@ std::string OwnFailuresOfRound(uint64_t faults_before, const std::vector<SmokeRe
 // One round: the JSON line (without its change list); with --heal, its heal
 // events under "heal".
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
-                     Syncer* syncer) {
+                     Syncer* syncer, IdleOff* idle) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
   const uint64_t faults_before = OwnFaultCount();
   // Before anything is judged: can the controller open what it needs?
@@ -148,6 +151,10 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     line["state"] = {{"serial", state->serial}};
     if (!state->synced_commit.empty()) line["state"]["synced_commit"] = state->synced_commit;
     line["nodes"] = NodesOfRound(probed, *state);
+    // What each node draws while on (power.watts): the energy figures.
+    for (const auto& [name, spec] : m.nodes)
+      if (spec.power.watts > 0 && line["nodes"].contains(name))
+        line["nodes"][name]["watts"] = spec.power.watts;
     line["serves"] = ServesOfRound(probed, *state);
   } else {
     line["drift"] = {{"error", state.status().message()}};
@@ -181,6 +188,17 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     in.heal_wait_ms = int64_t{ParseDurationSeconds(o.heal_wait, 0).value_or(30)} * 1000;
     if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
     line["heal"] = healer->Round(in);
+  }
+  // Idle off comes with heal: the manifest's idle_off is its opt-in.
+  if (healer != nullptr && idle != nullptr && state.ok()) {
+    IdleRoundInput in;
+    in.manifest = &m;
+    in.store = store.get();
+    in.probed = &probed;
+    in.checks = &checks;
+    in.now_s = static_cast<int64_t>(std::time(nullptr));
+    if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
+    line["idle_off"] = idle->Round(in);
   }
   return line;
 }
@@ -258,6 +276,58 @@ void DrainHeals(const GlobalOptions& g, const WatchOptions& o, Healer* healer, s
 
 }  // namespace
 
+// The round's sync, heal and idle off events: announced, logged, and
+// handed to --on-change.
+void ReportRoundEvents(const WatchOptions& o, const nlohmann::json& line, std::ofstream* log) {
+  for (const char* kind : {"sync", "heal", "idle_off"})
+    for (const nlohmann::json& event : line.value(kind, nlohmann::json::array())) {
+      AnnounceEvent(event);
+      if (log != nullptr) *log << event.dump() << "\n" << std::flush;
+      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, event);
+    }
+}
+
+// The wake listener's events since the last round: announced when they
+// happen, logged and counted with the next round.
+struct WakeEvents {
+  std::mutex mu;
+  std::vector<nlohmann::json> events;
+
+  void Add(const nlohmann::json& e) {
+    std::lock_guard<std::mutex> l(mu);
+    events.push_back(e);
+  }
+  // Into line["wake"] (for the metrics), each also a line of the log.
+  void MoveTo(nlohmann::json* line, std::ofstream* log) {
+    std::lock_guard<std::mutex> l(mu);
+    if (events.empty()) return;
+    if (log != nullptr)
+      for (const nlohmann::json& e : events) *log << e.dump() << "\n" << std::flush;
+    (*line)["wake"] = std::move(events);
+    events.clear();
+  }
+};
+
+// --wake-listen: each event announced at once and appended to the state's
+// events. Nothing to do without the flag.
+Status StartWakeListener(const GlobalOptions& g, const WatchOptions& o, WakeListener* listener,
+                         WakeEvents* events) {
+  if (o.wake_listen.empty()) return Status::OK();
+  WakeListenerOptions wo;
+  wo.dir = g.dir;
+  wo.on_event = [events, &g](const nlohmann::json& e) {
+    AnnounceEvent(e);
+    Manifest m;
+    Diagnostics diags;
+    if (LoadManifest(g.dir, &m, &diags))
+      if (Status s = OpenStateStore(m.state)->AppendEvent(e); !s.ok())
+        std::cerr << "fleet watch: cannot record the wake event: " << s.message() << "\n";
+    events->Add(e);
+  };
+  if (g.verbosity > 0) wo.progress = [](const std::string& s) { std::cout << s << "\n"; };
+  return listener->Start(o.wake_listen, std::move(wo));
+}
+
 int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   CatchSignals();
   SetUpLogging(g);  // the probes' timings each round only with -v
@@ -291,14 +361,22 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer(o.heal_parallelism);
+  IdleOff idle_off;
   Syncer syncer(
       g.dir,
       SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
                   o.sync_allow_env, o.sync_allowed_signers, o.sync_gpg_keys});
-  HoldSignals(true);
+  HoldSignals(true);  // before the wake listener: its threads inherit the mask
+  WakeEvents wake_events;
+  WakeListener wake_listener;
+  if (Status s = StartWakeListener(g, o, &wake_listener, &wake_events); !s.ok()) {
+    std::cerr << "fleet watch: " << s.message() << "\n";
+    return 1;
+  }
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
-    nlohmann::json line = Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr);
+    nlohmann::json line =
+        Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr, &idle_off);
     line["duration_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     WatchStates now = WatchStatesOf(line, last);
@@ -324,13 +402,8 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       if (!o.on_change.empty())
         RunOnChange(o.on_change, o.on_change_env, {{"event", "change"}, {"round", line}});
     }
-    nlohmann::json events = line.value("sync", nlohmann::json::array());
-    for (const nlohmann::json& e : line.value("heal", nlohmann::json::array())) events.push_back(e);
-    for (const nlohmann::json& event : events) {
-      AnnounceEvent(event);
-      if (log) log << event.dump() << "\n" << std::flush;
-      if (!o.on_change.empty()) RunOnChange(o.on_change, o.on_change_env, event);
-    }
+    wake_events.MoveTo(&line, log ? &log : nullptr);
+    ReportRoundEvents(o, line, log ? &log : nullptr);
     metrics.Observe(line);
     if (!o.metrics_listen.empty()) metrics_server.Publish(metrics.Render());
     if (!o.report_file.empty()) {

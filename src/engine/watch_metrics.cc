@@ -171,6 +171,26 @@ void WatchMetrics::Observe(const json& line) {
   previous_ = last_;
   for (const json& e : line.value("heal", json::array()))
     ++heals_[{e.value("deployment", ""), e.value("node", ""), e.value("outcome", "")}];
+  for (const json& e : line.value("wake", json::array())) {
+    if (e.value("event", "") != "wake") continue;  // a request's event is not a wake
+    const std::pair<std::string, std::string> k{e.value("deployment", ""), e.value("outcome", "")};
+    ++wakes_[k];
+    wake_seconds_[k] += e.value("duration_s", 0.0);
+  }
+  for (const json& e : line.value("idle_off", json::array()))
+    ++idle_offs_[{e.value("node", ""), e.value("outcome", "")}];
+  // Energy: each node's state at a round holds until the next round.
+  const double round_time = UnixSeconds(line.value("time", ""));
+  if (last_round_time_ > 0 && round_time > last_round_time_)
+    for (const auto& [node, n] : last_nodes_.items()) {
+      const double dt = round_time - last_round_time_;
+      const double watts = n.value("watts", 0.0);
+      const bool up = n.value("up", false);
+      (up ? on_seconds_ : off_seconds_)[node] += dt;
+      if (watts > 0) (up ? kwh_ : saved_kwh_)[node] += dt * watts / 3.6e6;
+    }
+  if (round_time > 0) last_round_time_ = round_time;
+  if (line.contains("nodes") && line["nodes"].is_object()) last_nodes_ = line["nodes"];
   std::map<CheckKey, uint64_t> now;
   for (const json& c : line.value("checks", json::array())) {
     CheckKey k{c.value("deployment", ""), c.value("node", ""), c.value("check", "")};
@@ -194,6 +214,33 @@ std::string WatchMetrics::Render() const {
     heals.Add(
         {{"deployment", std::get<0>(k)}, {"node", std::get<1>(k)}, {"outcome", std::get<2>(k)}},
         static_cast<double>(n));
+  Family wakes(&out, "fleet_wake_total", "counter",
+               "Wakes of a sleeping deployment by fleet watch --wake-listen, by outcome "
+               "(woken, failed).");
+  for (const auto& [k, n] : wakes_)
+    wakes.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
+  Family wake_s(&out, "fleet_wake_seconds_total", "counter",
+                "Seconds those wakes took, from the first request to the serve ready.");
+  for (const auto& [k, s] : wake_seconds_)
+    wake_s.Add({{"deployment", k.first}, {"outcome", k.second}}, s);
+  Family idle(&out, "fleet_idle_off_total", "counter",
+              "Idle off decisions by node and outcome (powered_off, kept, failed).");
+  for (const auto& [k, n] : idle_offs_)
+    idle.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
+  Family on(&out, "fleet_node_on_seconds_total", "counter",
+            "Seconds the node answered SSH since the watch started (each round's state held "
+            "until the next).");
+  for (const auto& [node, sec] : on_seconds_) on.Add({{"node", node}}, sec);
+  Family off(&out, "fleet_node_off_seconds_total", "counter",
+             "Seconds the node did not answer SSH (off or asleep) since the watch started.");
+  for (const auto& [node, sec] : off_seconds_) off.Add({{"node", node}}, sec);
+  Family energy(&out, "fleet_node_energy_kwh_total", "counter",
+                "kWh the node drew while on, from its power.watts.");
+  for (const auto& [node, k] : kwh_) energy.Add({{"node", node}}, k);
+  Family saved(&out, "fleet_node_energy_saved_kwh_total", "counter",
+               "kWh the node did not draw while off or asleep, against being on all the time "
+               "(power.watts).");
+  for (const auto& [node, k] : saved_kwh_) saved.Add({{"node", node}}, k);
   CheckFamilies(last_.value("checks", json::array()), &out);
   Family in_row(&out, "fleet_smoke_check_consecutive_failures", "gauge",
                 "Rounds in a row the smoke check did not pass.");

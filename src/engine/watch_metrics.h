@@ -18,8 +18,9 @@ class WatchMetrics {
   // `interval_s`: the watch's --every; `version`: fleet's (fleet_build_info).
   WatchMetrics(int interval_s, std::string version);
 
-  // Takes one round's line (with its "heal" events): the gauges become the
-  // line's, the counters (rounds, heals, failures in a row) advance.
+  // Takes one round's line (with its "heal", "wake" and "idle_off"
+  // events): the gauges become the line's, the counters (rounds, heals,
+  // wakes, idle offs, failures in a row) advance.
   void Observe(const nlohmann::json& line);
 
   // Every family with HELP and TYPE, "" before the first round.
@@ -35,6 +36,18 @@ class WatchMetrics {
   uint64_t own_failure_rounds_ = 0;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> heals_;
   std::map<CheckKey, uint64_t> failures_in_row_;
+  // The wake listener's and idle off's events (issue #46): wakes by
+  // deployment and outcome with their seconds, idle decisions by node and
+  // outcome.
+  std::map<std::pair<std::string, std::string>, uint64_t> wakes_;
+  std::map<std::pair<std::string, std::string>, double> wake_seconds_;
+  std::map<std::pair<std::string, std::string>, uint64_t> idle_offs_;
+  // Seconds each node was seen up (held from one round to the next), and
+  // with power.watts the energy it drew and that it saved against being on
+  // all the time, in kWh.
+  double last_round_time_ = 0;
+  nlohmann::json last_nodes_ = nlohmann::json::object();
+  std::map<std::string, double> on_seconds_, off_seconds_, kwh_, saved_kwh_;
 };
 
 }  // namespace fleet

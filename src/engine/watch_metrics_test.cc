@@ -90,6 +90,52 @@ TEST(WatchMetrics, CountersAdvanceAndFailuresInARowResetOnAPass) {
   EXPECT_TRUE(Has(t, "fleet_watch_rounds_total 3"));
 }
 
+TEST(WatchMetrics, WakesAndIdleOffsAreCountedByOutcome) {
+  WatchMetrics m(60, "0.1.0");
+  nlohmann::json line = Line("pass");
+  line["wake"] = nlohmann::json::parse(R"([
+    {"event": "wake_request", "deployment": "b", "outcome": "answered"},
+    {"event": "wake", "deployment": "b", "outcome": "woken", "duration_s": 40.5},
+    {"event": "wake", "deployment": "b", "outcome": "failed", "duration_s": 5}])");
+  line["idle_off"] =
+      nlohmann::json::parse(R"([{"event": "idle_off", "node": "dgx3", "outcome": "powered_off"}])");
+  m.Observe(line);
+  line["wake"][1]["duration_s"] = 20;
+  m.Observe(line);
+  const std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(fleet_wake_total{deployment="b",outcome="woken"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_total{deployment="b",outcome="failed"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_seconds_total{deployment="b",outcome="woken"} 60.5)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_idle_off_total{node="dgx3",outcome="powered_off"} 2)")) << t;
+  EXPECT_EQ(t.find("outcome=\"answered\""), std::string::npos);  // a request, not a wake
+}
+
+// The value of the sample `series` ("name{labels}") in `text`; -1 if none.
+double Sample(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST(WatchMetrics, HoursOnAndEnergyFromTheDeclaredWatts) {
+  WatchMetrics m(60, "0.1.0");
+  nlohmann::json line = Line("pass");
+  line["nodes"]["dgx2"]["watts"] = 240;
+  line["nodes"]["dgx1"]["watts"] = 100;
+  m.Observe(line);  // 20:00: dgx1 up, dgx2 down
+  line["time"] = "2026-12-03T21:00:00Z";
+  line["nodes"]["dgx2"]["up"] = true;
+  m.Observe(line);  // an hour later: dgx1 was on, dgx2 off
+  line["time"] = "2026-12-03T21:30:00Z";
+  m.Observe(line);  // half an hour more: both on
+  const std::string t = m.Render();
+  EXPECT_DOUBLE_EQ(Sample(t, R"(fleet_node_on_seconds_total{node="dgx1"})"), 5400) << t;
+  EXPECT_DOUBLE_EQ(Sample(t, R"(fleet_node_on_seconds_total{node="dgx2"})"), 1800) << t;
+  EXPECT_DOUBLE_EQ(Sample(t, R"(fleet_node_off_seconds_total{node="dgx2"})"), 3600) << t;
+  EXPECT_NEAR(Sample(t, R"(fleet_node_energy_kwh_total{node="dgx1"})"), 0.15, 1e-9) << t;
+  EXPECT_NEAR(Sample(t, R"(fleet_node_energy_kwh_total{node="dgx2"})"), 0.12, 1e-9) << t;
+  EXPECT_NEAR(Sample(t, R"(fleet_node_energy_saved_kwh_total{node="dgx2"})"), 0.24, 1e-9) << t;
+}
+
 TEST(WatchMetrics, LabelValuesAreEscaped) {
   WatchMetrics m(60, "1.0 \"x\\y\"\nz");
   m.Observe(Line("pass"));

@@ -18,6 +18,8 @@ def main():
                     help="NODE=NAME: expect another hostname")
     ap.add_argument("--power", action="store_true", help="declare switches")
     ap.add_argument("--power-off", default="", help="nodes declared power: off")
+    ap.add_argument("--on-demand", default="",
+                    help="nodes declared power: on_demand (boot_timeout 30s)")
     ap.add_argument("--ha-url", default="", help="override the controller URL")
     ap.add_argument("--only", default="", help="only these nodes")
     ap.add_argument("--fabric", action="append", default=[],
@@ -44,6 +46,7 @@ def main():
     sim = json.load(open(os.path.join(args.sim, "sim.json")))
     unlock = set(filter(None, args.unlock.split(",")))
     off = set(filter(None, args.power_off.split(",")))
+    on_demand = set(filter(None, args.on_demand.split(",")))
     only = set(filter(None, args.only.split(",")))
     fabric = dict(f.split("=", 1) for f in args.fabric)
     hostnames = dict(h.split("=", 1) for h in args.hostname)
@@ -81,8 +84,12 @@ def main():
         if args.power:
             # halt_wait: the simulated OS halts within 1 s of its poweroff
             # (fleet-sim), a real one takes longer (default 30 s).
-            lines.append("    power: {switch: switch.%s, state: %s, halt_wait: 2s}" %
-                         (name, "off" if name in off else "on"))
+            if name in on_demand:
+                lines.append("    power: {switch: switch.%s, state: on_demand, halt_wait: 2s, "
+                             "boot_timeout: 30s, watts: 240}" % name)
+            else:
+                lines.append("    power: {switch: switch.%s, state: %s, halt_wait: 2s}" %
+                             (name, "off" if name in off else "on"))
     if args.image:
         lines.append("images:")
         for spec in args.image:

@@ -18,8 +18,13 @@ Test hooks: DIR/ha_fail_401 makes every request answer 401; DIR/ha_delay
 holds how the relay misbehaves: `stuck` (service calls answer 200 and change
 nothing; the state reads "on": the relay never opens, whatever the node's OS
 does) or `unavailable` (the state reads "unavailable", as HA says of a device
-it cannot reach; service calls answer 200 and change nothing).
-`fleet-sim switch DIR NAME stuck|unavailable|ok` writes it.
+it cannot reach; service calls answer 200 and change nothing) or `ignore_on`
+(turn_on answers 200 and changes nothing; the state reads the truth, "off").
+`fleet-sim switch DIR NAME stuck|unavailable|ignore_on|ok` writes it.
+A boot takes time, as on the lab's boxes (minutes from power to SSH): with
+DIR/nodes/NAME/boot-ms, turn_on closes the relay at once (the state reads
+"on") and the node's sshd starts that many ms later. Every service call is
+one line "switch.NAME turn_on|turn_off|toggle" in ha.log (tests count them).
 Writes DIR/ha.port and DIR/ha.pid once it listens; logs to DIR/ha.log.
 With --tls-cert and --tls-key it speaks https instead (a second instance
 beside fleet-sim's own: it writes DIR/ha_tls.port and DIR/ha_tls.pid).
@@ -75,6 +80,7 @@ class Fleet:
             for n in self.names
         }
         self.locks = {n: threading.Lock() for n in self.names}
+        self.booting = {n: False for n in self.names}  # relay on, OS not up yet
         started = now_iso()
         self.changed = {n: started for n in self.names}
         self.log_lock = threading.Lock()
@@ -112,7 +118,7 @@ class Fleet:
                 fault = f.read().strip()
         except OSError:
             return ""
-        return fault if fault in ("stuck", "unavailable") else ""
+        return fault if fault in ("stuck", "unavailable", "ignore_on") else ""
 
     def state(self, name):
         fault = self.fault(name)
@@ -121,7 +127,7 @@ class Fleet:
         elif fault == "unavailable":
             reads = "unavailable"
         else:
-            reads = "on" if self.is_on(name) else "off"
+            reads = "on" if self.booting[name] or self.is_on(name) else "off"
         return {
             "entity_id": self.entity(name),
             "state": reads,
@@ -152,13 +158,20 @@ class Fleet:
         """Switch a node; returns (changed, error message or None)."""
         with self.locks[name]:
             fault = self.fault(name)
-            if fault:
+            if fault and (fault != "ignore_on" or on):
                 self.log(f"switch.{name} is {fault}: turn_{'on' if on else 'off'} changes nothing")
                 return False, None
+            if self.booting[name]:
+                return False, None  # the relay is on; the OS boots
             if not on:
                 self.note_cut_while_halting(name)
             if self.is_on(name) == on:
                 return False, None
+            if on and self.boot_ms(name) > 0:
+                self.booting[name] = True
+                self.changed[name] = now_iso()
+                threading.Thread(target=self.boot, args=(name,), daemon=True).start()
+                return True, None
             verb = "node-start" if on else "node-stop"
             try:
                 p = subprocess.run(
@@ -174,6 +187,24 @@ class Fleet:
                 return False, f"{verb} {name} failed: {p.stderr.strip()[-500:]}"
             self.changed[name] = now_iso()
             return True, None
+
+    def boot_ms(self, name):
+        try:
+            with open(os.path.join(self.dir, "nodes", name, "boot-ms")) as f:
+                return max(0, int(f.read().strip() or 0))
+        except (OSError, ValueError):
+            return 0
+
+    def boot(self, name):
+        """The OS booting after the relay closed: sshd comes boot-ms later."""
+        time.sleep(self.boot_ms(name) / 1000)
+        with self.locks[name]:
+            p = subprocess.run([self.sim_cmd, "node-start", self.dir, name],
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=120)
+            self.booting[name] = False
+            if p.returncode != 0:
+                self.log(f"error: node-start {name} failed: {p.stderr.strip()[-500:]}")
 
     def log(self, line):
         with self.log_lock:
@@ -287,6 +318,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         changed, errors = [], []
         for name in names:
+            self.fleet.log(f"switch.{name} {service}")
             on = {"turn_on": True, "turn_off": False}.get(service)
             if on is None:
                 on = not self.fleet.is_on(name)

@@ -1,0 +1,63 @@
+// `fleet watch --wake-listen ADDR:PORT` (issue #46): where a gateway with
+// `wake` sends a request for a model whose serves all sleep (the `backup`
+// server of its HAProxy backend, providers/gateway/gateway_config.h).
+//
+// A request wakes its model's deployment (wake_policy.h): under the state
+// lock, as apply, the plan of that deployment with its nodes declared on
+// (power on through the switch, read back; SSH; display RAM, image, model,
+// serve, health, smoke), applied by the executor. One wake per node at a
+// time: a request for a model whose wake runs waits on that wake. The
+// request is answered by the serve once the wake ended well, within the
+// gateway's wake.hold (a client's `Prefer: wait=N` waits less); else it gets
+// an OpenAI-shaped 503 with Retry-After naming the cause ("waking dgx3 for
+// qwen3.8: ~4 min"). A wake that failed is not tried again before its
+// backoff (the deployment's restart.backoff, doubled per failure up to
+// restart.max_backoff): one switch call per backoff, each request meanwhile
+// a 503 naming the failure. fleet's own requests (its smoke checks carry
+// the x-fleet-own header) never wake a node.
+#ifndef FLEET_SRC_ENGINE_WAKE_LISTENER_H_
+#define FLEET_SRC_ENGINE_WAKE_LISTENER_H_
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "src/status.h"
+
+namespace fleet {
+
+struct WakeListenerOptions {
+  std::string dir;  // the manifests repo (read at each request: a new commit counts)
+  // Each wake's event: {"event": "wake", "time", "model", "deployment",
+  // "nodes", "outcome": "woken"|"failed", "duration_s", "detail",
+  // "parts": {"power_on_to_ssh_s", "ssh_to_ready_s"}}; and each answered or
+  // refused request: {"event": "wake_request", "time", "model",
+  // "outcome": "answered"|"refused", "wait_s", "detail"}. Called from the
+  // listener's threads, one call at a time.
+  std::function<void(const nlohmann::json&)> on_event;
+  std::function<void(const std::string&)> progress;  // the wake's apply lines; may be empty
+};
+
+class WakeListener {
+ public:
+  // Requests held at once (each waits up to wake.hold on a thread).
+  static constexpr int kMaxHeld = 64;
+
+  WakeListener();
+  ~WakeListener();  // stops listening; a wake in flight finishes on its own thread
+  WakeListener(const WakeListener&) = delete;
+  WakeListener& operator=(const WakeListener&) = delete;
+
+  // Binds `listen` ("ADDR:PORT"; "PORT" or ":PORT": loopback) and serves.
+  // REQUIRES: called once.
+  Status Start(const std::string& listen, WakeListenerOptions options);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_WAKE_LISTENER_H_

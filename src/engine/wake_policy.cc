@@ -1,0 +1,68 @@
+#include "src/engine/wake_policy.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "providers/gateway/gateway_provider.h"
+
+namespace fleet {
+
+std::optional<WakeTarget> WakeTargetFor(const Manifest& m, const std::string& model) {
+  if (model.empty()) return std::nullopt;
+  std::vector<std::string> unnamed;
+  for (const GatewayRoute& r : GatewayRoutes(m, &unnamed)) {
+    if (r.model != model || !r.wakes) continue;
+    const auto d = m.deployments.find(r.deployment);
+    if (d == m.deployments.end()) continue;
+    WakeTarget t;
+    t.model = model;
+    t.deployment = r.deployment;
+    t.nodes = d->second.nodes;
+    t.head_host = r.host;
+    t.head_port = r.port;
+    t.backoff_s = d->second.restart.backoff_s;
+    t.max_backoff_s = d->second.restart.max_backoff_s;
+    int hold = 0;
+    for (const auto& [name, g] : m.gateways)
+      if (g.wake.present) hold = std::max(hold, g.wake.hold_s);
+    if (hold > 0) t.hold_s = hold;
+    return t;
+  }
+  return std::nullopt;
+}
+
+Manifest ManifestWithNodesOn(const Manifest& m, const std::vector<std::string>& nodes) {
+  Manifest out = m;
+  for (const std::string& n : nodes)
+    if (auto it = out.nodes.find(n); it != out.nodes.end() && it->second.power.present)
+      it->second.power.state = "on";
+  return out;
+}
+
+int WakeBackoffSeconds(int failures, int backoff_s, int max_backoff_s) {
+  if (failures <= 0) return 0;
+  int64_t wait = std::max(1, backoff_s);
+  for (int i = 1; i < failures && wait < max_backoff_s; ++i) wait *= 2;
+  return static_cast<int>(std::min<int64_t>(wait, std::max(backoff_s, max_backoff_s)));
+}
+
+std::string RoughDuration(int seconds) {
+  if (seconds < 60) return "~" + std::to_string(std::max(1, seconds)) + " s";
+  return "~" + std::to_string((seconds + 59) / 60) + " min";
+}
+
+std::string WakeErrorBody(const std::string& message, const std::string& code) {
+  const nlohmann::json body = {
+      {"error",
+       {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", code}}}};
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string RequestModel(const std::string& body) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object()) return "";
+  const auto it = j.find("model");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace fleet

@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# Power follows demand (issue #46): dgx3 is power: on_demand and asleep;
+# a gateway with wake on dgx2 hands requests for its model (beta) to
+# `fleet watch --wake-listen`:
+# - apply leaves the sleeping node alone (plan says asleep, converged), and
+#   the watch's own checks neither wake it nor fail on it;
+# - a client that cannot wait (Prefer: wait=1) gets the OpenAI 503 with
+#   Retry-After naming the wake, and its retry is answered; the time from
+#   request to answer beside the wake's parts (switch -> SSH, SSH -> ready);
+#   converged after the wake;
+# - asleep again (power cut): 10 concurrent requests, one wake, 10 answers;
+# - a switch that ignores turn_on: the requests get the 503 naming it, one
+#   switch call per backoff, alpha (always-on dgx1) keeps answering; once
+#   the switch works and the backoff passed, a request is answered.
+# Stand-ins at the lab's ratios: the OS boots 4 s after the relay closes
+# (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
+# 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
+source "$(dirname "$0")/lib.sh"
+
+for tool in "$CE" busybox haproxy curl; do
+  command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
+done
+[[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run"; exit 77; }
+FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
+[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+
+import_image() {  # import_image DIR REPO [IMPORT-OPTIONS]: DIR as an image on dgx1; prints the ref
+  local dir=$1 repo=$2 d quiet=
+  shift 2
+  tar -C "$dir" -cf "$dir.tar" .
+  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
+  [[ $CE == podman ]] && quiet=-q
+  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
+  echo "localhost/$repo@sha256:$d"
+}
+haproxy_rootfs() {
+  local root=$WORK/haproxy-root lib
+  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
+  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
+  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
+  echo "$root"
+}
+engine_rootfs() {
+  local root=$WORK/engine-root
+  mkdir -p "$root/bin"
+  cp "$(command -v busybox)" "$root/bin/busybox"
+  cp "$FAKE_ENGINE" "$root/bin/fake-engine"
+  ln -s busybox "$root/bin/sh"
+  echo "$root"
+}
+recipe() {  # recipe NAME MODEL BOOT_MS
+  cat >"$REPO/recipes/$1.toml" <<TOML
+model = ""
+args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
+memory_limit = "256m"
+
+[env]
+FAKE_ENGINE_TOKEN_MS = "1"
+FAKE_ENGINE_BOOT_MS = "$3"
+TOML
+}
+SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
+deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
+  echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE, \"restart\": {\"backoff\": \"3s\", \"max_backoff\": \"6s\"}${5:-}}"
+}
+WAKE_PORT=""
+write_repo() {
+  mkrepo --power --on-demand dgx3 --unlock dgx3 \
+    --image "eng={\"ref\": \"$ENG\", \"source\": \"node:dgx1\"}" \
+    --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
+    --deployment "$(deployment a dgx1 30001 alpha)" \
+    --deployment "$(deployment b dgx3 30003 beta ', "schedule": {"up": "Mon-Fri 08:00-20:00", "tz": "Europe/Berlin"}')"
+  printf 'gateways:\n  lab: {nodes: [dgx2], image: gw, port: 8000, drain: 5s, wake: {hold: 60s, listener: 127.0.0.1:%s}}\n' \
+    "$WAKE_PORT" >>"$REPO/fleet.yaml"
+}
+GW=127.0.0.1
+ms() { echo $((${EPOCHREALTIME/./} / 1000)); }
+chat() {  # chat MODEL [CURL-ARGS...]: status, then headers and body in $WORK/chat.*
+  local model=$1
+  shift
+  curl -s -m 90 -D "$WORK/chat.h" -o "$WORK/chat.body" -w '%{http_code}' "$@" \
+    "http://$GW:8000/v1/chat/completions" \
+    -d "{\"model\":\"$model\",\"messages\":[{\"role\":\"user\",\"content\":\"What is 127*89?\"}]}"
+}
+turn_ons() { grep -c 'switch.dgx3 turn_on' "$SIMDIR/ha.log" || true; }
+asleep_in_gateway() {  # waits until HAProxy marked b's serve down (2 checks 2 s apart)
+  local i
+  for i in $(seq 40); do
+    curl -s -m 5 "http://$GW:8000/metrics" | grep -q '^haproxy_backend_active_servers{proxy="model_beta"} 0' && return 0
+    sleep 0.5
+  done
+  fail "the gateway still counts beta's serve up"
+}
+
+step "3 nodes with switches; dgx3 asleep (switch off); images on dgx1"
+start_fleet 3 --power
+FLEET_SIM_HA_TOKEN=$(cat "$SIMDIR/ha_token")
+export FLEET_SIM_HA_TOKEN
+"$SIM" node-stop "$SIMDIR" dgx3
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 not off"
+echo 4000 >"$SIMDIR/nodes/dgx3/boot-ms"
+ENG=$(import_image "$(engine_rootfs)" fleet/engine)
+GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy --change "'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
+hold_port 0
+WAKE_PORT=$HELD_PORT
+release_port
+mkdir -p "$REPO/recipes"
+recipe alpha alpha 0
+recipe beta beta 3000
+write_repo
+
+step "apply leaves the sleeping node alone; the gateway gets a wake backup for beta; converged"
+expect_rc 0 validate
+expect_rc 2 plan --detailed-exitcode
+expect_out "asleep (power: on_demand"
+expect_rc 0 apply --auto-approve
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "apply woke dgx3"
+on_node dgx2 "grep -q 'server fleet_wake 127.0.0.1:$WAKE_PORT backup' ~/.fleet/gateways/lab/haproxy.cfg" ||
+  fail "no wake backup in the gateway's config: $(on_node dgx2 'cat ~/.fleet/gateways/lab/*.cfg')"
+assert_converged
+[[ $(turn_ons) == 0 ]] || fail "the switch was turned on"
+
+step "fleet watch --heal --wake-listen: its own checks neither wake dgx3 nor fail on it"
+"$FLEET" -C "$REPO" --no-color watch --every 1h --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
+  >"$WORK/watch.out" 2>&1 </dev/null &
+WATCH=$!
+BG_PIDS+=("$WATCH")
+wait_output "$WORK/watch.out" "round 1:" 60
+grep "round 1:" "$WORK/watch.out"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off && $(turn_ons) == 0 ]] || fail "the watch's round woke dgx3"
+
+step "a client that cannot wait gets the 503 naming the wake; its retry is answered"
+t0=$(ms)
+code=$(chat beta -H 'Prefer: wait=1')
+first_ms=$(($(ms) - t0))
+[[ $code == 503 ]] || fail "the first request: $code $(cat "$WORK/chat.body")"
+grep -qi '^retry-after: [0-9]' "$WORK/chat.h" || fail "no Retry-After: $(cat "$WORK/chat.h")"
+grep -q '"message":"waking dgx3 for beta: ~' "$WORK/chat.body" || fail "the 503 does not name the wake: $(cat "$WORK/chat.body")"
+grep -q '"code":"model_waking"' "$WORK/chat.body" || fail "the 503's code: $(cat "$WORK/chat.body")"
+echo "   503 after $first_ms ms: $(cat "$WORK/chat.body")"
+code=""
+for _ in $(seq 60); do  # as an OpenAI SDK retries a 503
+  code=$(chat beta)
+  [[ $code == 200 ]] && break
+  sleep 1
+done
+answer_ms=$(($(ms) - t0))
+[[ $code == 200 ]] || fail "beta never answered: $code $(cat "$WORK/chat.body")"
+grep -q 11303 "$WORK/chat.body" || fail "beta's answer: $(cat "$WORK/chat.body")"
+wait_output "$WORK/watch.out" "wake deployment.b@dgx3: woken" 30
+wake=$(grep "\"event\":\"wake\"" "$REPO/.fleet/state.json.events" | tail -1)
+echo "   request -> answer $answer_ms ms; the wake: $wake"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 is not on"
+[[ $(turn_ons) == 1 ]] || fail "$(turn_ons) turn_on calls for one wake"
+
+step "awake: plan is empty, a second apply does nothing"
+assert_converged
+
+step "asleep again (power cut): 10 concurrent requests, one wake, 10 answers"
+"$SIM" node-stop "$SIMDIR" dgx3
+asleep_in_gateway
+t0=$(ms)
+pids=()
+for i in $(seq 10); do
+  curl -s -m 90 -o "$WORK/c$i.body" -w '%{http_code}' "http://$GW:8000/v1/chat/completions" \
+    -d '{"model":"beta","messages":[{"role":"user","content":"What is 127*89?"}]}' >"$WORK/c$i.code" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+held_ms=$(($(ms) - t0))
+for i in $(seq 10); do
+  if [[ $(cat "$WORK/c$i.code") != 200 ]] || ! grep -q 11303 "$WORK/c$i.body"; then
+    fail "request $i: $(cat "$WORK/c$i.code") $(cat "$WORK/c$i.body")"
+  fi
+done
+[[ $(turn_ons) == 2 ]] || fail "$(turn_ons) turn_on calls: 10 requests made more than one wake"
+[[ $(grep -c 'wake deployment.b@dgx3: woken' "$WORK/watch.out") == 2 ]] || fail "not one wake: $(grep '!!!' "$WORK/watch.out")"
+echo "   10 held requests answered in $held_ms ms, one wake"
+
+step "a switch that ignores turn_on: a clear 503 within a bound, one switch call per backoff, alpha answers"
+"$SIM" node-stop "$SIMDIR" dgx3
+asleep_in_gateway
+"$SIM" switch "$SIMDIR" dgx3 ignore_on
+before=$(turn_ons)
+t0=$(ms)
+code=$(chat beta)
+took=$(($(ms) - t0))
+[[ $code == 503 ]] || fail "a wake through a dead switch: $code"
+grep -q 'did not follow turn_on' "$WORK/chat.body" || fail "the 503 does not name the switch: $(cat "$WORK/chat.body")"
+((took < 20000)) || fail "the 503 took $took ms"
+echo "   503 after $took ms: $(cat "$WORK/chat.body")"
+for _ in 1 2 3; do
+  code=$(chat beta)
+  if [[ $code != 503 ]] || ! grep -q 'next try in' "$WORK/chat.body"; then
+    fail "within the backoff: $code $(cat "$WORK/chat.body")"
+  fi
+done
+[[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls within one backoff"
+code=$(chat alpha)
+[[ $code == 200 ]] || fail "alpha does not answer meanwhile: $code"
+"$SIM" switch "$SIMDIR" dgx3 ok
+sleep 4  # the backoff (3 s) passes
+code=$(chat beta)
+[[ $code == 200 ]] || fail "after the backoff, with the switch fixed: $code $(cat "$WORK/chat.body")"
+assert_converged
+[[ $(param dgx3 modeset) == Y ]] || fail "the wake did not unlock dgx3's display RAM"
+
+step "idle off: a person's session keeps dgx3 on and says why; then it goes down in destroy order"
+kill "$WATCH"
+wait "$WATCH" 2>/dev/null || true
+sed -i 's/boot_timeout: 30s, watts: 240}/boot_timeout: 30s, watts: 240, idle_off: 10s}/' "$REPO/fleet.yaml"
+expect_rc 0 validate
+# A person's interactive session, as sshd titles it ("sshd: alice@pts/9"):
+# fleet-sim's sshd, not root, cannot allocate a terminal, so the stand-in is
+# a process with that title on the node.
+on_node dgx3 "rm -f person.pid; bash -c 'echo \$\$ >person.pid; exec -a \"sshd: alice@pts/9\" sleep 120'" </dev/null >/dev/null 2>&1 &
+BG_PIDS+=($!)
+for _ in $(seq 100); do on_node dgx3 'test -s person.pid' && break; sleep 0.1; done
+hold_port 0
+METRICS_PORT=$HELD_PORT
+release_port
+"$FLEET" -C "$REPO" --no-color -v watch --every 3s --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
+  --metrics-listen "127.0.0.1:$METRICS_PORT" \
+  >"$WORK/watch2.out" 2>&1 </dev/null &
+WATCH=$!
+BG_PIDS+=("$WATCH")
+wait_output "$WORK/watch2.out" "idle_off node.dgx3: kept" 40
+grep -q "a person is logged in" "$WORK/watch2.out" || fail "kept, but not for the person: $(grep '!!!' "$WORK/watch2.out")"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 went down under a person's session"
+# shellcheck disable=SC2016 # expanded on the node
+on_node dgx3 'kill "$(cat person.pid)"'
+t0=$(ms)
+wait_output "$WORK/watch2.out" "idle_off node.dgx3: powered_off" 40
+echo "   powered off $(($(ms) - t0)) ms after the person left"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is still on"
+# Destroy's order: the serve stops, display RAM is restored, then the
+# node shuts down and its switch goes off (read back).
+order=$(grep -nE '^idle off dgx3: (deployment.b@dgx3: complete|display_ram.dgx3: complete|node.dgx3: (Modifying|complete))' \
+  "$WORK/watch2.out" | cut -d: -f1 | tr '\n' ' ')
+read -r serve_done ram_done node_start node_done <<<"$order"
+if [[ -z ${node_done:-} ]] || ! ((serve_done < ram_done && ram_done < node_start && node_start < node_done)); then
+  fail "not in destroy order: $(grep -E '^idle off|idle_off' "$WORK/watch2.out")"
+fi
+[[ $(grep -c 'switch.dgx3 turn_off' "$SIMDIR/ha.log") -ge 1 ]] || fail "dgx3's switch was never turned off"
+grep -q '"event":"idle_off"' "$REPO/.fleet/state.json.events" || fail "no idle_off event in the state's events"
+expect_rc 0 plan --detailed-exitcode
+expect_out "asleep (power: on_demand"
+# The schedule does not act yet; the plan says where it stands and what is next.
+expect_out "deployment.b@dgx3: schedule Mon-Fri 08:00-20:00 Europe/Berlin: "
+grep -E "schedule Mon-Fri" "$WORK/out" | sed 's/^/   /'
+
+step "the energy figures of the second watch's run (dgx3: 240 W declared)"
+wait_output "$WORK/watch2.out" "round [0-9]+:.*" 10
+sleep 4  # a round after the power off, so that the off time counts
+curl -s -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics"
+grep -E '^fleet_(node_(on|off)_seconds_total|node_energy(_saved)?_kwh_total|wake_total|idle_off_total)\{[^}]*dgx3|^fleet_wake_total' \
+  "$WORK/metrics" | sed 's/^/   /'
+grep -q '^fleet_node_energy_kwh_total{node="dgx3"} ' "$WORK/metrics" || fail "no energy figure for dgx3: $(cat "$WORK/metrics")"
+grep -q '^fleet_idle_off_total{node="dgx3",outcome="powered_off"} 1$' "$WORK/metrics" ||
+  fail "the idle power off is not counted: $(grep idle_off "$WORK/metrics")"
+grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"
