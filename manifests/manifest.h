@@ -234,6 +234,19 @@ struct SmokeCheck {
   SourceLoc loc;
 };
 
+// promote: the gate before a new image, model revision or recipe takes the
+// route (issue #47): the new serve is benched with `profile` and promoted
+// only within `max_regression_pct` of the deployment's last good run and
+// with at least the quality `min_quality` asks ("last": no lower share than
+// the last good run; else a share in percent).
+struct PromotePolicy {
+  std::string profile = "quick";
+  double max_regression_pct = 10;
+  bool min_quality_last = true;  // min_quality: last
+  double min_quality_pct = 0;    // min_quality: 90% (when not `last`)
+  SourceLoc loc;
+};
+
 struct DeploymentSpec {
   std::string name;
   std::string recipe_path;  // as written, relative to the repo
@@ -272,6 +285,8 @@ struct DeploymentSpec {
   // the deployments it routes (providers/gateway/gateway_config.h).
   // 64 KiB to 128 MiB (HAProxy 2.6 refuses a buffer of 256 MB).
   uint64_t max_request_bytes = uint64_t{4} << 20;
+  // promote: {...}; none: a new spec takes the route when it is healthy.
+  std::optional<PromotePolicy> promote;
   SourceLoc loc;
 };
 

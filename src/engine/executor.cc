@@ -231,6 +231,7 @@ class ApplyRun {
     if (!s.ok()) return s;
     const Provider* p = ProviderFor(c.type);
     if (p == nullptr) return Result<nlohmann::json>::Error("no provider for type " + c.type);
+    if (c.gate && deps_.gate) return deps_.gate(c, ctx);
     return p->Apply(c, ctx);
   }
 
