@@ -7,6 +7,8 @@
 //   <path>.tmp.<pid>          a save in progress (or killed mid-way)
 //   <path>.backup.tmp.<pid>   a backup in progress (or killed mid-way)
 //   <path>.events             the history of events: one JSON object a line
+//   <path>.bench              the bench runs (AppendBenchRun), one a line, the
+//                             last kBenchRunsKept, rewritten as the events are
 //                             (mode 0600); appenders flock() it (not the
 //                             state lock), then append with O_APPEND, one
 //                             write() per line
@@ -337,7 +339,8 @@ Result<State> LocalStateStore::Load() {
 void LocalStateStore::RemoveStaleTemps() const {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return;
-  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp.", base_ + ".events.tmp."};
+  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp.", base_ + ".events.tmp.",
+                                  base_ + ".bench.tmp."};
   const pid_t self = ::getpid();
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;

@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +44,18 @@ Result<BenchHistory> ReadBenchHistory(StateStore* store) {
       h.good[e.value("deployment", "")] = e.value("run", "");
     }
   }
-  return h;
+  // Oldest first: the table's runs and the events' older ones together.
+  std::vector<size_t> order(h.runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return h.runs[a].time < h.runs[b].time; });
+  BenchHistory sorted;
+  sorted.good = std::move(h.good);
+  for (size_t i : order) {
+    sorted.runs.push_back(std::move(h.runs[i]));
+    sorted.outcomes.push_back(std::move(h.outcomes[i]));
+  }
+  return sorted;
 }
 
 std::optional<BenchRecord> FindBenchRun(const std::string& root, const std::string& id,

@@ -266,8 +266,7 @@ void AddServeCommands(CLI::App* app, Commands* out) {
 void AddWatchCommands(CLI::App* app, Commands* out) {
   struct WatchArgs {
     fleet::WatchOptions opts;
-    std::string every = "2m", report_log, report_out = "report.html", report_deployment;
-    bool report_bench = false;
+    std::string every = "2m";
     std::string events_since, reset_addr, endpoints_format, approve_commit;
     bool events_json = false, endpoints_json = false;
   };
@@ -356,20 +355,29 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   out->push_back({reset, [a](const fleet::GlobalOptions& g) {
                     return fleet::CmdHealReset(g, a->reset_addr);
                   }});
+}
+
+// fleet report: a watch log as HTML, or (--bench) the bench history.
+void AddReportCommand(CLI::App* app, Commands* out) {
+  struct ReportArgs {
+    std::string log, out = "report.html", deployment;
+    bool bench = false;
+  };
+  auto a = std::make_shared<ReportArgs>();
   auto* report = app->add_subcommand("report", "a watch log as one self-contained HTML page");
-  report->add_option("log", a->report_log, "the watch log (--log FILE)");
-  report->add_option("-o,--out", a->report_out, "the HTML file (default report.html)");
-  report->add_flag("--bench", a->report_bench,
+  report->add_option("log", a->log, "the watch log (--log FILE)");
+  report->add_option("-o,--out", a->out, "the HTML file (default report.html)");
+  report->add_flag("--bench", a->bench,
                    "draw the bench history the state keeps (per deployment, per spec)");
-  report->add_option("--deployment", a->report_deployment, "with --bench: only this deployment");
+  report->add_option("--deployment", a->deployment, "with --bench: only this deployment");
   out->push_back({report, [a](const fleet::GlobalOptions& g) {
-                    if (a->report_bench) return fleet::CmdBenchReport(g, a->report_deployment);
-                    if (a->report_log.empty()) {
+                    if (a->bench) return fleet::CmdBenchReport(g, a->deployment);
+                    if (a->log.empty()) {
                       std::cerr << "fleet: report needs a watch log (fleet report LOG), or "
                                    "--bench\n";
                       return 1;
                     }
-                    return fleet::CmdReport(a->report_log, a->report_out);
+                    return fleet::CmdReport(a->log, a->out);
                   }});
 }
 
@@ -422,6 +430,7 @@ int main(int argc, char** argv) {
     AddStateCommands(&app, &commands);
     AddServeCommands(&app, &commands);
     AddWatchCommands(&app, &commands);
+    AddReportCommand(&app, &commands);
 
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;

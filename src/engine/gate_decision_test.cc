@@ -63,9 +63,9 @@ TEST(GateDecisionTest, RefusesADecode30PercentSlowerUnder10Percent) {
   const std::string table = v.Render(10);
   EXPECT_NE(table.find("! d0/c1/fresh"), std::string::npos) << table;
   EXPECT_NE(table.find("REFUSED: new against good"), std::string::npos) << table;
-  // The same run under a 35% tolerance passes.
+  // The same run under a 50% tolerance passes (its turn times are 35-42% longer).
   EXPECT_TRUE(
-      DecideGate(MakeRun("good", 20, {11, 11}), MakeRun("new", 14, {11, 11}), Policy(35)).promote);
+      DecideGate(MakeRun("good", 20, {11, 11}), MakeRun("new", 14, {11, 11}), Policy(50)).promote);
 }
 
 TEST(GateDecisionTest, RefusesALowerQualityShareUnderLast) {

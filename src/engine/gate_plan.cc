@@ -11,7 +11,7 @@
 namespace fleet {
 namespace {
 
-std::string Percent(double v) {
+std::string PercentText(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g%%", v);
   return buf;
@@ -20,7 +20,7 @@ std::string Percent(double v) {
 // What of the spec changed that the gate is about ("" when nothing: a
 // replacement for health, a quarantine, a port).
 std::string GatedDifference(const PlanChange& c) {
-  if (!c.before.is_object() || !c.before.contains("want") || !c.after.is_object()) return "";
+  if (!c.before.is_object() || !c.after.is_object()) return "";
   std::optional<DeploymentRecord> before = DeploymentRecordFrom(c.before);
   if (!before) return "";
   const ContainerShown& was = before->want.shown;
@@ -86,8 +86,8 @@ void Gate(const Manifest& m, const DeploymentSpec& d, const std::string& changed
   g.min_quality_pct = p.min_quality_pct;
   g.candidate = FreeNode(m, d, *plan);
   const std::string policy = "promote: profile " + g.profile + ", max_regression " +
-                             Percent(g.max_regression_pct) + ", min_quality " +
-                             (g.min_quality_last ? "last" : Percent(g.min_quality_pct));
+                             PercentText(g.max_regression_pct) + ", min_quality " +
+                             (g.min_quality_last ? "last" : PercentText(g.min_quality_pct));
   if (!g.candidate.empty()) {
     AddDependency(gated, ResourceAddress("image", d.image, g.candidate));
     if (!d.model.empty()) AddDependency(gated, ModelAddressOn(m, d, g.candidate));
@@ -95,7 +95,7 @@ void Gate(const Manifest& m, const DeploymentSpec& d, const std::string& changed
     gated->summary += " (gated: benched beside the old serve on " + g.candidate + " first)";
     gated->reasons.push_back(
         "gated (" + changed + "; " + policy + "): the new spec starts on " + g.candidate +
-        ", a free node, and is benched there; within " + Percent(g.max_regression_pct) +
+        ", a free node, and is benched there; within " + PercentText(g.max_regression_pct) +
         " of the last good run the gateways send " + d.name + " to it while " + gated->node +
         " is replaced, then back; otherwise it is removed and the old serve keeps the route");
   } else {
@@ -108,6 +108,14 @@ void Gate(const Manifest& m, const DeploymentSpec& d, const std::string& changed
         "has no serve meanwhile)");
   }
   gated->gate = g;
+  // Beside, the gateways route to the candidate while the node is replaced:
+  // their "answers 503 ... replaced in place" is not so.
+  if (!g.candidate.empty())
+    for (PlanChange& c : plan->changes)
+      if (c.type == "gateway")
+        std::erase_if(c.reasons, [&](const std::string& r) {
+          return r.find("while " + gated->address + " is replaced in place") != std::string::npos;
+        });
   // No image is removed from the gated node or the candidate under the gate.
   for (PlanChange& c : plan->changes) {
     if (c.type != "image" || c.action != Action::kDelete) continue;

@@ -61,9 +61,13 @@ engine_image() {
 step "3 nodes on a LAN; four builds of the stand-in engine and HAProxy on dgx1"
 start_fleet 3 --net lan+fabric
 GW=$(node_field dgx2 address)
+# (read by write_repo through ${!name}.)
+# shellcheck disable=SC2034
 V1=$(engine_image v1 50)
 FAST=$(engine_image fast 40)
+# shellcheck disable=SC2034
 SLOW=$(engine_image slow 57)
+# shellcheck disable=SC2034
 GARBLE=$(engine_image garble 40 FAKE_ENGINE_GARBLE_EVERY=10)
 GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy "--change 'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
 mkdir -p "$REPO/recipes" "$REPO/quality"
@@ -95,9 +99,8 @@ bench:
   quality: quality/lab.jsonl
 YAML
 }
-running_image() { ce dgx1 container inspect --format '{{.Config.Labels}}' fleet-lab >/dev/null && state_image; }
 state_image() {  # the image the state records for lab@dgx1
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.lab@dgx1"]; print(r[0]["attributes"]["want"]["shown"]["image"])' "$(state_file)"
+  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.lab@dgx1"]; print(r[0]["attributes"]["shown"]["image"])' "$(state_file)"
 }
 no_candidate() {
   ! ce dgx3 container inspect fleet-lab >/dev/null 2>&1 || fail "the gate's candidate is still on dgx3"
@@ -160,7 +163,7 @@ stop_loop 10
 expect_out "the gate refused the new spec"
 expect_out "REFUSED: "
 grep -qE '^ *! d0/c1/fresh +tg t/s ' "$WORK/slow.out" || fail "no flagged tg cell: $(cat "$WORK/slow.out")"
-grep -qE 'tg t/s .*\(-3[0-9]\.[0-9]%\), beyond 10%' "$WORK/slow.out" || fail "no tg reason: $(cat "$WORK/slow.out")"
+grep -qE 'tg t/s .*\(-[23][0-9]\.[0-9]%\), beyond 10%' "$WORK/slow.out" || fail "no tg reason: $(cat "$WORK/slow.out")"
 [[ $(state_image) == "$FAST" ]] || fail "dgx1 does not run fast any more: $(state_image)"
 [[ $(ce dgx1 container inspect --format '{{.State.Status}}' fleet-lab) == running ]] || fail "the old serve stopped"
 no_candidate
