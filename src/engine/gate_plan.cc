@@ -128,6 +128,10 @@ void Gate(const Manifest& m, const DeploymentSpec& d, const std::string& changed
 
 }  // namespace
 
+std::string GateOutcomeKey(const std::string& deployment, const std::string& spec) {
+  return deployment + " " + spec;
+}
+
 std::map<std::string, GateOutcome> LastGateOutcomes(const std::vector<nlohmann::json>& events) {
   std::map<std::string, GateOutcome> out;
   for (const nlohmann::json& e : events) {
@@ -135,7 +139,7 @@ std::map<std::string, GateOutcome> LastGateOutcomes(const std::vector<nlohmann::
     auto str = [&](const char* k) {
       return e.contains(k) && e[k].is_string() ? e[k].get<std::string>() : std::string();
     };
-    out[str("deployment")] =
+    out[GateOutcomeKey(str("deployment"), str("spec"))] =
         GateOutcome{str("outcome"), str("spec"), str("run"), str("time"), str("detail")};
   }
   return out;
@@ -167,7 +171,7 @@ void MarkGatedChanges(const Manifest& m, const std::map<std::string, GateOutcome
       continue;
     }
     const std::string spec = gated.front()->after.get<DeploymentWant>().shown.spec;
-    auto held = last.find(name);
+    auto held = last.find(GateOutcomeKey(name, spec));
     if (!retry && held != last.end() && held->second.outcome == "refused" &&
         held->second.spec == spec) {
       const std::string why = "held: the gate refused this spec (" + spec.substr(0, 12) + ") on " +

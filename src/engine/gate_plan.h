@@ -17,7 +17,8 @@
 // refuses: a failed step's dependents are skipped).
 //
 // A spec the gate refused (the last "gate" state event of the deployment
-// says refused, for this spec) is held: its change becomes a noop with a
+// about this spec says refused: going back to a spec refused before holds
+// it too) is held: its change becomes a noop with a
 // reason and the plan a warning, until the spec changes or `retry` is set
 // (`fleet apply --retry-gate`).
 #ifndef FLEET_SRC_ENGINE_GATE_PLAN_H_
@@ -42,8 +43,9 @@ struct GateOutcome {
   std::string why;
 };
 
-// Per deployment name: its last "gate" event.
+// Per deployment and spec (GateOutcomeKey): the last "gate" event about it.
 std::map<std::string, GateOutcome> LastGateOutcomes(const std::vector<nlohmann::json>& events);
+std::string GateOutcomeKey(const std::string& deployment, const std::string& spec);
 
 void MarkGatedChanges(const Manifest& m, const std::map<std::string, GateOutcome>& last, bool retry,
                       Plan* plan);

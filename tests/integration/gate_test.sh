@@ -16,6 +16,10 @@
 #      unchanged, no request failed, dgx3 empty; the spec held;
 #   3. fast -> garble (25 t/s, every 10th answer garbage): refused on the
 #      quality set;
+#   4. the images no longer on dgx3, so no node is free: slow again
+#      (--retry-gate), in place with the old container kept aside: refused,
+#      the old container put back and serving;
+#   5. fleet events and fleet report --bench show the history;
 # after each apply the plan is empty and a second apply does nothing.
 source "$(dirname "$0")/lib.sh"
 
@@ -82,11 +86,12 @@ cat >"$REPO/quality/lab.jsonl" <<'JSONL'
 {"prompt": "What is 91-17? Reply with the number only.", "expected": "74"}
 {"prompt": "What is 84/4? Reply with the number only.", "expected": "21"}
 JSONL
-write_repo() {  # write_repo IMAGE: lab on dgx1 runs IMAGE
-  local img=() name
+write_repo() {  # write_repo IMAGE [SPARE]: lab on dgx1 runs IMAGE; the images on SPARE (dgx3)
+  local img=() name spare=', "nodes": ["dgx3"]'
+  [[ ${2-dgx3} == dgx3 ]] || spare=""
   for name in v1 fast slow garble; do
     local ref_var=${name^^}
-    img+=(--image "$name={\"ref\": \"${!ref_var}\", \"source\": \"node:dgx1\", \"nodes\": [\"dgx3\"]}")
+    img+=(--image "$name={\"ref\": \"${!ref_var}\", \"source\": \"node:dgx1\"$spare}")
   done
   mkrepo "${img[@]}" --image "gw={\"ref\": \"$GWI\", \"source\": \"node:dgx1\"}" \
     --deployment "lab={\"recipe\": \"recipes/lab.toml\", \"nodes\": [\"dgx1\"], \"image\": \"$1\", \"port\": 30001, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"promote\": {\"profile\": \"gate\", \"max_regression\": \"10%\", \"min_quality\": \"last\"}}"
@@ -100,7 +105,7 @@ bench:
 YAML
 }
 state_image() {  # the image the state records for lab@dgx1
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.lab@dgx1"]; print(r[0]["attributes"]["shown"]["image"])' "$(state_file)"
+  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.lab@dgx1"]; print(r[0]["attributes"]["image"])' "$(state_file)"
 }
 no_candidate() {
   ! ce dgx3 container inspect fleet-lab >/dev/null 2>&1 || fail "the gate's candidate is still on dgx3"
@@ -163,7 +168,7 @@ stop_loop 10
 expect_out "the gate refused the new spec"
 expect_out "REFUSED: "
 grep -qE '^ *! d0/c1/fresh +tg t/s ' "$WORK/slow.out" || fail "no flagged tg cell: $(cat "$WORK/slow.out")"
-grep -qE 'tg t/s .*\(-[23][0-9]\.[0-9]%\), beyond 10%' "$WORK/slow.out" || fail "no tg reason: $(cat "$WORK/slow.out")"
+grep -qE 'tg t/s .*\(-[23][0-9]\.[0-9]%\), beyond 10\.0%' "$WORK/slow.out" || fail "no tg reason: $(cat "$WORK/slow.out")"
 [[ $(state_image) == "$FAST" ]] || fail "dgx1 does not run fast any more: $(state_image)"
 [[ $(ce dgx1 container inspect --format '{{.State.Status}}' fleet-lab) == running ]] || fail "the old serve stopped"
 no_candidate
@@ -184,10 +189,32 @@ no_candidate
 route_on_dgx1
 assert_converged
 
-step "the gate's history: fleet events"
+step "no free node (the images no longer on dgx3): slow again, in place, put back when refused"
+write_repo slow ""
+expect_rc 2 plan --detailed-exitcode
+expect_out "held: the gate refused this spec"
+expect_rc 2 plan --detailed-exitcode --retry-gate
+expect_out "gated: in place, the old container kept for the rollback"
+expect_rc 1 apply --auto-approve --retry-gate
+cp "$WORK/out" "$WORK/inplace.out"
+expect_out "gate: no free node: the new spec starts in place, the old container kept"
+expect_out "the old container is back and serving"
+[[ $(state_image) == "$FAST" ]] || fail "dgx1 does not run fast any more: $(state_image)"
+[[ $(ce dgx1 container inspect --format '{{.State.Status}}' fleet-lab) == running ]] || fail "the old serve is not back"
+! ce dgx1 container inspect fleet-lab-previous >/dev/null 2>&1 || fail "fleet-lab-previous is left on dgx1"
+[[ $(curl -s -m 10 "http://$GW:8000/v1/chat/completions" -d '{"model":"qwen38","messages":[{"role":"user","content":"What is 127*89?"}]}') == *11303* ]] ||
+  fail "the old serve does not answer through the gateway"
+assert_converged
+
+step "the gate's history: fleet events, fleet report --bench"
 expect_rc 0 events
 grep -qE ' gate +deployment\.lab@dgx1 +promoted ' "$WORK/out" || fail "no promoted gate event: $(cat "$WORK/out")"
-[[ $(grep -cE ' gate +deployment\.lab@dgx1 +refused ' "$WORK/out") == 2 ]] || fail "not two refusals: $(cat "$WORK/out")"
+[[ $(grep -cE ' gate +deployment\.lab@dgx1 +refused ' "$WORK/out") == 3 ]] || fail "not three refusals: $(cat "$WORK/out")"
 grep -qE ' bench_good +deployment\.lab@dgx3 +marked good +[^ ]+ \(gate passed\)' "$WORK/out" || fail "the promoted run is not marked good: $(cat "$WORK/out")"
+expect_rc 0 report --bench --deployment lab
+cat "$WORK/out"
+grep -qE '^  \* [^ ]+ +gate +gate passed ' "$WORK/out" || fail "the report does not star the promoted run: $(cat "$WORK/out")"
+[[ $(grep -c 'gate refused' "$WORK/out") == 3 ]] || fail "the report lacks the refused runs: $(cat "$WORK/out")"
+[[ -s $(state_file).bench ]] || fail "no bench history beside the state"
 no_crash
 echo PASS
