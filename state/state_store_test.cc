@@ -746,9 +746,6 @@ TEST(Rfc3339, ParsesToMicroseconds) {
     EXPECT_FALSE(ParseRfc3339Micros(bad).has_value()) << bad;
 }
 
-}  // namespace
-}  // namespace fleet
-
 // --- the bench runs' own history (AppendBenchRun / BenchRuns, issue #47) ---
 
 json BenchRunOf(int n, const std::string& deployment) {
@@ -787,3 +784,6 @@ TEST_F(StateStoreTest, BenchRunsKeepTheLast1000ByDeployment) {
   EXPECT_TRUE(store->Events("")->empty());
   EXPECT_EQ(ModeOf(path_ + ".bench"), 0600u);
 }
+
+}  // namespace
+}  // namespace fleet
