@@ -261,6 +261,16 @@ struct UpSchedule {
   std::string up;  // as written
   std::string tz;  // an IANA zone name; "UTC" by default
   std::vector<ScheduleWindow> windows;
+// promote: the gate before a new image, model revision or recipe takes the
+// route (issue #47): the new serve is benched with `profile` and promoted
+// only within `max_regression_pct` of the deployment's last good run and
+// with at least the quality `min_quality` asks ("last": no lower share than
+// the last good run; else a share in percent).
+struct PromotePolicy {
+  std::string profile = "quick";
+  double max_regression_pct = 10;
+  bool min_quality_last = true;  // min_quality: last
+  double min_quality_pct = 0;    // min_quality: 90% (when not `last`)
   SourceLoc loc;
 };
 
@@ -304,6 +314,8 @@ struct DeploymentSpec {
   uint64_t max_request_bytes = uint64_t{4} << 20;
   // schedule: the windows it is up in ahead of demand; absent: none.
   UpSchedule schedule;
+  // promote: {...}; none: a new spec takes the route when it is healthy.
+  std::optional<PromotePolicy> promote;
   SourceLoc loc;
 };
 

@@ -120,6 +120,7 @@ class ManifestLoader {
   void ReadModel(const Entry& entry);
   void ReadDeployment(const Entry& entry);
   void ReadDeploymentRouting(const MapReader& deployment, DeploymentSpec* spec);
+  void ReadPromote(const MapReader& deployment, DeploymentSpec* spec);
   void ReadGateway(const Entry& entry);
   void ReadRecipe(const Located<std::string>& path, DeploymentSpec* spec);
 
@@ -153,6 +154,8 @@ class ManifestLoader {
   std::map<std::string, Recipe> recipes_;  // by resolved path
   // Built-in, then defaults.restart: what each deployment's restart is over.
   RestartPolicy default_restart_;
+  // The bench profiles fleet.yaml names (and the built-in ones), for promote.profile.
+  std::vector<std::string> bench_profiles_;
 };
 
 bool ManifestLoader::IsPrintableText(std::string_view text) {
@@ -264,6 +267,9 @@ void ManifestLoader::ReadTop(const YAML::Node& root) {
   if (const Entry* bench = top.Find("bench")) {
     BenchSettings unused;
     ReadBenchSettings(&reporter_, *bench, &unused);
+    for (const auto& [name, _] : unused.profiles) bench_profiles_.push_back(name);
+  } else {
+    for (const auto& [name, _] : BuiltinBenchProfiles()) bench_profiles_.push_back(name);
   }
 
   if (auto version = top.Int("version", 0, 1000000)) {
@@ -873,8 +879,9 @@ void ManifestLoader::ReadDeployment(const Entry& entry) {
   if (deployment.ok()) {
     deployment.CheckKeys({"recipe", "nodes", "image", "model", "display_ram", "port", "health",
                           "gpu_memory", "smoke", "shared", "fabric_env", "restart", "served_model",
-                          "gateway", "max_request", "schedule"});
+                          "gateway", "max_request", "schedule", "promote"});
     ReadDeploymentRouting(deployment, &spec);
+    ReadPromote(deployment, &spec);
     if (auto shared = deployment.Bool("shared")) spec.shared = shared->value;
     if (auto fabric_env = deployment.Bool("fabric_env")) spec.fabric_env = fabric_env->value;
     if (auto nodes = deployment.StringList("nodes")) {
@@ -958,6 +965,65 @@ void ManifestLoader::ReadDeploymentRouting(const MapReader& deployment, Deployme
     else
       spec->served_model = served->value;
   }
+}
+
+namespace {
+
+// "10%", "10", "7.5%": a percentage from 0 to 100; nullopt otherwise.
+std::optional<double> ParsePercent(std::string text) {
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !(v >= 0 && v <= 100)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+// promote: {profile: quick, max_regression: 10%, min_quality: last}: the
+// gate before a new image, model revision or recipe takes the route.
+void ManifestLoader::ReadPromote(const MapReader& deployment, DeploymentSpec* spec) {
+  const Entry* entry = deployment.Find("promote");
+  if (entry == nullptr) return;
+  const MapReader promote = deployment.Map("promote", deployment.what() + " promote");
+  if (!promote.ok()) return;
+  promote.CheckKeys({"profile", "max_regression", "min_quality"});
+  PromotePolicy p;
+  p.loc = entry->key_loc;
+  if (auto profile = promote.String("profile")) {
+    if (std::find(bench_profiles_.begin(), bench_profiles_.end(), profile->value) ==
+        bench_profiles_.end()) {
+      const std::string near = NearestName(profile->value, bench_profiles_);
+      reporter_.Error(profile->loc, "'profile' in " + promote.what() + " names no bench profile '" +
+                                        profile->value + "'" +
+                                        (near.empty() ? "" : "; did you mean '" + near + "'?"));
+    } else {
+      p.profile = profile->value;
+    }
+  }
+  if (auto max = promote.String("max_regression")) {
+    if (auto pct = ParsePercent(max->value))
+      p.max_regression_pct = *pct;
+    else
+      reporter_.Error(max->loc, "'max_regression' in " + promote.what() +
+                                    " must be a percentage from 0% to 100% such as 10%, got '" +
+                                    max->value + "'");
+  }
+  if (auto min = promote.String("min_quality")) {
+    if (min->value == "last") {
+      p.min_quality_last = true;
+    } else if (auto pct = ParsePercent(min->value)) {
+      p.min_quality_last = false;
+      p.min_quality_pct = *pct;
+    } else {
+      reporter_.Error(min->loc, "'min_quality' in " + promote.what() +
+                                    " must be `last` (no lower share of the quality set than the "
+                                    "last good run) or a percentage such as 90%, got '" +
+                                    min->value + "'");
+    }
+  }
+  spec->promote = p;
 }
 
 void ManifestLoader::ReadDuration(const MapReader& map, const std::string& key, int min_s,

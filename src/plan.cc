@@ -57,6 +57,33 @@ Result<CopyRoute> CopyRoute::FromJson(const nlohmann::json& j) {
   }
 }
 
+nlohmann::json GateSpec::ToJson() const {
+  nlohmann::json j = {
+      {"deployment", deployment},
+      {"profile", profile},
+      {"max_regression_pct", max_regression_pct},
+      {"min_quality", min_quality_last ? nlohmann::json("last") : nlohmann::json(min_quality_pct)},
+      {"candidate", candidate}};
+  return j;
+}
+
+Result<GateSpec> GateSpec::FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return Result<GateSpec>::Error("gate is not a JSON object");
+  try {
+    GateSpec g;
+    g.deployment = j.at("deployment").get<std::string>();
+    g.profile = j.at("profile").get<std::string>();
+    g.max_regression_pct = j.at("max_regression_pct").get<double>();
+    const nlohmann::json& q = j.at("min_quality");
+    g.min_quality_last = q.is_string();
+    if (!g.min_quality_last) g.min_quality_pct = q.get<double>();
+    g.candidate = j.value("candidate", "");
+    return g;
+  } catch (const nlohmann::json::exception& e) {
+    return Result<GateSpec>::Error(std::string("malformed gate: ") + e.what());
+  }
+}
+
 bool Plan::HasChanges() const {
   for (const PlanChange& c : changes)
     if (c.action != Action::kNoop) return true;
@@ -90,6 +117,7 @@ nlohmann::json Plan::ToJson() const {
                             {"depends_on", c.depends_on},
                             {"detail", c.detail}});
     if (c.copy) changes_json.back()["copy"] = c.copy->ToJson();  // copies only: additive
+    if (c.gate) changes_json.back()["gate"] = c.gate->ToJson();  // gated changes only
   }
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [k, v] : Summary()) summary[k] = v;
@@ -140,6 +168,12 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
       c.after = cj.value("after", nlohmann::json());
       c.depends_on = cj.value("depends_on", std::vector<std::string>{});
       c.detail = cj.value("detail", nlohmann::json::object());
+      if (cj.contains("gate")) {
+        Result<GateSpec> gate = GateSpec::FromJson(cj["gate"]);
+        if (!gate.ok())
+          return Result<Plan>::Error("change " + c.address + ": " + gate.status().message());
+        c.gate = *gate;
+      }
       if (cj.contains("copy")) {
         Result<CopyRoute> copy = CopyRoute::FromJson(cj["copy"]);
         if (!copy.ok())

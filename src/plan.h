@@ -53,6 +53,23 @@ struct CopyRoute {
   static Result<CopyRoute> FromJson(const nlohmann::json& j);
 };
 
+// The gate a deployment's change passes before its new spec takes the route
+// (a deployment's `promote:`, issue #47; src/engine/gate_plan.h): set on the
+// change by the planner, run by apply (src/engine/gate_step.h).
+struct GateSpec {
+  std::string deployment;
+  std::string profile = "quick";
+  double max_regression_pct = 10;
+  bool min_quality_last = true;
+  double min_quality_pct = 0;
+  // Where the new spec is benched beside the old one; "" in place, the old
+  // container kept, stopped, for the rollback.
+  std::string candidate;
+  bool operator==(const GateSpec&) const = default;
+  nlohmann::json ToJson() const;
+  static Result<GateSpec> FromJson(const nlohmann::json& j);
+};
+
 struct PlanChange {
   std::string address;
   std::string type;
@@ -68,6 +85,9 @@ struct PlanChange {
   nlohmann::json detail = nlohmann::json::object();
   // Set when the change copies between nodes ("copy" in the JSON form).
   std::optional<CopyRoute> copy;
+  // Set when the change passes a gate before it takes the route ("gate" in
+  // the JSON form).
+  std::optional<GateSpec> gate;
   // Removals this change must come before (create before destroy: a
   // gateway sends clients to a moved serve's new place before the old one
   // stops). The planner orders them so (src/engine/create_before_destroy.h);

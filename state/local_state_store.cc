@@ -7,6 +7,8 @@
 //   <path>.tmp.<pid>          a save in progress (or killed mid-way)
 //   <path>.backup.tmp.<pid>   a backup in progress (or killed mid-way)
 //   <path>.events             the history of events: one JSON object a line
+//   <path>.bench              the bench runs (AppendBenchRun), one a line, the
+//                             last kBenchRunsKept, rewritten as the events are
 //                             (mode 0600); appenders flock() it (not the
 //                             state lock), then append with O_APPEND, one
 //                             write() per line
@@ -223,7 +225,8 @@ class LocalStateStore : public StateStore {
         base_(BaseName(path_)),
         backup_path_(path_ + ".backup"),
         lock_path_(path_ + ".lock"),
-        events_path_(path_ + ".events") {}
+        events_path_(path_ + ".events"),
+        bench_path_(path_ + ".bench") {}
 
   Result<State> Load() override;
   Status Save(const State& state) override;
@@ -234,6 +237,8 @@ class LocalStateStore : public StateStore {
   Result<State> LoadSerial(uint64_t serial) override;
   Status AppendEvent(const json& event) override;
   Result<std::vector<json>> Events(const std::string& since) override;
+  Status AppendBenchRun(const json& run) override;
+  Result<std::vector<json>> BenchRuns(const std::string& deployment) override;
 
  private:
   Result<State> LoadFile(const std::string& path) const;
@@ -244,7 +249,17 @@ class LocalStateStore : public StateStore {
   std::string HeldMessage(int fd) const;
   // Rewrites the events file with the last kEventsKept of the events in
   // `text`. REQUIRES: the caller holds the flock of the events file.
-  Status RewriteEvents(const std::string& text) const;
+  Status RewriteEvents(const std::string& text) const {
+    return RewriteKept(events_path_, text, kEventsKept, "events");
+  }
+  // Rewrites `path` with the last `kept` lines of `text` (JSON objects).
+  // REQUIRES: the caller holds the flock of `path`.
+  Status RewriteKept(const std::string& path, const std::string& text, size_t kept,
+                     const std::string& what) const;
+  // Appends `line` to `path` under its flock; above `rewrite_above` lines,
+  // keeps the last `kept`.
+  Status AppendKept(const std::string& path, const std::string& line, size_t kept,
+                    size_t rewrite_above, const std::string& what) const;
 
   const std::string path_;
   const std::string dir_;
@@ -252,6 +267,7 @@ class LocalStateStore : public StateStore {
   const std::string backup_path_;
   const std::string lock_path_;
   const std::string events_path_;
+  const std::string bench_path_;
 };
 
 // The state directory, with a `.gitignore` of `*` when fleet made it or it
@@ -323,7 +339,8 @@ Result<State> LocalStateStore::Load() {
 void LocalStateStore::RemoveStaleTemps() const {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return;
-  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp.", base_ + ".events.tmp."};
+  const std::string prefixes[] = {base_ + ".tmp.", base_ + ".backup.tmp.", base_ + ".events.tmp.",
+                                  base_ + ".bench.tmp."};
   const pid_t self = ::getpid();
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
@@ -598,13 +615,14 @@ std::vector<json> EventLines(const std::string& text) {
   return out;
 }
 
-Status LocalStateStore::RewriteEvents(const std::string& text) const {
-  std::vector<json> events = EventLines(text);
-  const size_t skip = events.size() > kEventsKept ? events.size() - kEventsKept : 0;
+Status LocalStateStore::RewriteKept(const std::string& path, const std::string& text,
+                                    size_t kept_count, const std::string& what) const {
+  std::vector<json> lines = EventLines(text);
+  const size_t skip = lines.size() > kept_count ? lines.size() - kept_count : 0;
   std::string kept;
-  for (size_t i = skip; i < events.size(); ++i)
-    kept += events[i].dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  const std::string tmp = events_path_ + ".tmp." + std::to_string(::getpid());
+  for (size_t i = skip; i < lines.size(); ++i)
+    kept += lines[i].dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   ::unlink(tmp.c_str());  // ours, from an earlier failed rewrite
   Fd fd(OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (fd.get() < 0) return SysError("create", tmp, errno);
@@ -613,11 +631,10 @@ Status LocalStateStore::RewriteEvents(const std::string& text) const {
   if (s.ok()) s = WriteAll(fd.get(), kept, tmp);
   if (s.ok()) s = FsyncFd(fd.get(), tmp);
   if (s.ok() && fd.Close() != 0) s = SysError("close", tmp, errno);
-  if (s.ok() && ::rename(tmp.c_str(), events_path_.c_str()) != 0)
-    s = SysError("rename over", events_path_, errno);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = SysError("rename over", path, errno);
   if (!s.ok()) {
     ::unlink(tmp.c_str());
-    return s.Prefixed("keeping the last " + std::to_string(kEventsKept) + " events");
+    return s.Prefixed("keeping the last " + std::to_string(kept_count) + " " + what);
   }
   return FsyncDir(dir_);
 }
@@ -632,22 +649,27 @@ Status LocalStateStore::AppendEvent(const json& event) {
   } catch (const std::exception& e) {
     return Status::Error("cannot serialize the event for " + events_path_ + ": " + e.what());
   }
-  s = EnsureDir();
+  return AppendKept(events_path_, line, kEventsKept, kEventsRewriteAbove, "events");
+}
+
+Status LocalStateStore::AppendKept(const std::string& path, const std::string& line, size_t kept,
+                                   size_t rewrite_above, const std::string& what) const {
+  Status s = EnsureDir();
   if (!s.ok()) return s;
   // Each retry means the file was rewritten (renamed over) while we waited
   // for its flock.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    Fd fd(OpenRetry(events_path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
-    if (fd.get() < 0) return SysError("open", events_path_, errno);
+    Fd fd(OpenRetry(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    if (fd.get() < 0) return SysError("open", path, errno);
     while (::flock(fd.get(), LOCK_EX) != 0) {
-      if (errno != EINTR) return SysError("flock", events_path_, errno);
+      if (errno != EINTR) return SysError("flock", path, errno);
     }
     struct stat mine, now;
-    if (::fstat(fd.get(), &mine) != 0) return SysError("fstat", events_path_, errno);
-    if (::stat(events_path_.c_str(), &now) != 0 || !SameFile(mine, now)) continue;
+    if (::fstat(fd.get(), &mine) != 0) return SysError("fstat", path, errno);
+    if (::stat(path.c_str(), &now) != 0 || !SameFile(mine, now)) continue;
     // The umask may have stripped bits, or the file was made by hand.
     if ((mine.st_mode & 07777) != 0600 && ::fchmod(fd.get(), 0600) != 0)
-      return SysError("chmod", events_path_, errno);
+      return SysError("chmod", path, errno);
     std::string out = line;
     if (mine.st_size > 0) {
       // A torn last line (a crash mid-append) must not swallow this one.
@@ -656,19 +678,50 @@ Status LocalStateStore::AppendEvent(const json& event) {
       do {
         n = ::pread(fd.get(), &last, 1, mine.st_size - 1);
       } while (n < 0 && errno == EINTR);
-      if (n < 0) return SysError("read", events_path_, errno);
+      if (n < 0) return SysError("read", path, errno);
       if (n == 1 && last != '\n') out = "\n" + out;
     }
-    s = WriteAll(fd.get(), out, events_path_);
+    s = WriteAll(fd.get(), out, path);
     if (!s.ok()) return s;
     std::string text;
-    s = ReadAll(fd.get(), events_path_, &text);
+    s = ReadAll(fd.get(), path, &text);
     if (!s.ok()) return s;
-    if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) > kEventsRewriteAbove)
-      return RewriteEvents(text);
+    if (static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) > rewrite_above)
+      return RewriteKept(path, text, kept, what);
     return Status::OK();
   }
-  return Status::Error("cannot append to " + events_path_ + ": the file keeps being replaced");
+  return Status::Error("cannot append to " + path + ": the file keeps being replaced");
+}
+
+Status LocalStateStore::AppendBenchRun(const json& run) {
+  Status s = CheckBenchRun(run);
+  if (!s.ok()) return s;
+  Result<std::vector<json>> kept = BenchRuns("");
+  if (!kept.ok()) return kept.status();
+  for (const json& r : *kept)
+    if (r.value("id", "") == run["id"].get<std::string>()) return Status::OK();
+  std::string line;
+  try {
+    line = run.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  } catch (const std::exception& e) {
+    return Status::Error("cannot serialize the bench run for " + bench_path_ + ": " + e.what());
+  }
+  return AppendKept(bench_path_, line, kBenchRunsKept, kBenchRunsRewriteAbove, "bench runs");
+}
+
+Result<std::vector<json>> LocalStateStore::BenchRuns(const std::string& deployment) {
+  Fd fd(OpenRetry(bench_path_.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return std::vector<json>{};
+    return SysError("open", bench_path_, errno);
+  }
+  std::string text;
+  Status s = ReadAll(fd.get(), bench_path_, &text);
+  if (!s.ok()) return s;
+  std::vector<json> out;
+  for (json& r : EventLines(text))
+    if (deployment.empty() || r.value("deployment", "") == deployment) out.push_back(std::move(r));
+  return out;
 }
 
 Result<std::vector<json>> LocalStateStore::Events(const std::string& since) {

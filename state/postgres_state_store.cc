@@ -8,6 +8,11 @@
 //                             current state is the row with the highest id
 //   lock(name, id, operation, holder, username, hostname, pid, backend_pid, created)
 //                             who holds the lock, for messages and force-unlock
+//   bench_runs(id, run_id, time, deployment, node, profile, outcome, image,
+//              model_revision, spec_hash, record)
+//                             every bench run (AppendBenchRun), made on the
+//                             first one from state/bench_runs.sql, embedded
+//                             at build time (kBenchRunsSql)
 //   events(id, time, body)    the history of events (AppendEvent), kept
 //                             whole; read in id order. A schema made before
 //                             it gets it on its first append (layout
@@ -37,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "state/bench_runs_sql.h"
 #include "state/state_store.h"
 
 namespace fleet {
@@ -119,6 +125,8 @@ class PostgresStateStore : public StateStore {
   Result<State> LoadSerial(uint64_t serial) override;
   Status AppendEvent(const json& event) override;
   Result<std::vector<json>> Events(const std::string& since) override;
+  Status AppendBenchRun(const json& run) override;
+  Result<std::vector<json>> BenchRuns(const std::string& deployment) override;
 
   void Release(const std::string& lock_id);
 
@@ -130,6 +138,9 @@ class PostgresStateStore : public StateStore {
   // Runs EventsDdl() in a schema made before it, under the lock of
   // EnsureSchema. REQUIRES: connected, mu_ held.
   Status CreateEventsTable();
+  // state/bench_runs.sql in this schema, under the same lock as the events
+  // table's creation.
+  Status CreateBenchRunsTable();
   std::string Redact(std::string text) const;
   Status ErrorOf(const std::string& what, const PgResult& r) const;
   // Runs one statement. On failure, `sqlstate` (when given) gets the
@@ -273,6 +284,19 @@ std::string PostgresStateStore::EventsDdl() const {
          ".events (id bigserial PRIMARY KEY, time timestamptz NOT NULL, body jsonb NOT NULL); "
          "CREATE INDEX IF NOT EXISTS events_time ON " +
          q_ + ".events (time);";
+}
+
+Status PostgresStateStore::CreateBenchRunsTable() {
+  std::string ddl(kBenchRunsSql, kBenchRunsSqlSize);
+  for (size_t at; (at = ddl.find("{schema}")) != std::string::npos;) ddl.replace(at, 8, q_);
+  const std::string tx =
+      "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(key_ ^ 1) + "); " + ddl + " COMMIT;";
+  PgResult c(PQexec(conn_, tx.c_str()));
+  if (PQresultStatus(c.get()) != PGRES_COMMAND_OK) {
+    PgResult rb(PQexec(conn_, "ROLLBACK"));
+    return ErrorOf("creating the bench_runs table", c);
+  }
+  return Status::OK();
 }
 
 Status PostgresStateStore::CreateEventsTable() {
@@ -557,6 +581,68 @@ Status PostgresStateStore::AppendEvent(const json& event) {
   s = CreateEventsTable();
   if (!s.ok()) return s;
   return Exec("keeping the event", sql, {time, body}).status();
+}
+
+Status PostgresStateStore::AppendBenchRun(const json& run) {
+  Status s = CheckBenchRun(run);
+  if (!s.ok()) return s;
+  std::string record;
+  try {
+    record = WithoutNul(run["record"]).dump(-1, ' ', false, json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    return Status::Error(std::string("cannot serialize the bench run: ") + e.what());
+  }
+  const json& spec = run["record"].value("spec", json::object());
+  auto str = [](const json& o, const char* k) {
+    return o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : std::string();
+  };
+  const std::vector<std::string> params = {str(run, "id"),         PgTime(str(run, "time")),
+                                           str(run, "deployment"), str(run, "node"),
+                                           str(run, "profile"),    str(run, "outcome"),
+                                           str(spec, "image"),     str(spec, "model_revision"),
+                                           str(spec, "spec_hash"), record};
+  const std::string sql =
+      "INSERT INTO " + q_ +
+      ".bench_runs (run_id, time, deployment, node, profile, outcome, image, model_revision, "
+      "spec_hash, record) VALUES ($1, $2::timestamptz, $3, $4, $5, $6, $7, $8, $9, $10::jsonb) "
+      "ON CONFLICT (run_id) DO NOTHING";
+  std::string state;
+  auto r = Exec("keeping the bench run", sql, params, &state);
+  if (r.ok() || state != "42P01") return r.status();
+  // 42P01, no such table: a schema made before bench runs had one.
+  s = CreateBenchRunsTable();
+  if (!s.ok()) return s;
+  return Exec("keeping the bench run", sql, params).status();
+}
+
+Result<std::vector<json>> PostgresStateStore::BenchRuns(const std::string& deployment) {
+  const std::string cols =
+      "SELECT run_id, to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+      "deployment, node, profile, outcome, record FROM " +
+      q_ + ".bench_runs";
+  std::string state;
+  auto r = deployment.empty()
+               ? Exec("reading the bench runs", cols + " ORDER BY id", {}, &state)
+               : Exec("reading the bench runs", cols + " WHERE deployment = $1 ORDER BY id",
+                      {deployment}, &state);
+  if (!r.ok()) {
+    if (state == "42P01") return std::vector<json>{};  // none kept yet
+    return r.status();
+  }
+  std::vector<json> out;
+  for (int i = 0; i < PQntuples(r->get()); ++i) {
+    json record = json::parse(r->at(i, 6), nullptr, false);
+    if (record.is_discarded())
+      return Status::Error("a bench run in " + Describe() + " is not valid JSON");
+    out.push_back({{"id", r->at(i, 0)},
+                   {"time", r->at(i, 1)},
+                   {"deployment", r->at(i, 2)},
+                   {"node", r->at(i, 3)},
+                   {"profile", r->at(i, 4)},
+                   {"outcome", r->at(i, 5)},
+                   {"record", std::move(record)}});
+  }
+  return out;
 }
 
 Result<std::vector<json>> PostgresStateStore::Events(const std::string& since) {

@@ -381,6 +381,52 @@ TEST_F(PostgresStateStoreTest, EventsTableMadeOnFirstAppendInAnOlderSchema) {
   EXPECT_EQ(v, "1");
 }
 
+// The bench runs' table of their own (issue #47): made on the first run
+// (state/bench_runs.sql), every run kept once, read by deployment in order,
+// its columns queryable without the JSON.
+TEST_F(PostgresStateStoreTest, BenchRunsHaveATableOfTheirOwn) {
+  auto store = Store();
+  ASSERT_TRUE(store->Load().ok());
+  auto none = store->BenchRuns("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  auto run = [](int n, const std::string& deployment, const std::string& outcome) {
+    return json{{"id", "2026-12-06T05-0" + std::to_string(n) + "-00Z_0123456789ab"},
+                {"time", "2026-12-06T05:0" + std::to_string(n) + ":00Z"},
+                {"deployment", deployment},
+                {"node", "dgx3"},
+                {"profile", "quick"},
+                {"outcome", outcome},
+                {"record",
+                 {{"id", "r"},
+                  {"cells", json::array()},
+                  {"spec", {{"image", "r@sha256:aa"}, {"spec_hash", "0123456789ab"}}}}}};
+  };
+  ASSERT_TRUE(store->AppendBenchRun(run(1, "lab", "gate baseline")).ok());
+  ASSERT_TRUE(store->AppendBenchRun(run(2, "other", "recorded")).ok());
+  Status s = store->AppendBenchRun(run(3, "lab", "gate refused"));
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(store->AppendBenchRun(run(3, "lab", "gate refused")).ok());  // kept once
+  EXPECT_FALSE(store->AppendBenchRun(json{{"id", "x"}}).ok());
+  auto lab = Store()->BenchRuns("lab");
+  ASSERT_TRUE(lab.ok()) << lab.status().message();
+  ASSERT_EQ(lab->size(), 2u);
+  EXPECT_EQ((*lab)[0]["outcome"], "gate baseline");
+  EXPECT_EQ((*lab)[1]["time"], "2026-12-06T05:03:00Z");
+  EXPECT_EQ((*lab)[1]["record"]["spec"]["image"], "r@sha256:aa");
+  EXPECT_EQ(Store()->BenchRuns("")->size(), 3u);
+  int rc;
+  std::string refused =
+      Shell("psql -XAtq '" + g_conninfo + "' -c \"SELECT count(*) FROM " + schema_ +
+                ".bench_runs WHERE outcome = 'gate refused' AND spec_hash = "
+                "'0123456789ab' AND image = 'r@sha256:aa'\"",
+            &rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(refused, "1");
+  // No bench event was written: the events are another history.
+  EXPECT_TRUE(Store()->Events("")->empty());
+}
+
 }  // namespace
 }  // namespace fleet
 

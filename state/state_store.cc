@@ -148,6 +148,20 @@ std::optional<int64_t> ParseRfc3339Micros(const std::string& t) {
   return seconds * 1000000 + micros;
 }
 
+Status CheckBenchRun(const nlohmann::json& run) {
+  if (!run.is_object()) return Status::Error("a bench run is a JSON object");
+  for (const char* key : {"id", "deployment", "node", "profile", "outcome"})
+    if (!run.contains(key) || !run[key].is_string() ||
+        (run[key].get<std::string>().empty() && std::string(key) != "node"))
+      return Status::Error(std::string("a bench run needs \"") + key + "\" (a string)");
+  if (!run.contains("time") || !run["time"].is_string() ||
+      !ParseRfc3339Micros(run["time"].get<std::string>()))
+    return Status::Error("a bench run needs \"time\" (RFC 3339)");
+  if (!run.contains("record") || !run["record"].is_object())
+    return Status::Error("a bench run needs \"record\" (an object)");
+  return Status::OK();
+}
+
 Status CheckEvent(const nlohmann::json& event) {
   if (!event.is_object()) {
     return Status::Error(std::string("an event must be a JSON object, got ") + event.type_name());

@@ -100,7 +100,28 @@ class StateStore {
   // Oldest first is the order they were appended in. A `since` that is not RFC 3339 is an
   // error; no events yet is an empty list.
   virtual Result<std::vector<nlohmann::json>> Events(const std::string& since) = 0;
+
+  // Keeps one bench run (issue #47) in a history of its own: `run` is a JSON
+  // object with "id", "time" (RFC 3339), "deployment", "node", "profile",
+  // "outcome" and "record" (the whole run, src/engine/bench_record.h). The
+  // local backend keeps the last kBenchRunsKept runs in a file beside the
+  // state; the postgres backend keeps every one in its bench_runs table
+  // (state/bench_runs.sql). A run whose id is kept already is not kept twice.
+  virtual Status AppendBenchRun(const nlohmann::json& run) = 0;
+
+  // The kept bench runs of `deployment` ("" = all), oldest first, each as
+  // AppendBenchRun was given it.
+  virtual Result<std::vector<nlohmann::json>> BenchRuns(const std::string& deployment) = 0;
 };
+
+// The local backend keeps this many bench runs (rewritten above
+// kBenchRunsRewriteAbove lines, as the events).
+constexpr size_t kBenchRunsKept = 1000;
+constexpr size_t kBenchRunsRewriteAbove = 1100;
+
+// What AppendBenchRun requires of `run`: the keys above, "id" and
+// "deployment" non-empty strings, "time" RFC 3339, "record" an object.
+Status CheckBenchRun(const nlohmann::json& run);
 
 // The local backend keeps this many events: when its file holds more than
 // kEventsRewriteAbove lines, it is rewritten with the last kEventsKept.

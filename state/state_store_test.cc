@@ -746,5 +746,44 @@ TEST(Rfc3339, ParsesToMicroseconds) {
     EXPECT_FALSE(ParseRfc3339Micros(bad).has_value()) << bad;
 }
 
+// --- the bench runs' own history (AppendBenchRun / BenchRuns, issue #47) ---
+
+json BenchRunOf(int n, const std::string& deployment) {
+  return json{{"id", "run" + std::to_string(n)},
+              {"time", TimeAt(n)},
+              {"deployment", deployment},
+              {"node", "dgx1"},
+              {"profile", "quick"},
+              {"outcome", "recorded"},
+              {"record", {{"id", "run" + std::to_string(n)}, {"cells", json::array()}}}};
+}
+
+TEST_F(StateStoreTest, BenchRunsKeepTheLast1000ByDeployment) {
+  auto store = MakeLocalStateStore(path_);
+  auto none = store->BenchRuns("");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(store->AppendBenchRun(json{{"id", "x"}}).ok());  // not a run
+  const int total = static_cast<int>(kBenchRunsRewriteAbove) + 1;
+  for (int n = 1; n <= total; ++n) {
+    Status s = store->AppendBenchRun(BenchRunOf(n, n % 2 ? "lab" : "other"));
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  // Kept once: the same id again is not a second run.
+  ASSERT_TRUE(store->AppendBenchRun(BenchRunOf(total, "other")).ok());
+  auto all = MakeLocalStateStore(path_)->BenchRuns("");
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->size(), kBenchRunsKept);
+  EXPECT_EQ(all->front().value("id", ""), "run" + std::to_string(total - 999));
+  EXPECT_EQ(all->back().value("id", ""), "run" + std::to_string(total));
+  auto lab = store->BenchRuns("lab");
+  ASSERT_TRUE(lab.ok());
+  for (const json& r : *lab) EXPECT_EQ(r.value("deployment", ""), "lab");
+  EXPECT_EQ(lab->size(), 500u);
+  // The events are another history: none was written.
+  EXPECT_TRUE(store->Events("")->empty());
+  EXPECT_EQ(ModeOf(path_ + ".bench"), 0600u);
+}
+
 }  // namespace
 }  // namespace fleet

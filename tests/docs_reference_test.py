@@ -56,6 +56,8 @@ SOURCES = [
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadModel/model", "models.<name>"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadDeployment/deployment", "deployments.<name>"),
     ("manifests/health_schema.cc", "ReadHealthCheck/health", "deployments.<name>.health"),
+    ("manifests/manifest_loader.cc", "ManifestLoader::ReadPromote/promote",
+     "deployments.<name>.promote"),
     ("manifests/manifest_loader.cc", "ManifestLoader::ReadGateway/gateway", "gateways.<name>"),
     ("manifests/power_policy.cc", "kScheduleKeys", "deployments.<name>.schedule"),
     ("manifests/power_policy.cc", "kWakeKeys", "gateways.<name>.wake"),

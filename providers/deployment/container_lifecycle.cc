@@ -261,7 +261,8 @@ Status StartExisting(const StepContext& ctx, const ContainerSpec& spec) {
 // set the old one aside, start the new one, wait for its health; on
 // failure remove it and put the old one back.
 Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
-                        const ExistingContainer& existing, const std::string& image_id) {
+                        const ExistingContainer& existing, const std::string& image_id,
+                        bool keep_previous) {
   const std::string home = Home(ctx);
   if (home.empty()) return Status::Error("cannot read $HOME on the node");
   Result<std::vector<std::string>> options = RunOptions(ctx, spec, home);
@@ -280,8 +281,23 @@ Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
     // The removal is the latest word on the node: it answered, or not.
     return removed.ok() ? Status::Error(message) : removed.Reworded(message);
   }
-  if (existing.exists) RemoveContainer(ctx, spec.cli, PreviousName(spec));
+  if (existing.exists && !keep_previous) RemoveContainer(ctx, spec.cli, PreviousName(spec));
   return Status::OK();
+}
+
+Status RestorePrevious(const StepContext& ctx, const ContainerSpec& spec) {
+  Status s = RemoveContainer(ctx, spec.cli, spec.container);
+  if (!s.ok()) return s;
+  if (ctx.progress) ctx.progress("putting back " + spec.container + " (the spec it replaced)");
+  s = RunOnNode(ctx, ShellCommand({spec.cli, "rename", PreviousName(spec), spec.container}) +
+                         " && " + ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null")
+          .status();
+  if (!s.ok()) return s;
+  return WaitServing(ctx, spec);
+}
+
+Status RemovePrevious(const StepContext& ctx, const ContainerSpec& spec) {
+  return RemoveContainer(ctx, spec.cli, PreviousName(spec));
 }
 
 // The started container's id, for the state record. A node that stops

@@ -42,8 +42,18 @@ Status DropPageCache(const StepContext& ctx);
 // A new container in place of `existing` (nothing, or another spec): sets
 // the old one aside, starts the new one from `image_id`, waits for it to
 // serve; on failure removes it and puts the old one back.
+// With `keep_previous`, the old one stays, stopped, as <container>-previous
+// once the new one serves (a gate in place decides later).
 Status ReplaceContainer(const StepContext& ctx, const ContainerSpec& spec,
-                        const ExistingContainer& existing, const std::string& image_id);
+                        const ExistingContainer& existing, const std::string& image_id,
+                        bool keep_previous = false);
+
+// A gate in place refused the new spec: removes it, puts <container>-previous
+// back under its name, starts it and waits for it to serve.
+Status RestorePrevious(const StepContext& ctx, const ContainerSpec& spec);
+
+// A gate in place passed: the old container kept aside goes.
+Status RemovePrevious(const StepContext& ctx, const ContainerSpec& spec);
 
 // The started container's id, for the state record. An error when the node
 // stops answering or the container is gone: the step cannot say it runs.

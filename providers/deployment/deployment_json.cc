@@ -107,6 +107,7 @@ void to_json(nlohmann::json& j, const DeploymentDetail& v) {
     j["cli"] = v.cli;
   }
   if (v.drop_page_cache) j["drop_page_cache"] = true;
+  if (v.keep_previous) j["keep_previous"] = true;
 }
 
 void from_json(const nlohmann::json& j, DeploymentDetail& v) {
@@ -114,6 +115,7 @@ void from_json(const nlohmann::json& j, DeploymentDetail& v) {
   v.container = j.value("container", "");
   v.cli = j.value("cli", "");
   v.drop_page_cache = j.value("drop_page_cache", false);
+  v.keep_previous = j.value("keep_previous", false);
 }
 
 void to_json(nlohmann::json& j, const ContainerProbe& v) {

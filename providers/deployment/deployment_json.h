@@ -58,6 +58,10 @@ struct DeploymentDetail {
   // Unified memory full of page cache: the start drops it first (the plan
   // found the serve fits only then).
   bool drop_page_cache = false;
+  // A gated change in place (issue #47): the container it replaces stays,
+  // stopped, as <container>-previous until the gate decides
+  // (RestorePrevious, RemovePrevious).
+  bool keep_previous = false;
 };
 
 void to_json(nlohmann::json& j, const FabricValues& v);

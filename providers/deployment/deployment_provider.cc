@@ -314,7 +314,10 @@ Result<nlohmann::json> DeploymentProvider::Apply(const PlanChange& change,
     Status dropped = DropPageCache(ctx);
     if (!dropped.ok()) return dropped;
   }
-  Status s = same ? StartExisting(ctx, *spec) : ReplaceContainer(ctx, *spec, *existing, *image_id);
+  const bool keep_previous =
+      change.detail.is_object() && change.detail.get<DeploymentDetail>().keep_previous;
+  Status s = same ? StartExisting(ctx, *spec)
+                  : ReplaceContainer(ctx, *spec, *existing, *image_id, keep_previous);
   if (!s.ok()) return s;
   // The state record: what the plan said it would run, and what it runs as.
   Result<std::string> container_id = ContainerId(ctx, *spec);

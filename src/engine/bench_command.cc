@@ -1,5 +1,7 @@
 #include "src/engine/bench_command.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include "manifests/bench_schema.h"
 #include "providers/deployment/smoke_check.h"
 #include "src/engine/bench_compare.h"
+#include "src/engine/bench_history.h"
 #include "src/engine/bench_quality.h"
 #include "src/engine/bench_record.h"
 #include "src/engine/bench_run.h"
@@ -19,63 +22,17 @@
 namespace fleet {
 namespace {
 
-// Every kept bench record, oldest first, and the ids marked good per
-// deployment (the last mark wins).
-struct BenchHistory {
-  std::vector<BenchRecord> runs;
-  std::map<std::string, std::string> good;  // deployment -> run id
-  const BenchRecord* Find(const std::string& id) const {
-    for (const BenchRecord& r : runs)
-      if (r.id == id) return &r;
-    return nullptr;
-  }
-};
-
-Result<BenchHistory> ReadHistory(StateStore* store) {
-  Result<std::vector<nlohmann::json>> events = store->Events("");
-  if (!events.ok()) return events.status();
-  BenchHistory h;
-  for (const nlohmann::json& e : *events) {
-    const std::string kind = e.value("event", "");
-    if (kind == "bench" && e.contains("record")) {
-      Result<BenchRecord> r = BenchRecord::FromJson(e["record"]);
-      if (r.ok()) h.runs.push_back(std::move(r).value());
-    } else if (kind == "bench_good" && e.contains("deployment") && e.contains("run")) {
-      h.good[e.value("deployment", "")] = e.value("run", "");
-    }
-  }
-  return h;
-}
-
-// A run by id: from the state's events, else from the repo's reports (the
-// state keeps the last 1,000 events; the reports stay in git).
-std::optional<BenchRecord> FindRun(const std::string& root, const std::string& id,
-                                   const BenchHistory& h) {
-  if (const BenchRecord* r = h.Find(id)) return *r;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(fs::path(root) / "reports", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (it->path().filename() != id + ".json") continue;
-    std::ifstream in(it->path());
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    Result<BenchRecord> r = BenchRecord::FromJson(j);
-    if (r.ok()) return std::move(r).value();
-  }
-  return std::nullopt;
-}
-
 std::optional<QualityCount> Quality(const BenchRecord& r) { return r.quality; }
 
 int Compare(const GlobalOptions& g, const Manifest& m, const BenchOptions& o) {
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
-  Result<BenchHistory> h = ReadHistory(store.get());
+  Result<BenchHistory> h = ReadBenchHistory(store.get());
   if (!h.ok()) {
     std::cerr << "fleet: bench history: " << h.status().message() << "\n";
     return 1;
   }
-  const std::optional<BenchRecord> a = FindRun(g.dir, o.compare[0], *h);
-  const std::optional<BenchRecord> b = FindRun(g.dir, o.compare[1], *h);
+  const std::optional<BenchRecord> a = FindBenchRun(g.dir, o.compare[0], *h);
+  const std::optional<BenchRecord> b = FindBenchRun(g.dir, o.compare[1], *h);
   for (const auto& [run, id] : {std::pair{&a, o.compare[0]}, std::pair{&b, o.compare[1]}}) {
     if (!run->has_value()) {
       std::cerr << "fleet: no bench run '" << id
@@ -90,31 +47,6 @@ int Compare(const GlobalOptions& g, const Manifest& m, const BenchOptions& o) {
   return c.Regressed() ? 1 : 0;
 }
 
-// The external harness: `command` run by sh with the serve's URL and model
-// in its environment; its stdout is one JSON object. Not installed (sh's
-// 127) is a message, not a failure.
-nlohmann::json RunHarness(const std::string& command, const std::string& url,
-                          const std::string& model) {
-  const std::string line =
-      "FLEET_BENCH_URL='" + url + "' FLEET_BENCH_MODEL='" + model + "' " + command + " 2>/dev/null";
-  FILE* p = popen(line.c_str(), "r");
-  if (p == nullptr) return {{"error", "could not start: " + command}};
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int status = pclose(p);
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (rc == 127)
-    return {{"error", "the external harness '" + command +
-                          "' is not installed (command not found); the built-in bench ran "
-                          "without it"}};
-  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
-  if (rc != 0 || j.is_discarded() || !j.is_object())
-    return {{"error", "the external harness '" + command + "' exited " + std::to_string(rc) +
-                          (j.is_discarded() || !j.is_object() ? " without a JSON object" : "")}};
-  return j;
-}
-
 std::string ChosenNode(const Manifest& m, const std::string& address, std::string* deployment) {
   std::string a = address;
   if (a.rfind("deployment.", 0) == 0) a = a.substr(std::string("deployment.").size());
@@ -123,46 +55,6 @@ std::string ChosenNode(const Manifest& m, const std::string& address, std::strin
   if (at != std::string::npos) return a.substr(at + 1);
   const DeploymentSpec& d = m.deployments.at(*deployment);
   return d.nodes.empty() ? "" : d.nodes.front();  // the head, or the first replica
-}
-
-// The profile and the quality items a run uses; false after saying why.
-bool Prepare(const GlobalOptions& g, const BenchOptions& o, BenchSettings* settings,
-             BenchProfile* profile, std::vector<SmokeCheck>* quality_items) {
-  Diagnostics diags;
-  if (!LoadBenchSettings(g.dir, settings, &diags)) {
-    for (const Diagnostic& d : diags) std::cerr << d.ToString() << "\n";
-    return false;
-  }
-  auto found = settings->profiles.find(o.profile);
-  if (found == settings->profiles.end()) {
-    std::vector<std::string> names;
-    for (const auto& [name, _] : settings->profiles) names.push_back(name);
-    const std::string near = NearestName(o.profile, names);
-    std::string all;
-    for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
-    std::cerr << "fleet: no bench profile '" << o.profile << "'"
-              << (near.empty() ? "" : "; did you mean '" + near + "'?") << " (profiles: " << all
-              << ")\n";
-    return false;
-  }
-  *profile = found->second;
-  if (!o.quality) return true;
-  *quality_items = BuiltinQualitySet();
-  if (settings->quality_file.empty()) return true;
-  std::ifstream in(std::filesystem::path(g.dir) / settings->quality_file);
-  if (!in) {
-    std::cerr << "fleet: cannot read bench.quality " << settings->quality_file << "\n";
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<std::vector<SmokeCheck>> own = ParseQualityJsonl(settings->quality_file, text.str());
-  if (!own.ok()) {
-    std::cerr << "fleet: " << own.status().message() << "\n";
-    return false;
-  }
-  for (const SmokeCheck& c : *own) quality_items->push_back(c);
-  return true;
 }
 
 // The serve of `o.address`, checked to be the deployment's (the smoke
@@ -203,37 +95,6 @@ bool Reach(const Manifest& m, const BenchOptions& o, ContainerSpec* spec, SmokeT
   return true;
 }
 
-void PrintCell(const BenchCell& c, int i, int total) {
-  char line[200];
-  std::snprintf(line, sizeof line,
-                "  cell %d/%d %-18s ttft %.3f s, pp %.0f t/s, tg %.1f t/s, %d/%d ok\n", i, total,
-                c.Key().c_str(), c.ttft_s.median, c.prefill_tps.median, c.decode_tps.median,
-                c.requests - c.failed, c.requests);
-  std::cerr << line << std::flush;
-}
-
-// Measures: the cells, the quality set, the harness, with a progress line
-// each on stderr.
-void MeasureRun(const BenchSettings& settings, const BenchProfile& profile,
-                const std::vector<SmokeCheck>& quality_items, const SmokeTarget& target,
-                BenchRecord* rec) {
-  std::cerr << "bench " << rec->id << ": deployment." << rec->deployment << "@" << rec->node << " ("
-            << target.BaseUrl() << "), profile " << rec->profile << "\n";
-  rec->cells = RunBenchProfile(target.BaseUrl(), rec->model, profile, PrintCell);
-  if (!quality_items.empty()) {
-    std::cerr << "  quality set: " << quality_items.size() << " items\n";
-    const QualityScore q = RunQualitySet(target.BaseUrl(), rec->model, quality_items);
-    rec->quality = QualityCount{q.passed, q.total};
-    rec->quality_failures = q.failures;
-  }
-  if (!settings.harness.empty()) {
-    std::cerr << "  external harness: " << settings.harness << "\n";
-    rec->harness = RunHarness(settings.harness, target.BaseUrl(), rec->model);
-    if (rec->harness.contains("error"))
-      std::cerr << "fleet: " << rec->harness["error"].get<std::string>() << "\n";
-  }
-}
-
 // Keeps the run (state event, report files), compares it with the last
 // good one, marks it good when asked. Returns the comparison's text;
 // `regressed` and `ok` (everything kept) are set.
@@ -241,14 +102,12 @@ std::string RecordRun(const GlobalOptions& g, const Manifest& m, const BenchOpti
                       const BenchRecord& rec, bool* regressed, bool* ok) {
   // The history as it was before this run: the good run to compare with.
   std::unique_ptr<StateStore> store = OpenStateStore(m.state);
-  Result<BenchHistory> history = ReadHistory(store.get());
+  Result<BenchHistory> history = ReadBenchHistory(store.get());
   *ok = true;
   *regressed = false;
   std::string comparison, outcome = "recorded";
   if (history.ok()) {
-    auto good = history->good.find(rec.deployment);
-    const std::optional<BenchRecord> base =
-        good == history->good.end() ? std::nullopt : FindRun(g.dir, good->second, *history);
+    const std::optional<BenchRecord> base = LastGoodRun(g.dir, rec.deployment, *history);
     if (base) {
       const BenchComparison c =
           CompareBench(base->cells, rec.cells, o.tolerance_pct, base->quality, rec.quality);
@@ -260,38 +119,13 @@ std::string RecordRun(const GlobalOptions& g, const Manifest& m, const BenchOpti
                    " is marked good yet: nothing to compare with (fleet bench --mark-good).\n";
     }
   }
-  // Kept whether or not it regressed: a regressed run is history too. The
-  // address, outcome and detail are what `fleet events` shows of it.
-  const std::string address = "deployment." + rec.deployment + "@" + rec.node;
-  std::string detail = rec.id + " " + rec.profile + ": " + BenchSummaryLine(rec.cells);
-  if (rec.quality)
-    detail += ", quality " + std::to_string(rec.quality->passed) + "/" +
-              std::to_string(rec.quality->total);
-  if (Status s = store->AppendEvent({{"time", rec.time},
-                                     {"event", "bench"},
-                                     {"address", address},
-                                     {"outcome", outcome},
-                                     {"detail", detail},
-                                     {"deployment", rec.deployment},
-                                     {"node", rec.node},
-                                     {"record", rec.ToJson()}});
-      !s.ok()) {
-    std::cerr << "fleet: the bench record was not kept in the state: " << s.message() << "\n";
-    *ok = false;
-  }
-  if (Status s = WriteBenchReport(g.dir, rec); !s.ok()) {
+  // Kept whether or not it regressed: a regressed run is history too.
+  if (Status s = KeepBenchRun(store.get(), g.dir, rec, outcome); !s.ok()) {
     std::cerr << "fleet: " << s.message() << "\n";
     *ok = false;
   }
   if (o.mark_good) {
-    if (Status s = store->AppendEvent({{"time", NowRfc3339()},
-                                       {"event", "bench_good"},
-                                       {"address", address},
-                                       {"outcome", "marked good"},
-                                       {"detail", rec.id},
-                                       {"deployment", rec.deployment},
-                                       {"run", rec.id}});
-        !s.ok()) {
+    if (Status s = MarkBenchGood(store.get(), rec, ""); !s.ok()) {
       std::cerr << "fleet: --mark-good: " << s.message() << "\n";
       *ok = false;
     }
@@ -336,10 +170,11 @@ int CmdBench(const GlobalOptions& g, const BenchOptions& o) {
     std::cerr << "fleet: " << s.message() << "\n";
     return 1;
   }
-  BenchSettings settings;
-  BenchProfile profile;
-  std::vector<SmokeCheck> quality_items;
-  if (!Prepare(g, o, &settings, &profile, &quality_items)) return 1;
+  Result<BenchPlan> plan = PrepareBench(g.dir, o.profile, o.quality);
+  if (!plan.ok()) {
+    std::cerr << "fleet: " << plan.status().message() << "\n";
+    return 1;
+  }
   ContainerSpec spec;
   SmokeTarget target;
   std::string model;
@@ -359,7 +194,14 @@ int CmdBench(const GlobalOptions& g, const BenchOptions& o) {
               spec.command,
               o.version};
   rec.id = BenchRunId(rec.time, spec.hash);
-  MeasureRun(settings, profile, quality_items, target, &rec);
+  // The progress display: a line per cell on a terminal, quiet without one
+  // (a CI log gets the table at the end).
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  MeasureBench(*plan, target.BaseUrl(), &rec, [tty](const std::string& line) {
+    if (tty) std::cerr << line << "\n" << std::flush;
+  });
+  if (rec.harness.is_object() && rec.harness.contains("error"))
+    std::cerr << "fleet: " << rec.harness["error"].get<std::string>() << "\n";
   bool regressed = false, kept = true;
   const std::string comparison = RecordRun(g, m, o, rec, &regressed, &kept);
   PrintRun(o, rec, comparison, regressed);

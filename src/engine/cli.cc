@@ -14,6 +14,7 @@
 
 #include "manifests/duration.h"
 #include "src/engine/bench_command.h"
+#include "src/engine/bench_report.h"
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/version.h"
@@ -54,6 +55,8 @@ CLI::App* AddPlanCommand(CLI::App* app, fleet::PlanCommandOptions* o) {
                    "also write a Markdown summary (for a pull-request comment) to FILE");
   plan->add_option("--lock-timeout", o->lock_timeout,
                    "hold the state lock while planning, waiting up to this long (e.g. 5m)");
+  plan->add_flag("--retry-gate", o->retry_gate,
+                 "plan a spec a deployment's promote gate refused again (not held)");
   return plan;
 }
 
@@ -70,6 +73,8 @@ CLI::App* AddApplyCommand(CLI::App* app, fleet::ApplyCommandOptions* o, bool* no
       ->check(CLI::IsMember({"sizes", "deep"}));
   apply->add_option("--lock-timeout", o->lock_timeout,
                     "wait this long for the state lock (e.g. 5m) instead of failing");
+  apply->add_flag("--retry-gate", o->retry_gate,
+                  "gate a spec a deployment's promote gate refused once more");
   return apply;
 }
 
@@ -105,6 +110,7 @@ void AddCoreCommands(CLI::App* app, Commands* out) {
   out->push_back({AddApplyCommand(app, apply.get(), no_rollback.get()),
                   [apply, no_rollback](const fleet::GlobalOptions& g) {
                     apply->rollback = !*no_rollback;
+                    apply->version = std::string(FLEET_VERSION) + " (" + FLEET_COMMIT + ")";
                     return fleet::CmdApply(g, *apply);
                   }});
   auto destroy = std::make_shared<fleet::ApplyCommandOptions>();
@@ -260,7 +266,7 @@ void AddServeCommands(CLI::App* app, Commands* out) {
 void AddWatchCommands(CLI::App* app, Commands* out) {
   struct WatchArgs {
     fleet::WatchOptions opts;
-    std::string every = "2m", report_log, report_out = "report.html";
+    std::string every = "2m";
     std::string events_since, reset_addr, endpoints_format, approve_commit;
     bool events_json = false, endpoints_json = false;
   };
@@ -351,11 +357,29 @@ void AddWatchCommands(CLI::App* app, Commands* out) {
   out->push_back({reset, [a](const fleet::GlobalOptions& g) {
                     return fleet::CmdHealReset(g, a->reset_addr);
                   }});
+}
+
+// fleet report: a watch log as HTML, or (--bench) the bench history.
+void AddReportCommand(CLI::App* app, Commands* out) {
+  struct ReportArgs {
+    std::string log, out = "report.html", deployment;
+    bool bench = false;
+  };
+  auto a = std::make_shared<ReportArgs>();
   auto* report = app->add_subcommand("report", "a watch log as one self-contained HTML page");
-  report->add_option("log", a->report_log, "the watch log (--log FILE)")->required();
-  report->add_option("-o,--out", a->report_out, "the HTML file (default report.html)");
-  out->push_back({report, [a](const fleet::GlobalOptions&) {
-                    return fleet::CmdReport(a->report_log, a->report_out);
+  report->add_option("log", a->log, "the watch log (--log FILE)");
+  report->add_option("-o,--out", a->out, "the HTML file (default report.html)");
+  report->add_flag("--bench", a->bench,
+                   "draw the bench history the state keeps (per deployment, per spec)");
+  report->add_option("--deployment", a->deployment, "with --bench: only this deployment");
+  out->push_back({report, [a](const fleet::GlobalOptions& g) {
+                    if (a->bench) return fleet::CmdBenchReport(g, a->deployment);
+                    if (a->log.empty()) {
+                      std::cerr << "fleet: report needs a watch log (fleet report LOG), or "
+                                   "--bench\n";
+                      return 1;
+                    }
+                    return fleet::CmdReport(a->log, a->out);
                   }});
 }
 
@@ -408,6 +432,7 @@ int main(int argc, char** argv) {
     AddStateCommands(&app, &commands);
     AddServeCommands(&app, &commands);
     AddWatchCommands(&app, &commands);
+    AddReportCommand(&app, &commands);
 
     // Terraform spells it `-out FILE` / `-out=FILE`; CLI11 wants two dashes.
     std::vector<std::string> args;

@@ -24,6 +24,8 @@
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
 #include "src/engine/executor.h"
+#include "src/engine/gate_plan.h"
+#include "src/engine/gate_step.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/plan_sources.h"
 #include "src/engine/planner.h"
@@ -208,6 +210,21 @@ bool AskApproval(bool destroy) {
 
 }  // namespace
 
+// The deployment changes that pass a gate (promote:), and the specs a gate
+// refused held (src/engine/gate_plan.h).
+static void MarkGates(Session& s, bool retry, Plan* plan) {
+  bool any = false;
+  for (const auto& [_, d] : s.manifest.deployments) any = any || d.promote.has_value();
+  if (!any || plan->destroy) return;
+  Result<std::vector<nlohmann::json>> events = s.store->Events("");
+  if (!events.ok()) {
+    plan->warnings.push_back("the gates' last outcomes could not be read (" +
+                             events.status().message() + "): no spec is held");
+    events = std::vector<nlohmann::json>();
+  }
+  MarkGatedChanges(s.manifest, LastGateOutcomes(*events), retry, plan);
+}
+
 int CmdValidate(const GlobalOptions& g) {
   Session s;
   if (!Open(g, &s)) return 1;
@@ -238,6 +255,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   po.targets = o.targets;
   po.purge = o.purge;
   Plan plan = planner.MakePlan(*state, po);
+  MarkGates(s, o.retry_gate, &plan);
   AddWarnings(s.diags, &plan);
   NoteSchedules(s.manifest, static_cast<int64_t>(std::time(nullptr)), &plan);
   plan.sources = ManifestSources(s.manifest);
@@ -314,6 +332,7 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
     po.targets = o.targets;
     po.purge = o.purge;
     plan = planner.MakePlan(*state, po);
+    MarkGates(s, o.retry_gate, &plan);
     AddWarnings(s.diags, &plan);
     std::cout << RenderPlan(plan, {g.color});
     if (!plan.errors.empty()) return 1;
@@ -333,6 +352,9 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
                       std::lock_guard<std::mutex> l(out_mu);
                       std::cout << line << "\n" << std::flush;
                     });
+  GateDeps gate{&s.manifest, &s.providers, s.connections.get(), s.store.get(), g.dir, o.version};
+  executor.set_gate(
+      [&gate](const PlanChange& c, const StepContext& ctx) { return RunGatedStep(gate, c, ctx); });
   ApplyOptions ao;
   ao.parallelism = o.parallelism;
   ao.rollback = o.rollback;

@@ -30,6 +30,7 @@ struct PlanCommandOptions {
   std::string verify;         // --verify: "" (the manifests decide), "sizes" or "deep"
   std::string markdown_file;  // --markdown FILE: a pull-request summary
   std::string lock_timeout;   // --lock-timeout 5m: hold the lock, waiting for it
+  bool retry_gate = false;    // --retry-gate: a spec a gate refused is gated again
 };
 
 struct ApplyCommandOptions {
@@ -42,6 +43,8 @@ struct ApplyCommandOptions {
   std::vector<std::string> targets;
   std::string verify;        // --verify: "" (the manifests decide), "sizes" or "deep"
   std::string lock_timeout;  // --lock-timeout 5m: wait for the lock ("": fail at once)
+  bool retry_gate = false;   // --retry-gate: a spec a gate refused is gated again
+  std::string version;       // fleet's, recorded with a gate's bench runs
 };
 
 // Logs at -v go to stderr (debug); otherwise only warnings do.

@@ -42,7 +42,7 @@ Executor::Executor(const Manifest* manifest,
                    const std::vector<std::unique_ptr<Provider>>* providers,
                    NodeConnections* connections, StateStore* store, PowerSwitch* power,
                    std::function<void(const std::string&)> log)
-    : deps_{manifest, providers, connections, store, power, std::move(log)},
+    : deps_{manifest, providers, connections, store, power, std::move(log), nullptr, {}},
       own_hub_(MakeHubApiFor(*manifest)) {
   deps_.hub = own_hub_.get();
 }
@@ -231,6 +231,7 @@ class ApplyRun {
     if (!s.ok()) return s;
     const Provider* p = ProviderFor(c.type);
     if (p == nullptr) return Result<nlohmann::json>::Error("no provider for type " + c.type);
+    if (c.gate && deps_.gate) return deps_.gate(c, ctx);
     return p->Apply(c, ctx);
   }
 

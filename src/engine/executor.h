@@ -58,6 +58,12 @@ class Executor {
   // The Hub the steps ask again before a download (as Planner::set_hub).
   void set_hub(HubApi* hub) { deps_.hub = hub; }
 
+  // What runs a change that passes a gate (PlanChange::gate) in place of
+  // its provider's Apply (src/engine/gate_step.h). Unset: the provider's.
+  using GateRunner =
+      std::function<Result<nlohmann::json>(const PlanChange& c, const StepContext& ctx)>;
+  void set_gate(GateRunner gate) { deps_.gate = std::move(gate); }
+
  private:
   friend class ApplyRun;
   // What every step of every Apply shares.
@@ -69,6 +75,7 @@ class Executor {
     PowerSwitch* power;
     std::function<void(const std::string&)> log;
     HubApi* hub = nullptr;
+    GateRunner gate;
   };
   Deps deps_;
   std::unique_ptr<HubApi> own_hub_;

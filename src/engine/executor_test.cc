@@ -231,6 +231,10 @@ class FailingStore : public StateStore {
   Result<std::vector<nlohmann::json>> Events(const std::string& since) override {
     return inner_->Events(since);
   }
+  Status AppendBenchRun(const nlohmann::json& run) override { return inner_->AppendBenchRun(run); }
+  Result<std::vector<nlohmann::json>> BenchRuns(const std::string& deployment) override {
+    return inner_->BenchRuns(deployment);
+  }
 
  private:
   StateStore* inner_;
