@@ -261,6 +261,9 @@ struct UpSchedule {
   std::string up;  // as written
   std::string tz;  // an IANA zone name; "UTC" by default
   std::vector<ScheduleWindow> windows;
+  SourceLoc loc;
+};
+
 // promote: the gate before a new image, model revision or recipe takes the
 // route (issue #47): the new serve is benched with `profile` and promoted
 // only within `max_regression_pct` of the deployment's last good run and
