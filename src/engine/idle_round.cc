@@ -10,19 +10,11 @@
 #include "src/engine/executor.h"
 #include "src/engine/node_connections.h"
 #include "src/power_switch.h"
+#include "state/state.h"
 
 namespace fleet {
 
 namespace {
-
-std::string IdleUtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string IdleJoined(const std::vector<std::string>& v) {
   std::string s;
@@ -125,7 +117,7 @@ std::vector<nlohmann::json> IdleOff::Round(const IdleRoundInput& in) {
   });
   for (const IdleCandidate& c : candidates) {
     nlohmann::json e = {{"event", "idle_off"},
-                        {"time", IdleUtcNow()},
+                        {"time", NowRfc3339()},
                         {"address", "node." + c.node},
                         {"node", c.node}};
     auto kept = [&](const std::string& why) {

@@ -20,21 +20,13 @@
 #include "src/engine/wake_policy.h"
 #include "src/openai_client.h"
 #include "src/power_switch.h"
+#include "state/state.h"
 #include "state/state_store.h"
 
 namespace fleet {
 namespace {
 
 using WakeClock = std::chrono::steady_clock;
-
-std::string WakeUtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 double SecondsSince(WakeClock::time_point t) {
   return std::chrono::duration<double>(WakeClock::now() - t).count();
@@ -219,7 +211,7 @@ struct WakeListener::Impl {
     }
     run->cv.notify_all();
     nlohmann::json e = {{"event", "wake"},
-                        {"time", WakeUtcNow()},
+                        {"time", NowRfc3339()},
                         {"model", t.model},
                         {"deployment", t.deployment},
                         {"address", "deployment." + t.deployment + "@" + t.nodes.front()},
@@ -262,7 +254,7 @@ struct WakeListener::Impl {
   void Handle(const httplib::Request& req, httplib::Response& res) {
     const auto arrived = WakeClock::now();
     const std::string model = RequestModel(req.body);
-    nlohmann::json e = {{"event", "wake_request"}, {"time", WakeUtcNow()}, {"model", model}};
+    nlohmann::json e = {{"event", "wake_request"}, {"time", NowRfc3339()}, {"model", model}};
     auto refuse = [&](const std::string& message, const std::string& code, int retry_s) {
       Answer503(res, message, code, retry_s);
       e["outcome"] = "refused";
