@@ -15,6 +15,7 @@
 # - an apply that replaces a serve while it heals takes the heal over:
 #   the heal says "taken over", and there is one container (podman only).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/watch_log.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
 
@@ -23,32 +24,6 @@ PB=$(free_port)
 PQ=$(free_port)
 LOG=$WORK/watch.jsonl
 
-events_of() {  # events_of KIND ADDRESS [OUTCOME]: how many in the watch log
-  python3 - "$LOG" "$@" <<'PY'
-import json, sys
-log, kind, addr = sys.argv[1:4]
-outcome = sys.argv[4] if len(sys.argv) > 4 else None
-print(sum(1 for e in map(json.loads, open(log))
-          if e.get("event") == kind and e.get("address") == addr and outcome in (None, e.get("outcome"))))
-PY
-}
-rounds() { grep -c '"round"' "$LOG" 2>/dev/null || true; }
-wait_event() {  # wait_event KIND ADDRESS OUTCOME SECONDS
-  for _ in $(seq $(($4 * 10))); do
-    (($(events_of "$1" "$2" "$3") > 0)) && return 0
-    kill -0 "$WATCH" 2>/dev/null || fail "fleet watch died: $(tail -20 "$WORK/watch.out")"
-    sleep 0.1
-  done
-  fail "no $1 $3 event for $2 within $4 s: $(grep -v '"round"' "$LOG" | tail -5; tail -10 "$WORK/watch.out")"
-}
-# wait_heal_started: until a's heal is recorded as started (up to 30 s).
-wait_heal_started() {
-  for _ in $(seq 300); do
-    python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
-      "$(state_file)" 2>/dev/null && return
-    sleep 0.1
-  done
-}
 # slow_recipe NAME BOOT_S [ENV]: the stand-in engine, answering only after
 # BOOT_S seconds (shards streaming from the NAS).
 slow_recipe() {
@@ -79,7 +54,7 @@ WATCH=$!
 BG_PIDS+=("$WATCH")
 for _ in $(seq 100); do (($(rounds) >= 1)) && break; sleep 0.1; done
 ce dgx1 kill fleet-a >/dev/null
-wait_heal_started
+wait_heal_started deployment.a@dgx1
 r_start=$(rounds)
 t_start=$SECONDS
 # b changes while a heals: its apply takes the lock, which the heal does not hold.
@@ -112,7 +87,7 @@ step "a killed and, while it heals, replaced by an apply: the apply takes it ove
 WATCH=$!
 BG_PIDS+=("$WATCH")
 ce dgx1 kill fleet-a >/dev/null
-wait_heal_started
+wait_heal_started deployment.a@dgx1
 # A new spec for a (a shorter boot): the apply replaces the serve the heal
 # is bringing back.
 slow_recipe slow 10

@@ -19,6 +19,7 @@
 # On docker nodes, only the first and the last (see below), on one node
 # serving a alone.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/watch_log.sh"
 source "$(dirname "$0")/registry.sh"
 source "$(dirname "$0")/engine_image.sh"
 
@@ -32,35 +33,6 @@ GIB=$((1024 * 1024 * 1024))
 # HEAL_TEST_KEEP=DIR: a copy of the work folder (logs, state) is left there.
 [[ -n ${HEAL_TEST_KEEP:-} ]] && trap 'cp -r "$WORK" "$HEAL_TEST_KEEP" 2>/dev/null; cleanup' EXIT
 
-# events_of KIND ADDRESS [OUTCOME]: how many such events the watch log holds.
-events_of() {
-  python3 - "$LOG" "$@" <<'PY'
-import json, sys
-log, kind, addr = sys.argv[1:4]
-outcome = sys.argv[4] if len(sys.argv) > 4 else None
-n = 0
-for line in open(log):
-    e = json.loads(line)
-    if e.get("event") == kind and e.get("address") == addr and outcome in (None, e.get("outcome")):
-        n += 1
-print(n)
-PY
-}
-rounds() {
-  local n
-  n=$(grep -c '"round"' "$LOG" 2>/dev/null)
-  echo "${n:-0}"
-}
-# wait_event KIND ADDRESS OUTCOME SECONDS: until the log has one more.
-wait_event() {
-  local before=$5
-  for _ in $(seq $(($4 * 10))); do
-    (($(events_of "$1" "$2" "$3") > before)) && return 0
-    kill -0 "$WATCH" 2>/dev/null || fail "fleet watch died: $(tail -20 "$WORK/watch.out" "$WORK/watch.err")"
-    sleep 0.1
-  done
-  fail "no $1 $3 event for $2 within $4 s: $(grep -v '"round"' "$LOG" | tail -5; tail -20 "$WORK/watch.out")"
-}
 start_watch() {
   "$FLEET" -C "$REPO" --no-color watch --heal --every 1s --log "$LOG" "$@" \
     >>"$WORK/watch.out" 2>>"$WORK/watch.err" </dev/null &
@@ -293,11 +265,7 @@ engine_stand_in dgx1 '"start fleet-a"' 'sleep 4'
 ce dgx1 kill fleet-a >/dev/null
 rm -f "$LOG"
 start_watch
-for _ in $(seq 300); do
-  python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["resources"] if x["address"]=="deployment.a@dgx1"][0]; sys.exit(0 if r["attributes"].get("heal",{}).get("in_progress_since") else 1)' \
-    "$(state_file)" 2>/dev/null && break
-  sleep 0.1
-done
+wait_heal_started deployment.a@dgx1
 kill -9 "$WATCH"
 wait "$WATCH" 2>/dev/null || true
 state_parses "$(state_file)" || fail "the state does not parse after kill -9"
