@@ -26,6 +26,8 @@ DeclaredPower Provider::PowerOf(const DesiredResource&) const { return DeclaredP
 
 std::string Provider::UnplannedCost(const DesiredResource&) const { return ""; }
 
+std::string Provider::TakesDown(const PlanChange&) const { return ""; }
+
 PlanChange Provider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
   return ForgetRecord(record);
 }

@@ -107,6 +107,12 @@ class Provider {
   // nothing worth naming.
   virtual std::string UnplannedCost(const DesiredResource& r) const;
 
+  // What `c`, a change of this type that is not a delete, takes out of
+  // service as a delete would, as the verb a refusal names it by ("power
+  // off": a node's power off, which fleet watch --sync makes only with
+  // sync.destroy). The default, "": nothing.
+  virtual std::string TakesDown(const PlanChange& c) const;
+
   // The desired resources of this type declared (or implied) by `m`.
   virtual std::vector<DesiredResource> Expand(const Manifest& m) const = 0;
 

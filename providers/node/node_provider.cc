@@ -420,6 +420,11 @@ DeclaredPower NodeProvider::PowerOf(const DesiredResource& r) const {
   return DeclaredPower::kOn;
 }
 
+std::string NodeProvider::TakesDown(const PlanChange& c) const {
+  if (c.action == Action::kNoop || c.detail.get<NodeStep>().op != kOpPowerOff) return "";
+  return "power off";
+}
+
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string& output,
                                         const NodeFacts& facts) const {
   ActualResource a;

@@ -63,6 +63,8 @@ class NodeProvider : public Provider {
   bool IsNodeItself() const override { return true; }
   // From the manifest's `power` (NodeWant::power).
   DeclaredPower PowerOf(const DesiredResource& r) const override;
+  // "power off" for a power off (NodeStep::op).
+  std::string TakesDown(const PlanChange& c) const override;
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
