@@ -31,6 +31,13 @@
 #    "FILE -> HEADER" a line: one not listed fails, and so does a listed one
 #    that the code no longer makes (the list only shrinks). Checked when
 #    providers/ itself is among the DIRs.
+# 4. The engine does not compare resource types by name: it asks the
+#    provider (Provider::IsNodeItself, PowerOf, UnplannedCost, TakesDown).
+#    A non-test file under src/engine/ with `.type == "..."`, `.type !=
+#    "..."` (or `->type`, or the literal first) is an offender, except the
+#    comparisons not yet moved, listed in scripts/engine-type-comparisons.txt
+#    as "FILE: LINE TEXT" (a list that only shrinks, as in 3). Checked when
+#    src/ or src/engine/ is among the DIRs.
 
 # With no DIR, checks src/ providers/ manifests/ state/ of the repository.
 # Prints one line per offender and exits 1 when there is any, 0 otherwise.
@@ -143,6 +150,32 @@ for d in "$@"; do
   fi
   if [ -n "$gone" ]; then
     while IFS= read -r l; do echo "$l   <- no longer included: remove it from $allowed"; done <<<"$gone"
+    offenders=$((offenders + $(echo "$gone" | wc -l)))
+  fi
+  break
+done
+
+# 4. Resource-type comparisons in the engine.
+engine_type_comparisons() {
+  sources src/engine |
+    xargs -r grep -HE '(\.|->)type *(==|!=) *"|"[a-z_]+" *(==|!=) *[A-Za-z_]+(\.|->)type([^A-Za-z_(]|$)' /dev/null |
+    sed -E 's/^([^:]+):[[:space:]]*/\1: /' | sort
+}
+for d in "$@"; do
+  case "$d" in src | ./src | src/ | ./src/ | src/engine | ./src/engine | src/engine/ | ./src/engine/) ;; *) continue ;; esac
+  allowed=scripts/engine-type-comparisons.txt
+  made=$(engine_type_comparisons)
+  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
+  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  if [ -n "$new_ones" ]; then
+    while IFS= read -r l; do
+      echo "$l   <- the engine names a resource type (ask the provider: a hook in src/provider.h)"
+    done <<<"$new_ones"
+    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
+  fi
+  if [ -n "$gone" ]; then
+    while IFS= read -r l; do echo "$l   <- no longer made: remove it from $allowed"; done <<<"$gone"
     offenders=$((offenders + $(echo "$gone" | wc -l)))
   fi
   break

@@ -20,6 +20,14 @@ PlanChange Provider::DiffDestroy(const DesiredResource& desired, const ActualRes
   return c;
 }
 
+bool Provider::IsNodeItself() const { return false; }
+
+DeclaredPower Provider::PowerOf(const DesiredResource&) const { return DeclaredPower::kOn; }
+
+std::string Provider::UnplannedCost(const DesiredResource&) const { return ""; }
+
+std::string Provider::TakesDown(const PlanChange&) const { return ""; }
+
 PlanChange Provider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
   return ForgetRecord(record);
 }

@@ -78,11 +78,40 @@ struct DiffContext {
   HubApi* hub = nullptr;
 };
 
+// The power a node's manifest entry declares (`power: on`, `off`, or
+// `{state: on_demand}`), as the node-itself type reads it.
+enum class DeclaredPower { kOn, kOff, kOnDemand };
+
 class Provider {
  public:
   virtual ~Provider() = default;
 
   virtual std::string type() const = 0;
+
+  // Whether this type's resource on a node is the node itself (its identity
+  // and power). The engine treats it apart: it is probed and diffed on a
+  // node declared off or asleep, where nothing else is; a diff error of it
+  // (a wrong identity) leaves everything else on its node unplanned; only
+  // the nodes that have one get their inventories listed; and its steps
+  // reach the node on their own (a power on), so they run while the node
+  // does not answer. The default: false.
+  virtual bool IsNodeItself() const;
+
+  // The power `r` declares for its node. Asked only of the node-itself
+  // type; the default: on.
+  virtual DeclaredPower PowerOf(const DesiredResource& r) const;
+
+  // Why it matters that `r` goes unplanned when its node does not answer,
+  // said on the node's unreachable line after "<address> is not planned,
+  // and " (a gateway: "its clients get no answer"). The default, "":
+  // nothing worth naming.
+  virtual std::string UnplannedCost(const DesiredResource& r) const;
+
+  // What `c`, a change of this type that is not a delete, takes out of
+  // service as a delete would, as the verb a refusal names it by ("power
+  // off": a node's power off, which fleet watch --sync makes only with
+  // sync.destroy). The default, "": nothing.
+  virtual std::string TakesDown(const PlanChange& c) const;
 
   // The desired resources of this type declared (or implied) by `m`.
   virtual std::vector<DesiredResource> Expand(const Manifest& m) const = 0;

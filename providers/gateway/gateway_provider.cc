@@ -164,6 +164,10 @@ std::vector<DesiredResource> GatewayProvider::Expand(const Manifest& m) const {
   return out;
 }
 
+std::string GatewayProvider::UnplannedCost(const DesiredResource&) const {
+  return "its clients get no answer";
+}
+
 std::string GatewayProvider::ProbeScript(const DesiredResource& r, const NodeSpec&) const {
   return GatewayProbeScript(r.attributes.get<GatewayWant>());
 }

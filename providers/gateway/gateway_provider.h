@@ -49,6 +49,8 @@ class GatewayProvider : public Provider {
                          const ResourceRecord* record, const DiffContext& ctx) const override;
   PlanChange DiffOrphan(const ResourceRecord& record, const DiffContext& ctx) const override;
   Result<nlohmann::json> Apply(const PlanChange& change, const StepContext& ctx) const override;
+  // Clients of the whole lab reach the serves through a gateway.
+  std::string UnplannedCost(const DesiredResource& r) const override;
 };
 
 }  // namespace fleet

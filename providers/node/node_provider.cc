@@ -413,6 +413,18 @@ std::string NodeProvider::ProbeScript(const DesiredResource&, const NodeSpec& sp
   return script;
 }
 
+DeclaredPower NodeProvider::PowerOf(const DesiredResource& r) const {
+  const NodeWant want = r.attributes.get<NodeWant>();
+  if (want.power == kPowerOff) return DeclaredPower::kOff;
+  if (want.power == kPowerOnDemand) return DeclaredPower::kOnDemand;
+  return DeclaredPower::kOn;
+}
+
+std::string NodeProvider::TakesDown(const PlanChange& c) const {
+  if (c.action == Action::kNoop || c.detail.get<NodeStep>().op != kOpPowerOff) return "";
+  return "power off";
+}
+
 ActualResource NodeProvider::ParseProbe(const DesiredResource&, const std::string& output,
                                         const NodeFacts& facts) const {
   ActualResource a;

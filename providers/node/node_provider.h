@@ -60,6 +60,11 @@ std::string PoweroffSudoRefusal(const std::string& node, const PoweroffSudo& sud
 class NodeProvider : public Provider {
  public:
   std::string type() const override { return "node"; }
+  bool IsNodeItself() const override { return true; }
+  // From the manifest's `power` (NodeWant::power).
+  DeclaredPower PowerOf(const DesiredResource& r) const override;
+  // "power off" for a power off (NodeStep::op).
+  std::string TakesDown(const PlanChange& c) const override;
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,

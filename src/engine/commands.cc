@@ -475,7 +475,8 @@ std::vector<Result<nlohmann::json>> ProbeAndAdopt(Session& s, Planner& planner,
       continue;
     }
     const NodeFacts& facts = probed.facts[w.node];
-    if (!facts.reachable && w.type != "node") {
+    const Provider* provider = planner.ProviderFor(w.type);
+    if (!facts.reachable && !provider->IsNodeItself()) {
       out.push_back(R::Error(w.node + " is not reachable: " + facts.unreachable_reason));
       continue;
     }
@@ -492,7 +493,7 @@ std::vector<Result<nlohmann::json>> ProbeAndAdopt(Session& s, Planner& planner,
       out.push_back(c);
       continue;
     }
-    out.push_back(planner.ProviderFor(w.type)->Adopt(w, actual, ctx, &node));
+    out.push_back(provider->Adopt(w, actual, ctx, &node));
   }
   return out;
 }

@@ -145,9 +145,12 @@ class ApplyRun {
   }
 
   static bool IsForget(const PlanChange& c) { return c.detail.value("forget", false); }
-  // Power steps (type node) reach the node themselves; every other step
-  // needs it up.
-  static bool ReachesNodeItself(const PlanChange& c) { return c.type == "node"; }
+  // The node-itself type's steps (power) reach the node themselves; every
+  // other step needs it up.
+  bool ReachesNodeItself(const PlanChange& c) const {
+    const Provider* p = ProviderFor(c.type);
+    return p != nullptr && p->IsNodeItself();
+  }
 
   // REQUIRES: mu_ held.
   void SkipDependents(size_t i) {

@@ -1,8 +1,12 @@
 // Planner: manifests + probed facts + state -> Plan. Changes nothing.
 //
-// Probing is the hot path: every node is probed in parallel, each with one
-// connection and one script (the fragments of every resource on it), so a
-// converged node costs one round trip whatever the number of its resources.
+// Two halves, as ninja keeps its Plan apart from the disk it stats: the
+// I/O (ProbeNodes, probe_nodes.h, run by Planner::MakePlan) reads the
+// nodes; PlanFrom decides the plan from what was read, with no I/O, no
+// clock and no threads of its own, so that plan logic is tested on facts
+// built in memory (planner_test.cc). The type-specific decisions are the
+// providers' (Provider::IsNodeItself, PowerOf, UnplannedCost, the diffs):
+// the planner names no resource type.
 #ifndef FLEET_SRC_ENGINE_PLANNER_H_
 #define FLEET_SRC_ENGINE_PLANNER_H_
 
@@ -14,6 +18,7 @@
 
 #include "manifests/manifest.h"
 #include "src/engine/node_connections.h"
+#include "src/engine/probe_nodes.h"
 #include "src/hub_api.h"
 #include "src/plan.h"
 #include "src/power_switch.h"
@@ -21,8 +26,6 @@
 #include "state/state.h"
 
 namespace fleet {
-
-struct ProbeResult;
 
 struct PlanOptions {
   bool destroy = false;
@@ -34,35 +37,72 @@ struct PlanOptions {
   ProbeResult* probed_out = nullptr;
 };
 
-struct ProbeResult {
-  std::map<std::string, NodeFacts> facts;          // by node
-  std::map<std::string, ActualResource> actual;    // by address
-  std::map<std::string, std::string> node_errors;  // by node: cannot plan it at all
-  // What each provider's InventoryScript printed, by node then type (only
-  // where it ran and exited 0).
-  std::map<std::string, std::map<std::string, std::string>> inventory;
+// What PlanFrom decides with besides its inputs. All must outlive the call.
+struct PlanContext {
+  const Manifest* manifest = nullptr;
+  // In dependency order of their types (MakeProviders): the tie-break of
+  // the plan's order, and the order undeclared removals follow.
+  const std::vector<std::unique_ptr<Provider>>* providers = nullptr;
+  // Handed to the desired resources' diffs (a model's sizes), the one
+  // outside source a diff may ask; null: not asked.
+  HubApi* hub = nullptr;
+  // Whether a fan-out's copies become one chain (ChainFanOuts); the
+  // controller's FLEET_FABRIC_CHAIN=off turns it off.
+  bool chain_fan_outs = true;
 };
+
+// What a plan covers, decided from the manifests, the state and the
+// options before anything is read from a node.
+struct PlanScope {
+  // Targets that name no resource: nothing is probed nor planned.
+  std::vector<std::string> errors;
+  std::vector<DesiredResource> in_plan;   // desired, within the targets
+  std::vector<DesiredResource> to_probe;  // in_plan less what sits on a node declared off
+  std::set<std::string> declared_off;     // nodes
+  // The nodes whose providers' InventoryScripts run (a whole plan: every
+  // node-itself resource probed).
+  std::set<std::string> inventory_nodes;
+  // The addresses of the state's records the manifests no longer declare,
+  // within the targets: each one's provider decides what becomes of it.
+  std::set<std::string> orphans;
+};
+
+// REQUIRES: every type of `desired` has a provider in ctx.providers.
+PlanScope ScopeOf(const PlanContext& ctx, const std::vector<DesiredResource>& desired,
+                  const State& state, const PlanOptions& options);
+
+// The plan that brings what `probed` found to `desired`, given `state`:
+// each resource's provider diffs it, state records no longer declared are
+// removed or forgotten, then the changes are ordered (dependencies,
+// undeclared removals, create before destroy; reversed for destroy).
+// Plan errors (an unknown target, a node's wrong identity, a node the probe
+// failed on, a dependency cycle) land in plan.errors; nodes that do not
+// answer in plan.unreachable. Reads only its arguments; options.probed_out
+// and options.probe_parallelism are not used.
+// REQUIRES: `desired` is what ctx.providers expand from ctx.manifest, and
+// `probed` covers ScopeOf(ctx, desired, state, options).to_probe (a node
+// missing from it reads as unreachable).
+Plan PlanFrom(const PlanContext& ctx, const std::vector<DesiredResource>& desired,
+              const ProbeResult& probed, const State& state, const PlanOptions& options);
 
 class Planner {
  public:
   // All arguments must outlive the planner. `power` (may be null: no
-  // controller) is read beside each node's probe: the state of the node's
-  // switch lands in its NodeFacts (power_switch_state / _error), for the
-  // node provider to decide on.
+  // controller) is read beside each node's probe (ProbeSetting).
   Planner(const Manifest* manifest, const std::vector<std::unique_ptr<Provider>>* providers,
           NodeConnections* connections, PowerSwitch* power = nullptr);
 
   // The desired resources of the manifest, from every provider.
   std::vector<DesiredResource> Desired() const;
 
-  // Probes the nodes that hold `desired` (all of them in parallel), and on
-  // those in `inventory_nodes` runs the providers' InventoryScripts too (in
-  // the same round trip).
+  // ProbeNodes with this planner's manifest, providers, connections and
+  // power controller.
   ProbeResult Probe(const std::vector<DesiredResource>& desired, int parallelism,
                     const std::set<std::string>& inventory_nodes = {});
 
-  // Probes and diffs. Plan errors (identity mismatch, unreachable node
-  // without a switch, unknown target) land in plan.errors.
+  // Probes what ScopeOf says, then PlanFrom. Plan errors (identity
+  // mismatch, unreachable node without a switch, unknown target) land in
+  // plan.errors.
   Plan MakePlan(const State& state, const PlanOptions& options);
 
   const Provider* ProviderFor(const std::string& type) const;
@@ -73,13 +113,6 @@ class Planner {
   void set_hub(HubApi* hub) { hub_ = hub; }
 
  private:
-  // One node's probe (Probe runs it for every node in parallel).
-  void ProbeNode(const std::string& node, const std::vector<const DesiredResource*>& resources,
-                 bool inventory, ProbeResult& out);
-  // Reads `node`'s switch into `facts`, when it has one and there is a
-  // controller.
-  void ReadSwitch(const std::string& node, NodeFacts* facts) const;
-
   const Manifest* manifest_;
   const std::vector<std::unique_ptr<Provider>>* providers_;
   NodeConnections* connections_;

@@ -108,10 +108,10 @@ bool SameSync(const SyncSettings& a, const SyncSettings& b) {
   return x == y && a.destroy == b.destroy;
 }
 
-// "add", "change", "replace", "destroy" or "power off" for a change.
-std::string SyncAction(const PlanChange& c) {
-  if (c.type == "node" && c.summary.rfind("power off", 0) == 0) return "power off";
-  switch (c.action) {
+// "add", "change", "replace" or "destroy" for a change's action; "" for a
+// noop.
+std::string SyncVerb(Action action) {
+  switch (action) {
     case Action::kCreate:
       return "add";
     case Action::kUpdate:
@@ -123,6 +123,16 @@ std::string SyncAction(const PlanChange& c) {
     default:
       return "";
   }
+}
+
+// What `c` takes out of service, as a verb: "destroy" for a delete, else
+// what its provider says ("power off"), else "".
+std::string TakenDown(const PlanChange& c,
+                      const std::vector<std::unique_ptr<Provider>>& providers) {
+  if (c.action == Action::kDelete) return SyncVerb(c.action);
+  for (const auto& p : providers)
+    if (p->type() == c.type) return p->TakesDown(c);
+  return "";
 }
 
 // True when `path` lies under `dir` (both absolute, lexically normal).
@@ -170,15 +180,16 @@ std::vector<std::string> ChangesForAPerson(const Manifest& applied, const Manife
   return out;
 }
 
-std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy) {
+std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy,
+                             const std::vector<std::unique_ptr<Provider>>& providers) {
   for (const PlanChange& c : plan.changes) {
-    const std::string a = SyncAction(c);
-    if (a.empty()) continue;
-    if (a == "destroy" || a == "power off") {
+    if (const std::string down = TakenDown(c, providers); !down.empty()) {
       if (!policy.destroy)
-        return "the plan would " + a + " " + c.address + " (sync.destroy is false)";
+        return "the plan would " + down + " " + c.address + " (sync.destroy is false)";
       continue;
     }
+    const std::string a = SyncVerb(c.action);
+    if (a.empty()) continue;
     if (std::find(policy.allow.begin(), policy.allow.end(), a) == policy.allow.end())
       return "the plan would " + a + " " + c.address + " (sync.allow does not list " + a + ")";
   }

@@ -10,11 +10,13 @@
 #ifndef FLEET_SRC_ENGINE_SYNC_POLICY_H_
 #define FLEET_SRC_ENGINE_SYNC_POLICY_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "manifests/manifest.h"
 #include "src/plan.h"
+#include "src/provider.h"
 
 namespace fleet {
 
@@ -26,8 +28,11 @@ namespace fleet {
 std::vector<std::string> ChangesForAPerson(const Manifest& applied, const Manifest& next);
 
 // The first change of `plan` that `policy` (the applied commit's `sync:`)
-// does not let sync make, as a reason; "" when none.
-std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy);
+// does not let sync make, as a reason; "" when none. A change its provider
+// (of `providers`) says takes something down (Provider::TakesDown) needs
+// sync.destroy, as a delete does.
+std::string PlanNeedsAPerson(const Plan& plan, const SyncSettings& policy,
+                             const std::vector<std::unique_ptr<Provider>>& providers);
 
 // The recipes' {from_env = "VAR"} names in `next` that `allowed` (the watch's
 // --sync-allow-env, which no commit can change) does not list, each as

@@ -233,22 +233,27 @@ PlanChange Change(const std::string& address, const std::string& type, Action ac
 }
 
 TEST(SyncPolicy, ThePlanIsGatedByTheAppliedPolicy) {
+  const std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
   Plan plan;
   plan.changes = {Change("deployment.a@dgx1", "deployment", Action::kCreate),
                   Change("deployment.b@dgx2", "deployment", Action::kDelete)};
   SyncSettings policy;  // the built-in one: no destroy
-  EXPECT_EQ(PlanNeedsAPerson(plan, policy),
+  EXPECT_EQ(PlanNeedsAPerson(plan, policy, providers),
             "the plan would destroy deployment.b@dgx2 (sync.destroy is false)");
   policy.destroy = true;
-  EXPECT_EQ(PlanNeedsAPerson(plan, policy), "");
+  EXPECT_EQ(PlanNeedsAPerson(plan, policy, providers), "");
   policy.allow = {"change"};
-  EXPECT_EQ(PlanNeedsAPerson(plan, policy),
+  EXPECT_EQ(PlanNeedsAPerson(plan, policy, providers),
             "the plan would add deployment.a@dgx1 (sync.allow does not list add)");
 
   Plan off;
   off.changes = {Change("node.dgx3", "node", Action::kUpdate, "power off (switch.dgx3)")};
-  EXPECT_EQ(PlanNeedsAPerson(off, SyncSettings{}),
+  off.changes[0].detail = {{"op", "power_off"}};  // NodeStep
+  EXPECT_EQ(PlanNeedsAPerson(off, SyncSettings{}, providers),
             "the plan would power off node.dgx3 (sync.destroy is false)");
+  // A node's other steps are changes, which the built-in policy allows.
+  off.changes[0].detail = {{"op", "power_on"}};
+  EXPECT_EQ(PlanNeedsAPerson(off, SyncSettings{}, providers), "");
 }
 
 TEST(SyncPolicy, FromEnvNamesOutsideTheAllowListAreNamed) {

@@ -242,7 +242,7 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
   Plan plan = Planner(&next, &providers, &connections, power.get()).MakePlan(*state, PlanOptions{});
   if (!plan.errors.empty()) return {"failed", "plan: " + Joined(plan.errors)};
   if (!approved)
-    if (std::string why = PlanNeedsAPerson(plan, current.sync); !why.empty())
+    if (std::string why = PlanNeedsAPerson(plan, current.sync, providers); !why.empty())
       return {"waiting", why + approve};
   const uint64_t serial = state->serial;
   ApplyReport report;
