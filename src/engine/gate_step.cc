@@ -174,25 +174,17 @@ Result<std::optional<BenchRecord>> Baseline(const GateDeps& deps, const BenchPla
   return std::optional<BenchRecord>(base);
 }
 
-std::string Indent(const std::string& text) {
-  std::istringstream in(text);
-  std::string line, out;
-  while (std::getline(in, line)) out += "\n    " + line;
-  return out;
-}
-
-// Keeps the candidate's run and the gate's verdict; the verdict's text.
-std::string Keep(const GateDeps& deps, const PlanChange& c, const BenchRecord& rec,
-                 const GateVerdict& v, const StepContext& ctx) {
-  const std::string table = v.Render(c.gate->max_regression_pct);
+// Shows the verdict's table (once: a refusal's error names only its
+// reasons) and keeps the candidate's run and the verdict.
+void Keep(const GateDeps& deps, const PlanChange& c, const BenchRecord& rec, const GateVerdict& v,
+          const StepContext& ctx) {
   if (ctx.progress) {
-    std::istringstream in(table);
+    std::istringstream in(v.Render(c.gate->max_regression_pct));
     for (std::string line; std::getline(in, line);) ctx.progress("  " + line);
   }
   Status kept =
       KeepBenchRun(deps.store, deps.root, rec, v.promote ? "gate passed" : "gate refused");
   if (!kept.ok() && ctx.progress) ctx.progress("the gate's run was not kept: " + kept.message());
-  return table;
 }
 
 Status Promoted(const GateDeps& deps, const PlanChange& c, const BenchRecord& rec) {
@@ -200,14 +192,21 @@ Status Promoted(const GateDeps& deps, const PlanChange& c, const BenchRecord& re
   return GateEvent(deps, c, "promoted", rec.id, "within tolerance of the last good run");
 }
 
+// The refusal's error: what became of the serve and its first reason; the
+// comparison with every reason was shown as the step's progress (Keep),
+// and `fleet report --bench` shows it again.
 Result<nlohmann::json> Refused(const GateDeps& deps, const PlanChange& c, const BenchRecord& rec,
-                               const GateVerdict& v, const std::string& table,
-                               const std::string& what_now) {
+                               const GateVerdict& v, const std::string& what_now) {
   std::string why;
   for (const std::string& r : v.reasons) why += (why.empty() ? "" : "; ") + r;
   (void)GateEvent(deps, c, "refused", rec.id, why);
-  return Status::Error("the gate refused the new spec (" + rec.id + "): " + what_now +
-                       Indent(table));
+  std::string first;
+  if (!v.reasons.empty()) {
+    first = ": " + v.reasons.front();
+    if (v.reasons.size() > 1)
+      first += " (and " + std::to_string(v.reasons.size() - 1) + " more, in the comparison above)";
+  }
+  return Status::Error("the gate refused the new spec (" + rec.id + "): " + what_now + first);
 }
 
 Result<nlohmann::json> Beside(const GateDeps& deps, const PlanChange& c, const StepContext& ctx,
@@ -242,11 +241,11 @@ Result<nlohmann::json> Beside(const GateDeps& deps, const PlanChange& c, const S
   }
   const BenchRecord rec = Bench(deps, plan, c, *target, model, f, want.shown, ctx);
   const GateVerdict v = DecideGate(good, rec, *c.gate);
-  const std::string table = Keep(deps, c, rec, v, ctx);
+  Keep(deps, c, rec, v, ctx);
   if (!v.promote) {
     Status removed = remove_candidate();
     return Refused(
-        deps, c, rec, v, table,
+        deps, c, rec, v,
         "the candidate on " + f +
             (removed.ok() ? " is removed" : " could not be removed: " + removed.message()) +
             ", the route is unchanged and the old serve keeps serving");
@@ -291,10 +290,10 @@ Result<nlohmann::json> InPlace(const GateDeps& deps, const PlanChange& c, const 
   const BenchRecord rec =
       Bench(deps, plan, c, *target, model, c.node, c.after.get<DeploymentWant>().shown, ctx);
   const GateVerdict v = DecideGate(good, rec, *c.gate);
-  const std::string table = Keep(deps, c, rec, v, ctx);
+  Keep(deps, c, rec, v, ctx);
   if (!v.promote) {
     Status restored = RestorePrevious(ctx, *spec);
-    return Refused(deps, c, rec, v, table,
+    return Refused(deps, c, rec, v,
                    restored.ok() ? "the old container is back and serving"
                                  : "putting the old container back failed: " + restored.message());
   }

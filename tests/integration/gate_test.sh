@@ -167,7 +167,10 @@ cp "$WORK/out" "$WORK/slow.out"
 stop_loop 10
 expect_out "the gate refused the new spec"
 expect_out "REFUSED: "
-grep -qE '^ *! d0/c1/fresh +tg t/s ' "$WORK/slow.out" || fail "no flagged tg cell: $(cat "$WORK/slow.out")"
+# The comparison once (the step's progress), not again in the error and
+# again in apply's summary of what failed.
+[[ $(grep -c "REFUSED: " "$WORK/slow.out") == 1 ]] || fail "the verdict is shown more than once: $(cat "$WORK/slow.out")"
+grep -qE '^deployment\.lab@dgx1: +! d0/c1/fresh +tg t/s ' "$WORK/slow.out" || fail "no flagged tg cell: $(cat "$WORK/slow.out")"
 grep -qE 'tg t/s .*\(-[23][0-9]\.[0-9]%\), beyond 10\.0%' "$WORK/slow.out" || fail "no tg reason: $(cat "$WORK/slow.out")"
 [[ $(state_image) == "$FAST" ]] || fail "dgx1 does not run fast any more: $(state_image)"
 [[ $(ce dgx1 container inspect --format '{{.State.Status}}' fleet-lab) == running ]] || fail "the old serve stopped"
