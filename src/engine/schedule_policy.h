@@ -1,0 +1,61 @@
+// What a deployment's `schedule` asks of a `fleet watch --heal` round,
+// decided without a node and without reading the clock
+// (schedule_round.h acts on it). Inside a window the deployment is up:
+// a node of it found asleep is brought up ahead of demand (the wake path),
+// and no node of it is idled off. At a window's end it is taken down as
+// idle off takes a node down (same blockers); the take-down is owed until
+// its nodes are seen off or a window starts again, so a node kept on by a
+// person's session goes down once the person leaves. Outside its windows
+// and after that take-down, a deployment is left to demand: a request
+// wakes it, idle_off sends it back to sleep. A watch that starts outside
+// a window takes nothing down: it did not see the window end.
+#ifndef FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
+#define FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "manifests/manifest.h"
+#include "src/engine/schedule_clock.h"
+
+namespace fleet {
+
+enum class ScheduleAct {
+  kBringUp,   // the window says up and a node of the deployment sleeps
+  kTakeDown,  // the window ended and `nodes` are still on
+};
+
+struct ScheduleDecision {
+  ScheduleAct act = ScheduleAct::kBringUp;
+  std::string deployment;
+  std::vector<std::string>
+      nodes;        // kBringUp: all of the deployment's; kTakeDown: those to take down
+  std::string why;  // "schedule daily 08:00-20:00 UTC: up now; ...; dgx3 asleep"
+};
+
+struct ScheduleInput {
+  const Manifest* manifest = nullptr;
+  std::map<std::string, ZoneOffsets>
+      zones;                    // by tz name; a schedule whose zone is absent is skipped
+  std::set<std::string> awake;  // the on_demand nodes the round found on
+  int64_t last_round_s = 0;     // unix seconds of the previous round; 0: none
+  int64_t now_s = 0;
+  std::set<std::string> owed_down;  // deployments whose window ended, not yet seen down
+};
+
+struct ScheduleOutcome {
+  std::vector<ScheduleDecision> decisions;
+  std::set<std::string> owed_down;  // for the next round's input
+  // Node -> why it stays on whatever its idleness: a window of a deployment
+  // on it says up.
+  std::map<std::string, std::string> held_up;
+};
+
+ScheduleOutcome DecideSchedules(const ScheduleInput& in);
+
+}  // namespace fleet
+
+#endif  // FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
