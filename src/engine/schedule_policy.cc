@@ -54,6 +54,10 @@ ScheduleOutcome DecideSchedules(const ScheduleInput& in) {
       if (!asleep.empty())
         out.decisions.push_back({ScheduleAct::kBringUp, name, d.nodes,
                                  said + "; " + Joined(asleep) + " asleep: up ahead of demand"});
+      else if (in.stopped.count(name))
+        out.decisions.push_back(
+            {ScheduleAct::kBringUp, name, d.nodes,
+             said + "; its serve is not running on " + Joined(d.nodes) + ": up ahead of demand"});
       continue;
     }
     const bool owed = in.owed_down.count(name) > 0 ||

@@ -1,8 +1,9 @@
 // What a deployment's `schedule` asks of a `fleet watch --heal` round,
 // decided without a node and without reading the clock
 // (schedule_round.h acts on it). Inside a window the deployment is up:
-// a node of it found asleep is brought up ahead of demand (the wake path),
-// and no node of it is idled off. At a window's end it is taken down as
+// a node of it found asleep, or a serve of it found stopped, is brought up
+// ahead of demand (the wake path, with its backoff), and no node of it is
+// idled off. At a window's end it is taken down as
 // idle off takes a node down (same blockers); the take-down is owed until
 // its nodes are seen off or a window starts again, so a node kept on by a
 // person's session goes down once the person leaves. Outside its windows
@@ -24,7 +25,7 @@
 namespace fleet {
 
 enum class ScheduleAct {
-  kBringUp,   // the window says up and a node of the deployment sleeps
+  kBringUp,   // the window says up, and a node of the deployment sleeps or a serve is stopped
   kTakeDown,  // the window ended and `nodes` are still on
 };
 
@@ -38,10 +39,13 @@ struct ScheduleDecision {
 
 struct ScheduleInput {
   const Manifest* manifest = nullptr;
-  std::map<std::string, ZoneOffsets>
-      zones;                    // by tz name; a schedule whose zone is absent is skipped
+  // By tz name; a schedule whose zone is absent is skipped.
+  std::map<std::string, ZoneOffsets> zones;
   std::set<std::string> awake;  // the on_demand nodes the round found on
-  int64_t last_round_s = 0;     // unix seconds of the previous round; 0: none
+  // Deployments with a serve found not running (absent or exited) on a
+  // node that is on.
+  std::set<std::string> stopped;
+  int64_t last_round_s = 0;  // unix seconds of the previous round; 0: none
   int64_t now_s = 0;
   std::set<std::string> owed_down;  // deployments whose window ended, not yet seen down
 };

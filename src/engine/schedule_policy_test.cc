@@ -67,6 +67,13 @@ TEST(SchedulePolicy, AWindowThatSaysUpBringsASleepingNodeUpAndHoldsItOn) {
   EXPECT_TRUE(o.decisions.empty());
   EXPECT_NE(o.held_up.at("dgx3").find("deployment b's schedule daily 08:00-20:00 UTC: up now"),
             std::string::npos);
+  // Awake, but its serve is stopped (a wake that failed left the node on).
+  ScheduleInput in = At(m, kMonday + 9 * kHour, kMonday + 9 * kHour + 60, {"dgx3"});
+  in.stopped = {"b"};
+  o = DecideSchedules(in);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kBringUp);
+  EXPECT_NE(o.decisions[0].why.find("its serve is not running on dgx3"), std::string::npos);
 }
 
 TEST(SchedulePolicy, AWindowsEndTakesItsNodesDownOnce) {

@@ -1,8 +1,11 @@
 #include "src/engine/schedule_round.h"
 
+#include "providers/deployment/deployment_json.h"
+#include "providers/deployment/deployment_probe.h"
 #include "src/engine/node_take_down.h"
 #include "src/engine/schedule_policy.h"
 #include "src/engine/wake_policy.h"
+#include "src/resource.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -23,6 +26,12 @@ std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
     if (!spec.power.present || spec.power.state != "on_demand") continue;
     const auto f = in.probed->facts.find(name);
     if (f != in.probed->facts.end() && f->second.reachable) decide.awake.insert(name);
+  }
+  for (const auto& [address, actual] : in.probed->actual) {
+    const std::string name = ResourceName("deployment", address);
+    if (name.empty() || !actual.probed || !actual.error.empty()) continue;
+    const ContainerProbe p = actual.attributes.get<ContainerProbe>();
+    if (!p.exists || p.state != "running") decide.stopped.insert(name);
   }
   decide.last_round_s = last_round_s_;
   decide.now_s = in.now_s;
