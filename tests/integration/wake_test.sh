@@ -18,7 +18,8 @@
 #   naming it, one switch call, alpha keeps answering;
 # - a schedule window (daily, UTC, ending 40-100 s from now): the watch
 #   brings b up ahead of demand, idle off leaves it on, the window's end
-#   takes dgx3 down in destroy order; plan shows the next transition.
+#   takes dgx3 down in destroy order; plan shows the next transition;
+# - the watch's HTML report draws each node's on and off time.
 # Stand-ins at the lab's ratios: the OS boots 4 s after the relay closes
 # (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
 # 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
@@ -227,7 +228,7 @@ hold_port 0
 METRICS_PORT=$HELD_PORT
 release_port
 "$FLEET" -C "$REPO" --no-color -v watch --every 3s --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
-  --metrics-listen "127.0.0.1:$METRICS_PORT" \
+  --metrics-listen "127.0.0.1:$METRICS_PORT" --report "$WORK/report.html" \
   >"$WORK/watch2.out" 2>&1 </dev/null &
 WATCH=$!
 BG_PIDS+=("$WATCH")
@@ -338,5 +339,19 @@ done
 [[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls for one failed wake"
 echo "   3 waiting requests got the 503 after $took ms: $(cat "$WORK/f1.body")"
 recipe beta beta 3000
+
+step "the watch's HTML report draws when each node was on"
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+[[ -n $CHROMIUM ]] || fail "chromium is not installed (apt-get install chromium)"
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+  --user-data-dir="$WORK/chromium" --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" 2>"$WORK/chromium.err" ||
+  fail "chromium: $(tail -5 "$WORK/chromium.err")"
+bands=$(grep -o 'data-power-bands="[^"]*"' "$WORK/dom.html" || true)
+echo "   $bands"
+[[ $bands =~ \"([0-9]+)\ on,\ ([0-9]+)\ off,\ ([0-9]+)\ events ]] || fail "no power chart: $(head -c 600 "$WORK/dom.html")"
+((BASH_REMATCH[2] >= 1 && BASH_REMATCH[3] >= 3)) || fail "the power chart lacks dgx3's off time or its events: $bands"
+grep -q '<title>dgx3 on from ' "$WORK/dom.html" && grep -q '<title>dgx3 off from ' "$WORK/dom.html" ||
+  fail "dgx3 is not drawn both on and off"
+grep -q '<title>dgx1 on from ' "$WORK/dom.html" || fail "dgx1 is not drawn on"
 
 grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"
