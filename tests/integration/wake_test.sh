@@ -310,6 +310,9 @@ grep -q '"event":"schedule","nodes":\["dgx3"\],"outcome":"powered_off"' "$REPO/.
 expect_rc 0 plan --detailed-exitcode
 expect_out "deployment.b@dgx3: schedule $window UTC: down now; up at "
 grep -E "schedule daily" "$WORK/out" | sed 's/^/   /'
+expect_rc 0 status
+expect_out "on_demand: asleep"
+expect_out "deployment b: schedule $window UTC: down now; up at "
 
 step "a serve that fails its start while requests wait: each gets the 503 naming it, one switch call, alpha answers"
 [[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is not asleep"
