@@ -42,6 +42,8 @@ class IdleOff {
  public:
   // One round's decisions and their events.
   std::vector<nlohmann::json> Round(const IdleRoundInput& in);
+  // When each awake on_demand node last saw demand, as of the last round.
+  const std::map<std::string, int64_t>& LastDemands() const { return clock_.LastDemands(); }
 
  private:
   IdleClock clock_;

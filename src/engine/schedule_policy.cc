@@ -60,16 +60,28 @@ ScheduleOutcome DecideSchedules(const ScheduleInput& in) {
              said + "; its serve is not running on " + Joined(d.nodes) + ": up ahead of demand"});
       continue;
     }
-    const bool owed = in.owed_down.count(name) > 0 ||
-                      WindowEndedBetween(d.schedule, zone, in.last_round_s, in.now_s);
-    if (!owed) continue;
-    std::vector<std::string> on, held;
+    const auto was_owed = in.owed_down.find(name);
+    if (was_owed == in.owed_down.end() &&
+        !WindowEndedBetween(d.schedule, zone, in.last_round_s, in.now_s))
+      continue;
+    const int64_t since = was_owed != in.owed_down.end() ? was_owed->second : in.now_s;
+    std::vector<std::string> on, held, asked;
     for (const std::string& n : d.nodes) {
       if (!in.awake.count(n)) continue;
       (out.held_up.count(n) ? held : on).push_back(n);
+      if (const auto t = in.last_demand.find(n); t != in.last_demand.end() && t->second > since)
+        asked.push_back(n);
     }
     if (on.empty() && held.empty()) continue;  // down: nothing owed any more
-    out.owed_down.insert(name);
+    if (!asked.empty()) {                      // demand since the end: no longer owed
+      out.decisions.push_back({ScheduleAct::kLeaveOn, name, on,
+                               said +
+                                   "; the window ended, but a request for its models came "
+                                   "since on " +
+                                   Joined(asked) + ": left to idle off"});
+      continue;
+    }
+    out.owed_down.emplace(name, since);
     if (!on.empty())
       out.decisions.push_back({ScheduleAct::kTakeDown, name, on, said + "; the window ended"});
   }

@@ -88,7 +88,8 @@ TEST(SchedulePolicy, AWindowsEndTakesItsNodesDownOnce) {
             "schedule daily 08:00-20:00 UTC: down now; up at Tue 2026-12-08 08:00 UTC (08:00 "
             "UTC); the window ended");
   EXPECT_TRUE(o.held_up.empty());
-  EXPECT_EQ(o.owed_down, std::set<std::string>{"b"});
+  ASSERT_EQ(o.owed_down.size(), 1u);
+  EXPECT_EQ(o.owed_down.at("b"), kMonday + 20 * kHour + 10);
   // Kept on (a person logged in): the next round still owes the take-down.
   ScheduleInput next = At(m, kMonday + 20 * kHour + 10, kMonday + 21 * kHour, {"dgx3"});
   next.owed_down = o.owed_down;
@@ -103,6 +104,26 @@ TEST(SchedulePolicy, AWindowsEndTakesItsNodesDownOnce) {
   EXPECT_TRUE(o.owed_down.empty());
   o = DecideSchedules(At(m, kMonday + 22 * kHour, kMonday + 22 * kHour + 60, {"dgx3"}));
   EXPECT_TRUE(o.decisions.empty());
+}
+
+TEST(SchedulePolicy, ARequestAfterTheWindowsEndCallsTheTakeDownOff) {
+  const Manifest m = Lab();
+  // Kept on at the end (a person logged in); a request came at 20:30.
+  ScheduleInput in = At(m, kMonday + 21 * kHour - 60, kMonday + 21 * kHour, {"dgx3"});
+  in.owed_down = {{"b", kMonday + 20 * kHour + 10}};
+  in.last_demand = {{"dgx3", kMonday + 20 * kHour + 1800}};
+  ScheduleOutcome o = DecideSchedules(in);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kLeaveOn);
+  EXPECT_NE(
+      o.decisions[0].why.find("a request for its models came since on dgx3: left to idle off"),
+      std::string::npos);
+  EXPECT_TRUE(o.owed_down.empty());
+  // A request before the end does not.
+  in.last_demand = {{"dgx3", kMonday + 19 * kHour}};
+  o = DecideSchedules(in);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kTakeDown);
 }
 
 TEST(SchedulePolicy, AWatchThatStartsOutsideAWindowTakesNothingDown) {
@@ -150,7 +171,7 @@ TEST(SchedulePolicy, ANodeAnotherWindowHoldsUpIsNotTakenDown) {
   const ScheduleOutcome o =
       DecideSchedules(At(m, kMonday + 20 * kHour - 10, kMonday + 20 * kHour + 10, {"dgx3"}));
   EXPECT_TRUE(o.decisions.empty());
-  EXPECT_EQ(o.owed_down, std::set<std::string>{"b"});  // when e's window ends too
+  EXPECT_EQ(o.owed_down.count("b"), 1u);  // when e's window ends too
   EXPECT_NE(o.held_up.at("dgx3").find("deployment e's"), std::string::npos);
 }
 

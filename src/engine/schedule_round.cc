@@ -36,6 +36,7 @@ std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
   decide.last_round_s = last_round_s_;
   decide.now_s = in.now_s;
   decide.owed_down = owed_down_;
+  decide.last_demand = in.last_demand;
   const ScheduleOutcome outcome = DecideSchedules(decide);
   last_round_s_ = in.now_s;
   owed_down_ = outcome.owed_down;
@@ -67,6 +68,10 @@ std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
         report(d, "backing_off",
                d.why + "; the last wake failed: " + started.backoff_cause + "; next try in " +
                    RoughDuration(started.retry_s));
+      continue;
+    }
+    if (d.act == ScheduleAct::kLeaveOn) {
+      report(d, "left_on", d.why);
       continue;
     }
     std::string downs, kept, failed;

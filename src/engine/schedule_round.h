@@ -7,7 +7,7 @@
 // as idle off does (node_take_down.h: destroy's order, same blockers).
 // Each decision is an event with why: {"event": "schedule", "time",
 // "address": "deployment.D@NODE", "deployment", "nodes", "outcome":
-// "waking"|"backing_off"|"powered_off"|"kept"|"failed", "detail"}; the same
+// "waking"|"backing_off"|"powered_off"|"kept"|"left_on"|"failed", "detail"}; the same
 // outcome and detail for a deployment is reported once.
 #ifndef FLEET_SRC_ENGINE_SCHEDULE_ROUND_H_
 #define FLEET_SRC_ENGINE_SCHEDULE_ROUND_H_
@@ -30,9 +30,11 @@ namespace fleet {
 struct ScheduleRoundInput {
   const Manifest* manifest = nullptr;
   StateStore* store = nullptr;
-  const ProbeResult* probed = nullptr;               // the round's plan probe: which nodes are on
-  int64_t now_s = 0;                                 // unix seconds
-  WakeListener* waker = nullptr;                     // brings a deployment up
+  const ProbeResult* probed = nullptr;  // the round's plan probe: which nodes are on
+  int64_t now_s = 0;                    // unix seconds
+  WakeListener* waker = nullptr;        // brings a deployment up
+  // Node -> when a request for its models last came (idle off's clock).
+  std::map<std::string, int64_t> last_demand;
   std::function<void(const std::string&)> progress;  // may be empty
 };
 
@@ -45,7 +47,7 @@ class ScheduleRound {
 
  private:
   int64_t last_round_s_ = 0;
-  std::set<std::string> owed_down_;
+  std::map<std::string, int64_t> owed_down_;
   std::map<std::string, std::string> reported_;  // deployment -> the last outcome and detail
 };
 

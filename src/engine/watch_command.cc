@@ -211,6 +211,7 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     sin.probed = &probed;
     sin.now_s = now_s;
     sin.waker = power->waker;
+    sin.last_demand = power->idle.LastDemands();  // as of the last round
     sin.progress = progress;
     IdleRoundInput in;
     line["schedule"] = power->schedule.Round(sin, &in.held_up);

@@ -255,7 +255,7 @@ std::string WatchMetrics::Render() const {
   }
   Family schedules(&out, "fleet_schedule_total", "counter",
                    "Schedule window decisions by deployment and outcome (waking, backing_off, "
-                   "powered_off, kept, failed).");
+                   "powered_off, kept, left_on, failed).");
   for (const auto& [k, n] : schedules_)
     schedules.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
   Family idle(&out, "fleet_idle_off_total", "counter",
