@@ -123,6 +123,33 @@ struct PowerRounds {
   WakeListener* waker = nullptr;
 };
 
+// The round's schedule decisions, then its idle offs, into line["schedule"]
+// and line["idle_off"].
+void PowerRound(const GlobalOptions& g, const Manifest& m, StateStore* store,
+                const ProbeResult& probed, const std::vector<SmokeResult>& checks,
+                PowerRounds* power, nlohmann::json* line) {
+  const int64_t now_s = static_cast<int64_t>(std::time(nullptr));
+  std::function<void(const std::string&)> progress;
+  if (g.verbosity > 0) progress = [](const std::string& s) { std::cout << s << "\n"; };
+  ScheduleRoundInput sin;
+  sin.manifest = &m;
+  sin.store = store;
+  sin.probed = &probed;
+  sin.now_s = now_s;
+  sin.waker = power->waker;
+  sin.last_demand = power->idle.LastDemands();  // as of the last round
+  sin.progress = progress;
+  IdleRoundInput in;
+  (*line)["schedule"] = power->schedule.Round(sin, &in.held_up);
+  in.manifest = &m;
+  in.store = store;
+  in.probed = &probed;
+  in.checks = &checks;
+  in.now_s = now_s;
+  in.progress = progress;
+  (*line)["idle_off"] = power->idle.Round(in);
+}
+
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
                      Syncer* syncer, PowerRounds* power) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
@@ -201,28 +228,8 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   }
   // Schedules and idle off come with heal: the manifest's schedule and
   // idle_off are their opt-in.
-  if (healer != nullptr && power != nullptr && state.ok()) {
-    const int64_t now_s = static_cast<int64_t>(std::time(nullptr));
-    std::function<void(const std::string&)> progress;
-    if (g.verbosity > 0) progress = [](const std::string& s) { std::cout << s << "\n"; };
-    ScheduleRoundInput sin;
-    sin.manifest = &m;
-    sin.store = store.get();
-    sin.probed = &probed;
-    sin.now_s = now_s;
-    sin.waker = power->waker;
-    sin.last_demand = power->idle.LastDemands();  // as of the last round
-    sin.progress = progress;
-    IdleRoundInput in;
-    line["schedule"] = power->schedule.Round(sin, &in.held_up);
-    in.manifest = &m;
-    in.store = store.get();
-    in.probed = &probed;
-    in.checks = &checks;
-    in.now_s = now_s;
-    in.progress = progress;
-    line["idle_off"] = power->idle.Round(in);
-  }
+  if (healer != nullptr && power != nullptr && state.ok())
+    PowerRound(g, m, store.get(), probed, checks, power, &line);
   return line;
 }
 
