@@ -42,6 +42,8 @@ class IdleClock {
                int64_t now_s);
   // Seconds since `node` last saw demand; 0 when never observed.
   int64_t IdleFor(const std::string& node, int64_t now_s) const;
+  // Node -> unix seconds of its last demand, for the nodes observed awake.
+  const std::map<std::string, int64_t>& LastDemands() const { return last_demand_; }
   // A node just woken or taken down starts over.
   void Forget(const std::string& node);
 

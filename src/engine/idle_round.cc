@@ -7,20 +7,13 @@
 #include <set>
 
 #include "providers/gateway/gateway_provider.h"
-#include "src/engine/executor.h"
 #include "src/engine/node_connections.h"
-#include "src/power_switch.h"
+#include "src/engine/node_take_down.h"
 #include "state/state.h"
 
 namespace fleet {
 
 namespace {
-
-std::string IdleJoined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : "; ") + x;
-  return s;
-}
 
 // Model -> requests HAProxy counted for it, summed over every gateway node
 // that answered; a model of a gateway that did not answer is left out (its
@@ -76,24 +69,6 @@ std::map<std::string, int> OwnRequests(const Manifest& m, const std::vector<Smok
   return own;
 }
 
-// Destroy's plan for `node` alone: its serves, display RAM and power; the
-// gateways routing to it keep running (the serve's health check drops it,
-// and the wake backup takes its requests).
-Plan TakeDownPlan(const Manifest& m, const std::string& node, const State& state,
-                  std::vector<std::unique_ptr<Provider>>* providers, NodeConnections* connections,
-                  PowerSwitch* power) {
-  PlanOptions po;
-  po.destroy = true;
-  po.targets = {"node." + node};
-  Plan plan = Planner(&m, providers, connections, power).MakePlan(state, po);
-  std::set<std::string> kept;
-  std::erase_if(plan.changes, [&](const PlanChange& c) { return c.node != node; });
-  for (const PlanChange& c : plan.changes) kept.insert(c.address);
-  for (PlanChange& c : plan.changes)
-    std::erase_if(c.depends_on, [&](const std::string& d) { return !kept.count(d); });
-  return plan;
-}
-
 }  // namespace
 
 std::vector<nlohmann::json> IdleOff::Round(const IdleRoundInput& in) {
@@ -127,45 +102,20 @@ std::vector<nlohmann::json> IdleOff::Round(const IdleRoundInput& in) {
       e["detail"] = c.why + "; kept on: " + why;
       events.push_back(e);
     };
-    Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(in.store, "idle off", 0);
-    if (!lock.ok()) {
-      kept("an apply, heal or wake holds the state (" + lock.status().message() + ")");
+    if (const auto held = in.held_up.find(c.node); held != in.held_up.end()) {
+      kept(held->second);
       continue;
     }
-    NodeConnections connections(&m);
-    Result<CommandResult> found = connections.Get(c.node)->Run(IdleBlockersScript());
-    if (!found.ok()) {
-      kept("cannot ask it who uses it: " + found.status().message());
+    const TakeDownResult done = TakeNodeDown(m, in.store, c.node, [&](const std::string& line) {
+      if (in.progress) in.progress("idle off " + c.node + ": " + line);
+    });
+    if (done.outcome == TakeDownOutcome::kKept) {
+      kept(done.why);
       continue;
     }
-    if (const std::string why = IdleBlocker(found->out); !why.empty()) {
-      kept(why);
-      continue;
-    }
-    Result<State> state = in.store->Load();
-    if (!state.ok()) {
-      kept("the state: " + state.status().message());
-      continue;
-    }
-    std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
-    std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(m.power);
-    const Plan plan = TakeDownPlan(m, c.node, *state, &providers, &connections, power.get());
     reported_.erase(c.node);
-    if (!plan.errors.empty()) {
-      e["outcome"] = "failed";
-      e["detail"] = c.why + "; its take-down plan: " + IdleJoined(plan.errors);
-      events.push_back(e);
-      continue;
-    }
-    Executor executor(&m, &providers, &connections, in.store, power.get(),
-                      [&](const std::string& line) {
-                        if (in.progress) in.progress("idle off " + c.node + ": " + line);
-                      });
-    const ApplyReport report = executor.Apply(plan, &state.value(), ApplyOptions{});
-    e["outcome"] = report.ok() ? "powered_off" : "failed";
-    e["detail"] = c.why + (report.ok() ? "; taken down as destroy would (" +
-                                             std::to_string(report.done.size()) + " steps)"
-                                       : "; " + IdleJoined(report.failed));
+    e["outcome"] = done.outcome == TakeDownOutcome::kPoweredOff ? "powered_off" : "failed";
+    e["detail"] = c.why + "; " + done.why;
     events.push_back(e);
     clock_.Forget(c.node);
   }

@@ -2,7 +2,9 @@
 // unlock freed, GPU memory), then serves (container state, health, where
 // clients reach them, what fleet watch --heal keeps of them). Columns are
 // as wide as their widest cell, so a long cell never shifts the next one.
+#include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "providers/deployment/deployment_json.h"
@@ -11,6 +13,7 @@
 #include "src/engine/commands.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
+#include "src/engine/schedule_clock.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -71,7 +74,21 @@ std::string PowerCell(const NodeSpec& spec, const NodeFacts& f) {
   return std::string("on_demand: ") + (f.reachable ? "awake" : "asleep");
 }
 
-std::vector<Row> NodeRows(const Manifest& m, const ProbeResult& probed, const State& state) {
+// Where the schedule of each deployment on `node` stands and its next
+// transition: "deployment b: schedule Mon-Fri 08:00-20:00 Europe/Berlin:
+// down now; up at Mon 2026-12-07 08:00 Europe/Berlin (07:00 UTC)".
+void ScheduleNotes(const Manifest& m, const std::string& node, int64_t now_s, Row* row) {
+  for (const auto& [name, d] : m.deployments) {
+    if (!d.schedule.present || std::count(d.nodes.begin(), d.nodes.end(), node) == 0) continue;
+    Result<ZoneOffsets> zone = ZoneOffsets::Load(d.schedule.tz);
+    row->notes.push_back("deployment " + name + ": " +
+                         (zone.ok() ? DescribeSchedule(d.schedule, *zone, now_s)
+                                    : "schedule: " + zone.status().message()));
+  }
+}
+
+std::vector<Row> NodeRows(const Manifest& m, const ProbeResult& probed, const State& state,
+                          int64_t now_s) {
   std::vector<Row> rows = {{{"NODE", "UP", "POWER", "HOSTNAME", "DISPLAY_RAM", "GPU"}, {}}};
   for (const auto& [name, spec] : m.nodes) {
     const NodeFacts& f = probed.facts.count(name) ? probed.facts.at(name) : NodeFacts{};
@@ -91,6 +108,7 @@ std::vector<Row> NodeRows(const Manifest& m, const ProbeResult& probed, const St
                           : ""));
     else if (!f.reachable)
       r.notes.push_back(f.unreachable_reason);
+    ScheduleNotes(m, name, now_s, &r);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -188,7 +206,7 @@ int CmdStatus(const GlobalOptions& g) {
   Planner planner(&m, &providers, &connections);
   std::vector<DesiredResource> desired = planner.Desired();
   ProbeResult probed = planner.Probe(desired, 64);
-  PrintTable(NodeRows(m, probed, *state));
+  PrintTable(NodeRows(m, probed, *state, static_cast<int64_t>(std::time(nullptr))));
   std::vector<Row> serves = ServeRows(m, desired, probed, *state);
   if (!serves.empty()) {
     std::cout << "\n";

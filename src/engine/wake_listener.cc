@@ -48,6 +48,7 @@ std::string NodeList(const std::vector<std::string>& nodes) {
 // wait on it.
 struct WakeRun {
   WakeTarget target;
+  std::string reason;  // what started it: "request" or "schedule"
   WakeClock::time_point started = WakeClock::now();
   std::mutex mu;
   std::condition_variable cv;
@@ -164,10 +165,14 @@ struct WakeListener::Impl {
 
   // The wake running on one of `t`'s nodes, or a new one; nullptr while
   // the deployment's backoff holds (*cause and *retry_s say why and how long).
-  std::shared_ptr<WakeRun> Join(const WakeTarget& t, std::string* cause, int* retry_s) {
+  std::shared_ptr<WakeRun> Join(const WakeTarget& t, const std::string& reason, std::string* cause,
+                                int* retry_s, bool* joined = nullptr) {
     std::lock_guard<std::mutex> l(mu);
     for (const std::string& n : t.nodes)
-      if (auto it = runs.find(n); it != runs.end()) return it->second;
+      if (auto it = runs.find(n); it != runs.end()) {
+        if (joined != nullptr) *joined = true;
+        return it->second;
+      }
     WakeHistory& h = history[t.deployment];
     if (h.failures > 0 && WakeClock::now() < h.retry_at) {
       *cause = h.last_cause;
@@ -177,6 +182,7 @@ struct WakeListener::Impl {
     }
     auto run = std::make_shared<WakeRun>();
     run->target = t;
+    run->reason = reason;
     for (const std::string& n : t.nodes) runs[n] = run;
     std::shared_ptr<Impl> keep = self.lock();
     std::thread([keep, run] { keep->Run(run); }).detach();
@@ -186,7 +192,8 @@ struct WakeListener::Impl {
   void Run(const std::shared_ptr<WakeRun>& run) {
     const WakeTarget& t = run->target;
     if (options.progress)
-      options.progress("wake: powering on " + NodeList(t.nodes) + " for " + t.model);
+      options.progress("wake: powering on " + NodeList(t.nodes) + " for " + t.model + " (" +
+                       run->reason + ")");
     const WakeDone done = DoWake(options.dir, t, options.progress);
     const double took = SecondsSince(run->started);
     {
@@ -217,6 +224,7 @@ struct WakeListener::Impl {
                         {"address", "deployment." + t.deployment + "@" + t.nodes.front()},
                         {"nodes", t.nodes},
                         {"outcome", done.ok ? "woken" : "failed"},
+                        {"reason", run->reason},
                         {"duration_s", took},
                         {"detail", done.ok ? "" : done.cause}};
     if (done.power_on_to_ssh_s >= 0)
@@ -278,7 +286,7 @@ struct WakeListener::Impl {
                     "model_asleep", 0);
     std::string cause;
     int retry_s = 0;
-    const std::shared_ptr<WakeRun> run = Join(*target, &cause, &retry_s);
+    const std::shared_ptr<WakeRun> run = Join(*target, "request", &cause, &retry_s);
     if (run == nullptr)
       return refuse(
           "waking " + what + " failed: " + cause + "; next try in " + RoughDuration(retry_s),
@@ -331,7 +339,19 @@ WakeListener::~WakeListener() {
   impl_->thread.join();
 }
 
+WakeStart WakeListener::Wake(const WakeTarget& target, const std::string& reason) {
+  WakeStart out;
+  const std::shared_ptr<WakeRun> run =
+      impl_->Join(target, reason, &out.backoff_cause, &out.retry_s, &out.joined);
+  out.running = run != nullptr;
+  return out;
+}
+
 Status WakeListener::Start(const std::string& listen, WakeListenerOptions options) {
+  if (listen.empty()) {
+    impl_->options = std::move(options);
+    return Status::OK();
+  }
   std::string host;
   int port = 0;
   if (!ParseMetricsListen(listen, &host, &port))

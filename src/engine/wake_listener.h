@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "src/engine/wake_policy.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -30,13 +31,23 @@ namespace fleet {
 struct WakeListenerOptions {
   std::string dir;  // the manifests repo (read at each request: a new commit counts)
   // Each wake's event: {"event": "wake", "time", "model", "deployment",
-  // "nodes", "outcome": "woken"|"failed", "duration_s", "detail",
+  // "nodes", "outcome": "woken"|"failed", "reason": "request"|"schedule",
+  // "duration_s", "detail",
   // "parts": {"power_on_to_ssh_s", "ssh_to_ready_s"}}; and each answered or
   // refused request: {"event": "wake_request", "time", "model",
   // "outcome": "answered"|"refused", "wait_s", "detail"}. Called from the
   // listener's threads, one call at a time.
   std::function<void(const nlohmann::json&)> on_event;
   std::function<void(const std::string&)> progress;  // the wake's apply lines; may be empty
+};
+
+// What WakeListener::Wake did: started a wake or joined the one running
+// on a node of the target, or neither while the deployment's backoff holds.
+struct WakeStart {
+  bool running = false;       // a wake of the target runs now
+  bool joined = false;        // it was running already
+  std::string backoff_cause;  // !running: why the last wake failed
+  int retry_s = 0;            // !running: when it may be tried again
 };
 
 class WakeListener {
@@ -49,9 +60,17 @@ class WakeListener {
   WakeListener(const WakeListener&) = delete;
   WakeListener& operator=(const WakeListener&) = delete;
 
-  // Binds `listen` ("ADDR:PORT"; "PORT" or ":PORT": loopback) and serves.
-  // REQUIRES: called once.
+  // Binds `listen` ("ADDR:PORT"; "PORT" or ":PORT": loopback) and serves;
+  // an empty `listen` serves nothing, and Wake still works.
+  // REQUIRES: called once, before Wake.
   Status Start(const std::string& listen, WakeListenerOptions options);
+
+  // Wakes `target` without a request (a schedule's window says up), on the
+  // same terms as a request would: one wake per node (a running one is
+  // joined, and requests that come meanwhile join it), the backoff after a
+  // failure. Returns at once; the wake's event says how it ended, with
+  // `reason` ("schedule").
+  WakeStart Wake(const WakeTarget& target, const std::string& reason);
 
  private:
   struct Impl;

@@ -7,6 +7,25 @@
 
 namespace fleet {
 
+namespace {
+
+WakeTarget TargetOf(const Manifest& m, const std::string& model, const std::string& deployment,
+                    const DeploymentSpec& d) {
+  WakeTarget t;
+  t.model = model;
+  t.deployment = deployment;
+  t.nodes = d.nodes;
+  t.backoff_s = d.restart.backoff_s;
+  t.max_backoff_s = d.restart.max_backoff_s;
+  int hold = 0;
+  for (const auto& [name, g] : m.gateways)
+    if (g.wake.present) hold = std::max(hold, g.wake.hold_s);
+  if (hold > 0) t.hold_s = hold;
+  return t;
+}
+
+}  // namespace
+
 std::optional<WakeTarget> WakeTargetFor(const Manifest& m, const std::string& model) {
   if (model.empty()) return std::nullopt;
   std::vector<std::string> unnamed;
@@ -14,21 +33,28 @@ std::optional<WakeTarget> WakeTargetFor(const Manifest& m, const std::string& mo
     if (r.model != model || !r.wakes) continue;
     const auto d = m.deployments.find(r.deployment);
     if (d == m.deployments.end()) continue;
-    WakeTarget t;
-    t.model = model;
-    t.deployment = r.deployment;
-    t.nodes = d->second.nodes;
+    WakeTarget t = TargetOf(m, model, r.deployment, d->second);
     t.head_host = r.host;
     t.head_port = r.port;
-    t.backoff_s = d->second.restart.backoff_s;
-    t.max_backoff_s = d->second.restart.max_backoff_s;
-    int hold = 0;
-    for (const auto& [name, g] : m.gateways)
-      if (g.wake.present) hold = std::max(hold, g.wake.hold_s);
-    if (hold > 0) t.hold_s = hold;
     return t;
   }
   return std::nullopt;
+}
+
+std::optional<WakeTarget> WakeTargetForDeployment(const Manifest& m,
+                                                  const std::string& deployment) {
+  const auto d = m.deployments.find(deployment);
+  if (d == m.deployments.end() || d->second.nodes.empty()) return std::nullopt;
+  std::string model = d->second.served_model.empty() ? deployment : d->second.served_model;
+  std::vector<std::string> unnamed;
+  for (const GatewayRoute& r : GatewayRoutes(m, &unnamed))
+    if (r.deployment == deployment) {
+      WakeTarget t = TargetOf(m, r.model, deployment, d->second);
+      t.head_host = r.host;
+      t.head_port = r.port;
+      return t;
+    }
+  return TargetOf(m, model, deployment, d->second);
 }
 
 Manifest ManifestWithNodesOn(const Manifest& m, const std::vector<std::string>& nodes) {

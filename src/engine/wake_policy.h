@@ -30,6 +30,10 @@ struct WakeTarget {
 // deployment of that model runs on an on_demand node.
 std::optional<WakeTarget> WakeTargetFor(const Manifest& m, const std::string& model);
 
+// The wake of `deployment` itself (a schedule's window brings it up
+// ahead of demand); its model is the routed one, else its served name.
+std::optional<WakeTarget> WakeTargetForDeployment(const Manifest& m, const std::string& deployment);
+
 // `m` with every node of `deployment` declared on: the plan made from it
 // powers them on and brings the deployment up.
 Manifest ManifestWithNodesOn(const Manifest& m, const std::vector<std::string>& nodes);

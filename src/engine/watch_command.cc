@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "src/engine/own_resources.h"
 #include "src/engine/planner.h"
 #include "src/engine/round_facts.h"
+#include "src/engine/schedule_round.h"
 #include "src/engine/serve_checks.h"
 #include "src/engine/serve_commands.h"
 #include "src/engine/sync_round.h"
@@ -113,8 +115,43 @@ std::string OwnFailuresOfRound(uint64_t faults_before, const std::vector<SmokeRe
 
 // One round: the JSON line (without its change list); with --heal, its heal
 // events under "heal".
+// What a --heal round does about power beyond heal: the schedules' windows
+// (bringing deployments up through `waker`), then idle off.
+struct PowerRounds {
+  ScheduleRound schedule;
+  IdleOff idle;
+  WakeListener* waker = nullptr;
+};
+
+// The round's schedule decisions, then its idle offs, into line["schedule"]
+// and line["idle_off"].
+void PowerRound(const GlobalOptions& g, const Manifest& m, StateStore* store,
+                const ProbeResult& probed, const std::vector<SmokeResult>& checks,
+                PowerRounds* power, nlohmann::json* line) {
+  const int64_t now_s = static_cast<int64_t>(std::time(nullptr));
+  std::function<void(const std::string&)> progress;
+  if (g.verbosity > 0) progress = [](const std::string& s) { std::cout << s << "\n"; };
+  ScheduleRoundInput sin;
+  sin.manifest = &m;
+  sin.store = store;
+  sin.probed = &probed;
+  sin.now_s = now_s;
+  sin.waker = power->waker;
+  sin.last_demand = power->idle.LastDemands();  // as of the last round
+  sin.progress = progress;
+  IdleRoundInput in;
+  (*line)["schedule"] = power->schedule.Round(sin, &in.held_up);
+  in.manifest = &m;
+  in.store = store;
+  in.probed = &probed;
+  in.checks = &checks;
+  in.now_s = now_s;
+  in.progress = progress;
+  (*line)["idle_off"] = power->idle.Round(in);
+}
+
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
-                     Syncer* syncer, IdleOff* idle) {
+                     Syncer* syncer, PowerRounds* power) {
   nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
   const uint64_t faults_before = OwnFaultCount();
   // Before anything is judged: can the controller open what it needs?
@@ -189,17 +226,10 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
     if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
     line["heal"] = healer->Round(in);
   }
-  // Idle off comes with heal: the manifest's idle_off is its opt-in.
-  if (healer != nullptr && idle != nullptr && state.ok()) {
-    IdleRoundInput in;
-    in.manifest = &m;
-    in.store = store.get();
-    in.probed = &probed;
-    in.checks = &checks;
-    in.now_s = static_cast<int64_t>(std::time(nullptr));
-    if (g.verbosity > 0) in.progress = [](const std::string& s) { std::cout << s << "\n"; };
-    line["idle_off"] = idle->Round(in);
-  }
+  // Schedules and idle off come with heal: the manifest's schedule and
+  // idle_off are their opt-in.
+  if (healer != nullptr && power != nullptr && state.ok())
+    PowerRound(g, m, store.get(), probed, checks, power, &line);
   return line;
 }
 
@@ -276,10 +306,10 @@ void DrainHeals(const GlobalOptions& g, const WatchOptions& o, Healer* healer, s
 
 }  // namespace
 
-// The round's sync, heal and idle off events: announced, logged, and
-// handed to --on-change.
+// The round's sync, heal, schedule and idle off events: announced, logged,
+// and handed to --on-change.
 void ReportRoundEvents(const WatchOptions& o, const nlohmann::json& line, std::ofstream* log) {
-  for (const char* kind : {"sync", "heal", "idle_off"})
+  for (const char* kind : {"sync", "heal", "schedule", "idle_off"})
     for (const nlohmann::json& event : line.value(kind, nlohmann::json::array())) {
       AnnounceEvent(event);
       if (log != nullptr) *log << event.dump() << "\n" << std::flush;
@@ -309,10 +339,10 @@ struct WakeEvents {
 };
 
 // --wake-listen: each event announced at once and appended to the state's
-// events. Nothing to do without the flag.
+// events. Without the flag nothing listens, and the schedules still wake
+// through it.
 Status StartWakeListener(const GlobalOptions& g, const WatchOptions& o, WakeListener* listener,
                          WakeEvents* events) {
-  if (o.wake_listen.empty()) return Status::OK();
   WakeListenerOptions wo;
   wo.dir = g.dir;
   wo.on_event = [events, &g](const nlohmann::json& e) {
@@ -361,7 +391,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   WatchStates last;
   std::vector<nlohmann::json> lines;  // for --report only: a long watch keeps no history
   Healer healer(o.heal_parallelism);
-  IdleOff idle_off;
+  PowerRounds power_rounds;
   Syncer syncer(
       g.dir,
       SyncOptions{o.sync_ref, int64_t{ParseDurationSeconds(o.lock_timeout, 0).value_or(0)} * 1000,
@@ -373,10 +403,11 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
     std::cerr << "fleet watch: " << s.message() << "\n";
     return 1;
   }
+  power_rounds.waker = &wake_listener;
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
     const auto start = std::chrono::steady_clock::now();
     nlohmann::json line =
-        Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr, &idle_off);
+        Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr, &power_rounds);
     line["duration_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     WatchStates now = WatchStatesOf(line, last);

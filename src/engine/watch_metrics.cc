@@ -39,8 +39,10 @@ class Family {
       : out_(out), name_(name) {
     *out_ += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
   }
-  void Add(const Labels& labels, double value) {
-    *out_ += name_;
+  void Add(const Labels& labels, double value) { AddAs(name_, labels, value); }
+  // A sample named otherwise: a histogram's _bucket, _sum and _count.
+  void AddAs(const std::string& name, const Labels& labels, double value) {
+    *out_ += name;
     if (!labels.empty()) {
       *out_ += "{";
       for (size_t i = 0; i < labels.size(); ++i)
@@ -61,6 +63,10 @@ double UnixSeconds(const std::string& iso) {
   if (strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return 0;
   return static_cast<double>(timegm(&tm));
 }
+
+// Upper bounds of the wake request histogram's buckets, in seconds: a
+// wake is a boot of minutes on a GB10, up to wake.hold (1 h at most).
+constexpr double kWakeRequestBuckets[] = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600};
 
 double Bool(const json& j, const char* key) { return j.value(key, false) ? 1 : 0; }
 
@@ -172,6 +178,14 @@ void WatchMetrics::Observe(const json& line) {
   for (const json& e : line.value("heal", json::array()))
     ++heals_[{e.value("deployment", ""), e.value("node", ""), e.value("outcome", "")}];
   for (const json& e : line.value("wake", json::array())) {
+    if (e.value("event", "") == "wake_request" && e.value("outcome", "") == "answered") {
+      Histogram& h = wake_requests_[e.value("model", "")];
+      const double s = e.value("wait_s", 0.0);
+      h.buckets.resize(std::size(kWakeRequestBuckets));
+      for (size_t i = 0; i < h.buckets.size(); ++i) h.buckets[i] += s <= kWakeRequestBuckets[i];
+      ++h.count;
+      h.sum += s;
+    }
     if (e.value("event", "") != "wake") continue;  // a request's event is not a wake
     const std::pair<std::string, std::string> k{e.value("deployment", ""), e.value("outcome", "")};
     ++wakes_[k];
@@ -179,6 +193,8 @@ void WatchMetrics::Observe(const json& line) {
   }
   for (const json& e : line.value("idle_off", json::array()))
     ++idle_offs_[{e.value("node", ""), e.value("outcome", "")}];
+  for (const json& e : line.value("schedule", json::array()))
+    ++schedules_[{e.value("deployment", ""), e.value("outcome", "")}];
   // Energy: each node's state at a round holds until the next round.
   const double round_time = UnixSeconds(line.value("time", ""));
   if (last_round_time_ > 0 && round_time > last_round_time_)
@@ -223,6 +239,25 @@ std::string WatchMetrics::Render() const {
                 "Seconds those wakes took, from the first request to the serve ready.");
   for (const auto& [k, s] : wake_seconds_)
     wake_s.Add({{"deployment", k.first}, {"outcome", k.second}}, s);
+  Family waited(&out, "fleet_wake_request_seconds", "histogram",
+                "Requests a wake held and answered, by model: seconds from the request to the "
+                "answer's first byte.");
+  for (const auto& [model, h] : wake_requests_) {
+    for (size_t i = 0; i < h.buckets.size(); ++i)
+      waited.AddAs("fleet_wake_request_seconds_bucket",
+                   {{"model", model}, {"le", Number(kWakeRequestBuckets[i])}},
+                   static_cast<double>(h.buckets[i]));
+    waited.AddAs("fleet_wake_request_seconds_bucket", {{"model", model}, {"le", "+Inf"}},
+                 static_cast<double>(h.count));
+    waited.AddAs("fleet_wake_request_seconds_sum", {{"model", model}}, h.sum);
+    waited.AddAs("fleet_wake_request_seconds_count", {{"model", model}},
+                 static_cast<double>(h.count));
+  }
+  Family schedules(&out, "fleet_schedule_total", "counter",
+                   "Schedule window decisions by deployment and outcome (waking, backing_off, "
+                   "powered_off, kept, left_on, failed).");
+  for (const auto& [k, n] : schedules_)
+    schedules.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
   Family idle(&out, "fleet_idle_off_total", "counter",
               "Idle off decisions by node and outcome (powered_off, kept, failed).");
   for (const auto& [k, n] : idle_offs_)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace fleet {
 
@@ -18,7 +19,7 @@ class WatchMetrics {
   // `interval_s`: the watch's --every; `version`: fleet's (fleet_build_info).
   WatchMetrics(int interval_s, std::string version);
 
-  // Takes one round's line (with its "heal", "wake" and "idle_off"
+  // Takes one round's line (with its "heal", "wake", "schedule" and "idle_off"
   // events): the gauges become the line's, the counters (rounds, heals,
   // wakes, idle offs, failures in a row) advance.
   void Observe(const nlohmann::json& line);
@@ -42,6 +43,17 @@ class WatchMetrics {
   std::map<std::pair<std::string, std::string>, uint64_t> wakes_;
   std::map<std::pair<std::string, std::string>, double> wake_seconds_;
   std::map<std::pair<std::string, std::string>, uint64_t> idle_offs_;
+  // Schedule decisions by deployment and outcome.
+  std::map<std::pair<std::string, std::string>, uint64_t> schedules_;
+  // Requests a wake held and answered, by model: request to the answer's
+  // first byte (the listener sends the serve's answer in one piece), as a
+  // histogram (cumulative counts per bucket, kWakeRequestBuckets).
+  struct Histogram {
+    std::vector<uint64_t> buckets;
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  std::map<std::string, Histogram> wake_requests_;
   // Seconds each node was seen up (held from one round to the next), and
   // with power.watts the energy it drew and that it saved against being on
   // all the time, in kWh.

@@ -110,6 +110,27 @@ TEST(WatchMetrics, WakesAndIdleOffsAreCountedByOutcome) {
   EXPECT_EQ(t.find("outcome=\"answered\""), std::string::npos);  // a request, not a wake
 }
 
+TEST(WatchMetrics, WakeRequestsAreAHistogramAndScheduleDecisionsACounter) {
+  WatchMetrics m(60, "0.1.0");
+  nlohmann::json line = Line("pass");
+  line["wake"] = nlohmann::json::parse(R"([
+    {"event": "wake_request", "model": "beta", "outcome": "answered", "wait_s": 12.5},
+    {"event": "wake_request", "model": "beta", "outcome": "answered", "wait_s": 4},
+    {"event": "wake_request", "model": "beta", "outcome": "refused", "wait_s": 1}])");
+  line["schedule"] = nlohmann::json::parse(
+      R"([{"event": "schedule", "deployment": "b", "outcome": "powered_off"}])");
+  m.Observe(line);
+  const std::string t = m.Render();
+  EXPECT_TRUE(Has(t, "# TYPE fleet_wake_request_seconds histogram")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_bucket{model="beta",le="1"} 0)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_bucket{model="beta",le="5"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_bucket{model="beta",le="30"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_bucket{model="beta",le="+Inf"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_sum{model="beta"} 16.5)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_request_seconds_count{model="beta"} 2)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_schedule_total{deployment="b",outcome="powered_off"} 1)")) << t;
+}
+
 // The value of the sample `series` ("name{labels}") in `text`; -1 if none.
 double Sample(const std::string& text, const std::string& series) {
   const size_t at = text.find("\n" + series + " ");

@@ -140,6 +140,51 @@ function chart(title, series, parent){
   return svg;
 }
 var charts = document.getElementById('charts');
+// When each node was on: a band per node, green while the round's probe
+// reached it, grey while it was off or asleep, each round's state held to
+// the next round; wakes, idle offs and schedule decisions as ticks.
+function powerChart(parent){
+  var nodes = {};
+  rounds.forEach(function(r){
+    var t = Date.parse(r.time);
+    Object.keys(r.nodes || {}).forEach(function(n){ (nodes[n] = nodes[n] || []).push({t: t, up: !!r.nodes[n].up}); });
+  });
+  var names = Object.keys(nodes).sort();
+  if (!names.length) return;
+  var W = 1130, L = 80, R = 10, T = 20, row = 18, H = T + row * names.length + 24;
+  var svg = el('svg', {width: W, height: H, 'class': 'power'}, parent);
+  el('text', {x: L, y: 14, 'font-size': 12}, svg).textContent = 'nodes on (green) and off or asleep (grey); ticks: wakes, idle offs, schedule decisions';
+  var x = function(t){ return L + (W-L-R) * (t - t0) / (t1 - t0); };
+  names.forEach(function(n, i){
+    var y = T + row * i, on = 0;
+    el('text', {x: 4, y: y + 12, 'font-size': 11}, svg).textContent = n;
+    nodes[n].forEach(function(p, k){
+      var next = k + 1 < nodes[n].length ? nodes[n][k+1].t : t1;
+      if (p.up) on += next - p.t;
+      var band = el('rect', {x: x(p.t), y: y + 2, width: Math.max(1, x(next) - x(p.t)), height: row - 4,
+                             fill: p.up ? '#4c4' : '#ccc', 'class': p.up ? 'on' : 'off'}, svg);
+      el('title', {}, band).textContent = n + (p.up ? ' on' : ' off') + ' from ' + new Date(p.t).toISOString();
+    });
+    var label = el('text', {x: W - R, y: y + 12, 'font-size': 10, 'text-anchor': 'end'}, svg);
+    label.textContent = (on / 3600000).toFixed(2) + ' h on';
+    rounds.forEach(function(r){
+      ['wake', 'idle_off', 'schedule'].forEach(function(kind){
+        (r[kind] || []).forEach(function(e){
+          var hit = (e.nodes || []).indexOf(n) >= 0 || e.node === n;
+          if (!hit || e.event === 'wake_request') return;
+          var tx = x(Date.parse(e.time || r.time));
+          var tick = el('line', {x1: tx, y1: y, x2: tx, y2: y + row, stroke: '#333', 'class': 'event'}, svg);
+          el('title', {}, tick).textContent = e.time + ' ' + kind + ' ' + (e.outcome || '') + ': ' + (e.detail || '');
+        });
+      });
+    });
+  });
+  var hms = function(t){ return new Date(t).toISOString().substr(11, 8) + 'Z'; };
+  el('text', {x: L, y: H - 6, 'font-size': 10}, svg).textContent = hms(t0);
+  el('text', {x: W - R, y: H - 6, 'font-size': 10, 'text-anchor': 'end'}, svg).textContent = hms(t1);
+}
+var ph = document.createElement('h2'); ph.textContent = 'power'; charts.appendChild(ph);
+powerChart(charts);
 Object.keys(serves).sort().forEach(function(key){
   var h = document.createElement('h2'); h.textContent = key; charts.appendChild(h);
   var legend = document.createElement('div'); legend.className = 'legend'; charts.appendChild(legend);
@@ -162,6 +207,8 @@ Object.keys(serves).sort().forEach(function(key){
   chart('decode tokens/s (streamed checks)', as({field: 'tps', floor: 'min_decode_tps'}), charts);
 });
 document.body.setAttribute('data-rendered', String(document.querySelectorAll('svg.chart').length));
+document.body.setAttribute('data-power-bands', document.querySelectorAll('svg.power rect.on').length + ' on, ' +
+  document.querySelectorAll('svg.power rect.off').length + ' off, ' + document.querySelectorAll('svg.power line.event').length + ' events');
 })();
 </script>
 </body></html>

@@ -11,7 +11,15 @@
 # - asleep again (power cut): 10 concurrent requests, one wake, 10 answers;
 # - a switch that ignores turn_on: the requests get the 503 naming it, one
 #   switch call per backoff, alpha (always-on dgx1) keeps answering; once
-#   the switch works and the backoff passed, a request is answered.
+#   the switch works and the backoff passed, a request is answered;
+# - idle off: a person's session keeps dgx3 on, then it goes down in
+#   destroy order; the energy figures;
+# - a serve that fails its start while 3 requests wait: each gets the 503
+#   naming it, one switch call, alpha keeps answering;
+# - a schedule window (daily, UTC, ending 40-100 s from now): the watch
+#   brings b up ahead of demand, idle off leaves it on, the window's end
+#   takes dgx3 down in destroy order; plan shows the next transition;
+# - the watch's HTML report draws each node's on and off time.
 # Stand-ins at the lab's ratios: the OS boots 4 s after the relay closes
 # (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
 # 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
@@ -220,7 +228,7 @@ hold_port 0
 METRICS_PORT=$HELD_PORT
 release_port
 "$FLEET" -C "$REPO" --no-color -v watch --every 3s --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
-  --metrics-listen "127.0.0.1:$METRICS_PORT" \
+  --metrics-listen "127.0.0.1:$METRICS_PORT" --report "$WORK/report.html" \
   >"$WORK/watch2.out" 2>&1 </dev/null &
 WATCH=$!
 BG_PIDS+=("$WATCH")
@@ -258,4 +266,95 @@ grep -E '^fleet_(node_(on|off)_seconds_total|node_energy(_saved)?_kwh_total|wake
 grep -q '^fleet_node_energy_kwh_total{node="dgx3"} ' "$WORK/metrics" || fail "no energy figure for dgx3: $(cat "$WORK/metrics")"
 grep -q '^fleet_idle_off_total{node="dgx3",outcome="powered_off"} 1$' "$WORK/metrics" ||
   fail "the idle power off is not counted: $(grep idle_off "$WORK/metrics")"
+
+step "a schedule window: its start brings b up ahead of demand, idle off leaves it on, its end takes it down"
+# A daily window in UTC that began 10 min ago: dgx3 is brought up at once.
+# Once idle off has found it idle and left it on, the window's end is moved
+# to the next minute (10-70 s away): the watch re-reads the manifests each
+# round, and a window's minutes are all the test waits for.
+hhmm() { date -u -d "@$1" +%H:%M; }
+start=$((($(date -u +%s) / 60 - 10) * 60))
+window="daily $(hhmm "$start")-$(hhmm $((start + 1200)))"
+sed -i "s|\"up\": \"Mon-Fri 08:00-20:00\", \"tz\": \"Europe/Berlin\"|\"up\": \"$window\", \"tz\": \"UTC\"|" "$REPO/fleet.yaml"
+grep -qF "$window" "$REPO/fleet.yaml" || fail "the window was not declared"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is not asleep"
+t0=$(ms)
+wait_output "$WORK/watch2.out" "schedule deployment.b@dgx3: waking" 30
+wait_output "$WORK/watch2.out" "wake deployment.b@dgx3: woken \(schedule\)" 60
+echo "   $window: b up $(($(ms) - t0)) ms after the window was declared"
+[[ $(param dgx3 modeset) == Y ]] || fail "the schedule's wake did not unlock dgx3's display RAM"
+code=$(chat beta)
+[[ $code == 200 ]] && grep -q 11303 "$WORK/chat.body" || fail "beta after the window's start: $code $(cat "$WORK/chat.body")"
+wait_output "$WORK/watch2.out" "idle_off node.dgx3: kept.*deployment b's schedule $window" 40
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 went down within its window"
+now=$(date -u +%s)
+end=$(((now / 60 + 1) * 60))
+((end - now >= 10)) || end=$((end + 60))
+sed -i "s|\"$window\"|\"daily $(hhmm "$start")-$(hhmm "$end")\"|" "$REPO/fleet.yaml"
+window="daily $(hhmm "$start")-$(hhmm "$end")"
+grep -qF "$window" "$REPO/fleet.yaml" || fail "the window's end was not moved"
+expect_rc 0 plan
+expect_out "deployment.b@dgx3: schedule $window UTC: up now; down at "
+expect_out "$(hhmm "$end") UTC ($(hhmm "$end") UTC)"
+wait_output "$WORK/watch2.out" "schedule deployment.b@dgx3: powered_off" $((end - $(date -u +%s) + 40))
+echo "   taken down $(($(ms) - end * 1000)) ms after the window's end"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is still on after its window"
+order=$(grep -nE '^schedule down dgx3: (deployment.b@dgx3: complete|display_ram.dgx3: complete|node.dgx3: complete)' \
+  "$WORK/watch2.out" | cut -d: -f1 | tr '\n' ' ')
+read -r serve_done ram_done node_done <<<"$order"
+if [[ -z ${node_done:-} ]] || ! ((serve_done < ram_done && ram_done < node_done)); then
+  fail "not in destroy order: $(grep -E '^(wake b|schedule down)|!!!' "$WORK/watch2.out" | tail -40)"
+fi
+grep -q '"event":"schedule","nodes":\["dgx3"\],"outcome":"powered_off"' "$REPO/.fleet/state.json.events" ||
+  fail "no schedule event in the state's events"
+expect_rc 0 plan --detailed-exitcode
+expect_out "deployment.b@dgx3: schedule $window UTC: down now; up at "
+grep -E "schedule daily" "$WORK/out" | sed 's/^/   /'
+expect_rc 0 status
+expect_out "on_demand: asleep"
+expect_out "deployment b: schedule $window UTC: down now; up at "
+
+step "a serve that fails its start while requests wait: each gets the 503 naming it, one switch call, alpha answers"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is not asleep"
+asleep_in_gateway
+sed -i 's/"--served-model-name", "beta"\]/"--served-model-name", "beta", "--no-such-flag", "1"]/' "$REPO/recipes/beta.toml"
+grep -q no-such-flag "$REPO/recipes/beta.toml" || fail "the recipe was not broken"
+before=$(turn_ons)
+t0=$(ms)
+pids=()
+for i in 1 2 3; do
+  curl -s -m 90 -D "$WORK/f$i.h" -o "$WORK/f$i.body" -w '%{http_code}' "http://$GW:8000/v1/chat/completions" \
+    -d '{"model":"beta","messages":[{"role":"user","content":"What is 127*89?"}]}' >"$WORK/f$i.code" &
+  pids+=($!)
+done
+sleep 1
+code=$(chat alpha)
+[[ $code == 200 ]] || fail "alpha does not answer while beta's wake runs: $code"
+for p in "${pids[@]}"; do wait "$p" || true; done
+took=$(($(ms) - t0))
+for i in 1 2 3; do
+  [[ $(cat "$WORK/f$i.code") == 503 ]] || fail "request $i: $(cat "$WORK/f$i.code") $(cat "$WORK/f$i.body")"
+  grep -q '"message":"waking dgx3 for beta failed: deployment.b@dgx3: .*exit code 2' "$WORK/f$i.body" ||
+    fail "request $i's 503 does not name the serve's failure: $(cat "$WORK/f$i.body")"
+  grep -qi '^retry-after: [0-9]' "$WORK/f$i.h" || fail "request $i: no Retry-After"
+done
+((took < 45000)) || fail "the 503s took $took ms"
+[[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls for one failed wake"
+echo "   3 waiting requests got the 503 after $took ms: $(cat "$WORK/f1.body")"
+recipe beta beta 3000
+
+step "the watch's HTML report draws when each node was on"
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+[[ -n $CHROMIUM ]] || fail "chromium is not installed (apt-get install chromium)"
+timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+  --user-data-dir="$WORK/chromium" --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" 2>"$WORK/chromium.err" ||
+  fail "chromium: $(tail -5 "$WORK/chromium.err")"
+bands=$(grep -o 'data-power-bands="[^"]*"' "$WORK/dom.html" || true)
+echo "   $bands"
+[[ $bands =~ \"([0-9]+)\ on,\ ([0-9]+)\ off,\ ([0-9]+)\ events ]] || fail "no power chart: $(head -c 600 "$WORK/dom.html")"
+((BASH_REMATCH[2] >= 1 && BASH_REMATCH[3] >= 3)) || fail "the power chart lacks dgx3's off time or its events: $bands"
+grep -q '<title>dgx3 on from ' "$WORK/dom.html" && grep -q '<title>dgx3 off from ' "$WORK/dom.html" ||
+  fail "dgx3 is not drawn both on and off"
+grep -q '<title>dgx1 on from ' "$WORK/dom.html" || fail "dgx1 is not drawn on"
+
 grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"
