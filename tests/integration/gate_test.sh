@@ -22,31 +22,14 @@
 #   5. fleet events and fleet report --bench show the history;
 # after each apply the plan is empty and a second apply does nothing.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_images.sh"
 
 for tool in ip tc nsenter "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
-FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
-[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+need_fake_engine
 
-# import_image DIR REPO [IMPORT-OPTIONS]: DIR as an image on dgx1; prints the ref.
-import_image() {
-  local dir=$1 repo=$2 d quiet=
-  shift 2
-  tar -C "$dir" -cf "$dir.tar" .
-  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
-  [[ $CE == podman ]] && quiet=-q
-  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
-  echo "localhost/$repo@sha256:$d"
-}
-haproxy_rootfs() {
-  local root=$WORK/haproxy-root lib
-  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
-  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
-  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
-  echo "$root"
-}
 # engine_image NAME TOKEN_MS [MORE-ENV]: the stand-in engine, its speed in
 # the image's environment (a file of its own makes each image another).
 engine_image() {
