@@ -31,16 +31,6 @@ done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
 need_fake_engine
 
-recipe() {  # recipe NAME MODEL
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 
 step "3 nodes; the stand-in engine and HAProxy imported on dgx1"
@@ -49,8 +39,8 @@ GW=$(node_field dgx3 address)
 ENG=$(import_image "$(engine_rootfs)" fleet/engine)
 GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy --change "'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
 mkdir -p "$REPO/recipes"
-recipe alpha alpha
-recipe beta beta
+model_recipe alpha alpha
+model_recipe beta beta
 ALICE=sk-alice-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 OPS=sk-ops-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 KEYS=$WORK/lab-keys  # outside the repo ($REPO is $WORK/repo)

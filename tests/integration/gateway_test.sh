@@ -18,6 +18,7 @@
 # Converged after each apply. Registered once per engine (tests/meson.build).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/node_images.sh"
+source "$(dirname "$0")/gateway_loop.sh"
 
 for tool in ip tc nsenter "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
@@ -25,17 +26,6 @@ done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
 need_fake_engine
 
-recipe() {  # recipe NAME MODEL [ENV-TOML-LINES]
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-${3:-}
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
   echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE${5:-}}"
@@ -61,24 +51,6 @@ served_by() {  # served_by MODEL: the model the reply names, after a 200
   [[ ${out##*$'\n'} == 200 ]] || fail "a chat for $1 through the gateway: ${out}"
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["model"])' "${out%$'\n'*}"
 }
-LOOP=""
-start_loop() {  # start_loop MODEL: 5 requests/s through the gateway
-  rm -f "$WORK/loop.stop" "$WORK/loop.out"
-  python3 "$ROOT/tests/integration/gateway_client.py" "$GW" 8000 "$1" 5 "$WORK/loop.stop" "$WORK/loop.out" &
-  LOOP=$!
-  BG_PIDS+=("$LOOP")
-  sleep 1
-}
-stop_loop() {  # stop_loop MIN: no request failed, at least MIN answered
-  touch "$WORK/loop.stop"
-  wait "$LOOP" || fail "the client loop failed"
-  local summary answered
-  summary=$(head -1 "$WORK/loop.out")
-  echo "   client loop: $summary"
-  [[ $summary == *" failed=0" ]] || fail "requests failed through the gateway: $(cat "$WORK/loop.out")"
-  answered=${summary%% *}
-  ((${answered#ok=} >= $1)) || fail "only ${answered#ok=} requests answered (expected >= $1)"
-}
 gw_id() { ce dgx4 container inspect --format '{{.Id}}' fleet-gw-lab; }
 
 step "5 nodes on a LAN; the stand-in engine and HAProxy imported on dgx1"
@@ -87,11 +59,11 @@ GW=$(node_field dgx4 address)
 ENG=$(import_image "$(engine_rootfs)" fleet/engine)
 GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy --change "'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
 mkdir -p "$REPO/recipes"
-recipe alpha alpha
-recipe beta beta
-recipe gamma gamma
-recipe garble alpha 'FAKE_ENGINE_GARBLE_AFTER = "0"'
-recipe beta2 beta 'FAKE_ENGINE_FRESH_DELAY_MS = "1"'
+model_recipe alpha alpha
+model_recipe beta beta
+model_recipe gamma gamma
+model_recipe garble alpha 'FAKE_ENGINE_GARBLE_AFTER = "0"'
+model_recipe beta2 beta 'FAKE_ENGINE_FRESH_DELAY_MS = "1"'
 write_repo
 
 step "the plan starts gateway lab with its routes; apply; converged"

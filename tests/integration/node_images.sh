@@ -45,3 +45,19 @@ engine_rootfs() {
   ln -s busybox "$root/bin/sh"
   echo "$root"
 }
+
+# model_recipe NAME MODEL [ENV-TOML-LINES]: recipes/NAME.toml in the test's
+# repo: the stand-in engine on {port} serving MODEL in 256 MB at a token a
+# millisecond, ENV-TOML-LINES added to its [env].
+model_recipe() {
+  mkdir -p "$REPO/recipes"
+  cat >"$REPO/recipes/$1.toml" <<TOML
+model = ""
+args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
+memory_limit = "256m"
+
+[env]
+FAKE_ENGINE_TOKEN_MS = "1"
+${3:-}
+TOML
+}

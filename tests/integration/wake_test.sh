@@ -24,17 +24,6 @@ done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run"; exit 77; }
 need_fake_engine
 
-recipe() {  # recipe NAME MODEL BOOT_MS
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-FAKE_ENGINE_BOOT_MS = "$3"
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
   echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE, \"restart\": {\"backoff\": \"3s\", \"max_backoff\": \"6s\"}${5:-}}"
@@ -81,8 +70,8 @@ hold_port 0
 WAKE_PORT=$HELD_PORT
 release_port
 mkdir -p "$REPO/recipes"
-recipe alpha alpha 0
-recipe beta beta 3000
+model_recipe alpha alpha 'FAKE_ENGINE_BOOT_MS = "0"'
+model_recipe beta beta 'FAKE_ENGINE_BOOT_MS = "3000"'
 write_repo
 
 step "apply leaves the sleeping node alone; the gateway gets a wake backup for beta; converged"
