@@ -11,14 +11,10 @@
 
 #include "manifests/manifest.h"
 #include "manifests/own_fault.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/file_text_test.XXXXXX";
-  return mkdtemp(tmpl);
-}
 
 // Uses up every descriptor below a lowered soft limit, runs `f`, and gives
 // them back: what a flood of the metrics port did to the watch.
@@ -38,7 +34,8 @@ void WithoutDescriptors(F f) {
 }
 
 TEST(ReadFileText, ReadsTheWholeFile) {
-  const std::string dir = TempDir();
+  const testing_support::TempDir tmp("file_text_test");
+  const std::string& dir = tmp.path();
   std::ofstream(dir + "/a") << std::string(200000, 'x');
   FileText f = ReadFileText(dir + "/a", "a");
   EXPECT_TRUE(f.ok);
@@ -58,7 +55,8 @@ TEST(ReadFileText, AMissingFileNamesItsErrnoAndIsNotOwn) {
 }
 
 TEST(ReadFileText, NoDescriptorLeftIsAnErrorOfTheReaderNeverAnEmptyFile) {
-  const std::string dir = TempDir();
+  const testing_support::TempDir tmp("file_text_test");
+  const std::string& dir = tmp.path();
   std::ofstream(dir + "/fleet.yaml") << "version: 1\n";
   const uint64_t before = OwnFaultCount();
   WithoutDescriptors([&] {
@@ -73,7 +71,8 @@ TEST(ReadFileText, NoDescriptorLeftIsAnErrorOfTheReaderNeverAnEmptyFile) {
 }
 
 TEST(LoadManifest, NoDescriptorLeftIsNotAnEmptyFleetYaml) {
-  const std::string dir = TempDir();
+  const testing_support::TempDir tmp("file_text_test");
+  const std::string& dir = tmp.path();
   std::ofstream(dir + "/fleet.yaml") << "version: 1\nfleet: lab\n";
   Manifest m;
   Diagnostics diags;

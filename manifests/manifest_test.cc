@@ -9,6 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/expect_diag.h"
+#include "tests/support/temp_dir.h"
+
 namespace fleet {
 namespace {
 
@@ -18,41 +21,22 @@ constexpr char kTestdata[] = FLEET_MANIFESTS_TESTDATA;
 constexpr char kDigest[] = "8d13908715809a2c974703ebdef73a03f3e854ceee241693788453a614abadc3";
 constexpr char kRevision[] = "f751b8828ef23efd613b30602303a90e4e09e42d";
 
-std::string Dump(const Diagnostics& diags) {
-  std::string out;
-  for (const Diagnostic& d : diags) out += "  " + d.ToString() + "\n";
-  return out;
-}
-
-// Expects exactly one diagnostic whose ToString() is `line`.
-#define EXPECT_DIAG(diags, line)                                           \
-  do {                                                                     \
-    const Diagnostics& d_ = (diags);                                       \
-    int n_ = 0;                                                            \
-    for (const Diagnostic& x_ : d_) n_ += x_.ToString() == (line) ? 1 : 0; \
-    EXPECT_EQ(n_, 1) << "want: " << (line) << "\ngot:\n" << Dump(d_);      \
-  } while (0)
+using testing_support::Dump;
 
 // A scratch manifests repo with the valid fixture's recipes.
 class TempRepo {
  public:
-  TempRepo() {
-    char pattern[] = "/tmp/fleet-manifest-test-XXXXXX";
-    dir_ = mkdtemp(pattern);
-    fs::copy(fs::path(kTestdata) / "valid" / "recipes", fs::path(dir_) / "recipes",
+  TempRepo() : tmp_("fleet-manifest-test") {
+    fs::copy(fs::path(kTestdata) / "valid" / "recipes", fs::path(dir()) / "recipes",
              fs::copy_options::recursive);
   }
-  ~TempRepo() { fs::remove_all(dir_); }
-  const std::string& dir() const { return dir_; }
-
+  const std::string& dir() const { return tmp_.path(); }
   void Write(const std::string& relative, const std::string& text) const {
-    const fs::path path = fs::path(dir_) / relative;
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << text;
+    tmp_.Write(relative, text);
   }
 
  private:
-  std::string dir_;
+  testing_support::TempDir tmp_;
 };
 
 struct Loaded {

@@ -4,16 +4,14 @@
 
 #include <string>
 
+#include "tests/support/expect_diag.h"
+
 namespace fleet {
 namespace {
 
 constexpr char kTestdata[] = FLEET_MANIFESTS_TESTDATA;
 
-std::string Dump(const Diagnostics& diags) {
-  std::string out;
-  for (const Diagnostic& d : diags) out += "  " + d.ToString() + "\n";
-  return out;
-}
+using testing_support::Dump;
 
 // Parses `text` as recipes/r.toml; returns the diagnostics.
 Diagnostics Parse(const std::string& text, Recipe* recipe = nullptr) {
@@ -22,15 +20,6 @@ Diagnostics Parse(const std::string& text, Recipe* recipe = nullptr) {
   ParseRecipe(text, "recipes/r.toml", recipe != nullptr ? recipe : &local, &diags);
   return diags;
 }
-
-// Expects exactly one diagnostic whose ToString() is `line`.
-#define EXPECT_DIAG(diags, line)                                           \
-  do {                                                                     \
-    const Diagnostics& d_ = (diags);                                       \
-    int n_ = 0;                                                            \
-    for (const Diagnostic& x_ : d_) n_ += x_.ToString() == (line) ? 1 : 0; \
-    EXPECT_EQ(n_, 1) << "want: " << (line) << "\ngot:\n" << Dump(d_);      \
-  } while (0)
 
 TEST(RecipeTest, LoadsEveryField) {
   Recipe recipe;

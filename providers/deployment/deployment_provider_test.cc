@@ -20,6 +20,7 @@
 #include "providers/node/engine_api_test_util.h"
 #include "providers/node/gpu_facts.h"
 #include "state/state.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -238,28 +239,13 @@ TEST(DeploymentSpecTest, FillPlaceholdersKeepsUnknownAndJson) {
 // a real one prints, and a stand-in curl.
 class ProbeScriptTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fleet-deploy-probe-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
-  void Tool(const std::string& name, const std::string& body) {
-    std::ofstream(dir_ + "/" + name) << "#!/bin/sh\n" << body;
-    chmod((dir_ + "/" + name).c_str(), 0755);
-  }
+  void SetUp() override { ASSERT_NE(dir_, ""); }
+  void Tool(const std::string& name, const std::string& body) { stub_.Tool(name, body); }
   std::string Run(const std::string& script, const std::string& env = "") {
-    std::ofstream(dir_ + "/probe.sh") << script;
-    std::string cmd = "env -u CONTAINER_HOST -u XDG_RUNTIME_DIR PATH=" + dir_ + ":/usr/bin:/bin " +
-                      env + " sh " + dir_ + "/probe.sh";
-    FILE* f = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    pclose(f);
-    return out;
+    return stub_.Run(script, env).out;
   }
-  std::string dir_;
+  const testing_support::StubCli stub_{"fleet-deploy-probe"};
+  const std::string dir_ = stub_.dir();
 };
 
 ContainerSpec ProbeSpec() {

@@ -19,6 +19,7 @@
 #include "manifests/smoke_schema.h"
 #include "providers/node/engine_api_test_util.h"
 #include "src/shell_quote.h"
+#include "tests/support/run_shell.h"
 
 namespace fleet {
 namespace {
@@ -341,11 +342,7 @@ std::string RunOwnerScript(const std::string& exec_mode, const std::string& pid 
       "env -u CONTAINER_HOST -u SSH_CONNECTION " + env + " FAKE_PID=" + pid +
       " FAKE_EXEC=" + exec_mode + " sh -c " +
       ShellQuote(ConnectionOwnerScript(cli, "fleet-b", port, client_port, ssh_port));
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
+  std::string out = testing_support::RunShell(cmd).out;
   close(afd);
   close(cfd);
   close(lfd);

@@ -21,6 +21,7 @@
 
 #include "providers/gateway/gateway_config.h"
 #include "tests/support/loopback_port.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
@@ -70,8 +71,8 @@ TEST(GatewayBusyCheck, ASlowHealthKeepsTrafficWithinTheRequestTimeout) {
               {"plain", "plain", "n1", "127.0.0.1", FreePort(), "/health"}};
   w.routes[0].check_timeout_s = 120;
   SealGatewayWant(&w);
-  char pattern[] = "/tmp/fleet-gw-busy-XXXXXX";
-  const fs::path dir = mkdtemp(pattern);
+  const testing_support::TempDir tmp("fleet-gw-busy");
+  const fs::path dir = tmp.path();
   const fs::path lua = dir / "busy.lua";
   std::ofstream(lua) << "core.register_action('busy', {'http-req'}, function(txn) "
                         "core.sleep(10) end)\n";
@@ -101,7 +102,6 @@ TEST(GatewayBusyCheck, ASlowHealthKeepsTrafficWithinTheRequestTimeout) {
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);
-  fs::remove_all(dir);
   EXPECT_EQ(busy, "UP") << config;
   EXPECT_EQ(plain, "DOWN") << config;
 }

@@ -37,6 +37,7 @@
 #include "manifests/served_name.h"
 #include "providers/gateway/gateway_config.h"
 #include "tests/support/loopback_port.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
@@ -218,11 +219,7 @@ class GatewayNameProperty : public ::testing::Test {
  protected:
   void SetUp() override {
     if (std::system("command -v haproxy >/dev/null 2>&1") != 0) GTEST_SKIP() << "no haproxy";
-    char pattern[] = "/tmp/fleet-gw-name-XXXXXX";
-    dir_ = mkdtemp(pattern);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
+    ASSERT_NE(dir_, "");
   }
 
   bool HaproxyAccepts(const std::string& config) {
@@ -280,7 +277,8 @@ class GatewayNameProperty : public ::testing::Test {
     waitpid(pid, &status, 0);
   }
 
-  std::string dir_;
+  const testing_support::TempDir tmp_{"fleet-gw-name"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(GatewayNameProperty, NoNameChangesTheMeaningOfTheGatewayConfig) {

@@ -12,6 +12,8 @@
 #include <fstream>
 
 #include "src/shell_quote.h"
+#include "tests/support/run_shell.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
@@ -23,12 +25,7 @@ const std::string kRepo = "127.0.0.1:5000/team/vllm";
 
 // What `script` prints, run by sh.
 std::string RunSh(const std::string& script) {
-  std::string out;
-  FILE* p = popen(("sh -c " + ShellQuote(script)).c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  pclose(p);
-  return out;
+  return testing_support::RunShell("sh -c " + ShellQuote(script)).out;
 }
 
 // A stand-in CLI: `ls` is what `image ls -q --no-trunc` prints (and `ls_rc`
@@ -36,12 +33,10 @@ std::string RunSh(const std::string& script) {
 // given, one line per ID ("<id> <line>" in `lines`), misses on stderr.
 class FakeCli {
  public:
-  FakeCli(const std::string& ls, int ls_rc, const std::string& lines) {
-    char dir[] = "/tmp/fleet-listing-XXXXXX";
-    dir_ = mkdtemp(dir);
-    path_ = dir_ + "/cli";
-    std::ofstream(dir_ + "/ls") << ls;
-    std::ofstream(dir_ + "/lines") << lines;
+  FakeCli(const std::string& ls, int ls_rc, const std::string& lines)
+      : dir_("fleet-listing"), path_(dir_.path() + "/cli") {
+    dir_.Write("ls", ls);
+    dir_.Write("lines", lines);
     std::ofstream(path_) << "#!/bin/sh\n"
                             "d=$(dirname \"$0\"); echo \"$*\" >> \"$d/calls\"\n"
                             "if [ \"$2\" = ls ]; then cat \"$d/ls\"; exit " +
@@ -54,17 +49,17 @@ class FakeCli {
                                 "exit $rc\n";
     chmod(path_.c_str(), 0755);
   }
-  ~FakeCli() { std::system(("rm -rf " + ShellQuote(dir_)).c_str()); }
   std::string Run() const { return RunSh(ImageListingScript(path_)); }
   int Calls() const {
-    std::ifstream in(dir_ + "/calls");
+    std::ifstream in(dir_.path() + "/calls");
     int n = 0;
     for (std::string line; std::getline(in, line);) ++n;
     return n;
   }
 
  private:
-  std::string dir_, path_;
+  const testing_support::TempDir dir_;
+  const std::string path_;
 };
 
 TEST(ImageListingTest, ListsEveryImageOnceWithTwoCliRuns) {
@@ -92,8 +87,8 @@ TEST(ImageListingTest, ListsEveryImageOnceWithTwoCliRuns) {
 
 // podman: one `image ls` with the inspect's template, its rows one per tag.
 TEST(ImageListingTest, PodmanListsWithOneCliRun) {
-  char dir[] = "/tmp/fleet-listing-XXXXXX";
-  const std::string d = mkdtemp(dir), cli = d + "/podman";
+  const testing_support::TempDir dir("fleet-listing");
+  const std::string d = dir.path(), cli = d + "/podman";
   const std::string row = "img sha256:" + kC + " [\"other/name@" + kD + "\"] [\"x:1\",\"y:2\"]";
   std::ofstream(cli) << "#!/bin/sh\necho \"$*\" >> \"$(dirname \"$0\")/calls\"\n"
                         "[ \"$1 $2 $3 $4\" = 'image ls --no-trunc --format' ] || exit 9\n"
@@ -104,7 +99,6 @@ TEST(ImageListingTest, PodmanListsWithOneCliRun) {
   std::ifstream calls(d + "/calls");
   int n = 0;
   for (std::string line; std::getline(calls, line);) ++n;
-  std::system(("rm -rf " + ShellQuote(d)).c_str());
   EXPECT_EQ(n, 1);
   ASSERT_TRUE(l.listed) << l.error;
   EXPECT_EQ(l.error, "");

@@ -20,6 +20,7 @@
 #include "providers/image/run_args.h"
 #include "providers/node/engine_api_test_util.h"
 #include "state/state.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -189,28 +190,17 @@ TEST(ImageProbeTest, ParsesFoundMissingAndErrors) {
 // record it cannot read: 500) goes to the CLI, as does a node without the
 // service.
 TEST(ImageProbeTest, InspectThroughTheEnginesApi) {
-  char tmpl[] = "/tmp/image_api_test.XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const testing_support::StubCli stub("image_api_test");
+  const std::string& dir = stub.dir();
   ASSERT_TRUE(testing_engine::InstallBuiltProbe(dir)) << "run by meson, which sets FLEET_PROBE";
-  std::ofstream(dir + "/podman") << "#!/bin/sh\necho \"$@\" >>" << dir
-                                 << "/podman.args\necho 'Error: image not known' >&2; exit 125\n";
-  chmod((dir + "/podman").c_str(), 0755);
+  stub.RecordingTool("podman", "echo 'Error: image not known' >&2; exit 125\n");
   const std::string ref = kRepo + "@" + kD;
   auto inspect = [&](const std::string& what) {
-    std::ofstream(dir + "/inspect.sh") << ImageInspectScript("podman", what);
-    const std::string cmd = "env -u CONTAINER_HOST HOME=" + dir + " XDG_RUNTIME_DIR=" + dir +
-                            "/xdg PATH=" + dir + ":/usr/bin:/bin sh " + dir + "/inspect.sh";
-    FILE* f = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-    const int status = pclose(f);
-    return ParseImageInspect(WEXITSTATUS(status), out);
+    const testing_support::ShellRun run =
+        stub.Run(ImageInspectScript("podman", what), "XDG_RUNTIME_DIR=" + dir + "/xdg");
+    return ParseImageInspect(run.exit_code, run.out);
   };
-  auto cli_calls = [&] {
-    std::ifstream in(dir + "/podman.args");
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
+  auto cli_calls = [&] { return stub.Calls("podman"); };
   const std::string sock = dir + "/xdg/podman/podman.sock";
   {
     testing_engine::FakeEngineApi engine(

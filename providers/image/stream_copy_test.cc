@@ -13,6 +13,7 @@
 
 #include "providers/image/tar_stream_check.h"
 #include "src/shell_quote.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
@@ -20,9 +21,7 @@ namespace {
 class StreamCopyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/stream_copy_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_NE(dir_, "");
     // An archive with a few entries, one of them 3 MiB (several chunks), a
     // symlink and a directory, as `podman save` writes them.
     Sh("mkdir -p " + Q(dir_ + "/src/sub") + " && head -c 3145728 /dev/urandom > " +
@@ -36,7 +35,6 @@ class StreamCopyTest : public ::testing::Test {
     e.node = "dst";
     target_ = MakeTransport(e);
   }
-  void TearDown() override { Sh("rm -rf " + Q(dir_)); }
 
   static std::string Q(const std::string& s) { return ShellQuote(s); }
   static void Sh(const std::string& cmd) { ASSERT_EQ(system(cmd.c_str()), 0) << cmd; }
@@ -47,7 +45,8 @@ class StreamCopyTest : public ::testing::Test {
     return ss.str();
   }
 
-  std::string dir_;
+  const testing_support::TempDir tmp_{"stream_copy_test"};
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<Transport> source_, target_;
 };
 

@@ -11,6 +11,7 @@
 #include "providers/model/blob_hash.h"
 #include "providers/model/hub_test_util.h"
 #include "src/shell_quote.h"
+#include "tests/support/run_shell.h"
 
 namespace fleet {
 namespace {
@@ -41,14 +42,10 @@ std::string RunWriter(const std::string& dir, const std::string& cmd, const std:
   const std::string script = (path.empty() ? "" : "PATH=" + ShellQuote(path) + "\n") +
                              "m=" + ShellQuote(dir + "/m") + "; r=rev; mkdir -p \"$m/blobs\" " +
                              "\"$m/snapshots/$r\"\n" + cmd;
-  FILE* p = ::popen(("sh -c " + ShellQuote(script) + " < " + ShellQuote(in)).c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, rc) << cmd;
-  return out;
+  const testing_support::ShellRun run =
+      testing_support::RunShell("sh -c " + ShellQuote(script) + " < " + ShellQuote(in));
+  EXPECT_EQ(run.exit_code, rc) << cmd;
+  return run.out;
 }
 
 // An LFS blob (sha256) and a git blob (git's sha1 of "blob N\0" + data):

@@ -18,6 +18,7 @@
 #include "providers/model/blob_hash.h"
 #include "providers/model/hub_cache.h"
 #include "src/transport.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet::testing_hub {
 
@@ -36,20 +37,10 @@ inline std::unique_ptr<Transport> Local() {
   return t;
 }
 
-class TempDir {
+// The model tests' scratch folders, named so a leftover one says whose it is.
+class TempDir : public testing_support::TempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/fleet-model-test.XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : testing_support::TempDir("fleet-model-test") {}
 };
 
 inline void WriteFile(const std::string& path, const std::string& data) {

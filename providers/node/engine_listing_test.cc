@@ -21,6 +21,7 @@
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
 #include "src/shell_quote.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -86,27 +87,14 @@ std::map<std::string, std::pair<std::string, std::string>> ApiAnswers(const Engi
 
 class EngineListingTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/engine_listing_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ASSERT_EQ(mkdir((dir_ + "/bin").c_str(), 0755), 0);
-  }
+  void SetUp() override { ASSERT_NE(dir_, ""); }
   void TearDown() override {
     if (sock_ >= 0) close(sock_);
-    std::system(("rm -rf " + ShellQuote(dir_)).c_str());
   }
 
-  void Write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ + "/" + name) << text;
-  }
-  void Tool(const std::string& name, const std::string& body) {
-    const std::string path = dir_ + "/bin/" + name;
-    std::ofstream(path) << "#!/bin/sh\necho \"$*\" >> " << ShellQuote(dir_ + "/" + name + ".args")
-                        << "\n"
-                        << body;
-    chmod(path.c_str(), 0755);
-  }
+  void Write(const std::string& name, const std::string& text) { stub_.Write(name, text); }
+  // Every stand-in records its arguments in <dir>/<name>.args (Ran, Read).
+  void Tool(const std::string& name, const std::string& body) { stub_.RecordingTool(name, body); }
   static std::string ImageLs(const std::string& d) {
     return "case \"$*\" in *--format*) cat " + d + "/inspect ;; *) cat " + d + "/ls ;; esac";
   }
@@ -153,18 +141,7 @@ class EngineListingTest : public ::testing::Test {
   // Runs `script` with only the stand-ins and the base system on PATH, and
   // `env` (e.g. DOCKER_HOST=...) set.
   std::string Run(const std::string& script, const std::string& env) {
-    Write("script.sh", script);
-    const std::string cmd = "cd " + ShellQuote(dir_) +
-                            " && env -u DOCKER_HOST -u XDG_RUNTIME_DIR "
-                            "-u DOCKER_CONTEXT -u CONTAINER_HOST HOME=" +
-                            ShellQuote(dir_) + " PATH=" + ShellQuote(dir_ + "/bin") +
-                            ":/usr/bin:/bin " + env + " /bin/sh " + ShellQuote(dir_ + "/script.sh");
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    pclose(p);
-    return out;
+    return stub_.Run(script, env).out;
   }
   // The plan's node probe (no GPU, no fabric) on a node whose CLI is `cli`.
   NodeFacts Plan(const std::string& cli, const std::string& env) {
@@ -177,13 +154,10 @@ class EngineListingTest : public ::testing::Test {
     return access((dir_ + "/" + tool + ".args").c_str(), F_OK) == 0;
   }
   void Forget(const std::string& tool) { unlink((dir_ + "/" + tool + ".args").c_str()); }
-  std::string Read(const std::string& name) {
-    std::stringstream ss;
-    ss << std::ifstream(dir_ + "/" + name).rdbuf();
-    return ss.str();
-  }
+  std::string Read(const std::string& name) { return stub_.Read(name); }
 
-  std::string dir_;
+  const testing_support::StubCli stub_{"engine_listing_test"};
+  const std::string dir_ = stub_.dir();
   int sock_ = -1;
 };
 

@@ -17,26 +17,17 @@
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
 
 class GpuContextTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gpu_context_test.XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ASSERT_EQ(mkdir((dir_ + "/bin").c_str(), 0755), 0);
-  }
-  void TearDown() override { std::system(("rm -rf " + ShellQuote(dir_)).c_str()); }
+  void SetUp() override { ASSERT_NE(dir_, ""); }
 
   // An executable in the stand-in PATH.
-  void Tool(const std::string& name, const std::string& body) {
-    const std::string path = dir_ + "/bin/" + name;
-    std::ofstream(path) << "#!/bin/sh\n" << body;
-    chmod(path.c_str(), 0755);
-  }
+  void Tool(const std::string& name, const std::string& body) { stub_.Tool(name, body); }
   // The container CLI: prints `listing` for `ps`, exits `rc`; records its
   // arguments.
   void Cli(const std::string& listing, int rc = 0) {
@@ -44,33 +35,19 @@ class GpuContextTest : public ::testing::Test {
                        ShellQuote(listing) + "\nexit " + std::to_string(rc) + "\n");
   }
   // Runs `script` with only the stand-ins (and the base system) on PATH.
+  // No engine socket: the stand-in CLI answers (engine_listing_test.cc has
+  // the API's path).
   std::string Run(const std::string& script) {
-    std::ofstream(dir_ + "/script.sh") << script;
-    // No engine socket: the stand-in CLI answers (engine_listing_test.cc
-    // has the API's path).
-    const std::string cmd = "cd " + ShellQuote(dir_) +
-                            " && DOCKER_HOST=unix:///nonexistent HOME=" + ShellQuote(dir_) +
-                            " PATH=" + ShellQuote(dir_ + "/bin") + ":/usr/bin:/bin /bin/sh " +
-                            ShellQuote(dir_ + "/script.sh");
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    pclose(p);
-    return out;
+    return stub_.Run(script, "DOCKER_HOST=unix:///nonexistent").out;
   }
   // The listing and the decision scripts, then what it chose for fleet-probe.
   std::string Decide(const std::string& cli, GpuContextMode mode) {
     return Run(ServeListingScript(cli) + GpuContextScript(mode) + "printf 'fpa=%s\\n' \"$fpa\"\n");
   }
-  std::string Read(const std::string& name) {
-    std::stringstream ss;
-    ss << std::ifstream(dir_ + "/" + name).rdbuf();
-    return ss.str();
-  }
+  std::string Read(const std::string& name) { return stub_.Read(name); }
 
-  std::string dir_;
+  const testing_support::StubCli stub_{"gpu_context_test"};
+  const std::string dir_ = stub_.dir();
 };
 
 TEST_F(GpuContextTest, ServeRunningMeansNoContext) {

@@ -8,6 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/run_shell.h"
+#include "tests/support/temp_dir.h"
+
 namespace fleet {
 namespace {
 
@@ -456,10 +459,9 @@ TEST(DropCachesSudo, RefusalNamesTheExactSudoersLine) {
 // only what a sudoers file lists: asked only on unified memory, and for
 // exactly the command the apply runs.
 TEST(DropCachesSudo, ScriptAsksExactlyTheCommandOnUnifiedMemoryOnly) {
-  char dir_template[] = "/tmp/drop-caches-sudo.XXXXXX";
-  const char* dir = mkdtemp(dir_template);
-  ASSERT_NE(dir, nullptr);
-  const std::string d = dir;
+  const testing_support::TempDir dir("drop-caches-sudo");
+  ASSERT_NE(dir.path(), "");
+  const std::string& d = dir.path();
   {
     std::ofstream sudo(d + "/sudo");
     sudo << "#!/bin/sh\n[ \"$1\" = -n ] && [ \"$2\" = -l ] || exit 2\nshift 2\n"
@@ -472,12 +474,10 @@ TEST(DropCachesSudo, ScriptAsksExactlyTheCommandOnUnifiedMemoryOnly) {
   const auto run = [&](const std::string& gpj) {
     const std::string script =
         "PATH=" + d + ":/usr/bin:/bin\ngpj='" + gpj + "'\n" + DropCachesSudoScript();
-    std::ofstream(d + "/script.sh") << script;
-    const std::string out = d + "/out";
-    EXPECT_EQ(std::system(("sh " + d + "/script.sh >" + out).c_str()), 0);
-    std::ifstream in(out);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    dir.Write("script.sh", script);
+    const testing_support::ShellRun run = testing_support::RunShell("sh " + d + "/script.sh");
+    EXPECT_EQ(run.exit_code, 0);
+    std::stringstream ss(run.out);
     std::map<std::string, std::string> kv;
     std::string line;
     while (std::getline(ss, line)) {
@@ -499,7 +499,6 @@ TEST(DropCachesSudo, ScriptAsksExactlyTheCommandOnUnifiedMemoryOnly) {
   EXPECT_EQ(run(R"({"gpus":[{"unified_memory":true}]})").drop_caches_sudo, "refused");
   // A discrete GPU: not asked.
   EXPECT_EQ(run(R"({"gpus":[{"unified_memory":false}]})").drop_caches_sudo, "");
-  (void)std::system(("rm -rf " + d).c_str());
 }
 
 }  // namespace

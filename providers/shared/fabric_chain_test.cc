@@ -10,6 +10,7 @@
 
 #include "providers/shared/silenced_port_test_util.h"
 #include "src/local_transport.h"
+#include "tests/support/temp_dir.h"
 
 namespace fleet {
 namespace {
@@ -51,18 +52,6 @@ std::string Trimmed(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a);
 }
 
-// A directory of the test's own under /tmp, removed with it.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    char tmpl[] = "/tmp/fabric_chain_test.XXXXXX";
-    if (mkdtemp(tmpl) != nullptr) path = tmpl;
-  }
-  ~ScratchDir() {
-    if (!path.empty()) std::system(("rm -rf " + path).c_str());
-  }
-};
-
 TEST(FabricChain, EveryHopGetsTheWholeStream) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   Chain c("head -c 5000000 /dev/zero", {"sha256sum", "sha256sum", "wc -c"});
@@ -81,9 +70,9 @@ TEST(FabricChain, EveryHopGetsTheWholeStream) {
 // hop1's has its whole stream, for 10 s at most.
 TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  ScratchDir dir;
-  ASSERT_NE(dir.path, "");
-  const std::string mark = dir.path + "/hop1-done";
+  const testing_support::TempDir dir("fabric_chain_test");
+  ASSERT_NE(dir.path(), "");
+  const std::string mark = dir.path() + "/hop1-done";
   Chain c("head -c 3000000 /dev/zero",
           {"cat >/dev/null; i=0; while [ ! -e " + mark +
                " ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; "
@@ -104,9 +93,9 @@ TEST(FabricChain, AHopsWorkAfterTheStreamDoesNotHoldTheNext) {
 // its hop to end, which a dead tee never lets happen.)
 TEST(FabricChain, ARelayWhoseTeeFailsEndsAndSaysSo) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
-  ScratchDir dir;
-  ASSERT_NE(dir.path, "");
-  const std::string shim = dir.path;
+  const testing_support::TempDir dir("fabric_chain_test");
+  ASSERT_NE(dir.path(), "");
+  const std::string shim = dir.path();
   ASSERT_EQ(std::system(("printf '#!/bin/sh\\necho \"tee: invalid option -- p\" >&2; exit 1\\n' >" +
                          shim + "/tee && chmod +x " + shim + "/tee")
                             .c_str()),

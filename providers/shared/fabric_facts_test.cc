@@ -8,6 +8,7 @@
 
 #include "providers/shared/fabric_route.h"
 #include "src/shell_quote.h"
+#include "tests/support/run_shell.h"
 
 namespace fleet {
 namespace {
@@ -172,12 +173,7 @@ TEST(FabricFacts, ScriptReadsASysfsTree) {
   put(port / "gid_attrs/types/1", "RoCE v2");
   // `lo` has 127.0.0.1/8 in every network namespace.
   const std::string cmd = "sh -c " + ShellQuote(FabricFactsScript(root.string()));
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  char buf[512];
-  while (fgets(buf, sizeof buf, f)) out += buf;
-  pclose(f);
+  const std::string out = testing_support::RunShell(cmd).out;
   fs::remove_all(root);
   std::vector<FabricPort> p = ParseFabricPorts(out);
   ASSERT_EQ(p.size(), 1u) << out;

@@ -8,6 +8,8 @@
 
 #include <mutex>
 
+#include "tests/support/temp_dir.h"
+
 namespace fleet {
 namespace {
 
@@ -57,8 +59,7 @@ class FakeProvider : public Provider {
 class ExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fleet-executor-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_NE(dir_, "");
     for (const char* n : {"n1", "n2"}) {
       NodeSpec spec;
       spec.name = n;
@@ -70,7 +71,6 @@ class ExecutorTest : public ::testing::Test {
     store_ = MakeLocalStateStore(dir_ + "/state.json");
     state_.lineage = "L";
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   static PlanChange Change(const std::string& addr, const std::string& node,
                            std::vector<std::string> deps, nlohmann::json detail = {}) {
@@ -94,7 +94,8 @@ class ExecutorTest : public ::testing::Test {
     return ex.Apply(plan, &state_, o);
   }
 
-  std::string dir_;
+  const testing_support::TempDir tmp_{"fleet-executor"};
+  const std::string dir_ = tmp_.path();
   Manifest manifest_;
   std::vector<std::unique_ptr<Provider>> providers_;
   std::unique_ptr<NodeConnections> connections_;

@@ -2,39 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include "src/engine/power_lab_test_util.h"
+
 namespace fleet {
 namespace {
 
 // Model q on dgx3 (on_demand, idle_off 30m), model r on dgx1 (always on).
 Manifest Lab() {
-  Manifest m;
-  for (const char* n : {"dgx1", "dgx3"}) {
-    NodeSpec node;
-    node.name = n;
-    node.address = std::string(n) + ".lan";
-    node.power.present = true;
-    node.power.switch_entity = std::string("switch.") + n;
-    m.nodes[n] = node;
-  }
+  Manifest m = testing_power::SwitchedNodes({"dgx1", "dgx3"});
   m.nodes["dgx3"].power.state = "on_demand";
   m.nodes["dgx3"].power.idle_off_s = 1800;
-  ImageSpec image;
-  image.name = "img";
-  image.ref = "eng@sha256:" + std::string(64, 'a');
-  m.images["img"] = image;
-  auto deployment = [&](const std::string& name, const std::string& node, int port,
-                        const std::string& model) {
-    DeploymentSpec d;
-    d.name = name;
-    d.nodes = {node};
-    d.port = port;
-    d.served_model = model;
-    d.image = "img";
-    d.recipe.args = {"serve"};
-    m.deployments[name] = d;
-  };
-  deployment("b", "dgx3", 30001, "q");
-  deployment("c", "dgx1", 30002, "r");
+  testing_power::AddDeployment(&m, "b", "dgx3", 30001, "q");
+  testing_power::AddDeployment(&m, "c", "dgx1", 30002, "r");
   return m;
 }
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
+
 namespace fleet {
 namespace {
 
@@ -290,16 +292,8 @@ TEST(SyncPolicy, ACopysRelativePathsResolveAgainstTheCheckout) {
 
 // Two trees as sync sees them: the commit's copy and the lab's checkout.
 struct TwoTrees {
-  std::string copy, live;
-  TwoTrees() {
-    char a[] = "/tmp/sync_policy_test.XXXXXX", b[] = "/tmp/sync_policy_test.XXXXXX";
-    copy = mkdtemp(a) ? a : "";
-    live = mkdtemp(b) ? b : "";
-  }
-  ~TwoTrees() {
-    std::filesystem::remove_all(copy);
-    std::filesystem::remove_all(live);
-  }
+  const testing_support::TempDir copy_dir{"sync_policy_test"}, live_dir{"sync_policy_test"};
+  const std::string copy = copy_dir.path(), live = live_dir.path();
   static void Write(const std::string& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
   }

@@ -4,42 +4,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/engine/power_lab_test_util.h"
+
 namespace fleet {
 namespace {
 
 // Two deployments of model "q" (a on dgx1, always on; b on dgx3, on
 // demand) and one of "r" on dgx1; gateway lab on dgx4 with wake.
 Manifest Lab() {
-  Manifest m;
-  for (const char* n : {"dgx1", "dgx3", "dgx4"}) {
-    NodeSpec node;
-    node.name = n;
-    node.address = std::string(n) + ".lan";
-    node.power.present = true;
-    node.power.switch_entity = std::string("switch.") + n;
-    m.nodes[n] = node;
-  }
+  Manifest m = testing_power::SwitchedNodes({"dgx1", "dgx3", "dgx4"});
   m.nodes["dgx3"].power.state = "on_demand";
-  ImageSpec image;
-  image.name = "img";
-  image.ref = "eng@sha256:" + std::string(64, 'a');
-  m.images["img"] = image;
-  auto deployment = [&](const std::string& name, const std::string& node, int port,
-                        const std::string& model) {
-    DeploymentSpec d;
-    d.name = name;
-    d.nodes = {node};
-    d.port = port;
-    d.served_model = model;
-    d.image = "img";
-    d.recipe.args = {"serve"};
+  testing_power::AddDeployment(&m, "a", "dgx1", 30000, "q");
+  testing_power::AddDeployment(&m, "b", "dgx3", 30001, "q");
+  testing_power::AddDeployment(&m, "c", "dgx1", 30002, "r");
+  for (auto& [name, d] : m.deployments) {
     d.restart.backoff_s = 20;
     d.restart.max_backoff_s = 100;
-    m.deployments[name] = d;
-  };
-  deployment("a", "dgx1", 30000, "q");
-  deployment("b", "dgx3", 30001, "q");
-  deployment("c", "dgx1", 30002, "r");
+  }
   GatewaySpec g;
   g.name = "lab";
   g.nodes = {"dgx4"};

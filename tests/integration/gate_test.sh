@@ -22,31 +22,15 @@
 #   5. fleet events and fleet report --bench show the history;
 # after each apply the plan is empty and a second apply does nothing.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_images.sh"
+source "$(dirname "$0")/gateway_loop.sh"
 
 for tool in ip tc nsenter "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
-FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
-[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+need_fake_engine
 
-# import_image DIR REPO [IMPORT-OPTIONS]: DIR as an image on dgx1; prints the ref.
-import_image() {
-  local dir=$1 repo=$2 d quiet=
-  shift 2
-  tar -C "$dir" -cf "$dir.tar" .
-  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
-  [[ $CE == podman ]] && quiet=-q
-  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
-  echo "localhost/$repo@sha256:$d"
-}
-haproxy_rootfs() {
-  local root=$WORK/haproxy-root lib
-  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
-  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
-  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
-  echo "$root"
-}
 # engine_image NAME TOKEN_MS [MORE-ENV]: the stand-in engine, its speed in
 # the image's environment (a file of its own makes each image another).
 engine_image() {
@@ -116,24 +100,6 @@ route_on_dgx1() {
     fail "the gateway does not route to dgx1: $(grep -n 30001 "$WORK/haproxy.cfg")"
   ! grep -q "$(node_field dgx3 address):30001" "$WORK/haproxy.cfg" || fail "the gateway routes to dgx3"
 }
-LOOP=""
-start_loop() {
-  rm -f "$WORK/loop.stop" "$WORK/loop.out"
-  python3 "$ROOT/tests/integration/gateway_client.py" "$GW" 8000 qwen38 5 "$WORK/loop.stop" "$WORK/loop.out" &
-  LOOP=$!
-  BG_PIDS+=("$LOOP")
-  sleep 1
-}
-stop_loop() {  # stop_loop MIN: no request failed, at least MIN answered
-  touch "$WORK/loop.stop"
-  wait "$LOOP" || fail "the client loop failed"
-  local summary answered
-  summary=$(head -1 "$WORK/loop.out")
-  echo "   client loop: $summary"
-  [[ $summary == *" failed=0" ]] || fail "requests failed through the gateway: $(cat "$WORK/loop.out")"
-  answered=${summary%% *}
-  ((${answered#ok=} >= $1)) || fail "only ${answered#ok=} requests answered (expected >= $1)"
-}
 
 write_repo v1
 expect_rc 0 apply --auto-approve
@@ -161,7 +127,7 @@ assert_converged
 
 step "fast -> slow (decode 30% slower) under a client loop: refused, route and serve unchanged"
 write_repo slow
-start_loop
+start_loop qwen38
 expect_rc 1 apply --auto-approve
 cp "$WORK/out" "$WORK/slow.out"
 stop_loop 10

@@ -16,6 +16,7 @@
 #   4 MB body (printed: the figure docs/manifest.md quotes).
 # Registered once per engine (tests/meson.build).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_images.sh"
 # Free ports: gateway_test (30001, 30002) may run beside this test.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PA=$(free_port)
@@ -28,43 +29,8 @@ for tool in "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
-FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
-[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+need_fake_engine
 
-import_image() {  # import_image DIR REPO [IMPORT-OPTIONS]: prints the ref
-  local dir=$1 repo=$2 d quiet=
-  shift 2
-  tar -C "$dir" -cf "$dir.tar" .
-  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
-  [[ $CE == podman ]] && quiet=-q  # docker import has no -q
-  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
-  echo "localhost/$repo@sha256:$d"
-}
-haproxy_rootfs() {
-  local root=$WORK/haproxy-root lib
-  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
-  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
-  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
-  echo "$root"
-}
-engine_rootfs() {
-  local root=$WORK/engine-root
-  mkdir -p "$root/bin"
-  cp "$(command -v busybox)" "$root/bin/busybox"
-  cp "$FAKE_ENGINE" "$root/bin/fake-engine"
-  ln -s busybox "$root/bin/sh"
-  echo "$root"
-}
-recipe() {  # recipe NAME MODEL
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 
 step "3 nodes; the stand-in engine and HAProxy imported on dgx1"
@@ -73,8 +39,8 @@ GW=$(node_field dgx3 address)
 ENG=$(import_image "$(engine_rootfs)" fleet/engine)
 GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy --change "'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
 mkdir -p "$REPO/recipes"
-recipe alpha alpha
-recipe beta beta
+model_recipe alpha alpha
+model_recipe beta beta
 ALICE=sk-alice-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 OPS=sk-ops-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 KEYS=$WORK/lab-keys  # outside the repo ($REPO is $WORK/repo)

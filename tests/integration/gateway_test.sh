@@ -17,53 +17,15 @@
 # - the gateway's node down: the plan and `fleet check` name the gateway.
 # Converged after each apply. Registered once per engine (tests/meson.build).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_images.sh"
+source "$(dirname "$0")/gateway_loop.sh"
 
 for tool in ip tc nsenter "$CE" busybox haproxy; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run (podman or docker)"; exit 77; }
-FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
-[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+need_fake_engine
 
-# import_image DIR REPO [IMPORT-OPTIONS]: DIR as an image on dgx1, tagged as
-# fleet reads an imported image's digest; prints the ref.
-import_image() {
-  local dir=$1 repo=$2 d quiet=
-  shift 2
-  tar -C "$dir" -cf "$dir.tar" .
-  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
-  [[ $CE == podman ]] && quiet=-q  # docker import has no -q
-  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
-  echo "localhost/$repo@sha256:$d"
-}
-# HAProxy as the official image lays it out, from Debian's binary and the
-# libraries it links.
-haproxy_rootfs() {
-  local root=$WORK/haproxy-root lib
-  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
-  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
-  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
-  echo "$root"
-}
-engine_rootfs() {
-  local root=$WORK/engine-root
-  mkdir -p "$root/bin"
-  cp "$(command -v busybox)" "$root/bin/busybox"
-  cp "$FAKE_ENGINE" "$root/bin/fake-engine"
-  ln -s busybox "$root/bin/sh"
-  echo "$root"
-}
-recipe() {  # recipe NAME MODEL [ENV-TOML-LINES]
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-${3:-}
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
   echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE${5:-}}"
@@ -89,24 +51,6 @@ served_by() {  # served_by MODEL: the model the reply names, after a 200
   [[ ${out##*$'\n'} == 200 ]] || fail "a chat for $1 through the gateway: ${out}"
   python3 -c 'import json,sys; print(json.loads(sys.argv[1])["model"])' "${out%$'\n'*}"
 }
-LOOP=""
-start_loop() {  # start_loop MODEL: 5 requests/s through the gateway
-  rm -f "$WORK/loop.stop" "$WORK/loop.out"
-  python3 "$ROOT/tests/integration/gateway_client.py" "$GW" 8000 "$1" 5 "$WORK/loop.stop" "$WORK/loop.out" &
-  LOOP=$!
-  BG_PIDS+=("$LOOP")
-  sleep 1
-}
-stop_loop() {  # stop_loop MIN: no request failed, at least MIN answered
-  touch "$WORK/loop.stop"
-  wait "$LOOP" || fail "the client loop failed"
-  local summary answered
-  summary=$(head -1 "$WORK/loop.out")
-  echo "   client loop: $summary"
-  [[ $summary == *" failed=0" ]] || fail "requests failed through the gateway: $(cat "$WORK/loop.out")"
-  answered=${summary%% *}
-  ((${answered#ok=} >= $1)) || fail "only ${answered#ok=} requests answered (expected >= $1)"
-}
 gw_id() { ce dgx4 container inspect --format '{{.Id}}' fleet-gw-lab; }
 
 step "5 nodes on a LAN; the stand-in engine and HAProxy imported on dgx1"
@@ -115,11 +59,11 @@ GW=$(node_field dgx4 address)
 ENG=$(import_image "$(engine_rootfs)" fleet/engine)
 GWI=$(import_image "$(haproxy_rootfs)" fleet/haproxy --change "'ENV PATH=/usr/local/sbin:/usr/bin:/bin'")
 mkdir -p "$REPO/recipes"
-recipe alpha alpha
-recipe beta beta
-recipe gamma gamma
-recipe garble alpha 'FAKE_ENGINE_GARBLE_AFTER = "0"'
-recipe beta2 beta 'FAKE_ENGINE_FRESH_DELAY_MS = "1"'
+model_recipe alpha alpha
+model_recipe beta beta
+model_recipe gamma gamma
+model_recipe garble alpha 'FAKE_ENGINE_GARBLE_AFTER = "0"'
+model_recipe beta2 beta 'FAKE_ENGINE_FRESH_DELAY_MS = "1"'
 write_repo
 
 step "the plan starts gateway lab with its routes; apply; converged"

@@ -24,49 +24,14 @@
 # (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
 # 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/node_images.sh"
 
 for tool in "$CE" busybox haproxy curl; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not installed"; exit 77; }
 done
 [[ $ENGINE != mixed ]] || { echo "SKIP: one engine per run"; exit 77; }
-FAKE_ENGINE=${FLEET_FAKE_ENGINE:-$ROOT/build/tests/sim/fake_engine/fake-engine}
-[[ -x $FAKE_ENGINE ]] || fail "no fake-engine at $FAKE_ENGINE (build it: ninja -C build)"
+need_fake_engine
 
-import_image() {  # import_image DIR REPO [IMPORT-OPTIONS]: DIR as an image on dgx1; prints the ref
-  local dir=$1 repo=$2 d quiet=
-  shift 2
-  tar -C "$dir" -cf "$dir.tar" .
-  d=$(sha256sum "$dir.tar" | cut -d' ' -f1)
-  [[ $CE == podman ]] && quiet=-q
-  ce dgx1 "import $quiet $* - localhost/$repo:sha256-$d >/dev/null" <"$dir.tar" || fail "import $repo"
-  echo "localhost/$repo@sha256:$d"
-}
-haproxy_rootfs() {
-  local root=$WORK/haproxy-root lib
-  mkdir -p "$root/usr/local/sbin" "$root/usr/local/etc/haproxy" "$root/tmp"
-  cp "$(command -v haproxy)" "$root/usr/local/sbin/haproxy"
-  for lib in $(ldd "$(command -v haproxy)" | grep -oE '/[^ ]+'); do cp -L --parents "$lib" "$root"; done
-  echo "$root"
-}
-engine_rootfs() {
-  local root=$WORK/engine-root
-  mkdir -p "$root/bin"
-  cp "$(command -v busybox)" "$root/bin/busybox"
-  cp "$FAKE_ENGINE" "$root/bin/fake-engine"
-  ln -s busybox "$root/bin/sh"
-  echo "$root"
-}
-recipe() {  # recipe NAME MODEL BOOT_MS
-  cat >"$REPO/recipes/$1.toml" <<TOML
-model = ""
-args = ["fake-engine", "--port", "{port}", "--served-model-name", "$2"]
-memory_limit = "256m"
-
-[env]
-FAKE_ENGINE_TOKEN_MS = "1"
-FAKE_ENGINE_BOOT_MS = "$3"
-TOML
-}
 SMOKE='[{"name": "math", "chat": "What is 127*89?", "expect": "11303", "timeout": "10s"}]'
 deployment() {  # deployment NAME NODE PORT RECIPE [EXTRA-JSON]
   echo "$1={\"recipe\": \"recipes/$4.toml\", \"nodes\": [\"$2\"], \"image\": \"eng\", \"port\": $3, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"30s\"}, \"smoke\": $SMOKE, \"restart\": {\"backoff\": \"3s\", \"max_backoff\": \"6s\"}${5:-}}"
@@ -113,8 +78,8 @@ hold_port 0
 WAKE_PORT=$HELD_PORT
 release_port
 mkdir -p "$REPO/recipes"
-recipe alpha alpha 0
-recipe beta beta 3000
+model_recipe alpha alpha 'FAKE_ENGINE_BOOT_MS = "0"'
+model_recipe beta beta 'FAKE_ENGINE_BOOT_MS = "3000"'
 write_repo
 
 step "apply leaves the sleeping node alone; the gateway gets a wake backup for beta; converged"
