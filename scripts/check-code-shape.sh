@@ -38,6 +38,14 @@
 #    comparisons not yet moved, listed in scripts/engine-type-comparisons.txt
 #    as "FILE: LINE TEXT" (a list that only shrinks, as in 3). Checked when
 #    src/ or src/engine/ is among the DIRs.
+# 5. Time goes through the seam (src/clock.h): production code reads the
+#    clocks and sleeps through a Clock handed down (StepContext::clock, the
+#    executor's, the heal round's), never with sleep_for, usleep, a
+#    `...::now()` or time(nullptr) of its own, so that tests can run it on a
+#    FakeClock. The uses not yet moved are listed in
+#    scripts/clock-outside-seam.txt, one "FILE: TEXT" a line (a list that
+#    only shrinks, as in 3). src/clock.cc is the seam itself. Checked when
+#    no DIR is given (the whole tree).
 
 # With no DIR, checks src/ providers/ manifests/ state/ of the repository.
 # Prints one line per offender and exits 1 when there is any, 0 otherwise.
@@ -48,8 +56,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 max_lines="${FLEET_SHAPE_MAX_LINES:-100}"
 skip="${FLEET_SHAPE_SKIP:-^$}"
+whole_tree=0
 if [ "$#" -eq 0 ]; then
   set -- src providers manifests state
+  whole_tree=1
 fi
 if ! command -v ctags >/dev/null || ! ctags --version | grep -q 'Universal Ctags'; then
   echo "check-code-shape: needs Universal Ctags (apt-get install -y universal-ctags)" >&2
@@ -180,6 +190,31 @@ for d in "$@"; do
   fi
   break
 done
+
+# 5. Time outside the seam.
+clock_outside_seam() {
+  sources src providers manifests state | grep -v '^src/clock\.cc$' |
+    xargs -r grep -HE 'sleep_for *\(|\busleep *\(|\bnanosleep *\(|[A-Za-z_]+::now *\(\)|\btime *\( *(nullptr|NULL|0) *\)' /dev/null |
+    grep -vE '^[^:]+:[[:space:]]*//' |
+    sed -E 's/^([^:]+):[[:space:]]*/\1: /' | sort
+}
+if [ "$whole_tree" -eq 1 ]; then
+  allowed=scripts/clock-outside-seam.txt
+  made=$(clock_outside_seam)
+  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
+  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  if [ -n "$new_ones" ]; then
+    while IFS= read -r l; do
+      echo "$l   <- reads the clock or sleeps outside the seam (use a Clock: src/clock.h)"
+    done <<<"$new_ones"
+    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
+  fi
+  if [ -n "$gone" ]; then
+    while IFS= read -r l; do echo "$l   <- no longer made: remove it from $allowed"; done <<<"$gone"
+    offenders=$((offenders + $(echo "$gone" | wc -l)))
+  fi
+fi
 
 if [ "$offenders" -gt 0 ]; then
   echo "check-code-shape: $offenders offender(s)" >&2

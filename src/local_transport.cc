@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "src/atomic_file.h"
 #include "src/transport_internal.h"
 
 extern char** environ;
@@ -311,48 +312,12 @@ Result<CommandResult> LocalTransport::Exec(
 
 Status LocalTransport::WriteFile(const std::string& remote_path,
                                  std::string_view data, int mode) {
-  const std::string& path = remote_path;
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  if (dir.empty()) dir = "/";
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  auto fail = [&](const std::string& what, int err) {
-    return Status::Error(describe_ + ": writing " + path + ": " + what + ": " +
-                         Errno(err));
-  };
-  if (base.empty())
-    return Status::Error(describe_ + ": writing " + path + ": not a file name");
-
-  std::string tmp = (dir == "/" ? "" : dir) + "/." + base + ".fleet-tmp.XXXXXX";
-  Fd fd(mkostemp(tmp.data(), O_CLOEXEC));
-  if (!fd.open()) return fail("cannot create a temp file in " + dir, errno);
-  auto fail_unlink = [&](const std::string& what, int err) {
-    fd.Close();
-    unlink(tmp.c_str());
-    return fail(what, err);
-  };
-  while (!data.empty()) {
-    ssize_t n = write(fd.get(), data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail_unlink("write " + tmp, errno);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  if (fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
-    return fail_unlink("chmod " + tmp, errno);
-  }
-  if (fsync(fd.get()) != 0) return fail_unlink("fsync " + tmp, errno);
-  if (fd.Close() != 0) return fail_unlink("close " + tmp, errno);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return fail_unlink("rename " + tmp, errno);
-  }
-  // The rename itself must survive a crash too.
-  Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd.open() || fsync(dir_fd.get()) != 0) {
-    return fail("fsync directory " + dir, errno);
-  }
-  return Status::OK();
+  // A unique temp name: two steps may write the same node file at once.
+  AtomicWriteOptions options;
+  options.mode = mode;
+  options.unique_temp = true;
+  Status s = WriteFileAtomic(remote_path, data, options);
+  return s.ok() ? s : Status::Error(describe_ + ": writing " + remote_path + ": " + s.message());
 }
 
 }  // namespace fleet

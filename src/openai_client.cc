@@ -14,7 +14,7 @@
 namespace fleet {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 void InitCurl() {
   static std::once_flag once;
@@ -67,17 +67,17 @@ curl_socket_t OpenSocket(void* transfer, curlsocktype, curl_sockaddr* a) {
 // counts the silence of a prefill as a stall too, and failed every long
 // needle (issue 42).
 struct Watchdog {
-  Clock::time_point start;
+  SteadyClock::time_point start;
   int stall_s = 0;              // 0: none
   int first_token_s = 0;        // 0: none
   const int* tokens = nullptr;  // the stream's token count so far
   curl_off_t last_bytes = -1;
-  Clock::time_point last_byte;
+  SteadyClock::time_point last_byte;
   bool stalled = false, no_first_token = false;
 
   static int Check(void* self_ptr, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t) {
     Watchdog* w = static_cast<Watchdog*>(self_ptr);
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     if (dlnow != w->last_bytes) {
       w->last_bytes = dlnow;
       w->last_byte = now;
@@ -120,7 +120,7 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");  // a serve is reached directly
   if (watchdog != nullptr) {
-    watchdog->start = watchdog->last_byte = Clock::now();
+    watchdog->start = watchdog->last_byte = SteadyClock::now();
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Watchdog::Check);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, watchdog);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
@@ -184,8 +184,8 @@ void MergeToolCalls(const nlohmann::json& delta, nlohmann::json* calls) {
 
 // The SSE reader: "data: {json}" events, one delta each.
 struct Stream {
-  Clock::time_point start;
-  Clock::time_point first, last;
+  SteadyClock::time_point start;
+  SteadyClock::time_point first, last;
   int chunks = 0;
   std::string pending;
   ChatReply* reply = nullptr;
@@ -224,7 +224,7 @@ struct Stream {
       token = true;
     }
     if (!token) return;
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     if (chunks++ == 0) first = now;
     last = now;
   }
@@ -248,7 +248,7 @@ struct Stream {
   }
 };
 
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double Seconds(SteadyClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // A whole (non-streamed) chat.completion body into `reply`.
 void ParseCompletion(const std::string& body, ChatReply* reply) {
@@ -308,7 +308,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   const std::string url = base_url + "/v1/chat/completions";
   Stream stream;
   stream.reply = &reply;
-  stream.start = Clock::now();
+  stream.start = SteadyClock::now();
   Watchdog watchdog;
   watchdog.stall_s = request.stall_s;
   watchdog.first_token_s = request.first_token_s;
@@ -318,7 +318,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   Transfer t = request.stream ? Perform(url, &post, request.timeout_s, request.stall_s,
                                         Stream::Write, &stream, &watchdog)
                               : Perform(url, &post, request.timeout_s, 0, nullptr, nullptr);
-  reply.wall_s = Seconds(Clock::now() - stream.start);
+  reply.wall_s = Seconds(SteadyClock::now() - stream.start);
   reply.http_status = static_cast<int>(t.status);
   reply.served_by = t.served_by;
   if (!request.stream) reply.raw = t.body.substr(0, 2000);
@@ -333,7 +333,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
     reply.no_first_token = aborted && watchdog.no_first_token;
     // The timeout ending a silence after tokens came is a stall too (a
     // check whose timeout is shorter than its stall limit).
-    const double silent_s = Seconds(Clock::now() - watchdog.last_byte);
+    const double silent_s = Seconds(SteadyClock::now() - watchdog.last_byte);
     if (!reply.stalled && t.rc == CURLE_OPERATION_TIMEDOUT && stream.chunks > 0 && silent_s >= 1) {
       reply.stalled = true;
       reply.error = "the stream stalled mid-reply after " + std::to_string(stream.chunks) +

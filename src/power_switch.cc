@@ -6,7 +6,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 namespace fleet {
 
@@ -168,8 +167,8 @@ std::string UnusableSwitchState(const std::string& state) {
 }
 
 Status ConfirmSwitched(PowerSwitch* power, const std::string& entity, const std::string& want,
-                       int bound_ms, int poll_ms) {
-  const auto start = std::chrono::steady_clock::now();
+                       Clock* clock, int bound_ms, int poll_ms) {
+  const auto start = clock->SteadyNow();
   const auto deadline = start + std::chrono::milliseconds(bound_ms);
   std::string last;
   while (true) {
@@ -180,12 +179,11 @@ Status ConfirmSwitched(PowerSwitch* power, const std::string& entity, const std:
     } else {
       last = "(not read: " + state.status().message() + ")";
     }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+    if (clock->SteadyNow() >= deadline) break;
+    clock->SleepFor(std::chrono::milliseconds(poll_ms));
   }
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock->SteadyNow() - start).count();
   return Status::Error("switch " + entity + " did not follow turn_" + want + ": it still reads " +
                        last + " " + std::to_string((waited + 500) / 1000) +
                        " s later (a stuck relay, or an entity that is not the one feeding this "

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -48,8 +49,9 @@ std::unique_ptr<PowerSwitch> MakeDeclaredPowerSwitch(const PowerController& cont
 // `want` ("on"/"off"), for at most `bound_ms`. A switch that does not follow
 // (a stuck relay, an entity that is not the one feeding the node) is an
 // error naming the entity, what it still reads and for how long it was read.
+// The time is `clock`'s. REQUIRES: clock != nullptr.
 Status ConfirmSwitched(PowerSwitch* power, const std::string& entity, const std::string& want,
-                       int bound_ms = 5000, int poll_ms = 250);
+                       Clock* clock, int bound_ms = 5000, int poll_ms = 250);
 
 // What a state read found that makes the entity unusable for power, or "":
 // Home Assistant's "unavailable" and "unknown" (the device behind the entity

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "src/plan.h"
 #include "src/resource.h"
+#include "src/settings.h"
 #include "src/shared_work.h"
 #include "src/status.h"
 #include "src/transport.h"
@@ -45,6 +47,13 @@ struct StepContext {
   // step ends (e.g. the original module values before an unlock, so that a
   // crash mid-step still knows what to restore).
   std::function<Status(const nlohmann::json& attributes)> checkpoint;
+  // Where the step reads time and sleeps (health waits, power polls). The
+  // engine hands down its own; a context built by hand (a test, a one-off
+  // tool) gets the real clock. Never null.
+  Clock* clock = RealClock();
+  // The FLEET_* settings (src/settings.h); the process's by default. Never
+  // null.
+  const Settings* settings = &ProcessSettings();
 };
 
 // What a diff may read besides its own resource: the facts of its node, and
@@ -76,6 +85,9 @@ struct DiffContext {
   // The Hugging Face Hub, asked for a model's files and sizes (from the
   // controller). Null: not asked.
   HubApi* hub = nullptr;
+  // The FLEET_* settings (src/settings.h); the process's by default. Never
+  // null.
+  const Settings* settings = &ProcessSettings();
 };
 
 // The power a node's manifest entry declares (`power: on`, `off`, or

@@ -41,7 +41,7 @@ namespace {
 
 using transport_internal::CommandSnippet;
 using transport_internal::StdinPull;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // Largest stdin piece per ssh_channel_write: small enough that output keeps
 // being drained between pieces.
@@ -510,16 +510,17 @@ class ChannelRun {
     // Callbacks before the exec request: early output must not land in
     // libssh's own buffers, where our callbacks would never see it.
     ssh_set_channel_callbacks(ch_, &callbacks_);
-    const Clock::time_point asked = Clock::now();
+    const SteadyClock::time_point asked = SteadyClock::now();
     if (ssh_channel_request_exec(ch_, command.c_str()) != SSH_OK) {
       // libssh gives no reason when the blocking request timed out (a
       // stopped sshd session: "unknown libssh error"); the wait says it.
-      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - asked);
+      const auto waited =
+          std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - asked);
       return Lost(waited.count() >= 2
                       ? "no answer to the exec request for " + std::to_string(waited.count()) + " s"
                       : "exec request failed");
     }
-    last_activity_ = Clock::now();
+    last_activity_ = SteadyClock::now();
     return Status::OK();
   }
 
@@ -536,7 +537,7 @@ class ChannelRun {
       uint64_t before = st_.bytes_in;
       int rc = ssh_channel_poll(ch_, 0);
       if (rc == SSH_ERROR) return Lost("connection lost");
-      if (st_.bytes_in != before) last_activity_ = Clock::now();
+      if (st_.bytes_in != before) last_activity_ = SteadyClock::now();
       if (st_.aborted || rc == SSH_EOF || st_.eof) return Status::OK();
       bool can_write = stdin_open_ && (pending_.empty() || ssh_channel_window_size(ch_) > 0);
       if (can_write) continue;
@@ -647,7 +648,7 @@ class ChannelRun {
       pending_ = {};
     } else {
       pending_.remove_prefix(static_cast<size_t>(rc));
-      if (rc > 0) last_activity_ = Clock::now();
+      if (rc > 0) last_activity_ = SteadyClock::now();
     }
     return Status::OK();
   }
@@ -661,18 +662,18 @@ class ChannelRun {
     if (keepalive_s_ <= 0) return;
     Heard();
     const auto every = std::chrono::seconds(keepalive_s_);
-    Clock::time_point now = Clock::now();
+    SteadyClock::time_point now = SteadyClock::now();
     if (now - last_heard_ < every || now - last_ping_ < every) return;
     last_ping_ = now;
     ssh_send_keepalive(session_);
-    last_activity_ = Clock::now();
+    last_activity_ = SteadyClock::now();
   }
 
   // Notes a packet received since the last look (libssh counts them in rx_).
   void Heard() {
     if (rx_->in_packets != heard_packets_) {
       heard_packets_ = rx_->in_packets;
-      last_heard_ = Clock::now();
+      last_heard_ = SteadyClock::now();
     }
   }
 
@@ -685,7 +686,7 @@ class ChannelRun {
     if (keepalive_s_ <= 0) return Status::OK();
     Heard();
     const int stall_s = kStallKeepalives * keepalive_s_;
-    if (Clock::now() - last_heard_ < std::chrono::seconds(stall_s)) return Status::OK();
+    if (SteadyClock::now() - last_heard_ < std::chrono::seconds(stall_s)) return Status::OK();
     *broken_ = true;
     Release();
     return Status::Error(context_ + ": no answer from the node for " + std::to_string(stall_s) +
@@ -696,8 +697,8 @@ class ChannelRun {
   const int keepalive_s_;
   const ssh_counter_struct* rx_;  // the session's received packets
   uint64_t heard_packets_;
-  Clock::time_point last_heard_ = Clock::now();
-  Clock::time_point last_ping_ = Clock::now();
+  SteadyClock::time_point last_heard_ = SteadyClock::now();
+  SteadyClock::time_point last_ping_ = SteadyClock::now();
   const StdinPull& input_;
   const std::string context_;
   const std::function<std::string()> libssh_error_;
@@ -707,7 +708,7 @@ class ChannelRun {
   ssh_channel ch_ = nullptr;
   std::string_view pending_;
   bool stdin_open_ = true;
-  Clock::time_point last_activity_ = Clock::now();
+  SteadyClock::time_point last_activity_ = SteadyClock::now();
 };
 
 }  // namespace

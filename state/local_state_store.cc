@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/atomic_file.h"
 #include "src/json_number.h"
 #include "state/state_store.h"
 
@@ -131,12 +132,6 @@ Status FsyncFd(int fd, const std::string& path) {
     if (errno != EINTR) return SysError("fsync", path, errno);
   }
   return Status::OK();
-}
-
-Status FsyncDir(const std::string& dir) {
-  Fd fd(OpenRetry(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return SysError("open directory", dir, errno);
-  return FsyncFd(fd.get(), dir);
 }
 
 // mkdir -p with mode 0700 for every directory it creates; existing ones are
@@ -422,29 +417,16 @@ Status LocalStateStore::Save(const State& state) {
   if (!s.ok()) return s;
   RemoveStaleTemps();
 
+  // Mode 0600 whatever the umask: the state holds what undo needs and must
+  // be readable by its owner only. The backup of the old state is taken
+  // once the new one is durable, before it replaces the old.
   const pid_t pid = ::getpid();
-  const std::string tmp = path_ + ".tmp." + std::to_string(pid);
-  ::unlink(tmp.c_str());  // ours, from an earlier failed save
-  Fd fd(OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return SysError("create", tmp, errno);
-  // The umask may have stripped bits from 0600; the state holds what undo
-  // needs and must be readable by its owner only, whatever the umask.
-  if (::fchmod(fd.get(), 0600) != 0) s = SysError("chmod", tmp, errno);
-  if (s.ok()) s = WriteAll(fd.get(), text, tmp);
-  if (s.ok()) s = FsyncFd(fd.get(), tmp);
-  if (s.ok() && fd.Close() != 0) s = SysError("close", tmp, errno);
-  if (s.ok()) s = WriteBackup(pid);
-  if (s.ok() && ::rename(tmp.c_str(), path_.c_str()) != 0) {
-    s = SysError("rename over", path_, errno);
-  }
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
-    return s.Prefixed("saving state");
-  }
-  s = FsyncDir(dir_);
-  if (!s.ok()) {
-    return s.Prefixed("state written to " + path_ + " but may not survive a power loss");
-  }
+  AtomicWriteOptions options;
+  options.before_rename = [&] { return WriteBackup(pid); };
+  bool renamed = false;
+  s = WriteFileAtomic(path_, text, options, &renamed);
+  if (!s.ok() && !renamed) return s.Prefixed("saving state");
+  if (!s.ok()) return s.Prefixed("state written to " + path_ + " but may not survive a power loss");
   return Status::OK();
 }
 
@@ -622,21 +604,11 @@ Status LocalStateStore::RewriteKept(const std::string& path, const std::string& 
   std::string kept;
   for (size_t i = skip; i < lines.size(); ++i)
     kept += lines[i].dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  ::unlink(tmp.c_str());  // ours, from an earlier failed rewrite
-  Fd fd(OpenRetry(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-  if (fd.get() < 0) return SysError("create", tmp, errno);
-  Status s;
-  if (::fchmod(fd.get(), 0600) != 0) s = SysError("chmod", tmp, errno);
-  if (s.ok()) s = WriteAll(fd.get(), kept, tmp);
-  if (s.ok()) s = FsyncFd(fd.get(), tmp);
-  if (s.ok() && fd.Close() != 0) s = SysError("close", tmp, errno);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = SysError("rename over", path, errno);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());
+  bool renamed = false;
+  Status s = WriteFileAtomic(path, kept, {}, &renamed);
+  if (!s.ok() && !renamed)
     return s.Prefixed("keeping the last " + std::to_string(kept_count) + " " + what);
-  }
-  return FsyncDir(dir_);
+  return s;
 }
 
 Status LocalStateStore::AppendEvent(const json& event) {

@@ -9,23 +9,21 @@
 #include <cstdlib>
 #include <optional>
 #include <random>
-#include <thread>
 
 #include "state/state.h"
 
 namespace fleet {
 
 Result<std::unique_ptr<StateLock>> LockWithTimeout(StateStore* store, const std::string& operation,
-                                                   int64_t timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+                                                   int64_t timeout_ms, Clock* clock) {
+  const auto deadline = clock->SteadyNow() + std::chrono::milliseconds(timeout_ms);
   auto pause = std::chrono::milliseconds(100);
   for (;;) {
     Result<std::unique_ptr<StateLock>> lock = store->Lock(operation);
-    if (lock.ok() || std::chrono::steady_clock::now() >= deadline) return lock;
+    if (lock.ok() || clock->SteadyNow() >= deadline) return lock;
     // Only a held lock is worth waiting for; a broken store is not.
     if (!lock.status().lock_held()) return lock;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::nanoseconds>(pause, deadline - std::chrono::steady_clock::now()));
+    clock->SleepFor(std::min<std::chrono::nanoseconds>(pause, deadline - clock->SteadyNow()));
     pause = std::min(pause * 2, std::chrono::milliseconds(2000));
   }
 }

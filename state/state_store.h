@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "src/clock.h"
 #include "src/status.h"
 #include "state/state.h"
 
@@ -141,9 +142,11 @@ Status CheckEvent(const nlohmann::json& event);
 std::optional<int64_t> ParseRfc3339Micros(const std::string& text);
 
 // Lock(), retried until `timeout_ms` passed (0: one try). The last refusal,
-// naming the holder, is the error when the time runs out.
+// naming the holder, is the error when the time runs out. The waiting is
+// `clock`'s; the real clock by default, so that the rounds that do not
+// carry a clock yet (idle, wake) keep their call. REQUIRES: clock != nullptr.
 Result<std::unique_ptr<StateLock>> LockWithTimeout(StateStore* store, const std::string& operation,
-                                                   int64_t timeout_ms);
+                                                   int64_t timeout_ms, Clock* clock = RealClock());
 
 // The local file backend. `path` is the state file; its directory is created
 // (mode 0700) on first save. The lock file is `<path>.lock`. The events are

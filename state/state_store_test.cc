@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/fake_clock.h"
+
 namespace fleet {
 namespace {
 
@@ -500,14 +502,18 @@ TEST_F(StateStoreTest, LockWithTimeoutWaitsThenNamesTheHolder) {
   auto held = a->Lock("apply");
   ASSERT_TRUE(held.ok());
   auto b = MakeLocalStateStore(path_);
-  auto start = std::chrono::steady_clock::now();
-  auto refused = LockWithTimeout(b.get(), "plan", 400);
-  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(400));
+  FakeClock clock;
+  auto refused = LockWithTimeout(b.get(), "plan", 400, &clock);
+  EXPECT_GE(clock.Elapsed(), std::chrono::milliseconds(400));
+  EXPECT_GE(clock.sleeps(), 2);  // retried, backing off, not one long wait
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(refused.status().lock_held());
   EXPECT_TRUE(Contains(refused.status().message(), "locked by"));
-  held = Status::Error("released");
-  EXPECT_TRUE(LockWithTimeout(b.get(), "plan", 400).ok());
+  // The holder lets go during the wait: the next try takes the lock.
+  FakeClock waiting;
+  waiting.OnSleep([&] { held = Status::Error("released"); });
+  EXPECT_TRUE(LockWithTimeout(b.get(), "plan", 400, &waiting).ok());
+  EXPECT_LT(waiting.Elapsed(), std::chrono::milliseconds(400));
 }
 
 // --- the history of events (AppendEvent / Events) ---

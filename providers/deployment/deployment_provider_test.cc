@@ -865,22 +865,19 @@ TEST_F(DiffTest, GpuMemoryWithinThePageCacheIsPlannedWithADrop) {
 
 // The health wait's dark-node time: 30 s unless FLEET_HEALTH_DARK_AFTER
 // says another duration; anything else is an error, never the default.
-TEST(ServeHealthTest, DarkNodeTimeComesFromTheEnvironment) {
-  unsetenv("FLEET_HEALTH_DARK_AFTER");
-  EXPECT_EQ(DarkNodeSeconds().value(), 30);
-  setenv("FLEET_HEALTH_DARK_AFTER", "", 1);
-  EXPECT_EQ(DarkNodeSeconds().value(), 30);
-  setenv("FLEET_HEALTH_DARK_AFTER", "5s", 1);
-  EXPECT_EQ(DarkNodeSeconds().value(), 5);
-  setenv("FLEET_HEALTH_DARK_AFTER", "2m", 1);
-  EXPECT_EQ(DarkNodeSeconds().value(), 120);
+TEST(ServeHealthTest, DarkNodeTimeComesFromTheSettings) {
+  Settings s;
+  EXPECT_EQ(DarkNodeSeconds(s).value(), 30);
+  s.health_dark_after = "5s";
+  EXPECT_EQ(DarkNodeSeconds(s).value(), 5);
+  s.health_dark_after = "2m";
+  EXPECT_EQ(DarkNodeSeconds(s).value(), 120);
   for (const char* bad : {"0", "-5", "five", "5x", "1.5s"}) {
-    setenv("FLEET_HEALTH_DARK_AFTER", bad, 1);
-    Result<int> r = DarkNodeSeconds();
+    s.health_dark_after = bad;
+    Result<int> r = DarkNodeSeconds(s);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("FLEET_HEALTH_DARK_AFTER="), std::string::npos) << bad;
   }
-  unsetenv("FLEET_HEALTH_DARK_AFTER");
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "providers/deployment/serve_health.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <optional>
-#include <thread>
 
 #include "manifests/duration.h"
 #include "providers/deployment/deployment_probe.h"
@@ -12,8 +10,6 @@
 
 namespace fleet {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // State and health of the container, one command: its inspect through the
 // engine's API where it answers (a CLI start is 50-95 ms of the node's CPU,
@@ -34,7 +30,7 @@ class DarkNode {
  public:
   static constexpr int kDarkPolls = 3;
 
-  explicit DarkNode(int dark_s) : dark_time_(dark_s) {}
+  DarkNode(Clock* clock, int dark_s) : clock_(clock), dark_time_(dark_s) {}
 
   // Notes one poll's outcome; true when the wait should give up.
   bool Note(const Status& poll) {
@@ -42,28 +38,30 @@ class DarkNode {
       polls_ = 0;
       return false;
     }
-    if (polls_++ == 0) since_ = Clock::now();
-    return polls_ >= kDarkPolls && Clock::now() - since_ >= dark_time_;
+    if (polls_++ == 0) since_ = clock_->SteadyNow();
+    return polls_ >= kDarkPolls && clock_->SteadyNow() - since_ >= dark_time_;
   }
   std::string Describe() const {
     return std::to_string(polls_) + " connections in a row failed over " +
            HumanDuration(
-               std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since_).count());
+               std::chrono::duration_cast<std::chrono::seconds>(clock_->SteadyNow() - since_)
+                   .count());
   }
 
  private:
+  Clock* clock_;
   std::chrono::seconds dark_time_;
   int polls_ = 0;
-  Clock::time_point since_;
+  std::chrono::steady_clock::time_point since_;
 };
 
 }  // namespace
 
-Result<int> DarkNodeSeconds() {
-  const char* v = std::getenv("FLEET_HEALTH_DARK_AFTER");
-  if (v == nullptr || *v == '\0') return kDefaultDarkNodeSeconds;
+Result<int> DarkNodeSeconds(const Settings& settings) {
+  const std::string& v = settings.health_dark_after;
+  if (v.empty()) return kDefaultDarkNodeSeconds;
   if (std::optional<int> s = ParseDurationSeconds(v)) return *s;
-  return Result<int>::Error(std::string("FLEET_HEALTH_DARK_AFTER=") + v +
+  return Result<int>::Error("FLEET_HEALTH_DARK_AFTER=" + v +
                             " is not a duration of at least 1 s (e.g. 30s, 2m)");
 }
 
@@ -74,7 +72,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   if (url.empty()) {
     // A worker: it serves no API; it is healthy while it runs (the head's
     // health check, which needs every worker, says the rest).
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+    ctx.clock->SleepFor(std::chrono::seconds(2));
     Result<ContainerProbe> p = PollContainer(ctx, spec, "");
     if (!p.ok()) return p.status();
     if (p->state == "running") return Status::OK();
@@ -83,18 +81,19 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
                          std::to_string(p->exit_code) + ") 2 s after its start" +
                          LogTail(ctx, spec));
   }
-  const Result<int> dark_s = DarkNodeSeconds();
+  const Result<int> dark_s = DarkNodeSeconds(*ctx.settings);
   if (!dark_s.ok()) return dark_s.status();
-  const auto start = Clock::now();
+  Clock* clock = ctx.clock;
+  const auto start = clock->SteadyNow();
   auto last_report = start;
-  DarkNode dark(*dark_s);
+  DarkNode dark(clock, *dark_s);
   if (ctx.progress)
     ctx.progress("waiting for " + url + " (health.timeout " + HumanDuration(spec.health_timeout_s) +
                  ")");
   for (;;) {
     Result<ContainerProbe> p = PollContainer(ctx, spec, url);
     const long waited =
-        std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - start).count();
+        std::chrono::duration_cast<std::chrono::seconds>(clock->SteadyNow() - start).count();
     if (dark.Note(p.status()))
       return p.status().Reworded("the node stopped answering while " + url + " was awaited (" +
                                  dark.Describe() + ", " + HumanDuration(waited) +
@@ -104,7 +103,7 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
       // boot: ask again until the timeout (or until DarkNode gives up).
       if (waited >= spec.health_timeout_s) return p.status();
       if (ctx.progress) ctx.progress("health poll failed, retrying: " + p.status().message());
-      std::this_thread::sleep_for(std::chrono::seconds(2));
+      clock->SleepFor(std::chrono::seconds(2));
       continue;
     }
     if (p->state != "running")
@@ -123,13 +122,13 @@ Status WaitHealthy(const StepContext& ctx, const ContainerSpec& spec) {
                            " (health.timeout; last answer: " +
                            (p->health == 0 ? std::string("none") : std::to_string(p->health)) +
                            ")" + LogTail(ctx, spec));
-    if (ctx.progress && Clock::now() - last_report >= std::chrono::seconds(10)) {
-      last_report = Clock::now();
+    if (ctx.progress && clock->SteadyNow() - last_report >= std::chrono::seconds(10)) {
+      last_report = clock->SteadyNow();
       ctx.progress("waiting for " + url + " (" + HumanDuration(waited) + " of " +
                    HumanDuration(spec.health_timeout_s) + ", last answer " +
                    (p->health == 0 ? std::string("none") : std::to_string(p->health)) + ")");
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(waited < 10 ? 300 : 2000));
+    clock->SleepFor(std::chrono::milliseconds(waited < 10 ? 300 : 2000));
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "providers/deployment/deployment_spec.h"
 #include "src/provider.h"
+#include "src/settings.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -22,11 +23,11 @@ std::string HumanDuration(long seconds);
 std::string LogTail(const StepContext& ctx, const ContainerSpec& spec);
 
 // How long a node may fail every connect during a health wait before the
-// wait gives up on it (with at least 3 connects failed in a row): the
-// environment's FLEET_HEALTH_DARK_AFTER, a duration, else 30 s. An error
-// when the variable is set to something else than a duration of >= 1 s.
+// wait gives up on it (with at least 3 connects failed in a row):
+// FLEET_HEALTH_DARK_AFTER (settings.health_dark_after), a duration, else
+// 30 s. An error when it is set to something else than a duration of >= 1 s.
 inline constexpr int kDefaultDarkNodeSeconds = 30;
-Result<int> DarkNodeSeconds();
+Result<int> DarkNodeSeconds(const Settings& settings);
 
 // Waits until the health URL answers 2xx (a worker, which serves no API:
 // until it is seen running 2 s after its start). Fails at once when the

@@ -10,7 +10,8 @@
 namespace fleet {
 
 Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const Manifest& m,
-                           const ProgressFn& progress, bool* unconnected) {
+                           const Settings& settings, const ProgressFn& progress,
+                           bool* unconnected) {
   *unconnected = false;
   auto node = m.nodes.find(spec.source_node);
   if (node == m.nodes.end()) return Status::Error("no node " + spec.source_node);
@@ -25,8 +26,7 @@ Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const
   stream.target_cmd = ShellCommand({spec.target_cli, "load"});
   stream.target_address = route.target_address;
   // Test hook (integration tests only): the source presents a wrong key.
-  if (const char* k = std::getenv("FLEET_TEST_FABRIC_WRONG_KEY"); k != nullptr && *k != '\0')
-    stream.source_key_override = std::string(64, 'f');
+  if (!settings.test_fabric_wrong_key.empty()) stream.source_key_override = std::string(64, 'f');
   if (progress)
     progress("copying " + ShortId(spec.config) + " " + route.Describe() + ": `" +
              stream.source_cmd + "` | TLS-PSK | `" + stream.target_cmd + "`");

@@ -9,6 +9,7 @@
 #include "manifests/manifest.h"
 #include "providers/image/image_steps.h"
 #include "providers/shared/fabric_route.h"
+#include "src/settings.h"
 
 namespace fleet {
 
@@ -18,7 +19,7 @@ namespace fleet {
 // *unconnected is set (with the error) when no connection could be made
 // over the fabric and no byte was sent: the caller may copy another way.
 Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const Manifest& m,
-                           const ProgressFn& progress, bool* unconnected);
+                           const Settings& settings, const ProgressFn& progress, bool* unconnected);
 
 }  // namespace fleet
 

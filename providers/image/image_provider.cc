@@ -364,7 +364,7 @@ PlanChange CopyFromNode(const ImageDiffInput& in, const ConfigDigest& config, Pl
   }
   c.reasons.push_back(s.reason);
   const FabricRoute route =
-      PlanFabricRoute(in.ctx.manifest, in.ctx.all_facts, s.from, in.desired.node);
+      PlanFabricRoute(in.ctx.manifest, in.ctx.all_facts, s.from, in.desired.node, *in.ctx.settings);
   c.detail = ImageStep{kOpCopy, in.ref.text, s.config, s.from, "", route};
   c.copy = route.ForPlan("image " + in.desired.name);
   if (!s.config.empty()) c.after = ImageVersionJson(in.ref, s.config);
@@ -722,7 +722,8 @@ Status CopyBytes(const StepContext& ctx, const FabricRoute& route, const CopySpe
     if (!problem.ok()) return problem.status();
     if (problem->empty()) {
       bool unconnected = false;
-      Status s = CopyImageOverFabric(spec, route, *ctx.manifest, ctx.progress, &unconnected);
+      Status s = CopyImageOverFabric(spec, route, *ctx.manifest, *ctx.settings, ctx.progress,
+                                     &unconnected);
       if (!unconnected) return s;
       if (ctx.progress)
         ctx.progress("no connection over the fabric (" + s.message() + "): copying " + route.from +

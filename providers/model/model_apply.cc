@@ -652,7 +652,7 @@ Status ModelStaging::DeepVerify() {
       todo_bytes += f.size;
     }
   ProgressMeter meter("deep verify on " + change_.node, todo_bytes, ctx_.progress);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = ctx_.clock->SteadyNow();
   Result<NodeHashReport> report =
       ctx_.node && ctx_.node->address == "local"
           ? HashHere(todo, &meter)
@@ -664,7 +664,7 @@ Status ModelStaging::DeepVerify() {
     return Status::Error(where_ + ": deep verify: " + JoinProblems(report->problems));
   Say("deep verify: " + std::to_string(present.size()) + " file(s) match their blob names (" +
       std::to_string(hashed_.size()) + " hashed while copied); " +
-      HashRate(todo_bytes, std::chrono::steady_clock::now() - start, *report));
+      HashRate(todo_bytes, ctx_.clock->SteadyNow() - start, *report));
   return Status::OK();
 }
 

@@ -416,7 +416,8 @@ std::optional<FabricRoute> StageRoute(const ModelDiffInput& in) {
   if (w.source_kind != "node" || w.InStore() || in.ctx->manifest == nullptr ||
       !in.ctx->manifest->nodes.count(in.desired->node))
     return std::nullopt;
-  return PlanFabricRoute(in.ctx->manifest, in.ctx->all_facts, w.source_name, in.desired->node);
+  return PlanFabricRoute(in.ctx->manifest, in.ctx->all_facts, w.source_name, in.desired->node,
+                         *in.ctx->settings);
 }
 
 PlanChange Stage(const ModelDiffInput& in, const ModelAssessment& as, PlanChange c) {

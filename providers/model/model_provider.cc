@@ -17,12 +17,12 @@ namespace fleet {
 
 using Json = nlohmann::json;
 
-ModelProviderOptions ModelProviderOptions::FromEnvironment() {
+ModelProviderOptions ModelProviderOptions::FromSettings(const Settings& settings) {
   ModelProviderOptions o;
-  if (const char* d = std::getenv("FLEET_MODEL_DOWNLOAD"); d && *d)
-    o.download_command = ParseDownloadTemplate(d);
-  if (const char* s = std::getenv("FLEET_MODEL_COPY_STREAMS"); s && *s)
-    o.copy_streams = std::clamp(std::atoi(s), 1, 16);
+  if (!settings.model_download.empty())
+    o.download_command = ParseDownloadTemplate(settings.model_download);
+  if (!settings.model_copy_streams.empty())
+    o.copy_streams = std::clamp(std::atoi(settings.model_copy_streams.c_str()), 1, 16);
   return o;
 }
 

@@ -35,6 +35,7 @@
 
 #include "providers/model/hub_remote.h"
 #include "src/provider.h"
+#include "src/settings.h"
 
 namespace fleet {
 
@@ -49,7 +50,7 @@ struct ModelProviderOptions {
 
   // Defaults, overridden by FLEET_MODEL_DOWNLOAD (a command template) and
   // FLEET_MODEL_COPY_STREAMS.
-  static ModelProviderOptions FromEnvironment();
+  static ModelProviderOptions FromSettings(const Settings& settings);
 };
 
 // Where model `model` lives as `node` sees it: the node's hf_cache for
@@ -59,7 +60,7 @@ Result<HubLocation> ModelLocationOnNode(const Manifest& m, const std::string& mo
 
 class ModelProvider : public Provider {
  public:
-  ModelProvider() : ModelProvider(ModelProviderOptions::FromEnvironment()) {}
+  ModelProvider() : ModelProvider(ModelProviderOptions::FromSettings(ProcessSettings())) {}
   explicit ModelProvider(ModelProviderOptions options);
 
   std::string type() const override { return "model"; }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "providers/node/node_provider.h"
+#include "src/fake_clock.h"
 #include "src/power_switch.h"
 #include "state/state.h"
 
@@ -249,8 +250,10 @@ class FakeSwitch : public PowerSwitch {
 
 TEST(ConfirmSwitchedTest, AStuckSwitchFailsWithItsState) {
   FakeSwitch stuck;
-  Status s = ConfirmSwitched(&stuck, "switch.n1", "off", 300, 50);
+  FakeClock clock;
+  Status s = ConfirmSwitched(&stuck, "switch.n1", "off", &clock, 300, 50);
   EXPECT_FALSE(s.ok());
+  EXPECT_GE(clock.Elapsed(), std::chrono::milliseconds(300));  // read for the whole bound
   EXPECT_EQ(s.message().rfind("switch switch.n1 did not follow turn_off: it still reads on ", 0),
             0u)
       << s.message();
@@ -258,7 +261,7 @@ TEST(ConfirmSwitchedTest, AStuckSwitchFailsWithItsState) {
                              "this node)"),
             std::string::npos);
   stuck.state = "off";
-  EXPECT_TRUE(ConfirmSwitched(&stuck, "switch.n1", "off", 300, 50).ok());
+  EXPECT_TRUE(ConfirmSwitched(&stuck, "switch.n1", "off", &clock, 300, 50).ok());
 }
 
 TEST(HomeAssistantAnswerTest, AnUnknownEntityIsSaidSo) {

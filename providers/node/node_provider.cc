@@ -4,7 +4,6 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 #include "providers/image/image_listing.h"
@@ -38,13 +37,14 @@ NodeRecord PowerRecord(const std::string& power) {
   return r;
 }
 
-// Polls `ok` every 500 ms until it returns true or `timeout_s` passes.
-bool WaitFor(int timeout_s, const std::function<bool()>& ok) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+// Polls `ok` every 500 ms of `clock` until it returns true or `timeout_s`
+// passes.
+bool WaitFor(Clock* clock, int timeout_s, const std::function<bool()>& ok) {
+  auto deadline = clock->SteadyNow() + std::chrono::seconds(timeout_s);
   while (true) {
     if (ok()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (clock->SteadyNow() >= deadline) return false;
+    clock->SleepFor(std::chrono::milliseconds(500));
   }
 }
 
@@ -500,11 +500,11 @@ Status PowerOnStep(const StepContext& ctx) {
   if (ctx.power == nullptr) return Status::Error("no power controller configured");
   if (ctx.progress) ctx.progress("switching " + spec.power.switch_entity + " on");
   Status s = ctx.power->TurnOn(spec.power.switch_entity);
-  if (s.ok()) s = ConfirmSwitched(ctx.power, spec.power.switch_entity, kPowerOn);
+  if (s.ok()) s = ConfirmSwitched(ctx.power, spec.power.switch_entity, kPowerOn, ctx.clock);
   if (!s.ok()) return s.Prefixed("node " + spec.name);
   if (ctx.progress) ctx.progress("waiting for SSH to answer");
   Status last;
-  if (!WaitFor(spec.power.boot_timeout_s, [&] {
+  if (!WaitFor(ctx.clock, spec.power.boot_timeout_s, [&] {
         last = ctx.transport->Connect();
         return last.ok();
       })) {
@@ -524,7 +524,7 @@ Status ShutDownOs(const StepContext& ctx) {
   if (r.ok() && r->exit_code != 0)
     return Status::Error("`" + spec.poweroff_command + "` exited " + std::to_string(r->exit_code) +
                          ": " + r->err);
-  if (!WaitFor(spec.power.shutdown_timeout_s, [&] {
+  if (!WaitFor(ctx.clock, spec.power.shutdown_timeout_s, [&] {
         Result<CommandResult> ping = ctx.transport->Run("true");
         return !ping.ok();
       })) {
@@ -557,7 +557,7 @@ Status ShutdownStep(const StepContext& ctx) {
     if (ctx.progress)
       ctx.progress("SSH is quiet; waiting " + std::to_string(spec.power.halt_wait_s) +
                    " s (power.halt_wait) for the OS to halt");
-    std::this_thread::sleep_for(std::chrono::seconds(spec.power.halt_wait_s));
+    ctx.clock->SleepFor(std::chrono::seconds(spec.power.halt_wait_s));
   }
   return Status();
 }
@@ -571,7 +571,7 @@ Result<nlohmann::json> PowerOffStep(const StepContext& ctx, NodeRecord recorded)
   s = ctx.power->TurnOff(ctx.node->power.switch_entity);
   // Read back: a switch that did not follow fails the step now, with what
   // it reads, and the record keeps the node on.
-  if (s.ok()) s = ConfirmSwitched(ctx.power, ctx.node->power.switch_entity, kPowerOff);
+  if (s.ok()) s = ConfirmSwitched(ctx.power, ctx.node->power.switch_entity, kPowerOff, ctx.clock);
   if (!s.ok()) return s.Prefixed("node " + ctx.node->name);
   recorded.power = kPowerOff;
   return nlohmann::json(recorded);

@@ -135,25 +135,24 @@ TEST(FabricRoute, ThePlansViewNamesTheSubnetOrWhyNotWithoutTheTarget) {
       {"s", FactsOf("10.77.0.11/24")}, {"a", FactsOf("10.77.0.12/24")},
       {"b", FactsOf("10.77.0.13/24")}, {"c", FactsOf("10.99.0.14/24")},
       {"d", FactsOf("10.99.0.15/24")}, {"none", FactsOf("")}};
-  unsetenv("FLEET_FABRIC");
-  const CopyRoute direct = PlanFabricRoute(&m, &facts, "s", "a").ForPlan("image i");
+  const CopyRoute direct = PlanFabricRoute(&m, &facts, "s", "a", Settings{}).ForPlan("image i");
   EXPECT_EQ(direct, (CopyRoute{"image i", "s", "a", true, "10.77.0.0/24", "", "10.77.0.12"}));
-  const FabricRoute c = PlanFabricRoute(&m, &facts, "s", "c"),
-                    d = PlanFabricRoute(&m, &facts, "s", "d");
+  const FabricRoute c = PlanFabricRoute(&m, &facts, "s", "c", Settings{}),
+                    d = PlanFabricRoute(&m, &facts, "s", "d", Settings{});
   EXPECT_EQ(c.Describe(),
             "s \u2192 c through the controller (s (10.77.0.11) and c (10.99.0.14) share no "
             "fabric subnet)");
   EXPECT_EQ(c.ForPlan("image i").why_not, "no common fabric subnet");
   EXPECT_EQ(c.ForPlan("image i").why_not, d.ForPlan("image i").why_not);
-  EXPECT_EQ(PlanFabricRoute(&m, &facts, "s", "none").ForPlan("m").why_not,
+  EXPECT_EQ(PlanFabricRoute(&m, &facts, "s", "none", Settings{}).ForPlan("m").why_not,
             "no fabric address on the target");
-  EXPECT_EQ(PlanFabricRoute(&m, &facts, "none", "s").ForPlan("m").why_not,
+  EXPECT_EQ(PlanFabricRoute(&m, &facts, "none", "s", Settings{}).ForPlan("m").why_not,
             "none has no fabric address");
   // It travels with the step's route in the plan.
   EXPECT_EQ(FabricRoute::FromJson(c.ToJson()).ForPlan("image i"), c.ForPlan("image i"));
-  setenv("FLEET_FABRIC", "off", 1);
-  EXPECT_EQ(PlanFabricRoute(&m, &facts, "s", "a").ForPlan("m").why_not, "FLEET_FABRIC=off");
-  unsetenv("FLEET_FABRIC");
+  Settings off;
+  off.fabric = "off";
+  EXPECT_EQ(PlanFabricRoute(&m, &facts, "s", "a", off).ForPlan("m").why_not, "FLEET_FABRIC=off");
 }
 
 // The script against a tree shaped like the kernel's (and fleet-sim's).

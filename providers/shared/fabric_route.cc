@@ -69,12 +69,12 @@ FabricRoute FabricRoute::FromJson(const nlohmann::json& j) {
 }
 
 FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeFacts>* facts,
-                            const std::string& from, const std::string& to) {
+                            const std::string& from, const std::string& to,
+                            const Settings& settings) {
   FabricRoute r;
   r.from = from;
   r.to = to;
-  const char* env = std::getenv("FLEET_FABRIC");
-  if (env != nullptr && std::string(env) == "off") {
+  if (settings.fabric_off()) {
     r.why_not = r.why_not_short = "FLEET_FABRIC=off";
     return r;
   }

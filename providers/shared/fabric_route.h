@@ -15,6 +15,7 @@
 #include "providers/shared/fabric_facts.h"
 #include "src/plan.h"
 #include "src/resource.h"
+#include "src/settings.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -47,10 +48,11 @@ FabricEndpoint NodeFabricEndpoint(const Manifest& m, const std::map<std::string,
 
 // The route for a copy from `from` to `to`: direct when both have a usable
 // fabric endpoint (declared or probed) in one subnet, and the controller's
-// environment does not say FLEET_FABRIC=off. `facts` may be null or lack a
+// settings do not say FLEET_FABRIC=off. `facts` may be null or lack a
 // node (not probed): only a declared endpoint counts then.
 FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeFacts>* facts,
-                            const std::string& from, const std::string& to);
+                            const std::string& from, const std::string& to,
+                            const Settings& settings);
 
 // Apply's re-check of a direct route the plan chose (the fabric may have
 // gone since): the target still has route.target_address on an interface,

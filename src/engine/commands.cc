@@ -23,6 +23,7 @@
 #include "providers/model/model_provider.h"
 #include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "src/atomic_file.h"
 #include "src/engine/executor.h"
 #include "src/engine/gate_plan.h"
 #include "src/engine/gate_step.h"
@@ -155,28 +156,11 @@ void AddWarnings(const Diagnostics& diags, Plan* plan) {
     if (d.severity == Diagnostic::Severity::kWarning) plan->warnings.push_back(d.ToString());
 }
 
-// Writes `data` to `path` with mode 0600 via a temp file and rename, so a
-// reader never sees half a plan.
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return Status::Error("cannot write " + tmp + ": " + strerror(errno));
-  fchmod(fd, 0600);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::Error("cannot write " + tmp + ": " + strerror(errno));
-    }
-    off += n;
-  }
-  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return Status::Error("cannot write " + path + ": " + strerror(errno));
-  }
-  return Status::OK();
+// Writes a plan (JSON or Markdown) to `path`, mode 0600: a reader never
+// sees half a plan, and it may name what a secret unlocks.
+Status WritePlanFile(const std::string& path, const std::string& data) {
+  Status s = WriteFileAtomic(path, data);
+  return s.ok() ? s : Status::Error("cannot write " + path + ": " + s.message());
 }
 
 Result<Plan> ReadPlanFile(const std::string& path) {
@@ -257,10 +241,10 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
   Plan plan = planner.MakePlan(*state, po);
   MarkGates(s, o.retry_gate, &plan);
   AddWarnings(s.diags, &plan);
-  NoteSchedules(s.manifest, static_cast<int64_t>(std::time(nullptr)), &plan);
+  NoteSchedules(s.manifest, g.clock->UnixSeconds(), &plan);
   plan.sources = ManifestSources(s.manifest);
   if (!o.markdown_file.empty()) {
-    Status w = WriteFileAtomic(o.markdown_file, RenderPlanMarkdown(plan));
+    Status w = WritePlanFile(o.markdown_file, RenderPlanMarkdown(plan));
     if (!w.ok()) {
       std::cerr << "fleet: " << w.message() << "\n";
       return 1;
@@ -273,7 +257,7 @@ int CmdPlan(const GlobalOptions& g, const PlanCommandOptions& o) {
     std::cout << RenderPlan(plan, {g.color});
   if (!plan.errors.empty()) return 1;
   if (!o.out_file.empty()) {
-    Status w = WriteFileAtomic(
+    Status w = WritePlanFile(
         o.out_file,
         plan.ToJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!w.ok()) {
@@ -352,6 +336,7 @@ int CmdApply(const GlobalOptions& g, const ApplyCommandOptions& o) {
                       std::lock_guard<std::mutex> l(out_mu);
                       std::cout << line << "\n" << std::flush;
                     });
+  executor.set_clock(g.clock);
   GateDeps gate{&s.manifest, &s.providers, s.connections.get(), s.store.get(), g.dir, o.version};
   executor.set_gate(
       [&gate](const PlanChange& c, const StepContext& ctx) { return RunGatedStep(gate, c, ctx); });

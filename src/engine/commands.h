@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "state/state_store.h"
 
 namespace fleet {
@@ -18,6 +19,10 @@ struct GlobalOptions {
   std::string dir = ".";
   bool color = false;
   int verbosity = 0;  // -1 quiet, 0 normal, 1 verbose
+  // Where the command reads the time and waits (src/clock.h), handed to
+  // its executor and rounds. main() leaves the real clock; a test of a
+  // command may hand a FakeClock. Never null.
+  Clock* clock = RealClock();
 };
 
 struct PlanCommandOptions {

@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "src/settings.h"
+
 namespace fleet {
 
 namespace {
@@ -32,9 +34,6 @@ void ChainFanOuts(std::vector<PlanChange>* changes, bool enabled) {
   }
 }
 
-bool FanOutChainsEnabled() {
-  const char* v = std::getenv("FLEET_FABRIC_CHAIN");
-  return v == nullptr || std::strcmp(v, "off") != 0;
-}
+bool FanOutChainsEnabled() { return !ProcessSettings().fabric_chain_off(); }
 
 }  // namespace fleet

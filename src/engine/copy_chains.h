@@ -27,7 +27,7 @@ namespace fleet {
 // clears every chain instead.
 void ChainFanOuts(std::vector<PlanChange>* changes, bool enabled);
 
-// False when the controller's environment has FLEET_FABRIC_CHAIN=off.
+// False when the process's settings say FLEET_FABRIC_CHAIN=off.
 bool FanOutChainsEnabled();
 
 }  // namespace fleet

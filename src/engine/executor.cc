@@ -29,8 +29,8 @@ const char* Verb(Action a) {
   }
 }
 
-std::string Seconds(std::chrono::steady_clock::time_point since) {
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+std::string Seconds(Clock* clock, std::chrono::steady_clock::time_point since) {
+  double s = std::chrono::duration<double>(clock->SteadyNow() - since).count();
   char buf[32];
   snprintf(buf, sizeof buf, "%.1fs", s);
   return buf;
@@ -178,6 +178,7 @@ class ApplyRun {
     ctx->manifest = deps_.manifest;
     ctx->power = deps_.power;
     ctx->hub = deps_.hub;
+    ctx->clock = deps_.clock;
     ctx->transport = c.node.empty() ? nullptr : connections->Get(c.node);
     ctx->node_transport = [connections](const std::string& node) { return connections->Get(node); };
     ctx->shared = &shared_;
@@ -257,7 +258,7 @@ class ApplyRun {
       st_[i] = StepState::kDone;
       completion_order_.push_back(i);
       report_.done.push_back(c.address);
-      deps_.log(c.address + ": complete after " + Seconds(start));
+      deps_.log(c.address + ": complete after " + Seconds(deps_.clock, start));
     } else {
       st_[i] = StepState::kFailed;
       report_.failed.push_back(c.address + ": " + s.message());
@@ -269,7 +270,7 @@ class ApplyRun {
 
   void RunStep(size_t i) {
     const PlanChange& c = *steps_[i];
-    auto start = std::chrono::steady_clock::now();
+    auto start = deps_.clock->SteadyNow();
     deps_.log(c.address + ": " + Verb(c.action) + "... [" + c.summary + "]");
     Result<nlohmann::json> result = ApplyStep(i);
     std::lock_guard<std::mutex> lock(mu_);

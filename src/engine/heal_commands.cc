@@ -38,7 +38,7 @@ int CmdEvents(const GlobalOptions& g, const std::string& since, bool json) {
       std::cerr << "fleet: --since " << since << " is not a duration (e.g. 1h, 30m)\n";
       return 1;
     }
-    from = Rfc3339(std::time(nullptr) - *secs);
+    from = Rfc3339(g.clock->UnixSeconds() - *secs);
   }
   std::unique_ptr<StateStore> store = OpenStore(g);
   if (!store) return 1;

@@ -20,10 +20,6 @@
 namespace fleet {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int64_t UnixNow() { return static_cast<int64_t>(std::time(nullptr)); }
-
 // A recorded serve the manifests still declare on its node.
 struct Serve {
   std::string address, name, node;
@@ -233,7 +229,7 @@ class LockedRound {
     HealLedger ledger = rec->heal.value_or(HealLedger{});
     const HealLedger before = ledger;
     HealDecision d = DecideHeal(s.spec->restart, s.spec->health.grace_rounds, s.seen,
-                                (*unhealthy_)[s.address], UnixNow(), &ledger);
+                                (*unhealthy_)[s.address], in_.clock->UnixSeconds(), &ledger);
     if (d.settled == "finished")
       events_.push_back(
           Event("heal", s, "", "healed",
@@ -255,7 +251,7 @@ class LockedRound {
     std::optional<DeploymentRecord> rec = writer_.Record(s.address);
     if (!rec) return std::nullopt;
     HealLedger ledger = rec->heal.value_or(HealLedger{});
-    const int64_t now = UnixNow();
+    const int64_t now = in_.clock->UnixSeconds();
     const std::optional<GpuRoom> room = FreeGpuBytes(*in_.probed, s.node);
     const std::optional<uint64_t> free =
         room ? std::optional<uint64_t>(room->Total()) : std::nullopt;
@@ -294,13 +290,14 @@ class LockedRound {
 };
 
 // Brings one serve back on the job's own connections and manifest.
-Result<DeploymentRecord> BringBack(const Manifest& m, NodeConnections* connections,
+Result<DeploymentRecord> BringBack(const Manifest& m, NodeConnections* connections, Clock* clock,
                                    const HealStep& step,
                                    const std::function<void(const std::string&)>& progress) {
   Transport* t = connections->Get(step.serve.node);
   Status c = t->Connect();
   if (!c.ok()) return c;
   StepContext ctx;
+  ctx.clock = clock;
   ctx.transport = t;
   ctx.node = &m.nodes.at(step.serve.node);
   ctx.manifest = &m;
@@ -316,7 +313,7 @@ Result<DeploymentRecord> BringBack(const Manifest& m, NodeConnections* connectio
 // healed record (its new container) when it came back. A record whose heal
 // is no longer the one this step started (an apply wrote it anew meanwhile)
 // is left as it is: the apply took the serve over.
-nlohmann::json RecordEnd(const HealStep& step, RecordWriter* writer) {
+nlohmann::json RecordEnd(const HealStep& step, int64_t now_s, RecordWriter* writer) {
   const Serve& s = step.serve;
   std::optional<DeploymentRecord> now = writer->Record(s.address);
   const int64_t started = step.record.heal ? step.record.heal->in_progress_since : 0;
@@ -327,7 +324,7 @@ nlohmann::json RecordEnd(const HealStep& step, RecordWriter* writer) {
                      "apply's serve stands, the heal records nothing");
   HealLedger ledger = *now->heal;
   ledger.in_progress_since = 0;
-  ledger.last_try_at = UnixNow();
+  ledger.last_try_at = now_s;
   DeploymentRecord next = step.ok ? step.healed : *now;
   if (step.ok) {
     ledger.unproven = true;
@@ -354,6 +351,7 @@ struct Healer::Job {
   std::unique_ptr<NodeConnections> connections;
   std::vector<HealStep> steps;
   std::function<void(const std::string&)> progress;
+  Clock* clock = nullptr;
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;  // under mu
@@ -361,9 +359,10 @@ struct Healer::Job {
 
   void Run() {
     for (HealStep& step : steps) {
-      const auto start = Clock::now();
-      Result<DeploymentRecord> healed = BringBack(*manifest, connections.get(), step, progress);
-      step.took_s = std::chrono::duration<double>(Clock::now() - start).count();
+      const auto start = clock->SteadyNow();
+      Result<DeploymentRecord> healed =
+          BringBack(*manifest, connections.get(), clock, step, progress);
+      step.took_s = std::chrono::duration<double>(clock->SteadyNow() - start).count();
       step.ok = healed.ok();
       if (healed.ok())
         step.healed = *healed;
@@ -386,7 +385,10 @@ Healer::~Healer() {
 
 std::vector<nlohmann::json> Healer::Finish(const HealRoundInput& in, int64_t wait_ms) {
   std::vector<nlohmann::json> events;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
+  // A real deadline: the heals run on threads of their own, and a
+  // condition variable waits on the machine's steady clock.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
   std::vector<Job*> ended;
   for (auto& job : jobs_) {
     std::unique_lock<std::mutex> l(job->mu);
@@ -397,7 +399,8 @@ std::vector<nlohmann::json> Healer::Finish(const HealRoundInput& in, int64_t wai
     if (job->done) ended.push_back(job.get());
   }
   if (ended.empty()) return events;
-  Result<std::unique_ptr<StateLock>> lock = LockWithTimeout(in.store, "heal", in.lock_timeout_ms);
+  Result<std::unique_ptr<StateLock>> lock =
+      LockWithTimeout(in.store, "heal", in.lock_timeout_ms, in.clock);
   if (!lock.ok()) {
     if (in.progress)
       in.progress(
@@ -413,7 +416,8 @@ std::vector<nlohmann::json> Healer::Finish(const HealRoundInput& in, int64_t wai
   RecordWriter writer(in.store, std::move(*state), in.progress);
   for (Job* job : ended) {
     job->thread.join();
-    for (const HealStep& step : job->steps) events.push_back(RecordEnd(step, &writer));
+    for (const HealStep& step : job->steps)
+      events.push_back(RecordEnd(step, in.clock->UnixSeconds(), &writer));
   }
   std::erase_if(jobs_, [&](const std::unique_ptr<Job>& j) {
     return std::find(ended.begin(), ended.end(), j.get()) != ended.end();
@@ -462,8 +466,8 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
     s.seen = SeenBy(*in.probed, in.checks, s, *rec);
     s.seen.busy_grace_s = s.spec->health.busy_grace_s;
     if (s.seen.busy_s == 0) {
-      busy_since_.try_emplace(s.address, UnixNow());
-      s.seen.busy_s = UnixNow() - busy_since_[s.address];
+      busy_since_.try_emplace(s.address, in.clock->UnixSeconds());
+      s.seen.busy_s = in.clock->UnixSeconds() - busy_since_[s.address];
     } else {
       busy_since_.erase(s.address);
     }
@@ -474,21 +478,21 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
     HealLedger ledger = rec->heal.value_or(HealLedger{});
     const HealLedger before = ledger;
     HealDecision d = DecideHeal(s.spec->restart, s.spec->health.grace_rounds, s.seen,
-                                unhealthy_rounds_[s.address], UnixNow(), &ledger);
+                                unhealthy_rounds_[s.address], in.clock->UnixSeconds(), &ledger);
     if (d.action == HealAction::kHeal) would_heal.push_back(s);
     if (d.action == HealAction::kHeal || d.action == HealAction::kQuarantine ||
         nlohmann::json(ledger) != nlohmann::json(before))
       anything = true;
     if (d.action == HealAction::kBackoff && in.progress)
       in.progress("heal: " + s.address + ": " + d.detail + "; next try in " +
-                  std::to_string(d.next_try_at - UnixNow()) + " s (backoff)");
+                  std::to_string(d.next_try_at - in.clock->UnixSeconds()) + " s (backoff)");
     serves.push_back(std::move(s));
   }
   if (anything) {
     std::vector<std::vector<HealStep>> started;
     {
       Result<std::unique_ptr<StateLock>> lock =
-          LockWithTimeout(in.store, "heal", in.lock_timeout_ms);
+          LockWithTimeout(in.store, "heal", in.lock_timeout_ms, in.clock);
       if (!lock.ok()) {
         // Never beside an apply: this round heals nothing, the next looks again.
         for (const Serve& s : would_heal)
@@ -506,6 +510,7 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
       job->connections = std::make_unique<NodeConnections>(job->manifest.get());
       job->steps = std::move(steps);
       job->progress = in.progress;
+      job->clock = in.clock;
       Job* j = job.get();
       jobs_.push_back(std::move(job));
       j->thread = std::thread([j] { j->Run(); });

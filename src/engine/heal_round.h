@@ -19,6 +19,7 @@
 
 #include "manifests/manifest.h"
 #include "providers/deployment/smoke_check.h"
+#include "src/clock.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
 #include "state/state_store.h"
@@ -36,6 +37,9 @@ struct HealRoundInput {
   // one that takes longer goes on beside the next rounds (--heal-wait).
   int64_t heal_wait_ms = 30000;
   std::function<void(const std::string&)> progress;  // may be empty
+  // Where the round reads the time (backoffs, busy time) and the heals
+  // wait (health, lock). Never null; must outlive the heals it starts.
+  Clock* clock = RealClock();
 };
 
 // Keeps, between rounds, how many rounds in a row each serve's health URL

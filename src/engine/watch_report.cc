@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "src/atomic_file.h"
 #include "src/engine/serve_commands.h"
 
 namespace fleet {
@@ -226,24 +227,10 @@ std::string WatchReportHtml(const std::vector<nlohmann::json>& rounds) {
 }
 
 Status WriteWatchReport(const std::vector<nlohmann::json>& rounds, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    // 0600 like the state and the log: the report holds every check's
-    // prompt and reply. Created so (and narrowed, when a stale one was
-    // left) before a stream writes it.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || fchmod(fd, 0600) != 0) {
-      if (fd >= 0) ::close(fd);
-      return Status::Error("cannot write " + tmp + ": " + std::strerror(errno));
-    }
-    ::close(fd);
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Status::Error("cannot write " + tmp);
-    out << WatchReportHtml(rounds);
-    if (!out.flush()) return Status::Error("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Error("cannot write " + path);
-  return Status::OK();
+  // 0600 like the state and the log: the report holds every check's prompt
+  // and reply.
+  Status s = WriteFileAtomic(path, WatchReportHtml(rounds));
+  return s.ok() ? s : Status::Error("cannot write " + path + ": " + s.message());
 }
 
 Result<std::vector<nlohmann::json>> ReadWatchLog(const std::string& path) {
