@@ -206,7 +206,7 @@ int CmdStatus(const GlobalOptions& g) {
   Planner planner(&m, &providers, &connections);
   std::vector<DesiredResource> desired = planner.Desired();
   ProbeResult probed = planner.Probe(desired, 64);
-  PrintTable(NodeRows(m, probed, *state, static_cast<int64_t>(std::time(nullptr))));
+  PrintTable(NodeRows(m, probed, *state, g.clock->UnixSeconds()));
   std::vector<Row> serves = ServeRows(m, desired, probed, *state);
   if (!serves.empty()) {
     std::cout << "\n";

@@ -128,7 +128,7 @@ struct PowerRounds {
 void PowerRound(const GlobalOptions& g, const Manifest& m, StateStore* store,
                 const ProbeResult& probed, const std::vector<SmokeResult>& checks,
                 PowerRounds* power, nlohmann::json* line) {
-  const int64_t now_s = static_cast<int64_t>(std::time(nullptr));
+  const int64_t now_s = g.clock->UnixSeconds();
   std::function<void(const std::string&)> progress;
   if (g.verbosity > 0) progress = [](const std::string& s) { std::cout << s << "\n"; };
   ScheduleRoundInput sin;
