@@ -105,8 +105,7 @@ void SetNonBlocking(int fd) {
 }
 
 // Spawns /bin/sh -c command with the given stdio; returns the pid or -errno.
-pid_t SpawnShell(const std::string& command, int in_fd, int out_fd,
-                 int err_fd) {
+pid_t SpawnShell(const std::string& command, int in_fd, int out_fd, int err_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_fd, 0);
@@ -129,14 +128,12 @@ pid_t SpawnShell(const std::string& command, int in_fd, int out_fd,
   // Its own process group, so an abort can stop the whole pipeline, as it
   // would end on a remote node when the channel closes.
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF |
-                                      POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr,
-                       const_cast<char* const*>(argv), environ);
+  int rc = posix_spawn(&pid, "/bin/sh", &actions, &attr, const_cast<char* const*>(argv), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return rc == 0 ? pid : -rc;
@@ -243,42 +240,35 @@ void SetExitCode(int status, CommandResult* result) {
 }  // namespace
 
 LocalTransport::LocalTransport(const SshEndpoint& endpoint)
-    : describe_((endpoint.node.empty() ? std::string("local") : endpoint.node) +
-                " (local)") {}
+    : describe_((endpoint.node.empty() ? std::string("local") : endpoint.node) + " (local)") {}
 
 Status LocalTransport::Connect() { return Status::OK(); }
 
 std::string LocalTransport::Describe() const { return describe_; }
 
-Result<CommandResult> LocalTransport::Run(const std::string& command,
-                                          std::string_view stdin_data) {
+Result<CommandResult> LocalTransport::Run(const std::string& command, std::string_view stdin_data) {
   return Exec(command, transport_internal::StdinFromView(stdin_data), nullptr);
 }
 
 Result<CommandResult> LocalTransport::RunStreaming(
-    const std::string& command,
-    const std::function<bool(std::string_view chunk)>& on_stdout,
+    const std::string& command, const std::function<bool(std::string_view chunk)>& on_stdout,
     std::string_view stdin_data) {
   return Exec(command, transport_internal::StdinFromView(stdin_data), &on_stdout);
 }
 
 Result<CommandResult> LocalTransport::RunWithInput(
-    const std::string& command,
-    const std::function<bool(std::string* chunk)>& next_stdin) {
-  return Exec(command, transport_internal::StdinFromCallback(next_stdin),
-              nullptr);
+    const std::string& command, const std::function<bool(std::string* chunk)>& next_stdin) {
+  return Exec(command, transport_internal::StdinFromCallback(next_stdin), nullptr);
 }
 
-Result<CommandResult> LocalTransport::Exec(
-    const std::string& command, const StdinPull& input,
-    const std::function<bool(std::string_view)>* on_stdout) {
+Result<CommandResult> LocalTransport::Exec(const std::string& command, const StdinPull& input,
+                                           const std::function<bool(std::string_view)>* on_stdout) {
   auto fail = [&](const std::string& what) {
-    return Result<CommandResult>::Error(describe_ + ": running " +
-                                        CommandSnippet(command) + ": " + what);
+    return Result<CommandResult>::Error(describe_ + ": running " + CommandSnippet(command) + ": " +
+                                        what);
   };
   Fd in_r, in_w, out_r, out_w, err_r, err_w;
-  if (!MakePipe(&in_r, &in_w) || !MakePipe(&out_r, &out_w) ||
-      !MakePipe(&err_r, &err_w)) {
+  if (!MakePipe(&in_r, &in_w) || !MakePipe(&out_r, &out_w) || !MakePipe(&err_r, &err_w)) {
     return fail("cannot create pipes: " + Errno(errno));
   }
   SigpipeBlock sigpipe_block;
@@ -310,8 +300,7 @@ Result<CommandResult> LocalTransport::Exec(
   return result;
 }
 
-Status LocalTransport::WriteFile(const std::string& remote_path,
-                                 std::string_view data, int mode) {
+Status LocalTransport::WriteFile(const std::string& remote_path, std::string_view data, int mode) {
   // A unique temp name: two steps may write the same node file at once.
   AtomicWriteOptions options;
   options.mode = mode;

@@ -20,8 +20,7 @@ constexpr uint64_t kGiB = uint64_t{1} << 30;
 std::string ReadFixture(const std::string& name) {
   const char* dir = std::getenv("GPU_FACTS_TESTDATA");
   const std::string path =
-      std::string(dir != nullptr ? dir : "providers/node/testdata") + "/" +
-      name;
+      std::string(dir != nullptr ? dir : "providers/node/testdata") + "/" + name;
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << "cannot read " << path;
   std::stringstream ss;
@@ -134,10 +133,8 @@ TEST(ParseProbeJson, MalformedInputIsAnErrorNotACrash) {
   std::string error;
   GpuFacts facts;
   ASSERT_FALSE(ParseProbeJson(
-      R"({"probe_version":1,"gpus":[{"index":0,"memory_free_bytes":"96 GiB"}]})",
-      &facts, &error));
-  EXPECT_NE(error.find("gpus[0].memory_free_bytes"), std::string::npos)
-      << error;
+      R"({"probe_version":1,"gpus":[{"index":0,"memory_free_bytes":"96 GiB"}]})", &facts, &error));
+  EXPECT_NE(error.find("gpus[0].memory_free_bytes"), std::string::npos) << error;
 }
 
 TEST(ParseNvidiaSmiCsv, Gb10NotApplicableIsUnknownNotZero) {
@@ -193,10 +190,10 @@ TEST(ParseNvidiaSmiCsv, BytesThatAreNotUtf8AreReplaced) {
 TEST(ParseNvidiaSmiCsv, NotSupportedAndNoDevices) {
   GpuFacts facts;
   std::string error;
-  ASSERT_TRUE(ParseNvidiaSmiCsv(
-      "0, NVIDIA GB10, GPU-1, [Not Supported], [Not Supported], 580.95.05\r\n"
-      "1, NVIDIA H200, GPU-2, 143771, 1024, 580.95.05\r\n",
-      &facts, &error))
+  ASSERT_TRUE(
+      ParseNvidiaSmiCsv("0, NVIDIA GB10, GPU-1, [Not Supported], [Not Supported], 580.95.05\r\n"
+                        "1, NVIDIA H200, GPU-2, 143771, 1024, 580.95.05\r\n",
+                        &facts, &error))
       << error;
   ASSERT_EQ(facts.gpus.size(), 2u);
   EXPECT_EQ(facts.gpus[0].memory_free_bytes, std::nullopt);
@@ -233,10 +230,8 @@ TEST(GpuFactsJson, RoundTripsEveryFixture) {
     const nlohmann::json j = GpuFactsToJson(facts);
     GpuFacts back;
     std::string error;
-    ASSERT_TRUE(
-        GpuFactsFromJson(nlohmann::json::parse(j.dump()), &back, &error))
-        << error << "\n"
-        << j.dump();
+    ASSERT_TRUE(GpuFactsFromJson(nlohmann::json::parse(j.dump()), &back, &error)) << error << "\n"
+                                                                                  << j.dump();
     EXPECT_EQ(back, facts) << j.dump();
   }
 }
@@ -247,16 +242,14 @@ TEST(GpuFactsJson, UnknownIsNull) {
   EXPECT_TRUE(j["gpus"][0]["processes"].is_null());
   GpuFacts facts;
   std::string error;
-  EXPECT_FALSE(GpuFactsFromJson(
-      nlohmann::json{{"source", "guess"}, {"gpus", {}}}, &facts, &error));
+  EXPECT_FALSE(GpuFactsFromJson(nlohmann::json{{"source", "guess"}, {"gpus", {}}}, &facts, &error));
   EXPECT_FALSE(GpuFactsFromJson(nlohmann::json::array(), &facts, &error));
   EXPECT_FALSE(GpuFactsFromJson(nlohmann::json::array(), &facts));  // no error
   EXPECT_TRUE(GpuFactsFromJson(j, &facts));
 }
 
 TEST(CheckMemoryBudget, Gb10ShortGivesTheFigures) {
-  const BudgetAnswer a =
-      CheckMemoryBudget(Probe("probe_gb10.json"), 120 * kGiB);
+  const BudgetAnswer a = CheckMemoryBudget(Probe("probe_gb10.json"), 120 * kGiB);
   EXPECT_TRUE(a.known);
   EXPECT_FALSE(a.fits);
   EXPECT_EQ(a.explanation,
@@ -267,8 +260,7 @@ TEST(CheckMemoryBudget, Gb10ShortGivesTheFigures) {
 }
 
 TEST(CheckMemoryBudget, H200ShortGivesTheFigures) {
-  const BudgetAnswer a =
-      CheckMemoryBudget(Probe("probe_h200.json"), 140 * kGiB);
+  const BudgetAnswer a = CheckMemoryBudget(Probe("probe_h200.json"), 140 * kGiB);
   EXPECT_TRUE(a.known);
   EXPECT_FALSE(a.fits);
   EXPECT_EQ(a.explanation,
@@ -280,11 +272,10 @@ TEST(CheckMemoryBudget, NoGpuIsNo) {
   const BudgetAnswer a = CheckMemoryBudget(Probe("probe_nogpu.json"), 1 * kGiB);
   EXPECT_TRUE(a.known);
   EXPECT_FALSE(a.fits);
-  EXPECT_EQ(
-      a.explanation.rfind("needs 1.0 GiB, but the node has no GPU (no GPU: "
-                          "libcuda.so.1",
-                          0),
-      0u)
+  EXPECT_EQ(a.explanation.rfind("needs 1.0 GiB, but the node has no GPU (no GPU: "
+                                "libcuda.so.1",
+                                0),
+            0u)
       << a.explanation;
 }
 
@@ -292,12 +283,11 @@ TEST(CheckMemoryBudget, FitsSaysBy) {
   BudgetAnswer a = CheckMemoryBudget(Probe("probe_gb10.json"), 80 * kGiB, 0);
   EXPECT_TRUE(a.known);
   EXPECT_TRUE(a.fits);
-  EXPECT_EQ(
-      a.explanation.rfind("needs 80.0 GiB, GPU 0 (NVIDIA GB10, unified) has "
-                          "96.3 GiB free of 119.7 GiB: fits with 16.3 GiB "
-                          "to spare",
-                          0),
-      0u)
+  EXPECT_EQ(a.explanation.rfind("needs 80.0 GiB, GPU 0 (NVIDIA GB10, unified) has "
+                                "96.3 GiB free of 119.7 GiB: fits with 16.3 GiB "
+                                "to spare",
+                                0),
+            0u)
       << a.explanation;
   a = CheckMemoryBudget(Probe("probe_h200.json"), 100 * kGiB);
   EXPECT_TRUE(a.fits);
@@ -313,17 +303,15 @@ TEST(CheckMemoryBudget, UnknownMemoryIsNeitherYesNorNo) {
     const BudgetAnswer a = CheckMemoryBudget(Smi("nvidia_smi_gb10.csv"), need);
     EXPECT_FALSE(a.known);
     EXPECT_FALSE(a.fits);
-    EXPECT_EQ(a.explanation,
-              "needs " + std::to_string(need / kGiB) +
-                  ".0 GiB, GPU 0 (NVIDIA GB10) free memory is unknown "
-                  "(memory unknown: nvidia-smi reports [N/A] (unified "
-                  "memory?); install fleet-probe)");
+    EXPECT_EQ(a.explanation, "needs " + std::to_string(need / kGiB) +
+                                 ".0 GiB, GPU 0 (NVIDIA GB10) free memory is unknown "
+                                 "(memory unknown: nvidia-smi reports [N/A] (unified "
+                                 "memory?); install fleet-probe)");
   }
   const BudgetAnswer none = CheckMemoryBudget(Unprobed("ssh failed"), kGiB);
   EXPECT_FALSE(none.known);
   EXPECT_FALSE(none.fits);
-  EXPECT_EQ(none.explanation,
-            "needs 1.0 GiB, but the node's GPUs are unknown (ssh failed)");
+  EXPECT_EQ(none.explanation, "needs 1.0 GiB, but the node's GPUs are unknown (ssh failed)");
 }
 
 TEST(DescribeGpuMemory, OneLinePerNode) {
@@ -335,11 +323,8 @@ TEST(DescribeGpuMemory, OneLinePerNode) {
   EXPECT_EQ(DescribeGpuMemory(Smi("nvidia_smi_gb10.csv")),
             "GPU 0 (NVIDIA GB10) memory unknown (memory unknown: nvidia-smi "
             "reports [N/A] (unified memory?); install fleet-probe)");
-  EXPECT_EQ(DescribeGpuMemory(Probe("probe_nogpu.json"))
-                .rfind("no GPU: libcuda.so.1", 0),
-            0u);
-  EXPECT_EQ(DescribeGpuMemory(Unprobed("ssh failed")),
-            "GPU facts unknown: ssh failed");
+  EXPECT_EQ(DescribeGpuMemory(Probe("probe_nogpu.json")).rfind("no GPU: libcuda.so.1", 0), 0u);
+  EXPECT_EQ(DescribeGpuMemory(Unprobed("ssh failed")), "GPU facts unknown: ssh failed");
 }
 
 TEST(CheckMemoryBudget, SeveralGpus) {
@@ -366,15 +351,12 @@ TEST(CheckMemoryBudget, SeveralGpus) {
   a = CheckMemoryBudget(facts, 145 * kGiB);
   EXPECT_FALSE(a.known);
   EXPECT_FALSE(a.fits);
-  EXPECT_NE(a.explanation.find("CUDA_ERROR_DEVICE_UNAVAILABLE"),
-            std::string::npos);
+  EXPECT_NE(a.explanation.find("CUDA_ERROR_DEVICE_UNAVAILABLE"), std::string::npos);
 
   a = CheckMemoryBudget(facts, kGiB, 7);
   EXPECT_TRUE(a.known);
   EXPECT_FALSE(a.fits);
-  EXPECT_EQ(
-      a.explanation,
-      "needs 1.0 GiB on GPU 7, but the node has no GPU 7 (it has 1, 0, 2)");
+  EXPECT_EQ(a.explanation, "needs 1.0 GiB on GPU 7, but the node has no GPU 7 (it has 1, 0, 2)");
 }
 
 // A GB10 right after a model was staged: 36.3 GiB free as cuMemGetInfo

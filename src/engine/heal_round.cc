@@ -109,7 +109,7 @@ nlohmann::json Event(const std::string& type, const Serve& s, const std::string&
 struct HealStep {
   Serve serve;  // (serve.spec is the round's: not used off the lock)
   HealDecision decision;
-  DeploymentRecord record;  // its record as its start wrote it (in progress)
+  DeploymentRecord record;       // its record as its start wrote it (in progress)
   std::optional<uint64_t> free;  // free + reclaimable page cache (FreeGpuBytes)
   bool drop_page_cache = false;  // the start drops the page cache first
   bool ok = false;

@@ -34,7 +34,7 @@ GIB=$((1024 * 1024 * 1024))
 [[ -n ${HEAL_TEST_KEEP:-} ]] && trap 'cp -r "$WORK" "$HEAL_TEST_KEEP" 2>/dev/null; cleanup' EXIT
 
 start_watch() {
-  "$FLEET" -C "$REPO" --no-color watch --heal --every 1s --log "$LOG" "$@" \
+  "$FLEET" -C "$REPO" --no-color watch --heal --every 1s --log "$LOG" \
     >>"$WORK/watch.out" 2>>"$WORK/watch.err" </dev/null &
   WATCH=$!
   BG_PIDS+=("$WATCH")
@@ -240,7 +240,6 @@ PY
 step "an engine across two nodes: its worker killed, every rank heals, the worker first, the head last"
 write_repo --deployment "p={\"recipe\": \"recipes/pair.toml\", \"nodes\": [\"dgx4\", \"dgx5\"], \"image\": \"eng\", \"port\": $PP, \"health\": {\"path\": \"/v1/models\", \"timeout\": \"20s\"}, \"restart\": {\"backoff\": \"1s\"}}"
 expect_rc 0 apply --auto-approve
-head_id=$(cid dgx4 fleet-p)
 ce dgx5 kill fleet-p >/dev/null
 rm -f "$LOG"
 start_watch
