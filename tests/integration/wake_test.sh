@@ -306,7 +306,7 @@ done
 ((took < 45000)) || fail "the 503s took $took ms"
 [[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls for one failed wake"
 echo "   3 waiting requests got the 503 after $took ms: $(cat "$WORK/f1.body")"
-recipe beta beta 3000
+model_recipe beta beta 'FAKE_ENGINE_BOOT_MS = "3000"'
 
 step "the watch's HTML report draws when each node was on"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
