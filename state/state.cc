@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <random>
 #include <utility>
 
+#include "src/clock.h"
 #include "src/json_number.h"
 
 namespace fleet {
@@ -222,13 +222,6 @@ std::string NewLineage() {
   return out;
 }
 
-std::string NowRfc3339() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string NowRfc3339() { return Rfc3339Utc(RealClock()->WallNow()); }
 
 }  // namespace fleet
