@@ -73,6 +73,25 @@ sources() {
 }
 
 offenders=0
+# against_list FILE WHY GONE: a list that may only shrink. Each line of
+# stdin (what the code makes) that FILE does not list is an offender (said
+# with WHY), and so is each line FILE lists that the code no longer makes
+# ("no longer GONE": the list is to be cut).
+against_list() {
+  local allowed=$1 why=$2 gone_word=$3 made listed new_ones gone
+  made=$(cat)
+  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
+  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
+  if [ -n "$new_ones" ]; then
+    while IFS= read -r l; do echo "$l   <- $why"; done <<<"$new_ones"
+    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
+  fi
+  if [ -n "$gone" ]; then
+    while IFS= read -r l; do echo "$l   <- no longer $gone_word: remove it from $allowed"; done <<<"$gone"
+    offenders=$((offenders + $(echo "$gone" | wc -l)))
+  fi
+}
 
 # 1. Long functions.
 long=$(sources "$@" |
@@ -147,21 +166,7 @@ cross_provider_includes() {
 }
 for d in "$@"; do
   case "$d" in providers | ./providers | providers/ | ./providers/) ;; *) continue ;; esac
-  allowed=scripts/cross-provider-includes.txt
-  made=$(cross_provider_includes)
-  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
-  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  if [ -n "$new_ones" ]; then
-    while IFS= read -r l; do
-      echo "$l   <- a provider includes another provider's header (move what both need to providers/shared/)"
-    done <<<"$new_ones"
-    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
-  fi
-  if [ -n "$gone" ]; then
-    while IFS= read -r l; do echo "$l   <- no longer included: remove it from $allowed"; done <<<"$gone"
-    offenders=$((offenders + $(echo "$gone" | wc -l)))
-  fi
+  against_list scripts/cross-provider-includes.txt "a provider includes another provider's header (move what both need to providers/shared/)" "included" < <(cross_provider_includes)
   break
 done
 
@@ -173,21 +178,7 @@ engine_type_comparisons() {
 }
 for d in "$@"; do
   case "$d" in src | ./src | src/ | ./src/ | src/engine | ./src/engine | src/engine/ | ./src/engine/) ;; *) continue ;; esac
-  allowed=scripts/engine-type-comparisons.txt
-  made=$(engine_type_comparisons)
-  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
-  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  if [ -n "$new_ones" ]; then
-    while IFS= read -r l; do
-      echo "$l   <- the engine names a resource type (ask the provider: a hook in src/provider.h)"
-    done <<<"$new_ones"
-    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
-  fi
-  if [ -n "$gone" ]; then
-    while IFS= read -r l; do echo "$l   <- no longer made: remove it from $allowed"; done <<<"$gone"
-    offenders=$((offenders + $(echo "$gone" | wc -l)))
-  fi
+  against_list scripts/engine-type-comparisons.txt "the engine names a resource type (ask the provider: a hook in src/provider.h)" "made" < <(engine_type_comparisons)
   break
 done
 
@@ -199,21 +190,7 @@ clock_outside_seam() {
     sed -E 's/^([^:]+):[[:space:]]*/\1: /' | sort
 }
 if [ "$whole_tree" -eq 1 ]; then
-  allowed=scripts/clock-outside-seam.txt
-  made=$(clock_outside_seam)
-  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
-  new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
-  if [ -n "$new_ones" ]; then
-    while IFS= read -r l; do
-      echo "$l   <- reads the clock or sleeps outside the seam (use a Clock: src/clock.h)"
-    done <<<"$new_ones"
-    offenders=$((offenders + $(echo "$new_ones" | wc -l)))
-  fi
-  if [ -n "$gone" ]; then
-    while IFS= read -r l; do echo "$l   <- no longer made: remove it from $allowed"; done <<<"$gone"
-    offenders=$((offenders + $(echo "$gone" | wc -l)))
-  fi
+  against_list scripts/clock-outside-seam.txt "reads the clock or sleeps outside the seam (use a Clock: src/clock.h)" "made" < <(clock_outside_seam)
 fi
 
 if [ "$offenders" -gt 0 ]; then
