@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -20,6 +19,7 @@
 
 #include "manifests/duration.h"
 #include "manifests/own_fault.h"
+#include "src/clock.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
 #include "src/engine/idle_round.h"
@@ -53,15 +53,6 @@ void CatchSignals() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-}
-
-std::string UtcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // The plan's drift against `state`: how many changes, which addresses, how
@@ -152,7 +143,7 @@ void PowerRound(const GlobalOptions& g, const Manifest& m, StateStore* store,
 
 nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Healer* healer,
                      Syncer* syncer, PowerRounds* power) {
-  nlohmann::json line = {{"time", UtcNow()}, {"round", n}};
+  nlohmann::json line = {{"time", Rfc3339Utc(g.clock->WallNow())}, {"round", n}};
   const uint64_t faults_before = OwnFaultCount();
   // Before anything is judged: can the controller open what it needs?
   if (Status headroom = CheckOwnHeadroom(); !headroom.ok())
