@@ -6,14 +6,14 @@
 
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/serve_health.h"
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
-#include "providers/image/run_args.h"
-#include "providers/model/bind_list.h"
-#include "providers/model/hub_cache.h"
 #include "providers/model/model_provider.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/bind_list.h"
+#include "providers/shared/gpu_facts.h"
+#include "providers/shared/hub_cache.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
+#include "providers/shared/run_args.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -16,7 +16,7 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/heal_ledger.h"
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 
 namespace fleet {
 

@@ -16,9 +16,9 @@
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/deployment_spec.h"
 #include "providers/deployment/serve_health.h"
-#include "providers/image/image_probe.h"
-#include "providers/node/engine_api_test_util.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/engine_api_test_util.h"
+#include "providers/shared/gpu_facts.h"
+#include "providers/shared/image_probe.h"
 #include "state/state.h"
 #include "tests/support/stub_cli.h"
 

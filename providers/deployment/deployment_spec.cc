@@ -9,8 +9,8 @@
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/gpu_request.h"
 #include "providers/deployment/row_placeholder.h"
-#include "providers/model/blob_hash.h"
 #include "providers/model/model_provider.h"
+#include "providers/shared/blob_hash.h"
 
 namespace fleet {
 namespace {

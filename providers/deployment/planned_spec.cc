@@ -5,7 +5,7 @@
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/deployment/row_probe.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 
 namespace fleet {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "providers/model/row_tiling.h"
-#include "providers/model/safetensors.h"
+#include "providers/shared/row_tiling.h"
+#include "providers/shared/safetensors.h"
 
 namespace fleet {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "manifests/recipe.h"
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 #include "src/status.h"
 
 namespace fleet {

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "manifests/smoke_schema.h"
-#include "providers/node/engine_api_test_util.h"
+#include "providers/shared/engine_api_test_util.h"
 #include "src/shell_quote.h"
 #include "tests/support/run_shell.h"
 

@@ -6,8 +6,8 @@
 
 #include "providers/display_ram/display_ram_json.h"
 #include "providers/display_ram/display_ram_probe_sh.h"
-#include "providers/image/engine_check.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/engine_check.h"
+#include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving_containers.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"

@@ -32,8 +32,8 @@
 #include <string>
 
 #include "providers/image/image_json.h"
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 #include "src/provider.h"
 
 namespace fleet {

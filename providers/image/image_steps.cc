@@ -6,8 +6,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "providers/image/cli_error.h"
 #include "providers/image/stream_copy.h"
+#include "providers/shared/cli_error.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

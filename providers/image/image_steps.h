@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 #include "src/status.h"
 #include "src/transport.h"
 

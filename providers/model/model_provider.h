@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 #include "src/provider.h"
 #include "src/settings.h"
 

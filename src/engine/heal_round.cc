@@ -13,7 +13,7 @@
 #include "providers/deployment/deployment_diff.h"
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/serve_heal.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/engine/heal_policy.h"
 #include "state/state.h"
 

@@ -3,8 +3,8 @@
 #include "providers/deployment/deployment_json.h"
 #include "providers/deployment/deployment_probe.h"
 #include "providers/display_ram/display_ram_json.h"
-#include "providers/node/gpu_facts.h"
 #include "providers/node/node_json.h"
+#include "providers/shared/gpu_facts.h"
 
 namespace fleet {
 namespace {

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
 #include "providers/shared/engine_api.h"  // kListingCliEnv
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 
 namespace fleet {
 

@@ -1,4 +1,4 @@
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 #include <optional>
 #include <thread>
 
-#include "providers/model/completeness.h"
-#include "providers/model/hub_remote.h"
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_remote.h"
+#include "providers/shared/hub_test_util.h"
 
 namespace fleet {
 namespace {

@@ -1,4 +1,4 @@
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_ref.h"
 
 #include <algorithm>
 

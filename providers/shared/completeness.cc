@@ -1,4 +1,4 @@
-#include "providers/model/completeness.h"
+#include "providers/shared/completeness.h"
 
 #include <algorithm>
 #include <set>

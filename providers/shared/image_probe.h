@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_ref.h"
 
 namespace fleet {
 

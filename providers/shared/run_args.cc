@@ -1,4 +1,4 @@
-#include "providers/image/run_args.h"
+#include "providers/shared/run_args.h"
 
 namespace fleet {
 

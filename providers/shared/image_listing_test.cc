@@ -2,7 +2,7 @@
 // against a stand-in container CLI (a shell script that answers `image ls
 // -q` and `image inspect` the way docker and podman do), and what the
 // per-image decisions read from it.
-#include "providers/image/image_listing.h"
+#include "providers/shared/image_listing.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/blob_hash.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/blob_hash.h"
+#include "providers/shared/hub_cache.h"
 #include "src/transport.h"
 #include "tests/support/temp_dir.h"
 

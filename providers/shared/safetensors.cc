@@ -1,4 +1,4 @@
-#include "providers/model/safetensors.h"
+#include "providers/shared/safetensors.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

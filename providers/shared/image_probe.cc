@@ -1,10 +1,10 @@
-#include "providers/image/image_probe.h"
+#include "providers/shared/image_probe.h"
 
 #include <algorithm>
 #include <cctype>
 #include <sstream>
 
-#include "providers/image/cli_error.h"
+#include "providers/shared/cli_error.h"
 #include "providers/shared/engine_api.h"
 #include "src/shell_quote.h"
 

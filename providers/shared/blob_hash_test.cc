@@ -1,4 +1,4 @@
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/hub_test_util.h"
 
 namespace fleet {
 namespace {

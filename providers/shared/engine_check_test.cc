@@ -1,4 +1,4 @@
-#include "providers/image/engine_check.h"
+#include "providers/shared/engine_check.h"
 
 #include <gtest/gtest.h>
 

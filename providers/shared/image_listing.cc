@@ -1,10 +1,10 @@
-#include "providers/image/image_listing.h"
+#include "providers/shared/image_listing.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "providers/image/cli_error.h"
-#include "providers/image/image_listing_sh.h"
+#include "providers/shared/cli_error.h"
+#include "providers/shared/image_listing_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -1,4 +1,4 @@
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 
 #include <gtest/gtest.h>
 
@@ -16,11 +16,11 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-// Fixtures recorded in providers/node/testdata (meson passes the path).
+// Fixtures recorded in providers/shared/testdata (meson passes the path).
 std::string ReadFixture(const std::string& name) {
   const char* dir = std::getenv("GPU_FACTS_TESTDATA");
   const std::string path =
-      std::string(dir != nullptr ? dir : "providers/node/testdata") + "/" + name;
+      std::string(dir != nullptr ? dir : "providers/shared/testdata") + "/" + name;
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << "cannot read " << path;
   std::stringstream ss;

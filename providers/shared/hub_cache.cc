@@ -1,4 +1,4 @@
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "providers/model/hub_probe_sh.h"
+#include "providers/shared/hub_probe_sh.h"
 #include "src/json_number.h"
 #include "src/shell_quote.h"
 

@@ -1,8 +1,8 @@
-#include "providers/model/completeness.h"
+#include "providers/shared/completeness.h"
 
 #include <gtest/gtest.h>
 
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/hub_test_util.h"
 
 namespace fleet {
 namespace {

@@ -1,8 +1,8 @@
-#include "providers/model/bind_list.h"
+#include "providers/shared/bind_list.h"
 
 #include <sstream>
 
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

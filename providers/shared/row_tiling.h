@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/safetensors.h"
+#include "providers/shared/safetensors.h"
 #include "src/status.h"
 
 namespace fleet {

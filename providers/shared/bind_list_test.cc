@@ -1,9 +1,9 @@
-#include "providers/model/bind_list.h"
+#include "providers/shared/bind_list.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/hub_test_util.h"
 
 namespace fleet {
 namespace {

@@ -1,11 +1,11 @@
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "providers/model/blob_hash.h"
-#include "providers/model/deep_verify_sh.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/blob_hash.h"
+#include "providers/shared/deep_verify_sh.h"
+#include "providers/shared/hub_cache.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 

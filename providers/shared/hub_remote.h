@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/completeness.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_cache.h"
 #include "src/status.h"
 #include "src/transport.h"
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/hub_cache.h"
-#include "providers/model/safetensors.h"
+#include "providers/shared/hub_cache.h"
+#include "providers/shared/safetensors.h"
 
 namespace fleet {
 

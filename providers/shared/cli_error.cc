@@ -1,4 +1,4 @@
-#include "providers/image/cli_error.h"
+#include "providers/shared/cli_error.h"
 
 #include <algorithm>
 #include <cctype>

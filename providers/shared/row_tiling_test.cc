@@ -1,4 +1,4 @@
-#include "providers/model/row_tiling.h"
+#include "providers/shared/row_tiling.h"
 
 #include <gtest/gtest.h>
 

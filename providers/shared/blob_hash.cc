@@ -1,4 +1,4 @@
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 
 #include <fcntl.h>
 #include <openssl/evp.h>

@@ -1,9 +1,9 @@
-#include "providers/image/engine_check.h"
+#include "providers/shared/engine_check.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "providers/image/cli_error.h"
+#include "providers/shared/cli_error.h"
 #include "src/provider.h"
 
 namespace fleet {

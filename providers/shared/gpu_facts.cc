@@ -1,4 +1,4 @@
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 
 #include <charconv>
 #include <string>
