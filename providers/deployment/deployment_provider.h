@@ -27,7 +27,7 @@
 #include <optional>
 
 #include "providers/deployment/deployment_diff.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/provider.h"
 
 namespace fleet {

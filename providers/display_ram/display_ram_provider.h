@@ -11,7 +11,7 @@
 #ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 #define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 #include "src/provider.h"
 
 namespace fleet {

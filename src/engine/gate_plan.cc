@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <set>
 
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/resource.h"
 
 namespace fleet {

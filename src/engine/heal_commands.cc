@@ -6,7 +6,7 @@
 
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
 #include "state/state.h"

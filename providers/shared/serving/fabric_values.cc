@@ -1,4 +1,4 @@
-#include "providers/deployment/fabric_values.h"
+#include "providers/shared/serving/fabric_values.h"
 
 namespace fleet {
 

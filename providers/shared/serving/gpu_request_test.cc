@@ -1,4 +1,4 @@
-#include "providers/deployment/gpu_request.h"
+#include "providers/shared/serving/gpu_request.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 
 #include "src/json_number.h"
 

@@ -1,4 +1,4 @@
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving_containers.h"
 
 namespace fleet {

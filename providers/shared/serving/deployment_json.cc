@@ -1,4 +1,4 @@
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 
 #include "src/json_number.h"
 

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/openai_client.h"
 #include "src/provider.h"
 #include "src/transport.h"

@@ -1,6 +1,6 @@
 // The deployment provider's typed attributes keep the JSON keys the plan
 // and the state have always had, and read back what they wrote.
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -17,8 +17,8 @@
 #include "manifests/own_fault.h"
 #include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
-#include "providers/deployment/connection_owner_sh.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/serving/connection_owner_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -1,4 +1,4 @@
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -6,11 +6,11 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/gpu_request.h"
-#include "providers/deployment/row_placeholder.h"
 #include "providers/model/model_provider.h"
 #include "providers/shared/blob_hash.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/gpu_request.h"
+#include "providers/shared/serving/row_placeholder.h"
 
 namespace fleet {
 namespace {

@@ -1,11 +1,9 @@
-#include "providers/deployment/container_lifecycle.h"
+#include "providers/shared/serving/container_lifecycle.h"
 
 #include <cstdlib>
 #include <map>
 #include <vector>
 
-#include "providers/deployment/deployment_probe.h"
-#include "providers/deployment/serve_health.h"
 #include "providers/image/image_steps.h"
 #include "providers/model/model_provider.h"
 #include "providers/shared/bind_list.h"
@@ -14,6 +12,8 @@
 #include "providers/shared/image_probe.h"
 #include "providers/shared/image_ref.h"
 #include "providers/shared/run_args.h"
+#include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/serve_health.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

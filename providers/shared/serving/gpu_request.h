@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/resource.h"
 
 namespace fleet {

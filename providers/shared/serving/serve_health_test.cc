@@ -1,7 +1,7 @@
 // The health wait on a FakeClock: minutes of polling run in microseconds,
 // and what the wait decides depends on the polls' answers alone, not on
 // how busy the machine is.
-#include "providers/deployment/serve_health.h"
+#include "providers/shared/serving/serve_health.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "providers/deployment/serve_health.h"
+#include "providers/shared/serving/serve_health.h"
 
 #include <chrono>
 #include <optional>
 
 #include "manifests/duration.h"
-#include "providers/deployment/deployment_probe.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

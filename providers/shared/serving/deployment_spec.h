@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/fabric_values.h"
-#include "providers/deployment/row_placeholder.h"
 #include "providers/shared/container_labels.h"
+#include "providers/shared/serving/fabric_values.h"
+#include "providers/shared/serving/row_placeholder.h"
 #include "src/status.h"
 
 namespace fleet {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/provider.h"
 #include "src/settings.h"
 #include "src/status.h"

@@ -1,4 +1,4 @@
-#include "providers/deployment/heal_ledger.h"
+#include "providers/shared/serving/heal_ledger.h"
 
 #include "src/json_number.h"
 

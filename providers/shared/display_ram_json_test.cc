@@ -1,6 +1,6 @@
 // The display_ram provider's typed attributes keep the JSON keys the plan
 // and the state have always had, and read back what they wrote.
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 
 #include <gtest/gtest.h>
 
