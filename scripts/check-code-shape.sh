@@ -80,7 +80,7 @@ offenders=0
 against_list() {
   local allowed=$1 why=$2 gone_word=$3 made listed new_ones gone
   made=$(cat)
-  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort)
+  listed=$(grep -v -e '^#' -e '^$' "$allowed" | sort || true)
   new_ones=$(comm -23 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
   gone=$(comm -13 <(echo "$made") <(echo "$listed") | grep -v '^$' || true)
   if [ -n "$new_ones" ]; then

@@ -4,8 +4,8 @@
 #include <optional>
 #include <sstream>
 
-#include "providers/display_ram/display_ram_probe_sh.h"
 #include "providers/shared/display_ram_json.h"
+#include "providers/display_ram/display_ram_probe_sh.h"
 #include "providers/shared/engine_check.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving_containers.h"
@@ -403,10 +403,6 @@ bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
 }
 
 }  // namespace
-
-std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
-  return c.detail.get<DisplayRamStep>().stop_containers;
-}
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {

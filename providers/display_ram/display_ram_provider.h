@@ -16,10 +16,6 @@
 
 namespace fleet {
 
-// The serving containers a planned display_ram change stops before its
-// module reload (their deployments start them again after it).
-std::vector<std::string> ContainersStoppedBy(const PlanChange& display_ram_change);
-
 class DisplayRamProvider : public Provider {
  public:
   std::string type() const override { return "display_ram"; }

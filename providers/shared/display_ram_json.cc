@@ -127,4 +127,8 @@ nlohmann::json UnlockedAfterJson() {
   return {{"mode", kModeUnlocked}, {"modeset", "Y"}, {"fbdev", "N"}};
 }
 
+std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
+  return c.detail.get<DisplayRamStep>().stop_containers;
+}
+
 }  // namespace fleet

@@ -125,6 +125,11 @@ nlohmann::json ModuleAfterJson(const std::string& mode, const ModuleValues& valu
 // A change's after: unlocked, modeset=Y fbdev=N.
 nlohmann::json UnlockedAfterJson();
 
+// The serving containers a planned display_ram change stops before its
+// module reload (their deployments start them again after it): what a
+// deployment's diff reads of it.
+std::vector<std::string> ContainersStoppedBy(const PlanChange& display_ram_change);
+
 }  // namespace fleet
 
 #endif  // FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
