@@ -35,6 +35,7 @@ namespace fleet {
 class DeploymentProvider : public Provider {
  public:
   std::string type() const override { return "deployment"; }
+  Role role() const override { return Role::kServe; }
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,
