@@ -23,14 +23,8 @@
 #      output, not attributes, and a missing key reads as "" on purpose.
 #    A grep, not a parser: any other map indexed by a literal key (m["k"])
 #    counts too; write m.at("k") or m.find("k") there.
-# 3. No provider includes another provider's header (issue 45): a non-test
-#    file under providers/TYPE/ may include src/, manifests/, state/, its own
-#    folder and providers/shared/ (what several providers use: the engine's
-#    API, the serving-container listing, the container labels). The includes
-#    not yet moved are listed in scripts/cross-provider-includes.txt, one
-#    "FILE -> HEADER" a line: one not listed fails, and so does a listed one
-#    that the code no longer makes (the list only shrinks). Checked when
-#    providers/ itself is among the DIRs.
+# 3. (No provider includes another provider's header: the build checks
+#    that now, providers/check_boundary.py in each provider library.)
 # 4. The engine does not compare resource types by name: it asks the
 #    provider (Provider::IsNodeItself, PowerOf, UnplannedCost, TakesDown,
 #    and RoleOf for the commands built around serves, gateways or images).
@@ -151,23 +145,6 @@ if [ "${#provider_dirs[@]}" -gt 0 ]; then
     offenders=$((offenders + $(echo "$keyed" | wc -l)))
   fi
 fi
-
-# 3. Cross-provider includes.
-cross_provider_includes() {
-  sources providers | grep -E '^providers/[a-z_]+/' | grep -v '^providers/shared/' |
-    xargs -r grep -HE '^#include "providers/[a-z_]+/' /dev/null |
-    awk -F: '{
-      split($1, a, "/")
-      match($2, /"providers\/[a-z_]+\//)
-      inc = substr($2, RSTART + 11, RLENGTH - 12)
-      if (inc != a[2] && inc != "shared") print $1 " -> " substr($2, RSTART + 1, length($2) - RSTART - 1)
-    }' | sort
-}
-for d in "$@"; do
-  case "$d" in providers | ./providers | providers/ | ./providers/) ;; *) continue ;; esac
-  against_list scripts/cross-provider-includes.txt "a provider includes another provider's header (move what both need to providers/shared/)" "included" < <(cross_provider_includes)
-  break
-done
 
 # 4. Resource-type comparisons in the engine.
 engine_type_comparisons() {
