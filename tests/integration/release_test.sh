@@ -9,10 +9,12 @@
 #   - against a simulated node that reports aarch64 (fleet-sim --arch), a
 #     plan uploads the arm64 fleet-probe (no compile) and it answers
 #     --version on the node (under qemu there: binfmt_misc).
-# The amd64 binary and the .deb (scripts/package.sh, a debootstrapped
-# Debian 13: tests/deb_install_test.sh) are left to a release: each is as
-# long again. Skips (77) without the cross tools, qemu or the Debian mirror
-# (scripts/install-deps.sh --release installs the tools).
+# tests/run-all.sh (CI) first runs scripts/package.sh into this test's build
+# folder, beside the other tests at nice 19: the amd64 binary and both .debs
+# are built on every submission too, and this test finds fleet built. The
+# .deb's install into a debootstrapped Debian 13 (tests/deb_install_test.sh)
+# is left to a release. Skips (77) without the cross tools, qemu or the
+# Debian mirror (scripts/install-deps.sh installs the tools).
 # RELEASE_BUILD_DIR: the build folder (kept between runs; laid out as
 # scripts/package.sh's build-release/, whose arm64 build it can be).
 # shellcheck source=tests/integration/lib.sh
