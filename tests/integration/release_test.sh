@@ -97,7 +97,12 @@ for ex in spark-lab dgx-spark-lab; do
 done
 
 step "unit tests under qemu (meson's exe_wrapper)"
-meson test -C "$build/arm64" --no-rebuild --print-errorlogs "${unit_tests[@]}" >"$WORK/out" 2>&1 ||
+# Timeouts x10: under qemu each process the test starts is emulated, and
+# shell_quote_test (it starts sh and bash for each word) took 10 to 14 s and over
+# its 30 s at nice 19 beside four other sessions' builds (2026-12-06), as
+# it runs in CI beside the suite.
+meson test -C "$build/arm64" --no-rebuild --print-errorlogs --timeout-multiplier 10 \
+  "${unit_tests[@]}" >"$WORK/out" 2>&1 ||
   { cat "$WORK/out"; fail "unit tests under qemu"; }
 grep -E '^ *[0-9]+/[0-9]+ |^Ok:|^Fail:' "$WORK/out"
 
