@@ -99,7 +99,7 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
     if (RoleOf(r.type) == Role::kServe && r.name == t.deployment) po.targets.push_back(r.address);
   if (po.targets.empty()) return {false, "deployment " + t.deployment + " has no serve to wake"};
   const Plan plan = planner.MakePlan(*state, po);
-  if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(plan.errors)};
+  if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(DiagnosticLines(plan.errors))};
   WakeDone done;
   done.ok = true;
   if (!plan.HasChanges()) return done;  // awake already (an apply or another wake did it)
