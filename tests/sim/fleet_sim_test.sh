@@ -38,13 +38,15 @@ DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
 GPU_DIR=$DIR.gpu
 DOCKER_DIR=$DIR.docker
 DISK_DIR=$DIR.disk
+EXEC_DIR=$DIR.exec
 cleanup() {
 	local rc=$?
 	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$GPU_DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$DOCKER_DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$DISK_DIR" --purge >/dev/null 2>&1 || true
-	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR" "$DISK_DIR"
+	"$SIM" stop "$EXEC_DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR" "$DISK_DIR" "$EXEC_DIR"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -362,6 +364,25 @@ print(n["port"], n["user"], n["root"])' "$DIR/sim.json")
 	check "stop unmounts the disks" bash -c "! grep -qF '$DIR/' /proc/mounts"
 else
 	not_ok "fleet-sim start --disk 16m"
+fi
+
+# ---------------------------------------------------------------- --exec-cost
+# A node where a process start is slow: sshd's re-exec and the session's
+# shell pay it (so `ssh node true` does), and the accounting file counts them.
+if "$SIM" start "$EXEC_DIR" --nodes 1 --names slow --exec-cost 1.5 >/dev/null 2>&1; then
+	ok "fleet-sim start --exec-cost 1.5"
+	read -r xport xuser xroot < <(python3 -c 'import json, sys; n = json.load(open(sys.argv[1]))["nodes"][0]; print(n["port"], n["user"], n["root"])' "$EXEC_DIR/sim.json")
+	install -m 0666 /dev/null "$xroot/sim/exec.log"
+	out=$(ssh -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$EXEC_DIR/known_hosts" \
+		-o BatchMode=yes -o ConnectTimeout=5 -o LogLevel=ERROR -i "$EXEC_DIR/id_ed25519" \
+		-p "$xport" "$xuser@127.0.0.1" 'echo "$FLEET_SIM_EXEC_COST_MS"; /bin/true' 2>&1) || true
+	check_eq "--exec-cost: the session has the cost" "1.5" "$out"
+	out=$(awk '{ sub(".*/", "", $3); print $3 }' "$xroot/sim/exec.log" | sort | tr '\n' ' ')
+	check_eq "--exec-cost: ssh node CMD starts sshd (re-exec), the shell and true, each counted" \
+		"dash sshd true " "$out"
+	"$SIM" stop "$EXEC_DIR" --purge >/dev/null 2>&1 || true
+else
+	not_ok "fleet-sim start --exec-cost 1.5"
 fi
 
 # ---------------------------------------------------------------- docker engine
