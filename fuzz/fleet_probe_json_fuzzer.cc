@@ -1,7 +1,7 @@
 // The JSON document fleet-probe prints on a node. Facts that parse must
 // survive the state's round trip (GpuFactsFromJson(GpuFactsToJson(f)) == f).
 #include "fuzz/fuzz_support.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;

@@ -1,7 +1,7 @@
 // The framed stream a node prints for a snapshot's safetensors headers and
 // indexes (hub_remote ReadSnapshotHeaders).
 #include "fuzz/fuzz_support.h"
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;

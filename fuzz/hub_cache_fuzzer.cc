@@ -1,7 +1,7 @@
 // The hub cache listing the model probe prints (refs/, snapshots/, blobs/).
 // What parses must survive the plan file's JSON round trip.
 #include "fuzz/fuzz_support.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;

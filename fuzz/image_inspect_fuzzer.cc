@@ -2,9 +2,9 @@
 // around warnings), the image probe fragment's lines, `load`'s output and
 // CLI errors. The first byte is the exit status of `image inspect`.
 #include "fuzz/fuzz_support.h"
-#include "providers/image/cli_error.h"
-#include "providers/image/image_probe.h"
 #include "providers/image/image_steps.h"
+#include "providers/shared/cli_error.h"
+#include "providers/shared/image_probe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;

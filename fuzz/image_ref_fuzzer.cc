@@ -1,7 +1,7 @@
 // Image refs (what a manifest names) and image IDs/digests (what a node
 // prints): split, re-joined and shortened without crashing.
 #include "fuzz/fuzz_support.h"
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_ref.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fleet;

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
-#include "providers/image/run_args.h"
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
+#include "providers/shared/run_args.h"
 #include "src/local_transport.h"
 #include "src/shell_quote.h"
 #include "src/transport.h"

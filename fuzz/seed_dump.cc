@@ -15,8 +15,8 @@
 #include <iostream>
 
 #include "manifests/manifest.h"
-#include "providers/model/hub_remote.h"
 #include "providers/node/node_provider.h"
+#include "providers/shared/hub_remote.h"
 #include "src/engine/probe_script.h"
 #include "src/local_transport.h"
 #include "src/plan.h"

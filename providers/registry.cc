@@ -22,4 +22,12 @@ std::vector<std::unique_ptr<Provider>> MakeProviders() {
   return p;
 }
 
+Role RoleOf(const std::string& type) {
+  // The providers hold no state: one set, made once, answers every call.
+  static const std::vector<std::unique_ptr<Provider>> providers = MakeProviders();
+  for (const std::unique_ptr<Provider>& p : providers)
+    if (p->type() == type) return p->role();
+  return Role::kOther;
+}
+
 }  // namespace fleet

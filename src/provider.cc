@@ -28,6 +28,8 @@ std::string Provider::UnplannedCost(const DesiredResource&) const { return ""; }
 
 std::string Provider::TakesDown(const PlanChange&) const { return ""; }
 
+Role Provider::role() const { return Role::kOther; }
+
 PlanChange Provider::DiffOrphan(const ResourceRecord& record, const DiffContext&) const {
   return ForgetRecord(record);
 }

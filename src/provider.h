@@ -94,6 +94,13 @@ struct DiffContext {
 // `{state: on_demand}`), as the node-itself type reads it.
 enum class DeclaredPower { kOn, kOff, kOnDemand };
 
+// The part a type's resources play in the commands built around one kind
+// of them: a serve (status's serve rows, endpoints, heal, wake), a gateway
+// in front of serves (status's gateway rows, endpoints, the promote gate's
+// routes), an image on a node (kept while a gate may need it). The engine
+// asks the provider (RoleOf) instead of naming a type.
+enum class Role { kOther, kServe, kGateway, kImage };
+
 class Provider {
  public:
   virtual ~Provider() = default;
@@ -124,6 +131,9 @@ class Provider {
   // off": a node's power off, which fleet watch --sync makes only with
   // sync.destroy). The default, "": nothing.
   virtual std::string TakesDown(const PlanChange& c) const;
+
+  // The part this type's resources play (Role). The default: kOther.
+  virtual Role role() const;
 
   // The desired resources of this type declared (or implied) by `m`.
   virtual std::vector<DesiredResource> Expand(const Manifest& m) const = 0;
@@ -219,6 +229,10 @@ Result<CommandResult> RunOnNode(const StepContext& ctx, const std::string& comma
 
 // All providers, in dependency order of their types (node first).
 std::vector<std::unique_ptr<Provider>> MakeProviders();
+
+// The role of the provider of `type` (MakeProviders'); kOther for a type
+// no provider has.
+Role RoleOf(const std::string& type);
 
 }  // namespace fleet
 

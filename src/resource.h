@@ -61,7 +61,7 @@ struct NodeFacts {
   // the node's container CLI could list them (or it has none).
   bool fleet_serves_listed = false;
   std::vector<std::string> fleet_serves;
-  // Every image on the node (providers/image/image_listing.h, ImageListing
+  // Every image on the node (providers/shared/image_listing.h, ImageListing
   // JSON), listed once by the plan's node probe and read by every image
   // resource on the node and by the search for images no state knows; null
   // where the node's probe did not list (`fleet probe`, apply's re-reads).

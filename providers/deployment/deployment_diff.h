@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/provider.h"
 
 namespace fleet {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "providers/deployment/deployment_provider.h"
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 
 namespace fleet {
 namespace deployment_internal {

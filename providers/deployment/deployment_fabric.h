@@ -15,8 +15,8 @@
 #include <string>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_spec.h"
-#include "providers/deployment/fabric_values.h"
+#include "providers/shared/serving/deployment_spec.h"
+#include "providers/shared/serving/fabric_values.h"
 #include "src/resource.h"
 #include "src/status.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "providers/deployment/deployment_provider.h"
 #include "providers/shared/fabric_facts.h"
 

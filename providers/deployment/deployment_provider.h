@@ -27,7 +27,7 @@
 #include <optional>
 
 #include "providers/deployment/deployment_diff.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/provider.h"
 
 namespace fleet {
@@ -35,6 +35,7 @@ namespace fleet {
 class DeploymentProvider : public Provider {
  public:
   std::string type() const override { return "deployment"; }
+  Role role() const override { return Role::kServe; }
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,

@@ -1,9 +1,9 @@
 #include "providers/deployment/group_restart.h"
 
 #include "providers/deployment/deployment_fabric.h"
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/deployment_probe.h"
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/provider.h"
 #include "src/status.h"
 

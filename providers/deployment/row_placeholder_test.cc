@@ -1,4 +1,4 @@
-#include "providers/deployment/row_placeholder.h"
+#include "providers/shared/serving/row_placeholder.h"
 
 #include <gtest/gtest.h>
 

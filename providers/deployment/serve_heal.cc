@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "providers/deployment/container_lifecycle.h"
+#include "providers/shared/serving/container_lifecycle.h"
 #include "providers/deployment/group_restart.h"
 #include "providers/deployment/planned_spec.h"
 #include "src/shell_quote.h"

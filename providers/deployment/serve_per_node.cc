@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_spec.h"
 
 namespace fleet {
 

@@ -4,10 +4,10 @@
 #include <optional>
 #include <sstream>
 
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 #include "providers/display_ram/display_ram_probe_sh.h"
-#include "providers/image/engine_check.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/engine_check.h"
+#include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving_containers.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
@@ -403,10 +403,6 @@ bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
 }
 
 }  // namespace
-
-std::vector<std::string> ContainersStoppedBy(const PlanChange& c) {
-  return c.detail.get<DisplayRamStep>().stop_containers;
-}
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {

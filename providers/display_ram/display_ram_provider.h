@@ -11,14 +11,10 @@
 #ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 #define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_PROVIDER_H_
 
-#include "providers/display_ram/display_ram_json.h"
+#include "providers/shared/display_ram_json.h"
 #include "src/provider.h"
 
 namespace fleet {
-
-// The serving containers a planned display_ram change stops before its
-// module reload (their deployments start them again after it).
-std::vector<std::string> ContainersStoppedBy(const PlanChange& display_ram_change);
 
 class DisplayRamProvider : public Provider {
  public:

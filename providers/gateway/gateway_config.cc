@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "manifests/served_name.h"
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 
 namespace fleet {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "manifests/served_name.h"
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 
 namespace fleet {
 namespace {

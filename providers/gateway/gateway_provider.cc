@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "providers/deployment/container_lifecycle.h"
-#include "providers/deployment/deployment_spec.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/container_lifecycle.h"
+#include "providers/shared/serving/deployment_spec.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "providers/gateway/gateway_steps.h"
 #include "state/state.h"
 

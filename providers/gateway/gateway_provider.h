@@ -39,6 +39,7 @@ std::vector<GatewayRoute> GatewayRoutes(const Manifest& m, std::vector<std::stri
 class GatewayProvider : public Provider {
  public:
   std::string type() const override { return "gateway"; }
+  Role role() const override { return Role::kGateway; }
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,

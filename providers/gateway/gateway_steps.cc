@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "providers/deployment/container_lifecycle.h"
+#include "providers/shared/serving/container_lifecycle.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "providers/image/image_json.h"
-#include "providers/image/image_listing.h"
 #include "providers/image/image_provider.h"
+#include "providers/shared/image_listing.h"
 
 namespace fleet {
 namespace image_internal {

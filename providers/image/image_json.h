@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
 #include "providers/shared/fabric_route.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 
 namespace fleet {
 

@@ -6,13 +6,13 @@
 #include <sstream>
 
 #include "providers/image/chain_copy.h"
-#include "providers/image/engine_check.h"
 #include "providers/image/fabric_copy.h"
 #include "providers/image/image_json.h"
-#include "providers/image/image_listing.h"
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
+#include "providers/shared/engine_check.h"
+#include "providers/shared/image_listing.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 

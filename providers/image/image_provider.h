@@ -32,8 +32,8 @@
 #include <string>
 
 #include "providers/image/image_json.h"
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
 #include "src/provider.h"
 
 namespace fleet {
@@ -41,6 +41,7 @@ namespace fleet {
 class ImageProvider : public Provider {
  public:
   std::string type() const override { return "image"; }
+  Role role() const override { return Role::kImage; }
   std::vector<DesiredResource> Expand(const Manifest& m) const override;
   std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const override;
   ActualResource ParseProbe(const DesiredResource& r, const std::string& output,

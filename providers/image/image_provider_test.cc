@@ -12,13 +12,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "providers/image/cli_error.h"
-#include "providers/image/image_listing.h"
-#include "providers/image/image_probe.h"
-#include "providers/image/image_ref.h"
 #include "providers/image/image_steps.h"
-#include "providers/image/run_args.h"
-#include "providers/node/engine_api_test_util.h"
+#include "providers/shared/cli_error.h"
+#include "providers/shared/engine_api_test_util.h"
+#include "providers/shared/image_listing.h"
+#include "providers/shared/image_probe.h"
+#include "providers/shared/image_ref.h"
+#include "providers/shared/run_args.h"
 #include "state/state.h"
 #include "tests/support/stub_cli.h"
 

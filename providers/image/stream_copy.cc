@@ -6,8 +6,8 @@
 #include <mutex>
 #include <thread>
 
-#include "providers/image/cli_error.h"
 #include "providers/image/tar_stream_check.h"
+#include "providers/shared/cli_error.h"
 
 namespace fleet {
 

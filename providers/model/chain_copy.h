@@ -22,8 +22,8 @@
 #include <string>
 
 #include "manifests/manifest.h"
-#include "providers/model/completeness.h"
-#include "providers/model/hub_remote.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_remote.h"
 #include "src/plan.h"
 
 namespace fleet {

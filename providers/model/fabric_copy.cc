@@ -5,7 +5,7 @@
 #include <mutex>
 #include <thread>
 
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 #include "providers/shared/fabric_stream.h"
 #include "src/shell_quote.h"
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "providers/model/blob_hash.h"
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/blob_hash.h"
+#include "providers/shared/hub_test_util.h"
 #include "src/shell_quote.h"
 #include "tests/support/run_shell.h"
 

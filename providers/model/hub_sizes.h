@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "providers/model/completeness.h"
+#include "providers/shared/completeness.h"
 #include "src/hub_api.h"
 
 namespace fleet {

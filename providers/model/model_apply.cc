@@ -8,15 +8,15 @@
 #include <mutex>
 #include <thread>
 
-#include "providers/model/blob_hash.h"
 #include "providers/model/chain_copy.h"
 #include "providers/model/fabric_copy.h"
 #include "providers/model/hub_download.h"
-#include "providers/model/hub_remote.h"
 #include "providers/model/hub_sizes.h"
 #include "providers/model/model_scope.h"
 #include "providers/model/progress_meter.h"
 #include "providers/model/staged_mark.h"
+#include "providers/shared/blob_hash.h"
+#include "providers/shared/hub_remote.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 

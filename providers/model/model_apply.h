@@ -19,14 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/completeness.h"
-#include "providers/model/hub_cache.h"
-#include "providers/model/hub_remote.h"
 #include "providers/model/model_attrs.h"
 #include "providers/model/model_copy.h"
 #include "providers/model/model_provider.h"
 #include "providers/model/progress_meter.h"
 #include "providers/model/staging_lock.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_cache.h"
+#include "providers/shared/hub_remote.h"
 #include "src/provider.h"
 
 namespace fleet {

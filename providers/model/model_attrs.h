@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "providers/model/completeness.h"
+#include "providers/shared/completeness.h"
 #include "providers/shared/fabric_route.h"
 
 namespace fleet {

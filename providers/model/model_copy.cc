@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

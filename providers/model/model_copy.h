@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 #include "src/status.h"
 #include "src/transport.h"
 

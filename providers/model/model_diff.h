@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/completeness.h"
-#include "providers/model/hub_cache.h"
 #include "providers/model/model_attrs.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_cache.h"
 #include "src/provider.h"
 
 namespace fleet {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/blob_hash.h"
+#include "providers/shared/blob_hash.h"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -33,7 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
+#include "providers/shared/model_location.h"
 #include "src/provider.h"
 #include "src/settings.h"
 
@@ -53,10 +54,6 @@ struct ModelProviderOptions {
   static ModelProviderOptions FromSettings(const Settings& settings);
 };
 
-// Where model `model` lives as `node` sees it: the node's hf_cache for
-// store: local, the store's path when the node mounts the store.
-Result<HubLocation> ModelLocationOnNode(const Manifest& m, const std::string& model,
-                                        const std::string& node);
 
 class ModelProvider : public Provider {
  public:

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <set>
 
-#include "providers/model/completeness.h"
-#include "providers/model/hub_remote.h"
-#include "providers/model/hub_test_util.h"
 #include "providers/model/model_attrs.h"
 #include "providers/model/progress_meter.h"
+#include "providers/shared/completeness.h"
+#include "providers/shared/hub_remote.h"
+#include "providers/shared/hub_test_util.h"
 #include "src/process_identity.h"
 #include "state/state.h"
 

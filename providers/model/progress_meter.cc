@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 
 namespace fleet {
 

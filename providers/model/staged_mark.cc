@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "providers/model/hub_remote.h"
+#include "providers/shared/hub_remote.h"
 
 namespace fleet {
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "providers/model/hub_test_util.h"
+#include "providers/shared/hub_test_util.h"
 
 namespace fleet {
 namespace {

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "providers/model/hub_cache.h"
+#include "providers/shared/hub_cache.h"
 #include "src/status.h"
 #include "src/transport.h"
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "providers/image/image_ref.h"
+#include "providers/shared/image_ref.h"
 #include "providers/shared/serving_containers.h"
 #include "src/shell_quote.h"
 

@@ -22,9 +22,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "providers/image/image_listing.h"
 #include "providers/node/gpu_context.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/image_listing.h"
 #include "src/probe/probe_install.h"
 
 namespace fleet {

@@ -17,9 +17,9 @@
 #include <sstream>
 #include <string>
 
-#include "providers/node/engine_api_test_util.h"
-#include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "providers/shared/engine_api_test_util.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/shell_quote.h"
 #include "tests/support/stub_cli.h"
 

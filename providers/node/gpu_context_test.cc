@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"

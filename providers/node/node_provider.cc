@@ -6,12 +6,12 @@
 #include <sstream>
 #include <utility>
 
-#include "providers/image/image_listing.h"
 #include "providers/node/engine_listing.h"
-#include "providers/node/gpu_facts.h"
 #include "providers/node/node_gpu_sh.h"
 #include "providers/node/node_identity_sh.h"
 #include "providers/shared/fabric_facts.h"
+#include "providers/shared/gpu_facts.h"
+#include "providers/shared/image_listing.h"
 #include "src/power_switch.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_install.h"

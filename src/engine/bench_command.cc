@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "manifests/bench_schema.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/engine/bench_compare.h"
 #include "src/engine/bench_history.h"
 #include "src/engine/bench_quality.h"

@@ -1,7 +1,7 @@
 #include "src/engine/bench_quality.h"
 
 #include "manifests/smoke_schema.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 
 namespace fleet {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <future>
 
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/openai_client.h"
 
 namespace fleet {

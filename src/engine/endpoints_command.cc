@@ -7,8 +7,8 @@
 #include <iostream>
 #include <set>
 
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "providers/gateway/gateway_config.h"
 #include "src/engine/serve_commands.h"
 #include "src/provider.h"
@@ -28,7 +28,7 @@ std::vector<Endpoint> GatewayEndpoints(const Manifest& m, const State& state,
   std::vector<Endpoint> out;
   for (const ResourceRecord& rec : state.resources) {
     auto node = m.nodes.find(rec.node);
-    if (rec.type != "gateway" || node == m.nodes.end()) continue;
+    if (RoleOf(rec.type) != Role::kGateway || node == m.nodes.end()) continue;
     const GatewayWant w = rec.attributes.get<GatewayWant>();
     const std::string url =
         "http://" + ClientAddress(node->second) + ":" + std::to_string(w.port) + "/v1";
@@ -49,7 +49,8 @@ std::vector<Endpoint> Endpoints(const Manifest& m, const State& state) {
   std::set<std::string> routed;
   std::vector<Endpoint> out = GatewayEndpoints(m, state, &routed);
   for (const ResourceRecord& rec : state.resources) {
-    if (rec.type != "deployment" || routed.count(ResourceName("deployment", rec.address))) continue;
+    if (RoleOf(rec.type) != Role::kServe || routed.count(ResourceName(rec.type, rec.address)))
+      continue;
     const DeploymentRecord r = rec.attributes.get<DeploymentRecord>();
     auto node = m.nodes.find(rec.node);
     if (r.want.shown.health.empty() || node == m.nodes.end()) continue;

@@ -4,8 +4,9 @@
 #include <cstdio>
 #include <set>
 
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/deployment_spec.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_spec.h"
+#include "src/provider.h"
 #include "src/resource.h"
 
 namespace fleet {
@@ -112,13 +113,13 @@ void Gate(const Manifest& m, const DeploymentSpec& d, const std::string& changed
   // their "answers 503 ... replaced in place" is not so.
   if (!g.candidate.empty())
     for (PlanChange& c : plan->changes)
-      if (c.type == "gateway")
+      if (RoleOf(c.type) == Role::kGateway)
         std::erase_if(c.reasons, [&](const std::string& r) {
           return r.find("while " + gated->address + " is replaced in place") != std::string::npos;
         });
   // No image is removed from the gated node or the candidate under the gate.
   for (PlanChange& c : plan->changes) {
-    if (c.type != "image" || c.action != Action::kDelete) continue;
+    if (RoleOf(c.type) != Role::kImage || c.action != Action::kDelete) continue;
     if (c.node != gated->node && c.node != g.candidate) continue;
     AddDependency(&c, gated->address);
     c.reasons.push_back("after the gate of " + gated->address +

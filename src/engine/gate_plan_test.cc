@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 
 namespace fleet {
 namespace {

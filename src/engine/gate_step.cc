@@ -2,10 +2,10 @@
 
 #include <sstream>
 
-#include "providers/deployment/container_lifecycle.h"
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/deployment_spec.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/container_lifecycle.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_spec.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "providers/gateway/gateway_config.h"
 #include "src/engine/bench_history.h"
 #include "src/engine/gate_decision.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 
 namespace fleet {
 

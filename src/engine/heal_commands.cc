@@ -6,9 +6,10 @@
 
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/engine/commands.h"
 #include "src/engine/serve_commands.h"
+#include "src/provider.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -76,7 +77,7 @@ int CmdHealReset(const GlobalOptions& g, const std::string& address) {
   }
   const ResourceRecord* r = state->Find(address);
   std::optional<DeploymentRecord> rec;
-  if (r != nullptr && r->type == "deployment") rec = DeploymentRecordFrom(r->attributes);
+  if (r != nullptr && RoleOf(r->type) == Role::kServe) rec = DeploymentRecordFrom(r->attributes);
   if (!rec) {
     std::cerr << "fleet: no deployment " << address << " in the state\n";
     return 1;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/heal_ledger.h"
+#include "providers/shared/serving/heal_ledger.h"
 
 namespace fleet {
 

@@ -11,10 +11,11 @@
 #include <thread>
 
 #include "providers/deployment/deployment_diff.h"
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "providers/deployment/serve_heal.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/engine/heal_policy.h"
+#include "src/provider.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -445,7 +446,7 @@ std::vector<nlohmann::json> Healer::Round(const HealRoundInput& in) {
   std::vector<Serve> would_heal;
   bool anything = false;
   for (const ResourceRecord& r : peek->resources) {
-    if (r.type != "deployment") continue;
+    if (RoleOf(r.type) != Role::kServe) continue;
     if (healing.count(r.address)) {
       unhealthy_rounds_[r.address] = 0;
       continue;

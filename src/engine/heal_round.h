@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/clock.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/engine/idle_policy.h"
 #include "src/engine/planner.h"
 #include "state/state_store.h"

@@ -10,8 +10,8 @@
 #include <functional>
 #include <thread>
 
-#include "providers/node/gpu_facts.h"
 #include "providers/node/node_provider.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/engine/probe_script.h"
 
 namespace fleet {

@@ -1,7 +1,7 @@
 #include "src/engine/schedule_round.h"
 
-#include "providers/deployment/deployment_json.h"
-#include "providers/deployment/deployment_probe.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_probe.h"
 #include "src/engine/node_take_down.h"
 #include "src/engine/schedule_policy.h"
 #include "src/engine/wake_policy.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
-#include "providers/deployment/smoke_check.h"
+#include "providers/shared/serving/smoke_check.h"
 #include "src/engine/node_connections.h"
 
 namespace fleet {

@@ -7,13 +7,14 @@
 #include <ctime>
 #include <iostream>
 
-#include "providers/deployment/deployment_json.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "providers/gateway/gateway_steps.h"
-#include "providers/node/gpu_facts.h"
+#include "providers/shared/gpu_facts.h"
 #include "src/engine/commands.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"
 #include "src/engine/schedule_clock.h"
+#include "src/provider.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -154,7 +155,7 @@ std::vector<Row> ServeRows(const Manifest& m, const std::vector<DesiredResource>
                            const ProbeResult& probed, const State& state) {
   std::vector<Row> rows = {{{"DEPLOYMENT", "CONTAINER", "STATE", "HEALTH"}, {}}};
   for (const DesiredResource& r : desired) {
-    if (r.type != "deployment") continue;
+    if (RoleOf(r.type) != Role::kServe) continue;
     Row row = ServeRow(r, probed);
     HealNotes(state, r.address, &row);
     // Where clients reach it, by the manifest's address for the node: the
@@ -173,7 +174,7 @@ std::vector<Row> GatewayRows(const Manifest& m, const std::vector<DesiredResourc
                              const ProbeResult& probed) {
   std::vector<Row> rows = {{{"GATEWAY", "CONTAINER", "STATE", "ROUTES"}, {}}};
   for (const DesiredResource& r : desired) {
-    if (r.type != "gateway") continue;
+    if (RoleOf(r.type) != Role::kGateway) continue;
     const GatewayWant w = r.attributes.get<GatewayWant>();
     std::string state = "not probed", routes = "-";
     if (auto it = probed.actual.find(r.address); it != probed.actual.end() && it->second.probed) {

@@ -21,6 +21,7 @@
 #include "src/engine/wake_policy.h"
 #include "src/openai_client.h"
 #include "src/power_switch.h"
+#include "src/provider.h"
 #include "src/transport.h"
 #include "state/state.h"
 #include "state/state_store.h"
@@ -139,7 +140,7 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   Planner planner(&woke, &providers, &connections, power.get());
   PlanOptions po;
   for (const DesiredResource& r : planner.Desired())
-    if (r.type == "deployment" && r.name == t.deployment) po.targets.push_back(r.address);
+    if (RoleOf(r.type) == Role::kServe && r.name == t.deployment) po.targets.push_back(r.address);
   if (po.targets.empty()) return {false, "deployment " + t.deployment + " has no serve to wake"};
   const Plan plan = planner.MakePlan(*state, po);
   if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(plan.errors)};
