@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what fleet needs on Debian 12 (run as root):
-#   bash scripts/install-deps.sh                # everything: the test suite (CI)
+#   bash scripts/install-deps.sh                # everything: the test suite (CI),
+#                                               #   the release builds' cross tools
+#                                               #   (release_test) included
 #   bash scripts/install-deps.sh --build-only   # fleet and fleet-probe alone:
 #                                               #   meson setup build -Dtests=false
 #   bash scripts/install-deps.sh --demo         # what scripts/demo.sh runs
 #   bash scripts/install-deps.sh --release      # scripts/package.sh: static
-#                                               #   amd64 + arm64 builds, .deb
+#                                               #   amd64 + arm64 builds, .deb,
+#                                               #   and deb_install_test's tools
 #   bash scripts/install-deps.sh --all          # the suite and the release
 # apt's output goes to a log file, named when it fails (FLEET_APT_LOG, default
 # /tmp/fleet-install-deps.log); one line says what is installed.
@@ -59,7 +62,7 @@ suite=(
 static_libs=(libnghttp2-dev libidn2-dev libpsl-dev libssh2-1-dev libzstd-dev libbrotli-dev
   zlib1g-dev libunistring-dev)
 release=(
-  crossbuild-essential-arm64 qemu-user-static dpkg-dev lintian debootstrap file
+  crossbuild-essential-arm64 qemu-user-static dpkg-dev file
   # the headers of what src/release/absent_libs.cc stands in for
   libkrb5-dev librtmp-dev
   "${static_libs[@]}"
@@ -67,18 +70,23 @@ release=(
   libssh-dev:arm64 libssl-dev:arm64 libcurl4-openssl-dev:arm64 libgtest-dev:arm64
   libgmock-dev:arm64
 )
+# deb_install_test: a debootstrapped Debian 13 and lintian (not in CI: see
+# tests/run-all.sh).
+deb_test=(lintian debootstrap)
 
 case ${1:-} in
   --build-only) what="the build"; packages=("${build[@]}") ;;
   --demo) what="the demo"; packages=("${build[@]}" "${unit[@]}" "${demo[@]}") ;;
-  --release) what="the release build"; packages=("${build[@]}" "${release[@]}") ;;
-  # Not the release's cross tools: the release build (two more builds of
-  # everything, ~6 minutes of both cores) does not fit CI's budget beside
-  # the suite yet, and release_test skips without them.
+  --release) what="the release build"
+    packages=("${build[@]}" "${release[@]}" "${deb_test[@]}") ;;
+  # With the release's cross tools: CI builds the release binaries of both
+  # platforms and runs release_test on every submission (tests/run-all.sh),
+  # in this same apt run (one update, one install).
   "") what="the test suite"
-    packages=("${build[@]}" "${unit[@]}" "${demo[@]}" "${suite[@]}") ;;
-  --all) what="the test suite and the release build"
     packages=("${build[@]}" "${unit[@]}" "${demo[@]}" "${suite[@]}" "${release[@]}") ;;
+  --all) what="the test suite and the release build"
+    packages=("${build[@]}" "${unit[@]}" "${demo[@]}" "${suite[@]}" "${release[@]}"
+      "${deb_test[@]}") ;;
   *) echo "usage: install-deps.sh [--build-only | --demo | --release | --all]" >&2; exit 2 ;;
 esac
 # A second real Hub client for hub_test (tests/sim/hf-js): npm's

@@ -10,6 +10,10 @@
 #   bash scripts/package.sh              # both architectures
 #   bash scripts/package.sh amd64        # one
 # Build folders: build-release/ (kept: a second run rebuilds what changed).
+# FLEET_PACKAGE_WORK: another folder for them (tests/run-all.sh: release_test's
+# build/tests/release, so that CI builds the arm64 fleet once);
+# FLEET_PACKAGE_TESTS=true configures them with the unit tests (-Dtests=true,
+# as release_test does; the same fleet, and only fleet is built here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -40,7 +44,7 @@ probe_args=()
 for arch in amd64 arm64; do
   m=$(machine_of "$arch")
   step "fleet-probe for linux/$arch ($m)"
-  run "$(cross_prefix "$arch")g++" -O2 -std=c++17 src/probe/fleet_probe.cc -ldl -pthread \
+  run "$(cross_prefix "$arch")g++" -O2 -std=c++17 "$root/src/probe/fleet_probe.cc" -ldl -pthread \
     -static-libstdc++ -static-libgcc -s -o "$work/fleet-probe-$m.new"
   # unchanged bytes keep their date: no relink of fleet
   if cmp -s "$work/fleet-probe-$m.new" "$work/fleet-probe-$m"; then
@@ -56,7 +60,7 @@ for arch in "${archs[@]}"; do
   step "static archives Debian does not install side by side, linux/$arch (scripts/release-libs.sh)"
   run bash scripts/release-libs.sh "$arch" "$work/libs-$arch"
   bdir=$work/$arch
-  opts=(-Dtests=false -Dstatic_libs=true "-Dstatic_lib_dirs=$work/libs-$arch/lib"
+  opts=("-Dtests=${FLEET_PACKAGE_TESTS:-false}" -Dstatic_libs=true "-Dstatic_lib_dirs=$work/libs-$arch/lib"
     "-Dstatic_include_dirs=$work/libs-$arch/include" "-Dprobe_binaries=$probes"
     -Doptimization=2 -Ddebug=false -Dunity=on -Dunity_size=8)
   cross=()

@@ -4,15 +4,15 @@
 #include <cstdlib>
 
 #include "providers/deployment/deployment_fabric.h"
-#include "providers/shared/serving/deployment_probe.h"
-#include "providers/shared/serving/gpu_request.h"
-#include "providers/shared/serving/serve_health.h"
 #include "providers/deployment/serve_per_node.h"
 #include "providers/shared/display_ram_json.h"
 #include "providers/shared/engine_check.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/image_probe.h"
 #include "providers/shared/image_ref.h"
+#include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/gpu_request.h"
+#include "providers/shared/serving/serve_health.h"
 #include "src/shell_quote.h"
 #include "state/state.h"
 

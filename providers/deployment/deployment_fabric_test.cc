@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "providers/shared/serving/deployment_json.h"
 #include "providers/deployment/deployment_provider.h"
 #include "providers/shared/fabric_facts.h"
+#include "providers/shared/serving/deployment_json.h"
 
 namespace fleet {
 namespace {

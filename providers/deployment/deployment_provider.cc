@@ -2,15 +2,15 @@
 
 #include <set>
 
-#include "providers/shared/serving/container_lifecycle.h"
 #include "providers/deployment/deployment_fabric.h"
+#include "providers/deployment/group_restart.h"
+#include "providers/deployment/planned_spec.h"
+#include "providers/deployment/row_probe.h"
+#include "providers/shared/serving/container_lifecycle.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_probe.h"
 #include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving/gpu_request.h"
-#include "providers/deployment/group_restart.h"
-#include "providers/deployment/planned_spec.h"
-#include "providers/deployment/row_probe.h"
 #include "state/state.h"
 
 namespace fleet {

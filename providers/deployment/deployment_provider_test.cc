@@ -11,14 +11,14 @@
 #include <ctime>
 #include <fstream>
 
+#include "providers/shared/engine_api_test_util.h"
+#include "providers/shared/gpu_facts.h"
+#include "providers/shared/image_probe.h"
 #include "providers/shared/serving/container_probe_sh.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_probe.h"
 #include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving/serve_health.h"
-#include "providers/shared/engine_api_test_util.h"
-#include "providers/shared/gpu_facts.h"
-#include "providers/shared/image_probe.h"
 #include "state/state.h"
 #include "tests/support/stub_cli.h"
 

@@ -2,10 +2,10 @@
 
 #include <optional>
 
-#include "providers/shared/serving/deployment_json.h"
-#include "providers/shared/serving/deployment_probe.h"
 #include "providers/deployment/row_probe.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/serving/deployment_json.h"
+#include "providers/shared/serving/deployment_probe.h"
 
 namespace fleet {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 
-#include "providers/shared/serving/container_lifecycle.h"
 #include "providers/deployment/group_restart.h"
 #include "providers/deployment/planned_spec.h"
+#include "providers/shared/serving/container_lifecycle.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

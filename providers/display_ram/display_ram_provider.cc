@@ -4,8 +4,8 @@
 #include <optional>
 #include <sstream>
 
-#include "providers/shared/display_ram_json.h"
 #include "providers/display_ram/display_ram_probe_sh.h"
+#include "providers/shared/display_ram_json.h"
 #include "providers/shared/engine_check.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving_containers.h"

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
+#include "providers/gateway/gateway_steps.h"
 #include "providers/shared/serving/container_lifecycle.h"
 #include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving/smoke_check.h"
-#include "providers/gateway/gateway_steps.h"
 #include "state/state.h"
 
 namespace fleet {

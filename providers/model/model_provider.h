@@ -54,7 +54,6 @@ struct ModelProviderOptions {
   static ModelProviderOptions FromSettings(const Settings& settings);
 };
 
-
 class ModelProvider : public Provider {
  public:
   ModelProvider() : ModelProvider(ModelProviderOptions::FromSettings(ProcessSettings())) {}

@@ -18,11 +18,11 @@
 
 #include "manifests/duration.h"
 #include "manifests/manifest.h"
-#include "providers/shared/serving/deployment_spec.h"
 #include "providers/model/model_provider.h"
 #include "providers/node/node_provider.h"
 #include "providers/shared/bind_list.h"
 #include "providers/shared/gpu_facts.h"
+#include "providers/shared/serving/deployment_spec.h"
 #include "src/atomic_file.h"
 #include "src/engine/executor.h"
 #include "src/engine/gate_plan.h"

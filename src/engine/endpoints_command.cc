@@ -7,9 +7,9 @@
 #include <iostream>
 #include <set>
 
+#include "providers/gateway/gateway_config.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/smoke_check.h"
-#include "providers/gateway/gateway_config.h"
 #include "src/engine/serve_commands.h"
 #include "src/provider.h"
 #include "state/state_store.h"

@@ -2,11 +2,11 @@
 
 #include <sstream>
 
+#include "providers/gateway/gateway_config.h"
 #include "providers/shared/serving/container_lifecycle.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving/smoke_check.h"
-#include "providers/gateway/gateway_config.h"
 #include "src/engine/bench_history.h"
 #include "src/engine/gate_decision.h"
 #include "src/openai_client.h"

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "providers/deployment/deployment_diff.h"
-#include "providers/shared/serving/deployment_json.h"
 #include "providers/deployment/serve_heal.h"
 #include "providers/shared/gpu_facts.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/engine/heal_policy.h"
 #include "src/provider.h"
 #include "state/state.h"

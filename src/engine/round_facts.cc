@@ -1,10 +1,10 @@
 #include "src/engine/round_facts.h"
 
+#include "providers/node/node_json.h"
+#include "providers/shared/display_ram_json.h"
+#include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_probe.h"
-#include "providers/shared/display_ram_json.h"
-#include "providers/node/node_json.h"
-#include "providers/shared/gpu_facts.h"
 
 namespace fleet {
 namespace {

@@ -7,9 +7,9 @@
 #include <ctime>
 #include <iostream>
 
-#include "providers/shared/serving/deployment_json.h"
 #include "providers/gateway/gateway_steps.h"
 #include "providers/shared/gpu_facts.h"
+#include "providers/shared/serving/deployment_json.h"
 #include "src/engine/commands.h"
 #include "src/engine/node_connections.h"
 #include "src/engine/planner.h"

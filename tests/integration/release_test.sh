@@ -9,10 +9,12 @@
 #   - against a simulated node that reports aarch64 (fleet-sim --arch), a
 #     plan uploads the arm64 fleet-probe (no compile) and it answers
 #     --version on the node (under qemu there: binfmt_misc).
-# The amd64 binary and the .deb (scripts/package.sh, a debootstrapped
-# Debian 13: tests/deb_install_test.sh) are left to a release: each is as
-# long again. Skips (77) without the cross tools, qemu or the Debian mirror
-# (scripts/install-deps.sh --release installs the tools).
+# tests/run-all.sh (CI) first runs scripts/package.sh into this test's build
+# folder, beside the other tests at nice 19: the amd64 binary and both .debs
+# are built on every submission too, and this test finds fleet built. The
+# .deb's install into a debootstrapped Debian 13 (tests/deb_install_test.sh)
+# is left to a release. Skips (77) without the cross tools, qemu or the
+# Debian mirror (scripts/install-deps.sh installs the tools).
 # RELEASE_BUILD_DIR: the build folder (kept between runs; laid out as
 # scripts/package.sh's build-release/, whose arm64 build it can be).
 # shellcheck source=tests/integration/lib.sh
@@ -95,7 +97,12 @@ for ex in spark-lab dgx-spark-lab; do
 done
 
 step "unit tests under qemu (meson's exe_wrapper)"
-meson test -C "$build/arm64" --no-rebuild --print-errorlogs "${unit_tests[@]}" >"$WORK/out" 2>&1 ||
+# Timeouts x10: under qemu each process the test starts is emulated, and
+# shell_quote_test (it starts sh and bash for each word) took 10 to 14 s and over
+# its 30 s at nice 19 beside four other sessions' builds (2026-12-06), as
+# it runs in CI beside the suite.
+meson test -C "$build/arm64" --no-rebuild --print-errorlogs --timeout-multiplier 10 \
+  "${unit_tests[@]}" >"$WORK/out" 2>&1 ||
   { cat "$WORK/out"; fail "unit tests under qemu"; }
 grep -E '^ *[0-9]+/[0-9]+ |^Ok:|^Fail:' "$WORK/out"
 

@@ -4,16 +4,16 @@
 #include <map>
 #include <vector>
 
-#include "providers/shared/serving/deployment_probe.h"
-#include "providers/shared/serving/serve_health.h"
-#include "providers/shared/model_location.h"
 #include "providers/shared/bind_list.h"
+#include "providers/shared/find_image.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/hub_cache.h"
-#include "providers/shared/find_image.h"
 #include "providers/shared/image_probe.h"
 #include "providers/shared/image_ref.h"
+#include "providers/shared/model_location.h"
 #include "providers/shared/run_args.h"
+#include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/serve_health.h"
 #include "src/shell_quote.h"
 
 namespace fleet {

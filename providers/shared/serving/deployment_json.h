@@ -13,10 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "providers/shared/hub_remote.h"
 #include "providers/shared/serving/deployment_probe.h"
 #include "providers/shared/serving/deployment_spec.h"
 #include "providers/shared/serving/heal_ledger.h"
-#include "providers/shared/hub_remote.h"
 
 namespace fleet {
 

@@ -7,10 +7,10 @@
 #include <sstream>
 #include <utility>
 
+#include "providers/shared/engine_api.h"
 #include "providers/shared/serving/container_probe_sh.h"
 #include "providers/shared/serving/gpu_request.h"
 #include "providers/shared/serving/health_check_sh.h"
-#include "providers/shared/engine_api.h"
 #include "providers/shared/serving_containers.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"

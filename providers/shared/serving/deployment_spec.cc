@@ -6,11 +6,11 @@
 
 #include "manifests/recipe.h"
 #include "manifests/secrets.h"
+#include "providers/shared/blob_hash.h"
+#include "providers/shared/model_location.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/gpu_request.h"
 #include "providers/shared/serving/row_placeholder.h"
-#include "providers/shared/model_location.h"
-#include "providers/shared/blob_hash.h"
 
 namespace fleet {
 namespace {

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "providers/shared/container_labels.h"
 #include "providers/shared/serving/fabric_values.h"
 #include "providers/shared/serving/row_placeholder.h"
-#include "providers/shared/container_labels.h"
 #include "src/status.h"
 
 namespace fleet {

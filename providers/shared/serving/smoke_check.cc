@@ -17,8 +17,8 @@
 #include "manifests/own_fault.h"
 #include "manifests/served_name.h"
 #include "manifests/smoke_schema.h"
-#include "providers/shared/serving/connection_owner_sh.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/serving/connection_owner_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
