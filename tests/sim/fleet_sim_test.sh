@@ -187,6 +187,8 @@ check_eq "HA: DIR/ha_fail_401 -> 401" 401 "$(ha GET /api/states/switch.dgx3 | cu
 rm -f -- "$DIR/ha_fail_401"
 
 boot_before=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
+out=$(ssh_node 2 "sudo -n modprobe -r nvidia_drm && sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) || true
+check_eq "dgx3 unlocked before its power cycle" "Y N card0" "$(words "$out")"
 out=$(ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}')
 check_if "HA: turn_off answers the changed state" "$out" globs "$out" '200 \[*"state": "off"*'
 check_eq "HA: switch.dgx3 is off" off "$(ha_state dgx3)"
@@ -198,6 +200,8 @@ boot_after=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
 check_if "HA: turn_on boots the node" "before $boot_before after $boot_after" \
 	matches "$boot_after" "^[0-9a-f-]{36}\$"
 check_ne "... with a new boot id" "$boot_before" "$boot_after"
+out=$(ssh_node 2 "$drm" 2>&1) || true
+check_eq "... and nvidia_drm at its boot defaults (the last boot's unlock is gone)" "N Y no-card0" "$(words "$out")"
 check_eq "HA: turn_on of an on switch changes nothing" "200 []" "$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')"
 
 out=$(ssh_node 1 'systemctl poweroff; echo "rc=$?"' 2>&1) || true
@@ -211,6 +215,23 @@ done
 check_eq "systemctl poweroff switches the node off" off "$state"
 check "node-start after a poweroff" "$SIM" node-start "$DIR" dgx2
 check "... and the node answers again" ssh_node 1 true
+
+# A node whose OS hangs in boot: the switch reads on, sshd never answers;
+# turn_on meanwhile changes nothing; turn_off cuts the power and ends it.
+"$SIM" boot-fault "$DIR" dgx3 hang
+ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}' >/dev/null
+out=$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault hang: turn_on answers on" "$out" globs "$out" '200 \[*"state": "on"*'
+check_eq "boot-fault hang: the switch reads on" on "$(ha_state dgx3)"
+check_eq "boot-fault hang: node-status dgx3 off (no sshd)" off "$("$SIM" node-status "$DIR" dgx3)"
+if ssh_node 2 true >/dev/null 2>&1; then not_ok "a hung node does not answer SSH"; else ok "a hung node does not answer SSH"; fi
+check_eq "boot-fault hang: turn_on of the on relay changes nothing" "200 []" "$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')"
+out=$(ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault hang: turn_off cuts the power" "$out" globs "$out" '200 \[*"state": "off"*'
+"$SIM" boot-fault "$DIR" dgx3 ok
+out=$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault ok: turn_on boots again" "$out" globs "$out" '200 \[*"state": "on"*'
+check "... and dgx3 answers SSH" ssh_node 2 true
 
 # ---------------------------------------------------------------- crash-silent
 # a silent power loss: an open connection gets no FIN/RST (a read times out
