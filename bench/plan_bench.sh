@@ -13,18 +13,24 @@
 #      (`fleet -v`'s "on the node", the @clock.begin/@clock.end markers;
 #      target <= 40 ms);
 #   3. peak RSS of `fleet plan` on 256 nodes (target < 100 MB).
-# Usage: bash bench/plan_bench.sh [runs] [--no-256]   (root, after scripts/build.sh)
+# Usage: bash bench/plan_bench.sh [runs] [--no-256|--one-node]   (root, after scripts/build.sh)
+# --one-node: the one-node figures (2.) alone, on a sim of 3 nodes (no
+# 32-node plan, no 256). FLEET_SIM_EXEC_COST_MS=MS: the nodes' process
+# starts cost MS more (fleet-sim --exec-cost; bench/process_start_bench.sh
+# calibrates it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 FLEET=${FLEET:-$ROOT/build/src/engine/fleet}
 SIM=$ROOT/tests/sim/fleet-sim
 RUNS=${1:-7}
+NODES=32
+[[ "${2:-}" != --one-node ]] || NODES=3
 WORK=$(mktemp -d /var/tmp/fleet-bench.XXXXXX)
 trap '"$SIM" stop "$WORK/sim32" --purge >/dev/null 2>&1 || true; "$SIM" stop "$WORK/sim256" --purge >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 
 # dgx1 runs docker (its API socket answers), dgx3 podman with its API
 # service, the others podman without one (the CLI).
-"$SIM" start "$WORK/sim32" --nodes 32 --engine dgx1=docker,dgx3=podman-api >/dev/null
+"$SIM" start "$WORK/sim32" --nodes "$NODES" --engine dgx1=docker,dgx3=podman-api >/dev/null
 python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim32" --out "$WORK/repo32"
 "$FLEET" -C "$WORK/repo32" --no-color apply --auto-approve >/dev/null
 "$FLEET" -C "$WORK/repo32" --no-color plan --detailed-exitcode >/dev/null  # converged
@@ -44,9 +50,10 @@ done
 #    it, a docker node and a podman node, with the node side's share;
 #  - 32-node wall time vs the floor (32 parallel `ssh node true`), printed
 #    with the core count it was measured on.
-python3 - "$FLEET" "$WORK" "$RUNS" <<'PY'
+python3 - "$FLEET" "$WORK" "$RUNS" "${2:-}" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
 fleet, work, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+one_node = sys.argv[4] == "--one-node"
 sim = json.load(open(work + "/sim32/sim.json"))
 nodes = sim["nodes"]
 
@@ -91,34 +98,54 @@ m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu")}
 for n in ones:
     m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: []})
 for _ in range(runs):
-    w, c = run_all([ssh(n) for n in nodes]); m["floor"].append(w); m["floor_cpu"].append(c)
-    w, _ = run_all([ssh(n, ("-o", "KexAlgorithms=curve25519-sha256")) for n in nodes]); m["floor_c"].append(w)
-    w, c = run_all([plan(work + "/repo32")]); m["plan"].append(w); m["plan_cpu"].append(c)
-    # The 32 nodes' side goes on after the plan returns (their sessions end:
-    # both cores 100 % busy for ~0.1 s here): the one-node figures wait for
-    # a quiet machine, or the first of them pays for that (300 ms, not 170).
-    time.sleep(1.0)
+    if not one_node:
+        w, c = run_all([ssh(n) for n in nodes]); m["floor"].append(w); m["floor_cpu"].append(c)
+        w, _ = run_all([ssh(n, ("-o", "KexAlgorithms=curve25519-sha256")) for n in nodes]); m["floor_c"].append(w)
+        w, c = run_all([plan(work + "/repo32")]); m["plan"].append(w); m["plan_cpu"].append(c)
+        # The 32 nodes' side goes on after the plan returns (their sessions end:
+        # both cores 100 % busy for ~0.1 s here): the one-node figures wait for
+        # a quiet machine, or the first of them pays for that (300 ms, not 170).
+        time.sleep(1.0)
     for n in ones:
         w, on_node = one_plan(n); m["one_" + n].append(w); m["node_" + n].append(on_node)
         w, _ = run_all([ssh(by_name[n])]); m["ssh1_" + n].append(w)
-med = {k: statistics.median(v) for k, v in m.items()}
+med = {k: statistics.median(v) for k, v in m.items() if v}
 n = len(nodes)
-print("%d runs, %d cores, %d nodes (medians)" % (runs, os.cpu_count(), n))
-print("controller CPU per node: fleet %.1f ms, OpenSSH clients %.1f ms: ratio %.2f"
+print("%d runs, %d cores, %d nodes (medians)%s" % (runs, os.cpu_count(), n, (
+    "; a process start on the nodes costs %s ms more (fleet-sim --exec-cost)"
+    % os.environ["FLEET_SIM_EXEC_COST_MS"]) if os.environ.get("FLEET_SIM_EXEC_COST_MS") else ""))
+if not one_node:
+  print("controller CPU per node: fleet %.1f ms, OpenSSH clients %.1f ms: ratio %.2f"
       % (1e3 * med["plan_cpu"] / n, 1e3 * med["floor_cpu"] / n, med["plan_cpu"] / med["floor_cpu"]))
 for name, engine in ones.items():
     one, on_node, ssh1 = med["one_" + name], med["node_" + name], med["ssh1_" + name]
-    print("one node, %s (%s): plan %.0f ms, ssh true %.0f ms: ratio %.2f (target <= 0.7);"
-          " on the node %.0f ms (target <= 40): %.2f of the plan, %.2f of ssh true"
-          % (engine, name, 1e3 * one, 1e3 * ssh1, one / ssh1, 1e3 * on_node, on_node / one,
+    ratios = sorted(a / b for a, b in zip(m["one_" + name], m["ssh1_" + name]))
+    print("one node, %s (%s): plan %.0f ms, ssh true %.0f ms: ratio %.2f (target <= 0.7; runs %.2f-%.2f);"
+          " on the node %.0f ms (target <= 40; runs %.0f-%.0f): %.2f of the plan, %.2f of ssh true"
+          % (engine, name, 1e3 * one, 1e3 * ssh1, one / ssh1, ratios[0], ratios[-1], 1e3 * on_node,
+             1e3 * min(m["node_" + name]), 1e3 * max(m["node_" + name]), on_node / one,
              on_node / ssh1))
-print("%d nodes on %d cores: plan %.0f ms, floor (parallel ssh true) %.0f ms: ratio %.2f (target <= 1.3);"
+# What each one-node plan starts on its node (fleet-sim --exec-cost's
+# accounting: one line per process start, sshd's re-exec included).
+if os.environ.get("FLEET_SIM_EXEC_COST_MS"):
+    for name in ones:
+        log = by_name[name]["root"] + "/sim/exec.log"
+        open(log, "w").close()
+        os.chmod(log, 0o666)
+        one_plan(name)
+        exes = [l.split()[2].rsplit("/", 1)[-1] for l in open(log) if len(l.split()) > 2]
+        os.unlink(log)
+        print("one node, %s: %d process starts on the node per plan: %s" % (
+            name, len(exes), ", ".join("%s x%d" % (e, exes.count(e)) if exes.count(e) > 1 else e
+                                       for e in sorted(set(exes)))))
+if not one_node:
+  print("%d nodes on %d cores: plan %.0f ms, floor (parallel ssh true) %.0f ms: ratio %.2f (target <= 1.3);"
       " against a curve25519 floor (OpenSSH's default sntrup761 costs more CPU) %.0f ms: ratio %.2f"
       % (n, os.cpu_count(), 1e3 * med["plan"], 1e3 * med["floor"], med["plan"] / med["floor"],
          1e3 * med["floor_c"], med["plan"] / med["floor_c"]))
 PY
 "$SIM" stop "$WORK/sim32" --purge >/dev/null
-[[ "${2:-}" == --no-256 ]] && exit 0
+[[ "${2:-}" == --no-256 || "${2:-}" == --one-node ]] && exit 0
 
 "$SIM" start "$WORK/sim256" --nodes 256 >/dev/null
 python3 "$ROOT/tests/integration/mkrepo.py" --sim "$WORK/sim256" --out "$WORK/repo256"

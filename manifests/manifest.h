@@ -75,6 +75,28 @@ struct NodePower {
   SourceLoc loc;
 };
 
+// One window of `schedule.up`: on the days of `days` (bit 0 Monday ... bit
+// 6 Sunday) from start_min to end_min, minutes after midnight in the
+// schedule's time zone. end_min <= start_min: the window runs past
+// midnight into the next day (a night shift), from a day of `days`.
+struct ScheduleWindow {
+  unsigned days = 0;
+  int start_min = 0;
+  int end_min = 0;
+  auto operator<=>(const ScheduleWindow&) const = default;
+};
+
+// `schedule: {up: "Mon-Fri 08:00-20:00", tz: Europe/Berlin}`: when a
+// deployment or a node is up ahead of demand (manifests/power_policy.h
+// reads it). Outside its windows it is down unless a request wakes it.
+struct UpSchedule {
+  bool present = false;
+  std::string up;  // as written
+  std::string tz;  // an IANA zone name; "UTC" by default
+  std::vector<ScheduleWindow> windows;
+  SourceLoc loc;
+};
+
 struct NodeSpec {
   std::string name;
   std::string address;   // host, IP or "local"
@@ -95,6 +117,10 @@ struct NodeSpec {
   // nodes (RoCE); empty: probed from sysfs infiniband.
   std::string fabric_address;
   std::string fabric_interface;
+  // schedule (power: on_demand only): the windows the node, and every serve
+  // on it, is up in ahead of demand; at a window's end it goes down as idle
+  // off takes it down. Absent: none.
+  UpSchedule schedule;
   SourceLoc loc;
 };
 
@@ -239,28 +265,6 @@ struct SmokeCheck {
   // stall: once the first token came, the longest silence before the reply
   // counts as stalled.
   int stall_s = 30;
-  SourceLoc loc;
-};
-
-// One window of `schedule.up`: on the days of `days` (bit 0 Monday ... bit
-// 6 Sunday) from start_min to end_min, minutes after midnight in the
-// schedule's time zone. end_min <= start_min: the window runs past
-// midnight into the next day (a night shift), from a day of `days`.
-struct ScheduleWindow {
-  unsigned days = 0;
-  int start_min = 0;
-  int end_min = 0;
-  auto operator<=>(const ScheduleWindow&) const = default;
-};
-
-// `schedule: {up: "Mon-Fri 08:00-20:00", tz: Europe/Berlin}`: when a
-// deployment is up ahead of demand (manifests/power_policy.h reads it).
-// Outside its windows it is down unless a request wakes it.
-struct UpSchedule {
-  bool present = false;
-  std::string up;  // as written
-  std::string tz;  // an IANA zone name; "UTC" by default
-  std::vector<ScheduleWindow> windows;
   SourceLoc loc;
 };
 

@@ -7,14 +7,11 @@ namespace fleet::manifest_checks {
 
 namespace {
 
-std::string SectionOf(const std::string& kind) {
-  return kind == "store" ? "stores" : kind + "s";
-}
+std::string SectionOf(const std::string& kind) { return kind == "store" ? "stores" : kind + "s"; }
 
 }  // namespace
 
-void CheckReferences(const Manifest& m, const ReadNotes& notes,
-                     Reporter* reporter) {
+void CheckReferences(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   for (const PendingRef& r : notes.refs) {
     std::vector<std::string> names;
     auto collect = [&names](const auto& map) {
@@ -24,8 +21,7 @@ void CheckReferences(const Manifest& m, const ReadNotes& notes,
     if (r.kind == "image") collect(m.images);
     if (r.kind == "model") collect(m.models);
     if (r.kind == "store") collect(m.stores);
-    if (std::find(names.begin(), names.end(), r.ref.value) != names.end())
-      continue;
+    if (std::find(names.begin(), names.end(), r.ref.value) != names.end()) continue;
     std::string message = r.context + ": " + r.kind + " '" + r.ref.value +
                           "' is not defined under " + SectionOf(r.kind) + ":";
     const std::string near = NearestName(r.ref.value, names);
@@ -42,8 +38,7 @@ void CheckReferences(const Manifest& m, const ReadNotes& notes,
   }
 }
 
-void CheckSwitches(const Manifest& /*m*/, const ReadNotes& notes,
-                   Reporter* reporter) {
+void CheckSwitches(const Manifest& /*m*/, const ReadNotes& notes, Reporter* reporter) {
   std::map<std::string, std::string> first_user;  // entity -> node
   for (const std::string& node : notes.node_order) {
     auto it = notes.switches.find(node);
@@ -52,16 +47,13 @@ void CheckSwitches(const Manifest& /*m*/, const ReadNotes& notes,
     auto [first, inserted] = first_user.emplace(entity.value, node);
     if (inserted) continue;
     const Located<std::string>& other = notes.switches.at(first->second);
-    reporter->Error(entity.loc, entity.value + " is used by nodes " +
-                                    first->second + " (" +
-                                    other.loc.ToString() + ") and " + node +
-                                    " (" + entity.loc.ToString() +
-                                    "); each node needs its own switch");
+    reporter->Error(entity.loc, entity.value + " is used by nodes " + first->second + " (" +
+                                    other.loc.ToString() + ") and " + node + " (" +
+                                    entity.loc.ToString() + "); each node needs its own switch");
   }
 }
 
-void CheckAddresses(const Manifest& m, const ReadNotes& notes,
-                    Reporter* reporter) {
+void CheckAddresses(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   // Two names for one machine is the log's label-inversion trap: every
   // action on one name lands on the other node too.
   std::map<std::string, std::string> first_node;  // address:port -> node
@@ -72,9 +64,8 @@ void CheckAddresses(const Manifest& m, const ReadNotes& notes,
     auto [first, inserted] = first_node.emplace(key, name);
     if (inserted) continue;
     reporter->Error(node.loc, "nodes " + first->second + " (" +
-                                  m.nodes.at(first->second).loc.ToString() +
-                                  ") and " + name + " both point at " + key +
-                                  "; each node must be its own machine");
+                                  m.nodes.at(first->second).loc.ToString() + ") and " + name +
+                                  " both point at " + key + "; each node must be its own machine");
   }
 }
 
@@ -90,21 +81,19 @@ void CheckPorts(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
     std::vector<std::string> seen;
     for (const auto& node : locs.nodes) {
       if (std::find(seen.begin(), seen.end(), node.value) != seen.end()) {
-        reporter->Error(node.loc, "deployment '" + name + "' lists node '" +
-                                      node.value + "' twice");
+        reporter->Error(node.loc,
+                        "deployment '" + name + "' lists node '" + node.value + "' twice");
         continue;
       }
       seen.push_back(node.value);
       if (d.port == 0) continue;
-      auto [it, inserted] = used.emplace(std::make_pair(node.value, d.port),
-                                         Use{name, locs.port});
+      auto [it, inserted] = used.emplace(std::make_pair(node.value, d.port), Use{name, locs.port});
       if (inserted) continue;
-      reporter->Error(locs.port, "deployments '" + it->second.deployment +
-                                     "' (" + it->second.loc.ToString() +
-                                     ") and '" + name + "' (" +
+      reporter->Error(locs.port, "deployments '" + it->second.deployment + "' (" +
+                                     it->second.loc.ToString() + ") and '" + name + "' (" +
                                      locs.port.ToString() + ") both use port " +
-                                     std::to_string(d.port) + " on node '" +
-                                     node.value + "'; give each its own port");
+                                     std::to_string(d.port) + " on node '" + node.value +
+                                     "'; give each its own port");
     }
   }
 }
@@ -131,8 +120,7 @@ void CheckOneServePerNode(const Manifest& m, const ReadNotes& notes, Reporter* r
   }
 }
 
-void CheckModelPlacement(const Manifest& m, const ReadNotes& notes,
-                         Reporter* reporter) {
+void CheckModelPlacement(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   // A model in a shared store is visible only on the nodes that mount it.
   for (const std::string& name : notes.deployment_order) {
     const DeploymentSpec& d = m.deployments.at(name);
@@ -142,33 +130,27 @@ void CheckModelPlacement(const Manifest& m, const ReadNotes& notes,
     if (store == m.stores.end()) continue;
     for (const auto& node : notes.deployment_locs.at(name).nodes) {
       const auto& mounted = store->second.nodes;
-      if (std::find(mounted.begin(), mounted.end(), node.value) !=
-          mounted.end())
-        continue;
+      if (std::find(mounted.begin(), mounted.end(), node.value) != mounted.end()) continue;
       if (m.nodes.count(node.value) == 0) continue;  // already reported
-      reporter->Error(
-          node.loc,
-          "deployment '" + name + "' runs on node '" + node.value +
-              "', but its model '" + d.model + "' lives in store '" +
-              store->first + "', which node '" + node.value +
-              "' does not mount; add the node to the store's nodes or use "
-              "store: local");
+      reporter->Error(node.loc, "deployment '" + name + "' runs on node '" + node.value +
+                                    "', but its model '" + d.model + "' lives in store '" +
+                                    store->first + "', which node '" + node.value +
+                                    "' does not mount; add the node to the store's nodes or use "
+                                    "store: local");
     }
   }
 }
 
-void CheckPoweredOff(const Manifest& m, const ReadNotes& notes,
-                     Reporter* reporter) {
+void CheckPoweredOff(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   for (const std::string& name : notes.deployment_order) {
     for (const auto& node : notes.deployment_locs.at(name).nodes) {
       auto it = m.nodes.find(node.value);
       if (it == m.nodes.end()) continue;
       const NodePower& power = it->second.power;
       if (!power.present || power.state != "off") continue;
-      reporter->Error(
-          node.loc, "deployment '" + name + "' runs on node '" + node.value +
-                        "', whose power state is off (" + power.loc.ToString() +
-                        "); set its state: on or move the deployment");
+      reporter->Error(node.loc, "deployment '" + name + "' runs on node '" + node.value +
+                                    "', whose power state is off (" + power.loc.ToString() +
+                                    "); set its state: on or move the deployment");
     }
   }
 }
@@ -195,13 +177,26 @@ void CheckSchedules(const Manifest& m, const ReadNotes& notes, Reporter* reporte
   }
 }
 
+// A node's own schedule powers it on and off: its power must follow demand.
+void CheckNodeSchedules(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
+  for (const std::string& name : notes.node_order) {
+    const auto n = m.nodes.find(name);
+    if (n == m.nodes.end() || !n->second.schedule.present) continue;
+    const NodePower& power = n->second.power;
+    if (power.present && power.state == "on_demand") continue;
+    reporter->Error(n->second.schedule.loc,
+                    "node '" + name +
+                        "' has a schedule, but its power does not follow demand; give it "
+                        "power: {switch: ..., state: on_demand} (a schedule powers it on and off)");
+  }
+}
+
 // A gateway is the way a request wakes a node: it must not sleep itself.
 void CheckGatewayNodesStayOn(const Manifest& m, Reporter* reporter) {
   for (const auto& [name, g] : m.gateways)
     for (const std::string& node : g.nodes) {
       auto it = m.nodes.find(node);
-      if (it == m.nodes.end() || !it->second.power.present ||
-          it->second.power.state != "on_demand")
+      if (it == m.nodes.end() || !it->second.power.present || it->second.power.state != "on_demand")
         continue;
       reporter->Error(it->second.power.loc,
                       "node '" + node + "' runs gateway '" + name +
@@ -212,8 +207,7 @@ void CheckGatewayNodesStayOn(const Manifest& m, Reporter* reporter) {
 
 }  // namespace
 
-void CheckAcrossSections(const Manifest& m, const ReadNotes& notes,
-                         Reporter* reporter) {
+void CheckAcrossSections(const Manifest& m, const ReadNotes& notes, Reporter* reporter) {
   CheckReferences(m, notes, reporter);
   CheckSwitches(m, notes, reporter);
   CheckAddresses(m, notes, reporter);
@@ -222,6 +216,7 @@ void CheckAcrossSections(const Manifest& m, const ReadNotes& notes,
   CheckModelPlacement(m, notes, reporter);
   CheckPoweredOff(m, notes, reporter);
   CheckSchedules(m, notes, reporter);
+  CheckNodeSchedules(m, notes, reporter);
   CheckGatewayNodesStayOn(m, reporter);
 }
 

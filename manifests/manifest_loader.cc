@@ -62,8 +62,8 @@ const std::vector<std::string> kTopKeys = {
 const std::vector<std::string> kSshKeys = {"user", "identity", "known_hosts", "port",
                                            "connect_timeout"};
 const std::vector<std::string> kNodeKeys = {
-    "address",         "ssh",   "hostname",         "power", "container_cli", "display_ram",
-    "display_manager", "paths", "poweroff_command", "fabric"};
+    "address",         "ssh",   "hostname",         "power",  "container_cli", "display_ram",
+    "display_manager", "paths", "poweroff_command", "fabric", "schedule"};
 const std::vector<std::string> kDisplayRam = {"default", "unlocked"};
 
 bool IsValidName(const std::string& name) {
@@ -572,6 +572,8 @@ void ManifestLoader::ReadNode(const Entry& entry) {
   if (const Entry* e = node.Find("ssh")) spec.ssh.loc = e->key_loc;
   if (auto hostname = node.String("hostname")) spec.hostname = hostname->value;
   ReadNodePower(node, &spec);
+  if (const Entry* schedule = node.Find("schedule"))
+    ReadUpSchedule(&reporter_, *schedule, what, &spec.schedule);
   if (auto cli = node.Enum("container_cli", {"docker", "podman"})) spec.container_cli = cli->value;
   if (auto ram = node.Enum("display_ram", kDisplayRam)) spec.display_ram = ram->value;
   if (auto dm = node.Enum("display_manager", {"stop"})) spec.display_manager_stop = true;

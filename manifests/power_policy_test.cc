@@ -136,6 +136,34 @@ TEST(PowerPolicy, ScheduleErrorsPointAtTheWindow) {
   EXPECT_NE(l.text.find("'tzz'"), std::string::npos) << l.text;
 }
 
+TEST(PowerPolicy, ANodeTakesAScheduleOfItsOwnWhenItsPowerFollowsDemand) {
+  // dgx3's schedule is on line 8, column 5.
+  Loaded l = LoadLab(
+      "{switch: switch.dgx3, state: on_demand}\n"
+      "    schedule: {up: \"Mon-Fri 18:00-23:00\", tz: Europe/Berlin}");
+  ASSERT_TRUE(l.ok) << l.text;
+  const UpSchedule& s = l.manifest.nodes.at("dgx3").schedule;
+  EXPECT_TRUE(s.present);
+  EXPECT_EQ(s.tz, "Europe/Berlin");
+  ASSERT_EQ(s.windows.size(), 1u);
+  EXPECT_EQ(s.windows[0].start_min, 18 * 60);
+  EXPECT_EQ(s.loc.line, 8);
+  EXPECT_FALSE(l.manifest.nodes.at("dgx4").schedule.present);
+  l = LoadLab("{switch: switch.dgx3}\n    schedule: {up: \"daily 08:00-20:00\"}");
+  EXPECT_FALSE(l.ok);
+  EXPECT_NE(l.text.find(":8:5: error: node 'dgx3' has a schedule, but its power does not follow "
+                        "demand"),
+            std::string::npos)
+      << l.text;
+  l = LoadLab("{switch: switch.dgx3, state: on_demand}\n    schedule: {up: \"Sat 25:00-26:00\"}");
+  EXPECT_FALSE(l.ok);
+  EXPECT_NE(l.text.find(":8:"), std::string::npos) << l.text;
+  EXPECT_NE(l.text.find("'25:00-26:00' is not a time range"), std::string::npos) << l.text;
+  l = LoadLab("{switch: switch.dgx3, state: on_demand}\n    schedule: {up: \"Mon\", tzz: UTC}");
+  EXPECT_FALSE(l.ok);
+  EXPECT_NE(l.text.find("'tzz'"), std::string::npos) << l.text;
+}
+
 TEST(PowerPolicy, WakeNeedsAListenerAndAHoldUpToAnHour) {
   Loaded l = LoadLab("{switch: switch.dgx3, state: on_demand}", "", ", wake: {hold: 10m}");
   EXPECT_FALSE(l.ok);

@@ -186,8 +186,8 @@ Result<std::vector<HubFile>> ReadHubTreePage(long code, const std::string& body,
                     " was refused or has no access to this repo (accept its terms on the "
                     "Hub, or use a token that may read it)");
   if (code == 404)
-    return R::Error(where + ": HTTP 404: no such repo or revision on the Hub" +
-                    (sent_token ? "" : " (or a private repo: fleet sent no token)"));
+    return R(Status::NotFound(where + ": HTTP 404: no such repo or revision on the Hub" +
+                              (sent_token ? "" : " (or a private repo: fleet sent no token)")));
   if (code < 200 || code >= 300) return R::Error(where + ": HTTP " + std::to_string(code));
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_array())

@@ -51,6 +51,10 @@ TEST(HubApi, BadAnswersAreErrorsNotCrashes) {
     EXPECT_FALSE(ReadHubTreePage(200, body, "w", "", false).ok()) << body;
   }
   EXPECT_FALSE(ReadHubTreePage(404, "", "w", "", false).ok());
+  // A repo or revision the Hub does not have is told apart by its code.
+  EXPECT_TRUE(ReadHubTreePage(404, "", "w", "", false).status().not_found());
+  EXPECT_FALSE(ReadHubTreePage(403, "{}", "w", "", false).status().not_found());
+  EXPECT_FALSE(ReadHubTreePage(200, "{}", "w", "", false).status().not_found());
   EXPECT_TRUE(ReadHubTreePage(200, "[]", "w", "", false).ok());
 }
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "src/atomic_file.h"
+#include "src/clock.h"
 #include "src/transport_internal.h"
 
 extern char** environ;
@@ -155,7 +156,7 @@ void StopChild(pid_t pid) {
     int status = 0;
     pid_t rc = waitpid(pid, &status, WNOHANG);
     if (rc == pid || (rc < 0 && errno != EINTR)) return;
-    usleep(20 * 1000);
+    RealClock()->SleepFor(std::chrono::milliseconds(20));
   }
   kill(-pid, SIGKILL);
   WaitChild(pid);

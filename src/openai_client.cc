@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "manifests/own_fault.h"
+#include "src/clock.h"
 #include "src/json_number.h"
 
 namespace fleet {
@@ -77,7 +78,7 @@ struct Watchdog {
 
   static int Check(void* self_ptr, curl_off_t, curl_off_t dlnow, curl_off_t, curl_off_t) {
     Watchdog* w = static_cast<Watchdog*>(self_ptr);
-    const auto now = SteadyClock::now();
+    const auto now = RealClock()->SteadyNow();
     if (dlnow != w->last_bytes) {
       w->last_bytes = dlnow;
       w->last_byte = now;
@@ -120,7 +121,7 @@ Transfer Perform(const std::string& url, const std::string* post, int timeout_s,
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");  // a serve is reached directly
   if (watchdog != nullptr) {
-    watchdog->start = watchdog->last_byte = SteadyClock::now();
+    watchdog->start = watchdog->last_byte = RealClock()->SteadyNow();
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, Watchdog::Check);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, watchdog);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
@@ -224,7 +225,7 @@ struct Stream {
       token = true;
     }
     if (!token) return;
-    const auto now = SteadyClock::now();
+    const auto now = RealClock()->SteadyNow();
     if (chunks++ == 0) first = now;
     last = now;
   }
@@ -308,7 +309,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   const std::string url = base_url + "/v1/chat/completions";
   Stream stream;
   stream.reply = &reply;
-  stream.start = SteadyClock::now();
+  stream.start = RealClock()->SteadyNow();
   Watchdog watchdog;
   watchdog.stall_s = request.stall_s;
   watchdog.first_token_s = request.first_token_s;
@@ -318,7 +319,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
   Transfer t = request.stream ? Perform(url, &post, request.timeout_s, request.stall_s,
                                         Stream::Write, &stream, &watchdog)
                               : Perform(url, &post, request.timeout_s, 0, nullptr, nullptr);
-  reply.wall_s = Seconds(SteadyClock::now() - stream.start);
+  reply.wall_s = Seconds(RealClock()->SteadyNow() - stream.start);
   reply.http_status = static_cast<int>(t.status);
   reply.served_by = t.served_by;
   if (!request.stream) reply.raw = t.body.substr(0, 2000);
@@ -333,7 +334,7 @@ ChatReply Chat(const std::string& base_url, const ChatRequest& request) {
     reply.no_first_token = aborted && watchdog.no_first_token;
     // The timeout ending a silence after tokens came is a stall too (a
     // check whose timeout is shorter than its stall limit).
-    const double silent_s = Seconds(SteadyClock::now() - watchdog.last_byte);
+    const double silent_s = Seconds(RealClock()->SteadyNow() - watchdog.last_byte);
     if (!reply.stalled && t.rc == CURLE_OPERATION_TIMEDOUT && stream.chunks > 0 && silent_s >= 1) {
       reply.stalled = true;
       reply.error = "the stream stalled mid-reply after " + std::to_string(stream.chunks) +

@@ -128,10 +128,11 @@ nlohmann::json Plan::ToJson() const {
                       {"targets", targets},
                       {"changes", changes_json},
                       {"summary", summary},
-                      {"errors", errors},
+                      {"errors", DiagnosticLines(errors)},
                       {"warnings", warnings},
                       {"sources", sources}};
   if (!unreachable.empty()) j["unreachable"] = unreachable;  // additive: older plans lack it
+  if (!errors.empty()) j["diagnostics"] = errors;            // additive: older plans lack it
   return j;
 }
 
@@ -151,7 +152,13 @@ Result<Plan> Plan::FromJson(const nlohmann::json& j) {
     p.serial = *serial;
     p.destroy = j.value("destroy", false);
     p.targets = j.value("targets", std::vector<std::string>{});
-    p.errors = j.value("errors", std::vector<std::string>{});
+    if (j.contains("diagnostics")) {
+      p.errors = j.at("diagnostics").get<std::vector<PlanDiagnostic>>();
+    } else {
+      // Saved before errors were structured: each line is a summary.
+      for (std::string& line : j.value("errors", std::vector<std::string>{}))
+        p.errors.push_back({"", std::move(line), ""});
+    }
     p.warnings = j.value("warnings", std::vector<std::string>{});
     p.unreachable = j.value("unreachable", std::map<std::string, std::string>{});
     p.sources = j.value("sources", std::map<std::string, std::string>{});

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/plan_diagnostic.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -112,7 +113,10 @@ struct Plan {
   bool destroy = false;
   std::vector<std::string> targets;
   std::vector<PlanChange> changes;  // in a topological order
-  std::vector<std::string> errors;
+  // Why nothing can be applied; empty when the plan may be. In the JSON form
+  // twice: "errors" their lines (as shown), "diagnostics" the structs
+  // (present only when there are errors).
+  std::vector<PlanDiagnostic> errors;
   std::vector<std::string> warnings;
   // Nodes the probe could not reach (node -> why, naming its address):
   // shown first, one line each, since the errors and changes of what runs

@@ -50,6 +50,35 @@ TEST(PlanTest, JsonRoundTrip) {
   EXPECT_EQ(back->ToJson(), j);
 }
 
+// The errors go in twice: "errors" as the lines shown (what readers of the
+// JSON had before), "diagnostics" as the structs, which FromJson reads back.
+TEST(PlanTest, ErrorsRoundTripAsDiagnostics) {
+  Plan p = SamplePlan();
+  EXPECT_FALSE(p.ToJson().contains("diagnostics"));  // none: the JSON as before
+  p.errors = {{"node.dgx1", "node dgx1: hostname is dgx9", "is the address another box?"},
+              {"", "dependency cycle between resources", ""}};
+  const nlohmann::json j = p.ToJson();
+  EXPECT_EQ(j["errors"],
+            nlohmann::json({"node dgx1: hostname is dgx9 (is the address another box?)",
+                            "dependency cycle between resources"}));
+  EXPECT_EQ(j["diagnostics"][0]["address"], "node.dgx1");
+  EXPECT_EQ(j["diagnostics"][0]["detail"], "is the address another box?");
+  Result<Plan> back = Plan::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->errors, p.errors);
+  // A plan saved before: its lines are summaries about no known address.
+  nlohmann::json old = j;
+  old.erase("diagnostics");
+  back = Plan::FromJson(old);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->errors.size(), 2u);
+  EXPECT_EQ(back->errors[0],
+            (PlanDiagnostic{"", "node dgx1: hostname is dgx9 (is the address another box?)", ""}));
+  // A diagnostic without its summary is a malformed plan, not a crash.
+  old["diagnostics"] = {{{"address", "x"}}};
+  EXPECT_FALSE(Plan::FromJson(old).ok());
+}
+
 TEST(PlanTest, HasChanges) {
   Plan p = SamplePlan();
   EXPECT_TRUE(p.HasChanges());

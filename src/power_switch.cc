@@ -125,10 +125,10 @@ Result<nlohmann::json> ReadHomeAssistantAnswer(long code, const std::string& bod
                                          ": the token was refused (check the token in the "
                                          "environment variable the manifest's token_env names)");
   if (code == 404 && request.rfind("GET /api/states/", 0) == 0)
-    return Result<nlohmann::json>::Error(
+    return Result<nlohmann::json>(Status::NotFound(
         where +
         ": HTTP 404: the controller has no such entity (check the switch name in the "
-        "manifest against the controller's entity ids)");
+        "manifest against the controller's entity ids)"));
   if (code < 200 || code >= 300)
     return Result<nlohmann::json>::Error(where + ": " + request + " answered HTTP " +
                                          std::to_string(code));

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "manifests/own_fault.h"
+#include "src/clock.h"
 #include "src/shell_quote.h"
 #include "src/transport_internal.h"
 
@@ -181,6 +182,15 @@ void SetKeepalive(int fd, int keepalive_s) {
 
 }  // namespace
 
+Status ConnectFailure(const std::string& libssh_error, long timeout_s) {
+  // libssh's words when socket() failed (EMFILE...): the controller's own
+  // failure, not a dark node. It reports no errno for it.
+  if (libssh_error.find("Socket create failed") != std::string::npos)
+    return Status::OwnFault("cannot connect: the controller's own failure: " + libssh_error);
+  return Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) +
+                             " s): " + libssh_error);
+}
+
 SshTransport::SshTransport(const SshEndpoint& endpoint)
     : endpoint_(endpoint),
       user_(endpoint.user.empty() ? transport_internal::CurrentUserName() : endpoint.user),
@@ -251,7 +261,7 @@ Status SshTransport::ConnectLocked() {
   constexpr int kHandshakeAttempts = 3;
   Status s = ConnectOnceLocked();
   for (int attempt = 1; !s.ok() && handshake_dropped_ && attempt < kHandshakeAttempts; ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
+    RealClock()->SleepFor(std::chrono::milliseconds(500 * attempt));
     s = ConnectOnceLocked();
   }
   if (!s.ok() && handshake_dropped_)
@@ -308,17 +318,8 @@ Status SshTransport::ConnectOnceLocked() {
   if (ssh_connect(session_) != SSH_OK) {
     // Refused, timed out, no route: the node is not there (maybe powered
     // off). Host-key and auth failures come later and are not this.
-    const std::string why = LibsshError();
-    // libssh's words when socket() failed here (EMFILE...): the controller's
-    // own failure, not a dark node.
-    if (why.find("Socket create failed") != std::string::npos) {
-      NoteOwnFault();
-      Status s = Status::OwnFault("cannot connect: the controller's own failure: " + why);
-      DisconnectLocked();
-      return s;
-    }
-    Status s =
-        Status::Unreachable("cannot connect (timeout " + std::to_string(timeout_s) + " s): " + why);
+    Status s = ConnectFailure(LibsshError(), timeout_s);
+    if (s.own_fault()) NoteOwnFault();
     DisconnectLocked();
     return s;
   }
@@ -510,17 +511,17 @@ class ChannelRun {
     // Callbacks before the exec request: early output must not land in
     // libssh's own buffers, where our callbacks would never see it.
     ssh_set_channel_callbacks(ch_, &callbacks_);
-    const SteadyClock::time_point asked = SteadyClock::now();
+    const SteadyClock::time_point asked = RealClock()->SteadyNow();
     if (ssh_channel_request_exec(ch_, command.c_str()) != SSH_OK) {
       // libssh gives no reason when the blocking request timed out (a
       // stopped sshd session: "unknown libssh error"); the wait says it.
       const auto waited =
-          std::chrono::duration_cast<std::chrono::seconds>(SteadyClock::now() - asked);
+          std::chrono::duration_cast<std::chrono::seconds>(RealClock()->SteadyNow() - asked);
       return Lost(waited.count() >= 2
                       ? "no answer to the exec request for " + std::to_string(waited.count()) + " s"
                       : "exec request failed");
     }
-    last_activity_ = SteadyClock::now();
+    last_activity_ = RealClock()->SteadyNow();
     return Status::OK();
   }
 
@@ -537,7 +538,7 @@ class ChannelRun {
       uint64_t before = st_.bytes_in;
       int rc = ssh_channel_poll(ch_, 0);
       if (rc == SSH_ERROR) return Lost("connection lost");
-      if (st_.bytes_in != before) last_activity_ = SteadyClock::now();
+      if (st_.bytes_in != before) last_activity_ = RealClock()->SteadyNow();
       if (st_.aborted || rc == SSH_EOF || st_.eof) return Status::OK();
       bool can_write = stdin_open_ && (pending_.empty() || ssh_channel_window_size(ch_) > 0);
       if (can_write) continue;
@@ -648,7 +649,7 @@ class ChannelRun {
       pending_ = {};
     } else {
       pending_.remove_prefix(static_cast<size_t>(rc));
-      if (rc > 0) last_activity_ = SteadyClock::now();
+      if (rc > 0) last_activity_ = RealClock()->SteadyNow();
     }
     return Status::OK();
   }
@@ -662,18 +663,18 @@ class ChannelRun {
     if (keepalive_s_ <= 0) return;
     Heard();
     const auto every = std::chrono::seconds(keepalive_s_);
-    SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point now = RealClock()->SteadyNow();
     if (now - last_heard_ < every || now - last_ping_ < every) return;
     last_ping_ = now;
     ssh_send_keepalive(session_);
-    last_activity_ = SteadyClock::now();
+    last_activity_ = RealClock()->SteadyNow();
   }
 
   // Notes a packet received since the last look (libssh counts them in rx_).
   void Heard() {
     if (rx_->in_packets != heard_packets_) {
       heard_packets_ = rx_->in_packets;
-      last_heard_ = SteadyClock::now();
+      last_heard_ = RealClock()->SteadyNow();
     }
   }
 
@@ -686,7 +687,7 @@ class ChannelRun {
     if (keepalive_s_ <= 0) return Status::OK();
     Heard();
     const int stall_s = kStallKeepalives * keepalive_s_;
-    if (SteadyClock::now() - last_heard_ < std::chrono::seconds(stall_s)) return Status::OK();
+    if (RealClock()->SteadyNow() - last_heard_ < std::chrono::seconds(stall_s)) return Status::OK();
     *broken_ = true;
     Release();
     return Status::Error(context_ + ": no answer from the node for " + std::to_string(stall_s) +
@@ -697,8 +698,8 @@ class ChannelRun {
   const int keepalive_s_;
   const ssh_counter_struct* rx_;  // the session's received packets
   uint64_t heard_packets_;
-  SteadyClock::time_point last_heard_ = SteadyClock::now();
-  SteadyClock::time_point last_ping_ = SteadyClock::now();
+  SteadyClock::time_point last_heard_ = RealClock()->SteadyNow();
+  SteadyClock::time_point last_ping_ = RealClock()->SteadyNow();
   const StdinPull& input_;
   const std::string context_;
   const std::function<std::string()> libssh_error_;
@@ -708,7 +709,7 @@ class ChannelRun {
   ssh_channel ch_ = nullptr;
   std::string_view pending_;
   bool stdin_open_ = true;
-  SteadyClock::time_point last_activity_ = SteadyClock::now();
+  SteadyClock::time_point last_activity_ = RealClock()->SteadyNow();
 };
 
 }  // namespace

@@ -45,6 +45,12 @@ struct ssh_counter_struct;
 
 namespace fleet {
 
+// What a failed ssh_connect means, read once from libssh's message (all it
+// reports): socket() failing is the controller's own fault (own_fault());
+// anything else (refused, timed out, no route) a node that is not there
+// (kUnreachable).
+Status ConnectFailure(const std::string& libssh_error, long timeout_s);
+
 class SshTransport : public Transport {
  public:
   // Does not connect. "~/" in identity and known_hosts is expanded.

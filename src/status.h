@@ -28,6 +28,10 @@ enum class StatusCode {
   // What was to be created exists already (a container name the engine
   // still holds).
   kAlreadyExists,
+  // What was asked for does not exist where it was looked up (a repo or
+  // revision the Hub does not have, an entity the power switch's controller
+  // does not know): asking again will not help, unlike kUnreachable.
+  kNotFound,
 };
 
 class Status {
@@ -46,6 +50,9 @@ class Status {
   static Status AlreadyExists(std::string message) {
     return WithCode(StatusCode::kAlreadyExists, std::move(message));
   }
+  static Status NotFound(std::string message) {
+    return WithCode(StatusCode::kNotFound, std::move(message));
+  }
 
   // The controller's own failure (no file descriptor left, its own network
   // down: manifests/own_fault.h): says nothing about the node, file or serve
@@ -62,6 +69,7 @@ class Status {
   bool unreachable() const { return code_ == StatusCode::kUnreachable; }
   bool lock_held() const { return code_ == StatusCode::kLockHeld; }
   bool already_exists() const { return code_ == StatusCode::kAlreadyExists; }
+  bool not_found() const { return code_ == StatusCode::kNotFound; }
   bool own_fault() const { return own_fault_; }
   const std::string& message() const { return message_; }
 

@@ -43,6 +43,12 @@ TEST(StatusTest, CallersBranchOnTheCodeNotTheText) {
   EXPECT_FALSE(taken.unreachable());
   EXPECT_FALSE(taken.lock_held());
   EXPECT_TRUE(Status::Unreachable("refused").Reworded("more").unreachable());
+  const Status missing = Status::NotFound("no such repo");
+  EXPECT_TRUE(missing.not_found());
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_TRUE(missing.Prefixed("model.m").not_found());
+  EXPECT_FALSE(missing.unreachable());
+  EXPECT_FALSE(Status::Error("no such repo").not_found());
 }
 
 }  // namespace

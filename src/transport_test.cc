@@ -452,6 +452,18 @@ class SshTransportTest : public ::testing::Test {
   std::string tmp_;
 };
 
+// libssh's message is read once, into a code: callers test the code.
+TEST(ConnectFailureTest, ClassifiesLibsshsWordsOnce) {
+  const Status own = ConnectFailure("Socket create failed: Too many open files", 10);
+  EXPECT_TRUE(own.own_fault());
+  EXPECT_FALSE(own.unreachable());
+  const Status dark = ConnectFailure("Connection refused", 10);
+  EXPECT_TRUE(dark.unreachable());
+  EXPECT_FALSE(dark.own_fault());
+  EXPECT_EQ(dark.message(), "cannot connect (timeout 10 s): Connection refused");
+  EXPECT_TRUE(ConnectFailure("Timeout connecting to 10.0.0.1", 3).unreachable());
+}
+
 TEST_F(SshTransportTest, DescribeNamesNodeUserAddressPort) {
   SshTransport t(sim_->Endpoint(0));
   EXPECT_EQ(t.Describe(), sim_->nodes[0].name + " (" + sim_->nodes[0].user +

@@ -441,7 +441,7 @@ std::string LocalStateStore::HeldMessage(int fd) const {
              info.created + ", lock id " + info.id +
              "; if that process is gone, run: fleet force-unlock " + info.id;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    RealClock()->SleepFor(std::chrono::milliseconds(1));
   }
   return "state is locked by another process, which has not recorded who it "
          "is in " +

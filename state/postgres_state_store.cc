@@ -419,7 +419,7 @@ std::string PostgresStateStore::HeldMessage() {
              "session; if it hangs, run: fleet force-unlock " +
              id;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    RealClock()->SleepFor(std::chrono::milliseconds(5));
   }
   return "state is locked by another session of " + Describe() + " that has not recorded who it is";
 }
@@ -493,7 +493,7 @@ Status PostgresStateStore::ForceUnlock(const std::string& lock_id) {
                        "SELECT NOT EXISTS (SELECT 1 FROM pg_locks k WHERE " + KeyHeld("k") + ")");
       if (!gone.ok()) return gone.status();
       if (gone->at(0, 0) == "t") break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      RealClock()->SleepFor(std::chrono::milliseconds(50));
     }
   }
   auto d = Exec("removing the lock row", "DELETE FROM " + q_ + ".lock WHERE id = $1", {lock_id});

@@ -14,6 +14,7 @@
 #include "providers/shared/engine_api_test_util.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/image_probe.h"
+#include "providers/shared/serving/container_lifecycle.h"
 #include "providers/shared/serving/container_probe_sh.h"
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_probe.h"
@@ -878,6 +879,29 @@ TEST(ServeHealthTest, DarkNodeTimeComesFromTheSettings) {
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_NE(r.status().message().find("FLEET_HEALTH_DARK_AFTER="), std::string::npos) << bad;
   }
+}
+
+// The engine's words on a refused run are read once, into a code (podman
+// exits 125 for every refusal): the storage-only-container retry tests it.
+TEST(RunRefusalTest, ANameInUseIsAlreadyExists) {
+  ContainerSpec spec;
+  spec.cli = "podman";
+  spec.container = "fleet-q";
+  CommandResult run;
+  run.exit_code = 125;
+  run.err =
+      "Error: creating container storage: the container name \"fleet-q\" is already in use by "
+      "3f1c. You have to remove that container to be able to reuse that name: that name is "
+      "already in use\n";
+  const Status taken = RunRefusal(spec, run);
+  EXPECT_TRUE(taken.already_exists());
+  EXPECT_EQ(taken.message().rfind("`podman run` of fleet-q failed: Error: creating", 0), 0u)
+      << taken.message();
+  run.err = "Error: short-name resolution enforced but cannot prompt without a TTY\n";
+  const Status other = RunRefusal(spec, run);
+  EXPECT_FALSE(other.ok());
+  EXPECT_FALSE(other.already_exists());
+  EXPECT_EQ(other.code(), StatusCode::kFailed);
 }
 
 }  // namespace

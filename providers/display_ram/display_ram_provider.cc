@@ -406,6 +406,15 @@ bool PowerOffFollows(const std::string& node, const DiffContext& ctx) {
 
 PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const ActualResource& actual,
                                     const ResourceRecord* record, const DiffContext& ctx) const {
+  bool held_open = false;
+  return DiffTellingHeld(desired, actual, record, ctx, &held_open);
+}
+
+PlanChange DisplayRamProvider::DiffTellingHeld(const DesiredResource& desired,
+                                               const ActualResource& actual,
+                                               const ResourceRecord* record, const DiffContext& ctx,
+                                               bool* held_open) const {
+  *held_open = false;
   PlanChange c = DiffModule(desired, actual, record, ctx);
   // A reload under a running serve would take its GPU away: the step stops
   // the serving containers first, and their deployments start them again.
@@ -443,6 +452,9 @@ PlanChange DisplayRamProvider::Diff(const DesiredResource& desired, const Actual
                    HolderRefusal(c, found, desired.address, NodeDev(ctx, desired.node));
                !why.empty()) {
       c.error = why;
+      // With a card0 to hold, the holder keeps the restore's modprobe -r
+      // from running; without one it only would, after an unlock.
+      *held_open = found.card0;
       return c;
     }
   }
@@ -566,13 +578,11 @@ PlanChange DisplayRamProvider::DiffDestroy(const DesiredResource& desired,
   DisplayRamWant want = desired.attributes.get<DisplayRamWant>();
   want.mode = kModeDefault;
   as_default.attributes = want;
-  PlanChange c = Diff(as_default, actual, record, ctx);
+  bool held_open = false;
+  PlanChange c = DiffTellingHeld(as_default, actual, record, ctx, &held_open);
   if (c.action == Action::kNoop) c.summary = "nothing to restore";
   // A held DRM device fails the restore, not the power off that follows it.
-  const DisplayRamFound held = actual.attributes.get<DisplayRamFound>();
-  if (!held.drm_holders.empty() && c.error.find("is held open by") != std::string::npos &&
-      PowerOffFollows(desired.node, ctx))
-    c.error.clear();
+  if (held_open && PowerOffFollows(desired.node, ctx)) c.error.clear();
   if (c.action == Action::kNoop || !c.error.empty() || ctx.planned == nullptr) return c;
   // The node's change is planned before this one (the node's type comes
   // first): a restore that fails must not keep a shift-end power off from

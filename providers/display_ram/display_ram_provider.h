@@ -38,6 +38,11 @@ class DisplayRamProvider : public Provider {
   // The module's change alone, before serving containers are considered.
   PlanChange DiffModule(const DesiredResource& desired, const ActualResource& actual,
                         const ResourceRecord* record, const DiffContext& ctx) const;
+  // Diff, and whether its error is that something holds the DRM device
+  // open (which a power off right after the restore makes moot).
+  PlanChange DiffTellingHeld(const DesiredResource& desired, const ActualResource& actual,
+                             const ResourceRecord* record, const DiffContext& ctx,
+                             bool* held_open) const;
 };
 
 }  // namespace fleet

@@ -91,11 +91,13 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
 }  // namespace
 
 // With the images, where the CLI answers, the script from here to
-// EngineListingEnd becomes the function elm, run as `ell | { elm; cat; }`
-// (elm's stdin /dev/null, so that nothing in it can read the listing):
-// the images' CLI runs go on beside `ps` and what follows it, and their
-// lines come after elm's, whole and in order, through the pipe (no temp
-// file: mktemp and rm were ~3 ms of the node's side). elm starts with `ps`.
+// EngineListingEnd becomes the function elm, run in the background beside
+// the image listing (ell) inside a command substitution that keeps ell's
+// lines: elm writes to the script's own output (fd 9), and ell's lines
+// follow once both have ended, whole and in order (no temp file: mktemp
+// and rm were ~3 ms of the node's side; nor a `cat` draining a pipe, a
+// process more). elm's stdin is /dev/null, so that nothing in it reads
+// what is not its own. elm starts with `ps`.
 std::string EngineListingBegin(const std::string& cli, bool images) {
   std::string s;
   if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
@@ -120,7 +122,9 @@ std::string EngineListingBegin(const std::string& cli, bool images) {
 std::string EngineListingEnd(bool images) {
   if (!images) return "";
   return "}\n"
-         "if [ \"$fsl\" = cli ]; then ell 2>&1 | { elm </dev/null; cat; }\n"
+         "if [ \"$fsl\" = cli ]; then\n"
+         "  { elx=$( { elm </dev/null >&9 9>&- & } ; ell 2>&1 9>&-; wait); } 9>&1\n"
+         "  printf '%s\\n' \"$elx\"\n"
          "else elm; if [ \"$fsl\" = api ]; then echo images=api; else ell; fi; fi\n";
 }
 

@@ -270,6 +270,10 @@ TEST(HomeAssistantAnswerTest, AnUnknownEntityIsSaidSo) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("no such entity"), std::string::npos);
   EXPECT_FALSE(r.status().unreachable());
+  EXPECT_TRUE(r.status().not_found());
+  // Another refusal is no "not found".
+  EXPECT_FALSE(
+      ReadHomeAssistantAnswer(401, "", "GET /api/states/switch.x", "u").status().not_found());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "providers/shared/image_listing.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "providers/shared/cli_error.h"
@@ -95,6 +96,9 @@ ImageListing ParseImageListing(const std::string& output) {
   ImageListing l;
   std::string step, messages;
   int rc = 0;
+  // podman's `image ls` repeats an image's row for each of its tags: a row
+  // seen before adds nothing (the node sends them all, an awk less there).
+  std::set<std::string> rows;
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
     if (line == "images=cli-missing") {
@@ -105,10 +109,11 @@ ImageListing ParseImageListing(const std::string& output) {
       l.listed = static_cast<bool>(words >> step >> rc);
     } else if (line.rfind("image_out=", 0) == 0) {
       ListedImage image;
-      if (ParseListedLine(line.substr(10), &image))
-        MergeListedImage(std::move(image), &l.images);
-      else
+      if (ParseListedLine(line.substr(10), &image)) {
+        if (rows.insert(line).second) MergeListedImage(std::move(image), &l.images);
+      } else {
         messages += line.substr(10) + "\n";
+      }
     }
   }
   if (!l.listed || rc == 0 || (step == "inspect" && OnlyMisses(messages))) return l;

@@ -2,9 +2,9 @@
 # The node's images as its container CLI lists them, for the node facts
 # probe: "images=HOW RC" (HOW: inspect when the rows below are the
 # inspect's, ls when the listing failed and they are its error; RC the CLI's
-# exit status) and one "image_out=ROW" line per row; "images=cli-missing"
-# without the CLI. Embedded in fleet at build time (kImageListingScript) and
-# run inside the probe's own shell (the body of its `ell` function), after
+# exit status) and one "image_out=ROW" line per row (podman's repeated for
+# each tag); "images=cli-missing" without the CLI. Embedded in fleet at
+# build time (kImageListingScript) and run inside the probe's own shell (the body of its `ell` function), after
 # `ilc=CLI` (quoted once by fleet): no process more than the CLI's.
 # GOGC=400 is the provider's kListingCliEnv (image_listing.h says why): a Go
 # CLI's collector need not run over a listing that ends at once.
@@ -19,9 +19,10 @@ else
       ilo=$(GOGC=400 "$ilc" image ls --no-trunc --format \
         'img {{.ID}} {{json .RepoDigests}} {{json .RepoTags}}' 2>&1)
       ilr=$?
+      # Its rows repeat (one per tag): the controller drops the repeats
+      # (ParseImageListing), not an awk here.
       if [ "$ilr" = 0 ]; then
         ili=inspect
-        ilo=$(printf '%s\n' "$ilo" | awk '!seen[$0]++')
       else
         ili='ls'
       fi
@@ -46,5 +47,19 @@ else
       ;;
   esac
   printf 'images=%s %s\n' "$ili" "$ilr"
-  [ -z "$ilo" ] || printf '%s\n' "$ilo" | sed 's/^/image_out=/'
+  if [ "$ilr" != 0 ]; then
+    # An error's message, blank lines and all (rare: a sed may run).
+    [ -z "$ilo" ] || printf '%s\n' "$ilo" | sed 's/^/image_out=/'
+  elif [ -n "$ilo" ]; then
+    # The rows, by the shell itself: a sed was a process more on every
+    # node of every plan. Split at newlines only, no line taken for a
+    # file pattern; a listing's blank lines say nothing.
+    set -f
+    ilf=$IFS
+    IFS='
+'
+    for l in $ilo; do printf 'image_out=%s\n' "$l"; done
+    IFS=$ilf
+    set +f
+  fi
 fi

@@ -70,6 +70,7 @@ std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
       r.node = "?";
       r.check = c.name;
       r.result = "unchecked";
+      r.no_gateway_key = true;
       r.detail = "no key of gateway " + g.name + " may use " + route.model +
                  ": not checked through the gateway";
       out.push_back(std::move(r));

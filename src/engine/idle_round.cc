@@ -53,7 +53,7 @@ std::map<std::string, int> OwnRequests(const Manifest& m, const std::vector<Smok
   std::map<std::string, int> own;
   for (const SmokeResult& r : checks) {
     const size_t via = r.deployment.find(" via ");
-    if (via == std::string::npos || r.detail.rfind("no key of gateway", 0) == 0) continue;
+    if (via == std::string::npos || r.no_gateway_key) continue;
     const std::string deployment = r.deployment.substr(0, via);
     const auto d = m.deployments.find(deployment);
     if (d == m.deployments.end()) continue;

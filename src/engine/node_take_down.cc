@@ -57,7 +57,7 @@ TakeDownResult TakeNodeDown(const Manifest& m, StateStore* store, const std::str
   std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(m.power);
   const Plan plan = TakeDownPlan(m, node, *state, &providers, &connections, power.get());
   if (!plan.errors.empty())
-    return {O::kFailed, "its take-down plan: " + TakeDownJoined(plan.errors)};
+    return {O::kFailed, "its take-down plan: " + TakeDownJoined(DiagnosticLines(plan.errors))};
   Executor executor(&m, &providers, &connections, store, power.get(), [&](const std::string& line) {
     if (progress) progress(line);
   });

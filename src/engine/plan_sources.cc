@@ -90,7 +90,7 @@ std::string RenderPlanMarkdown(const Plan& plan) {
        << " unchanged)\n\n";
   if (!plan.errors.empty()) {
     md << "#### Errors\n\n";
-    for (const std::string& e : plan.errors) md << "- " << Code(e) << "\n";
+    for (const PlanDiagnostic& e : plan.errors) md << "- " << Code(e.ToString()) << "\n";
     md << "\n";
   }
   if (plan.HasChanges()) {

@@ -100,7 +100,7 @@ void MergeDependsOn(const DesiredResource& r, PlanChange* c) {
 // would wait for nothing.
 void CheckAddedDependencies(const std::vector<PlanChange>& changes,
                             std::map<std::string, std::vector<std::string>>& deps,
-                            const PlanOptions& options, std::vector<std::string>* errors) {
+                            const PlanOptions& options, std::vector<PlanDiagnostic>* errors) {
   std::set<std::string> planned;
   for (const PlanChange& c : changes)
     if (c.action != Action::kNoop) planned.insert(c.address);
@@ -108,8 +108,9 @@ void CheckAddedDependencies(const std::vector<PlanChange>& changes,
     for (const std::string& d : c.depends_on) {
       const std::vector<std::string>& declared = deps[c.address];
       if (std::find(declared.begin(), declared.end(), d) == declared.end() && !planned.count(d))
-        errors->push_back(c.address + " must wait for " + d + ", which this plan does not change" +
-                          (options.targets.empty() ? "" : " (add it with --target)"));
+        errors->push_back({c.address,
+                           c.address + " must wait for " + d + ", which this plan does not change",
+                           options.targets.empty() ? "" : "add it with --target"});
     }
 }
 
@@ -176,7 +177,7 @@ std::set<std::string> NodesThatFailed(const ProbeResult& probed,
       plan->unreachable[node] = facts.unreachable_reason;
   std::set<std::string> failed;
   for (const auto& [node, err] : probed.node_errors) {
-    plan->errors.push_back(err);
+    plan->errors.push_back({"node." + node, err, ""});
     failed.insert(node);
   }
   return failed;
@@ -210,7 +211,7 @@ PlanScope ScopeOf(const PlanContext& ctx, const std::vector<DesiredResource>& de
   }
   for (const ResourceRecord& rec : state.resources) known.insert(rec.address);
   for (const std::string& t : options.targets)
-    if (!known.count(t)) scope.errors.push_back("--target " + t + ": no such resource");
+    if (!known.count(t)) scope.errors.push_back({t, "--target " + t + ": no such resource", ""});
   if (!scope.errors.empty()) return scope;
 
   // Targets select themselves plus what they need (apply) or what needs them
@@ -281,7 +282,7 @@ Plan PlanFrom(const PlanContext& ctx, const std::vector<DesiredResource>& desire
         options.destroy ? p->DiffDestroy(r, actual, rec, diff) : p->Diff(r, actual, rec, diff);
     MergeDependsOn(r, &c);
     if (!c.error.empty()) {
-      plan.errors.push_back(c.error);
+      plan.errors.push_back({c.address, c.error, ""});
       // Refuse to touch anything else on a node whose identity is wrong.
       if (p->IsNodeItself()) bad_nodes.insert(r.node);
       continue;
@@ -311,7 +312,7 @@ Plan PlanFrom(const PlanContext& ctx, const std::vector<DesiredResource>& desire
   if (options.destroy) ReverseForDestroy(dependents, &changes);
   if (options.destroy) std::reverse(type_order.begin(), type_order.end());
   if (!SortByDependencies(&changes, type_order))
-    plan.errors.push_back("dependency cycle between resources");
+    plan.errors.push_back({"", "dependency cycle between resources", ""});
   plan.changes = std::move(changes);
   ChainFanOuts(&plan.changes, !options.destroy && ctx.chain_fan_outs);
   return plan;

@@ -55,7 +55,7 @@ struct PlanContext {
 // options before anything is read from a node.
 struct PlanScope {
   // Targets that name no resource: nothing is probed nor planned.
-  std::vector<std::string> errors;
+  std::vector<PlanDiagnostic> errors;
   std::vector<DesiredResource> in_plan;   // desired, within the targets
   std::vector<DesiredResource> to_probe;  // in_plan less what sits on a node declared off
   std::set<std::string> declared_off;     // nodes

@@ -223,7 +223,9 @@ TEST_F(PlannerTest, DependencyCycleIsAnError) {
   Want("serve", "a", "n1", {}, {"serve.b@n1"});
   Want("serve", "b", "n1", {}, {"serve.a@n1"});
   const Plan plan = Make();
-  EXPECT_EQ(plan.errors, std::vector<std::string>{"dependency cycle between resources"});
+  // About the plan as a whole: no one address.
+  EXPECT_EQ(plan.errors,
+            (std::vector<PlanDiagnostic>{{"", "dependency cycle between resources", ""}}));
 }
 
 TEST_F(PlannerTest, RemovalWaitsForTheChangeThatMustComeFirst) {
@@ -313,7 +315,8 @@ TEST_F(PlannerTest, UnknownTargetIsAnErrorAndPlansNothing) {
   Want("serve", "s", "n1");
   options_.targets = {"serve.nope@n1"};
   const Plan plan = Make();
-  EXPECT_EQ(plan.errors, std::vector<std::string>{"--target serve.nope@n1: no such resource"});
+  EXPECT_EQ(plan.errors, (std::vector<PlanDiagnostic>{
+                             {"serve.nope@n1", "--target serve.nope@n1: no such resource", ""}}));
   EXPECT_TRUE(plan.changes.empty());
 }
 
@@ -329,9 +332,28 @@ TEST_F(PlannerTest, AddedDependencyOutsideThePlanIsAnError) {
   // nothing.
   options_.targets = {s};
   plan = Make();
-  EXPECT_EQ(plan.errors, std::vector<std::string>{
-                             s + " must wait for serve.old@n1, which this plan does not change "
-                                 "(add it with --target)"});
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_EQ(plan.errors[0].address, s);
+  EXPECT_EQ(plan.errors[0].summary,
+            s + " must wait for serve.old@n1, which this plan does not change");
+  EXPECT_EQ(plan.errors[0].detail, "add it with --target");
+  // Shown as the one line it has always been.
+  EXPECT_EQ(
+      DiagnosticLines(plan.errors),
+      std::vector<std::string>{s + " must wait for serve.old@n1, which this plan does not change "
+                                   "(add it with --target)"});
+}
+
+TEST_F(PlannerTest, AddedDependencyOnNothingHasNoTargetHint) {
+  Node("n1");
+  const std::string s = Want("serve", "s", "n1", {{"wait_for", "serve.old@n1"}});
+  const Plan plan = Make();
+  // No --target left it out: there is nothing to add it with.
+  ASSERT_EQ(plan.errors.size(), 1u);
+  EXPECT_EQ(plan.errors[0].address, s);
+  EXPECT_EQ(plan.errors[0].detail, "");
+  EXPECT_EQ(plan.errors[0].ToString(),
+            s + " must wait for serve.old@n1, which this plan does not change");
 }
 
 TEST_F(PlannerTest, WrongNodeIdentityPlansNothingOnIt) {
@@ -340,7 +362,9 @@ TEST_F(PlannerTest, WrongNodeIdentityPlansNothingOnIt) {
   Want("serve", "s", "n1");
   const std::string other = Want("serve", "s", "n2");
   const Plan plan = Make();
-  EXPECT_EQ(plan.errors, std::vector<std::string>{"node.n1: hostname is dgx9"});
+  // Keyed by the diff's address, read as the provider worded it.
+  EXPECT_EQ(plan.errors,
+            (std::vector<PlanDiagnostic>{{NodeAddress("n1"), "node.n1: hostname is dgx9", ""}}));
   EXPECT_EQ(plan.Find("serve.s@n1"), nullptr);
   EXPECT_EQ(Steps(plan), std::vector<std::string>{other + " create"});
 }
@@ -352,7 +376,8 @@ TEST_F(PlannerTest, ProbeFailureIsAnErrorAndPlansNothingOnIt) {
   probed_.node_errors["n1"] = "n1: host key mismatch";
   probed_.facts["n1"].reachable = false;
   const Plan plan = Make();
-  EXPECT_EQ(plan.errors, std::vector<std::string>{"n1: host key mismatch"});
+  EXPECT_EQ(plan.errors,
+            (std::vector<PlanDiagnostic>{{NodeAddress("n1"), "n1: host key mismatch", ""}}));
   EXPECT_TRUE(plan.changes.empty());
   EXPECT_TRUE(plan.unreachable.empty());
 }
@@ -368,8 +393,9 @@ TEST_F(PlannerTest, UnreachableNodeNamesWhatItLeavesUnplanned) {
   EXPECT_EQ(plan.unreachable.at("n1"),
             "n1 (10.0.0.1:22): connection refused; gateway.g@n1 is not planned, and its clients "
             "get no answer");
-  EXPECT_EQ(plan.errors, (std::vector<std::string>{"gateway.g@n1: node not reachable",
-                                                   "serve.s@n1: node not reachable"}));
+  EXPECT_EQ(plan.errors,
+            (std::vector<PlanDiagnostic>{{"gateway.g@n1", "gateway.g@n1: node not reachable", ""},
+                                         {"serve.s@n1", "serve.s@n1: node not reachable", ""}}));
 }
 
 TEST_F(PlannerTest, NodeDeclaredOffIsNotChecked) {

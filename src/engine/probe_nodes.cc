@@ -130,7 +130,7 @@ void NodeProber::ProbeNode(const std::string& node,
   NodeFacts& facts = out.facts[node];
   const NodeSpec& spec = s_.manifest->nodes.at(node);
   Transport* t = s_.connections->Get(node);
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = s_.clock->SteadyNow();
   Status s = t->Connect();
   if (!s.ok()) {
     facts.reachable = false;
@@ -161,8 +161,7 @@ void NodeProber::ProbeNode(const std::string& node,
   if (clocked) fragments.push_back({kClockEnd, kClockScript});
   const std::string nonce = RandomNonce();
   Result<CommandResult> run = t->Run(BuildProbeScript(fragments, nonce));
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double wall_s = std::chrono::duration<double>(s_.clock->SteadyNow() - started).count();
   spdlog::debug("{}: probed {} resource(s) in one round trip", node,
                 fragments.size() - (clocked ? 2 : 0));
   if (!run.ok()) {

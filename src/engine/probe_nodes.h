@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "src/engine/node_connections.h"
 #include "src/power_switch.h"
 #include "src/provider.h"
@@ -40,6 +41,8 @@ struct ProbeSetting {
   const std::vector<std::unique_ptr<Provider>>* providers = nullptr;
   NodeConnections* connections = nullptr;
   PowerSwitch* power = nullptr;
+  // Times each node's round trip for the debug log.
+  Clock* clock = RealClock();
 };
 
 // Probes the nodes that hold `desired`, up to `parallelism` at once, and on

@@ -98,7 +98,7 @@ std::string RenderPlan(const Plan& plan, const RenderOptions& options) {
   for (const auto& [node, why] : plan.unreachable)  // a transport's reason names its node
     out += style("31;1", "Unreachable: ") + (why.rfind(node + " ", 0) == 0 ? "" : node + ": ") +
            why + "\n";
-  for (const std::string& e : plan.errors) out += style("31;1", "Error: ") + e + "\n";
+  for (const PlanDiagnostic& e : plan.errors) out += style("31;1", "Error: ") + e.ToString() + "\n";
   for (const std::string& w : plan.warnings) out += style("33;1", "Warning: ") + w + "\n";
   if (!plan.errors.empty()) {
     out += "\nPlan failed: " + std::to_string(plan.errors.size()) +

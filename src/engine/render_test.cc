@@ -38,13 +38,27 @@ TEST(RenderTest, EachUnreachableNodeIsOneLineBeforeTheErrors) {
   Plan plan;
   plan.unreachable["dgx1"] = "dgx1 (u@dgx1.lab:22): cannot connect: Failed to resolve hostname";
   plan.unreachable["dgx2"] = "connection refused";
-  plan.errors.push_back("deployment.p@dgx1: dgx1 has no fabric address");
+  plan.errors.push_back({"deployment.p@dgx1", "deployment.p@dgx1: dgx1 has no fabric address", ""});
   const std::string out = RenderPlan(plan, {});
   EXPECT_EQ(out.rfind("Unreachable: dgx1 (u@dgx1.lab:22): cannot connect: Failed to resolve "
                       "hostname\nUnreachable: dgx2: connection refused\nError: ",
                       0),
             0u)
       << out;
+}
+
+// A diagnostic is one line: its summary, then its detail in parentheses.
+TEST(RenderTest, ErrorIsTheDiagnosticsLine) {
+  Plan plan;
+  plan.errors.push_back(
+      {"serve.s@n1", "serve.s@n1 must wait for serve.old@n1", "add it with --target"});
+  plan.errors.push_back({"", "dependency cycle between resources", ""});
+  const std::string out = RenderPlan(plan, {});
+  EXPECT_NE(out.find("Error: serve.s@n1 must wait for serve.old@n1 (add it with --target)\n"
+                     "Error: dependency cycle between resources\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Plan failed: 2 error(s)"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -128,6 +128,14 @@ void NoteSchedules(const Manifest& m, int64_t utc, Plan* plan) {
     for (PlanChange& c : plan->changes)
       if (c.address == "deployment." + name + "@" + d.nodes.front()) c.reasons.push_back(note);
   }
+  for (const auto& [name, n] : m.nodes) {
+    if (!n.schedule.present) continue;
+    Result<ZoneOffsets> zone = ZoneOffsets::Load(n.schedule.tz);
+    const std::string note = zone.ok() ? DescribeSchedule(n.schedule, *zone, utc)
+                                       : "schedule: " + zone.status().message();
+    for (PlanChange& c : plan->changes)
+      if (c.address == "node." + name) c.reasons.push_back(note);
+  }
 }
 
 }  // namespace fleet

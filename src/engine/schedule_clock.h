@@ -52,7 +52,8 @@ std::optional<ScheduleTransition> NextScheduleTransition(const UpSchedule& sched
 std::string DescribeSchedule(const UpSchedule& schedule, const ZoneOffsets& zone, int64_t utc);
 
 // Adds DescribeSchedule of each scheduled deployment to the reasons of its
-// head's change in `plan` (a note of the plan when nothing changes).
+// head's change in `plan`, and of each scheduled node to its node's change
+// (a note of the plan when nothing changes).
 void NoteSchedules(const Manifest& m, int64_t utc, Plan* plan);
 
 }  // namespace fleet

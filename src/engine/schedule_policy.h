@@ -12,6 +12,12 @@
 // demand: a request wakes it, idle_off sends it back to sleep. A watch
 // that starts outside a window takes nothing down: it did not see the
 // window end.
+// A node's own `schedule` does the same for the node: inside its window
+// every deployment with a serve on it is brought up (the wake path wakes
+// serves: a node with none is held on, not powered on), and the node is
+// not idled off; at the window's end the node is taken down as idle off
+// takes it down, unless a deployment's window holds it up or a request
+// for its models came since the end.
 #ifndef FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
 #define FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
 
@@ -34,7 +40,8 @@ enum class ScheduleAct {
 
 struct ScheduleDecision {
   ScheduleAct act = ScheduleAct::kBringUp;
-  std::string deployment;
+  std::string deployment;  // "" for a node's kTakeDown and kLeaveOn
+  std::string node;        // a node's own schedule decided it: that node ("": a deployment's)
   std::vector<std::string>
       nodes;        // kBringUp: all of the deployment's; kTakeDown: those to take down
   std::string why;  // "schedule daily 08:00-20:00 UTC: up now; ...; dgx3 asleep"
@@ -53,6 +60,9 @@ struct ScheduleInput {
   // Deployments whose window ended, not yet seen down -> when a round first
   // saw it ended (unix seconds).
   std::map<std::string, int64_t> owed_down;
+  // The same for the nodes' own schedules: node -> when a round first saw
+  // its window ended.
+  std::map<std::string, int64_t> owed_node_down;
   // Node -> when a request for its models last came through a gateway
   // (idle off's clock); absent: not known.
   std::map<std::string, int64_t> last_demand;
@@ -60,9 +70,10 @@ struct ScheduleInput {
 
 struct ScheduleOutcome {
   std::vector<ScheduleDecision> decisions;
-  std::map<std::string, int64_t> owed_down;  // for the next round's input
+  std::map<std::string, int64_t> owed_down;       // for the next round's input
+  std::map<std::string, int64_t> owed_node_down;  // for the next round's input
   // Node -> why it stays on whatever its idleness: a window of a deployment
-  // on it says up.
+  // on it, or its own, says up.
   std::map<std::string, std::string> held_up;
 };
 

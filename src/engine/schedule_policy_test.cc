@@ -183,5 +183,113 @@ TEST(SchedulePolicy, AScheduleWhoseZoneCouldNotBeReadIsSkipped) {
   EXPECT_TRUE(o.held_up.empty());
 }
 
+// Lab() with b's schedule moved to its node: dgx3 "daily 08:00-20:00" UTC.
+Manifest NodeLab(const std::string& window = "daily 08:00-20:00") {
+  Manifest m = Lab();
+  m.nodes["dgx3"].schedule = m.deployments["b"].schedule;
+  std::string why;
+  m.nodes["dgx3"].schedule.windows = {*ParseScheduleWindow(window, &why)};
+  m.deployments["b"].schedule = UpSchedule();
+  return m;
+}
+
+TEST(SchedulePolicy, ANodesWindowBringsUpTheServesOnItAndHoldsItOn) {
+  const Manifest m = NodeLab();
+  ScheduleOutcome o =
+      DecideSchedules(At(m, kMonday + 8 * kHour - 30, kMonday + 8 * kHour + 30, {}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kBringUp);
+  EXPECT_EQ(o.decisions[0].deployment, "b");
+  EXPECT_EQ(o.decisions[0].node, "dgx3");
+  EXPECT_EQ(o.decisions[0].why,
+            "node dgx3's schedule daily 08:00-20:00 UTC: up now; down at Mon 2026-12-07 20:00 "
+            "UTC (20:00 UTC); dgx3 asleep: up ahead of demand");
+  EXPECT_NE(o.held_up.at("dgx3").find("node dgx3's schedule daily 08:00-20:00 UTC: up now"),
+            std::string::npos);
+  // Awake with its serve stopped: brought up; awake and serving: nothing.
+  ScheduleInput in = At(m, kMonday + 9 * kHour, kMonday + 9 * kHour + 60, {"dgx3"});
+  in.stopped = {"b"};
+  o = DecideSchedules(in);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_NE(o.decisions[0].why.find("the serve of deployment b is not running"), std::string::npos);
+  o = DecideSchedules(At(m, kMonday + 9 * kHour, kMonday + 9 * kHour + 60, {"dgx3"}));
+  EXPECT_TRUE(o.decisions.empty());
+  EXPECT_EQ(o.held_up.count("dgx3"), 1u);
+}
+
+TEST(SchedulePolicy, ANodeAndADeploymentWindowUpTogetherWakeTheDeploymentOnce) {
+  Manifest m = NodeLab();
+  m.deployments["b"].schedule = m.nodes["dgx3"].schedule;
+  const ScheduleOutcome o =
+      DecideSchedules(At(m, kMonday + 8 * kHour - 30, kMonday + 8 * kHour + 30, {}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].deployment, "b");
+  EXPECT_EQ(o.decisions[0].node, "");  // the deployment's own window asked first
+}
+
+TEST(SchedulePolicy, ANodesWindowEndTakesTheNodeDownOnceAsIdleOffWould) {
+  const Manifest m = NodeLab();
+  ScheduleOutcome o =
+      DecideSchedules(At(m, kMonday + 20 * kHour - 10, kMonday + 20 * kHour + 10, {"dgx3"}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kTakeDown);
+  EXPECT_EQ(o.decisions[0].node, "dgx3");
+  EXPECT_EQ(o.decisions[0].deployment, "");
+  EXPECT_EQ(o.decisions[0].nodes, std::vector<std::string>{"dgx3"});
+  EXPECT_EQ(o.decisions[0].why,
+            "node dgx3's schedule daily 08:00-20:00 UTC: down now; up at Tue 2026-12-08 08:00 "
+            "UTC (08:00 UTC); the window ended");
+  EXPECT_TRUE(o.held_up.empty());
+  EXPECT_TRUE(o.owed_down.empty());
+  ASSERT_EQ(o.owed_node_down.count("dgx3"), 1u);
+  // Kept on (a person logged in): still owed the next round.
+  ScheduleInput next = At(m, kMonday + 20 * kHour + 10, kMonday + 21 * kHour, {"dgx3"});
+  next.owed_node_down = o.owed_node_down;
+  o = DecideSchedules(next);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kTakeDown);
+  // Seen down: nothing owed.
+  next = At(m, kMonday + 21 * kHour, kMonday + 21 * kHour + 60, {});
+  next.owed_node_down = o.owed_node_down;
+  o = DecideSchedules(next);
+  EXPECT_TRUE(o.decisions.empty());
+  EXPECT_TRUE(o.owed_node_down.empty());
+  // A watch that starts outside the window takes nothing down.
+  EXPECT_TRUE(DecideSchedules(At(m, 0, kMonday + 22 * kHour, {"dgx3"})).decisions.empty());
+}
+
+TEST(SchedulePolicy, ARequestAfterANodesWindowEndLeavesItToIdleOff) {
+  const Manifest m = NodeLab();
+  ScheduleInput in = At(m, kMonday + 21 * kHour - 60, kMonday + 21 * kHour, {"dgx3"});
+  in.owed_node_down = {{"dgx3", kMonday + 20 * kHour + 10}};
+  in.last_demand = {{"dgx3", kMonday + 20 * kHour + 1800}};
+  ScheduleOutcome o = DecideSchedules(in);
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kLeaveOn);
+  EXPECT_NE(o.decisions[0].why.find("a request for its models came since: left to idle off"),
+            std::string::npos);
+  EXPECT_TRUE(o.owed_node_down.empty());
+}
+
+TEST(SchedulePolicy, ADeploymentsWindowHoldsUpANodeWhoseOwnWindowEnded) {
+  Manifest m = NodeLab();
+  std::string why;
+  m.deployments["b"].schedule = m.nodes["dgx3"].schedule;
+  m.deployments["b"].schedule.windows = {*ParseScheduleWindow("daily 08:00-22:00", &why)};
+  ScheduleOutcome o =
+      DecideSchedules(At(m, kMonday + 20 * kHour - 10, kMonday + 20 * kHour + 10, {"dgx3"}));
+  EXPECT_TRUE(o.decisions.empty());
+  EXPECT_EQ(o.owed_node_down.count("dgx3"), 1u);  // taken down when b's window ends too
+  EXPECT_NE(o.held_up.at("dgx3").find("deployment b's"), std::string::npos);
+  // And the other way round: the node's window holds the deployment's node.
+  m = NodeLab("daily 08:00-22:00");
+  m.deployments["b"].schedule = m.nodes["dgx3"].schedule;
+  m.deployments["b"].schedule.windows = {*ParseScheduleWindow("daily 08:00-20:00", &why)};
+  o = DecideSchedules(At(m, kMonday + 20 * kHour - 10, kMonday + 20 * kHour + 10, {"dgx3"}));
+  EXPECT_TRUE(o.decisions.empty());
+  EXPECT_EQ(o.owed_down.count("b"), 1u);
+  EXPECT_NE(o.held_up.at("dgx3").find("node dgx3's"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fleet

@@ -10,17 +10,43 @@
 
 namespace fleet {
 
+namespace {
+
+// A decision's event: a deployment's window names the deployment's head,
+// a node's own window the node (and the deployment it brings up).
+nlohmann::json ScheduleEvent(const Manifest& m, const ScheduleDecision& d, const std::string& what,
+                             const std::string& why) {
+  nlohmann::json e = {{"event", "schedule"},
+                      {"time", NowRfc3339()},
+                      {"nodes", d.nodes},
+                      {"outcome", what},
+                      {"detail", why}};
+  if (!d.deployment.empty()) e["deployment"] = d.deployment;
+  if (d.node.empty()) {
+    e["address"] =
+        "deployment." + d.deployment + "@" + m.deployments.at(d.deployment).nodes.front();
+  } else {
+    e["address"] = "node." + d.node;
+    e["node"] = d.node;
+  }
+  return e;
+}
+
+}  // namespace
+
 std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
                                                  std::map<std::string, std::string>* held_up) {
   const Manifest& m = *in.manifest;
   std::vector<nlohmann::json> events;
   ScheduleInput decide;
   decide.manifest = &m;
-  for (const auto& [name, d] : m.deployments) {
-    if (!d.schedule.present || decide.zones.count(d.schedule.tz)) continue;
-    Result<ZoneOffsets> zone = ZoneOffsets::Load(d.schedule.tz);
-    if (zone.ok()) decide.zones.emplace(d.schedule.tz, std::move(*zone));
-  }
+  auto load_zone = [&](const UpSchedule& s) {
+    if (!s.present || decide.zones.count(s.tz)) return;
+    Result<ZoneOffsets> zone = ZoneOffsets::Load(s.tz);
+    if (zone.ok()) decide.zones.emplace(s.tz, std::move(*zone));
+  };
+  for (const auto& [name, d] : m.deployments) load_zone(d.schedule);
+  for (const auto& [name, n] : m.nodes) load_zone(n.schedule);
   if (decide.zones.empty()) return events;
   for (const auto& [name, spec] : m.nodes) {
     if (!spec.power.present || spec.power.state != "on_demand") continue;
@@ -36,28 +62,28 @@ std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
   decide.last_round_s = last_round_s_;
   decide.now_s = in.now_s;
   decide.owed_down = owed_down_;
+  decide.owed_node_down = owed_node_down_;
   decide.last_demand = in.last_demand;
   const ScheduleOutcome outcome = DecideSchedules(decide);
   last_round_s_ = in.now_s;
   owed_down_ = outcome.owed_down;
+  owed_node_down_ = outcome.owed_node_down;
   *held_up = outcome.held_up;
 
+  // What a decision is about: its deployment, or a node's own window (and
+  // the deployment it brings up).
+  auto subject = [](const ScheduleDecision& d) {
+    return d.node.empty() ? d.deployment : "node " + d.node + " " + d.deployment;
+  };
   auto report = [&](const ScheduleDecision& d, const std::string& what, const std::string& why) {
     const std::string said = what + " " + why;
-    if (reported_[d.deployment] == said) return;  // said already
-    reported_[d.deployment] = said;
-    events.push_back({{"event", "schedule"},
-                      {"time", NowRfc3339()},
-                      {"address", "deployment." + d.deployment + "@" +
-                                      m.deployments.at(d.deployment).nodes.front()},
-                      {"deployment", d.deployment},
-                      {"nodes", d.nodes},
-                      {"outcome", what},
-                      {"detail", why}});
+    if (reported_[subject(d)] == said) return;  // said already
+    reported_[subject(d)] = said;
+    events.push_back(ScheduleEvent(m, d, what, why));
   };
   std::set<std::string> decided;
   for (const ScheduleDecision& d : outcome.decisions) {
-    decided.insert(d.deployment);
+    decided.insert(subject(d));
     if (d.act == ScheduleAct::kBringUp) {
       const std::optional<WakeTarget> target = WakeTargetForDeployment(m, d.deployment);
       if (!target || in.waker == nullptr) continue;

@@ -1,4 +1,4 @@
-// `fleet watch --heal`: the deployments' `schedule` windows act
+// `fleet watch --heal`: the deployments' and nodes' `schedule` windows act
 // (schedule_policy.h decides). A window that says up brings a sleeping
 // node of its deployment up through the wake path (WakeListener::Wake:
 // switch on, read back, SSH, that deployment's part of the plan under the
@@ -7,8 +7,10 @@
 // as idle off does (node_take_down.h: destroy's order, same blockers).
 // Each decision is an event with why: {"event": "schedule", "time",
 // "address": "deployment.D@NODE", "deployment", "nodes", "outcome":
-// "waking"|"backing_off"|"powered_off"|"kept"|"left_on"|"failed", "detail"}; the same
-// outcome and detail for a deployment is reported once.
+// "waking"|"backing_off"|"powered_off"|"kept"|"left_on"|"failed", "detail"}
+// (a node's own schedule: "address": "node.NODE", "node"; and "deployment"
+// where it brings one up); the same outcome and detail for a deployment or
+// a node is reported once.
 #ifndef FLEET_SRC_ENGINE_SCHEDULE_ROUND_H_
 #define FLEET_SRC_ENGINE_SCHEDULE_ROUND_H_
 
@@ -48,7 +50,9 @@ class ScheduleRound {
  private:
   int64_t last_round_s_ = 0;
   std::map<std::string, int64_t> owed_down_;
-  std::map<std::string, std::string> reported_;  // deployment -> the last outcome and detail
+  std::map<std::string, int64_t> owed_node_down_;
+  // "deployment" or "node NODE deployment" -> the last outcome and detail
+  std::map<std::string, std::string> reported_;
 };
 
 }  // namespace fleet

@@ -77,8 +77,14 @@ std::string PowerCell(const NodeSpec& spec, const NodeFacts& f) {
 
 // Where the schedule of each deployment on `node` stands and its next
 // transition: "deployment b: schedule Mon-Fri 08:00-20:00 Europe/Berlin:
-// down now; up at Mon 2026-12-07 08:00 Europe/Berlin (07:00 UTC)".
+// down now; up at Mon 2026-12-07 08:00 Europe/Berlin (07:00 UTC)"; the
+// node's own first ("node: schedule daily 08:00-20:00 UTC: up now; ...").
 void ScheduleNotes(const Manifest& m, const std::string& node, int64_t now_s, Row* row) {
+  if (const UpSchedule& own = m.nodes.at(node).schedule; own.present) {
+    Result<ZoneOffsets> zone = ZoneOffsets::Load(own.tz);
+    row->notes.push_back("node: " + (zone.ok() ? DescribeSchedule(own, *zone, now_s)
+                                               : "schedule: " + zone.status().message()));
+  }
   for (const auto& [name, d] : m.deployments) {
     if (!d.schedule.present || std::count(d.nodes.begin(), d.nodes.end(), node) == 0) continue;
     Result<ZoneOffsets> zone = ZoneOffsets::Load(d.schedule.tz);

@@ -240,7 +240,7 @@ Outcome ApplyCommit(Git* git, const Manifest& current, StateStore* store, const 
   NodeConnections connections(&next);
   std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(next.power);
   Plan plan = Planner(&next, &providers, &connections, power.get()).MakePlan(*state, PlanOptions{});
-  if (!plan.errors.empty()) return {"failed", "plan: " + Joined(plan.errors)};
+  if (!plan.errors.empty()) return {"failed", "plan: " + Joined(DiagnosticLines(plan.errors))};
   if (!approved)
     if (std::string why = PlanNeedsAPerson(plan, current.sync, providers); !why.empty())
       return {"waiting", why + approve};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "src/engine/commands.h"
 #include "src/engine/executor.h"
 #include "src/engine/metrics_server.h"
@@ -21,29 +22,17 @@
 #include "src/openai_client.h"
 #include "src/power_switch.h"
 #include "src/provider.h"
+#include "src/transport.h"
 #include "state/state.h"
 #include "state/state_store.h"
 
 namespace fleet {
-namespace {
+
+// WakeListener::Impl's members: not in the anonymous namespace, which a
+// class with external linkage must not hold (-Wsubobject-linkage).
+namespace wake_listener_internal {
 
 using WakeClock = std::chrono::steady_clock;
-
-double SecondsSince(WakeClock::time_point t) {
-  return std::chrono::duration<double>(WakeClock::now() - t).count();
-}
-
-std::string WakeJoined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : "; ") + x;
-  return s;
-}
-
-std::string NodeList(const std::vector<std::string>& nodes) {
-  std::string s;
-  for (const std::string& n : nodes) s += (s.empty() ? "" : "+") + n;
-  return s;
-}
 
 // One wake of one deployment (all its nodes), shared by the requests that
 // wait on it.
@@ -67,12 +56,67 @@ struct WakeHistory {
   double last_wake_s = 0;
 };
 
+}  // namespace wake_listener_internal
+
+using wake_listener_internal::WakeClock;
+using wake_listener_internal::WakeHistory;
+using wake_listener_internal::WakeRun;
+
+namespace {
+
+double SecondsSince(WakeClock::time_point t) {
+  return std::chrono::duration<double>(WakeClock::now() - t).count();
+}
+
+std::string WakeJoined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+
+std::string NodeList(const std::vector<std::string>& nodes) {
+  std::string s;
+  for (const std::string& n : nodes) s += (s.empty() ? "" : "+") + n;
+  return s;
+}
+
 struct WakeDone {
   bool ok = false;
   std::string cause;
   double power_on_to_ssh_s = -1;  // the node step: switch on, read back, boot, SSH
   double ssh_to_ready_s = -1;     // the rest: display RAM, image, model, serve, health, smoke
 };
+
+// After a failed wake: a node whose switch reads on while its SSH stays
+// quiet (it did not come back after turn_on: an OS hung in boot) is switched
+// off again, read back. It would draw power for nothing, and the next wake's
+// turn_on of a relay still on would change nothing: after the cut it is a
+// fresh boot. A node that answers by now is left on (idle off takes it down).
+// Returns what it did, for the wake's cause ("" when nothing).
+std::string PutBackToSleep(const Manifest& m, const std::vector<std::string>& nodes,
+                           const ApplyReport& report, PowerSwitch* power,
+                           NodeConnections* connections) {
+  std::string did;
+  for (const std::string& n : nodes) {
+    auto spec = m.nodes.find(n);
+    if (power == nullptr || spec == m.nodes.end() || !spec->second.power.present) continue;
+    bool node_failed = false;
+    for (const std::string& f : report.failed)
+      if (f.rfind("node." + n + ": ", 0) == 0) node_failed = true;
+    if (!node_failed) continue;
+    const std::string& entity = spec->second.power.switch_entity;
+    Result<std::string> state = power->GetState(entity);
+    if (!state.ok() || *state != "on") continue;  // the switch did not turn on: nothing to cut
+    Transport* transport = connections->Get(n);
+    if (transport != nullptr && transport->Connect().ok()) continue;
+    Status s = power->TurnOff(entity);
+    if (s.ok()) s = ConfirmSwitched(power, entity, "off", RealClock());
+    did += (did.empty() ? "" : "; ") +
+           (s.ok() ? entity + " switched off again (no SSH: the next try is a fresh boot)"
+                   : "switching " + entity + " off again failed: " + s.message());
+  }
+  return did;
+}
 
 // The wake itself: the plan of the deployment with its nodes declared on,
 // applied under the state lock as `fleet apply --target` would.
@@ -99,7 +143,7 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
     if (RoleOf(r.type) == Role::kServe && r.name == t.deployment) po.targets.push_back(r.address);
   if (po.targets.empty()) return {false, "deployment " + t.deployment + " has no serve to wake"};
   const Plan plan = planner.MakePlan(*state, po);
-  if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(plan.errors)};
+  if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(DiagnosticLines(plan.errors))};
   WakeDone done;
   done.ok = true;
   if (!plan.HasChanges()) return done;  // awake already (an apply or another wake did it)
@@ -124,6 +168,8 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
     done.cause = WakeJoined(report.failed);
     if (!report.rollback_failed.empty())
       done.cause += "; rollback failed: " + WakeJoined(report.rollback_failed);
+    const std::string slept = PutBackToSleep(woke, t.nodes, report, power.get(), &connections);
+    if (!slept.empty()) done.cause += "; " + slept;
   }
   return done;
 }

@@ -69,7 +69,7 @@ nlohmann::json Drift(const Manifest& m, const State& state, NodeConnections* con
   nlohmann::json d = {{"changes", 0},
                       {"addresses", nlohmann::json::array()},
                       {"kinds", {{"add", 0}, {"change", 0}, {"replace", 0}, {"destroy", 0}}},
-                      {"errors", plan.errors}};
+                      {"errors", DiagnosticLines(plan.errors)}};
   const std::map<Action, const char*> kind = {{Action::kCreate, "add"},
                                               {Action::kUpdate, "change"},
                                               {Action::kReplace, "replace"},

@@ -10,8 +10,12 @@
 #   converged after the wake;
 # - asleep again (power cut): 10 concurrent requests, one wake, 10 answers;
 # - a switch that ignores turn_on: the requests get the 503 naming it, one
-#   switch call per backoff, alpha (always-on dgx1) keeps answering; once
-#   the switch works and the backoff passed, a request is answered;
+#   switch call per backoff, alpha (always-on dgx1) keeps answering; then
+#   the switch works but the node hangs in boot (no SSH): the 503 names
+#   the node and SSH, the relay is cut again, one switch call per backoff;
+#   once both work and the backoff passed, a request is answered;
+# - a request while an apply that starts b holds the state lock: the wake
+#   waits for it and applies nothing (one state write: the apply's);
 # - idle off: a person's session keeps dgx3 on, then it goes down in
 #   destroy order; the energy figures;
 # - a serve that fails its start while 3 requests wait: each gets the 503
@@ -19,7 +23,10 @@
 # - a schedule window (daily, UTC, ending 40-100 s from now): the watch
 #   brings b up ahead of demand, idle off leaves it on, the window's end
 #   takes dgx3 down in destroy order; plan shows the next transition;
-# - the watch's HTML report draws each node's on and off time.
+# - the display RAM is restored after idle off and after a failed wake's
+#   rollback (node and state agree);
+# - the watch's HTML report draws each node's on and off time;
+# - a node's own schedule: validate, plan and status show it.
 # Stand-ins at the lab's ratios: the OS boots 4 s after the relay closes
 # (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
 # 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
@@ -172,11 +179,65 @@ done
 code=$(chat alpha)
 [[ $code == 200 ]] || fail "alpha does not answer meanwhile: $code"
 "$SIM" switch "$SIMDIR" dgx3 ok
-sleep 4  # the backoff (3 s) passes
+
+step "a node that does not come back on SSH after turn_on: the 503 names it, the relay is cut, one switch call per backoff"
+# The switch works now, but the OS hangs in boot: the relay closes (the
+# switch reads on), sshd never answers. boot_timeout is cut to 5 s for this
+# step (the watch's wake reads the manifests at each request).
+"$SIM" boot-fault "$SIMDIR" dgx3 hang
+sed -i 's/boot_timeout: 30s,/boot_timeout: 5s,/' "$REPO/fleet.yaml"
+sleep 3  # the rest of the first backoff (3 s)
+before=$(turn_ons)
+offs=$(grep -c 'switch.dgx3 turn_off' "$SIMDIR/ha.log" || true)
+t0=$(ms)
 code=$(chat beta)
-[[ $code == 200 ]] || fail "after the backoff, with the switch fixed: $code $(cat "$WORK/chat.body")"
+took=$(($(ms) - t0))
+[[ $code == 503 ]] || fail "a wake of a node that hangs in boot: $code $(cat "$WORK/chat.body")"
+grep -q '"message":"waking dgx3 for beta failed: node.dgx3: node dgx3 did not answer SSH within 5s after power on' "$WORK/chat.body" ||
+  fail "the 503 does not name the node and SSH: $(cat "$WORK/chat.body")"
+grep -q 'switch.dgx3 switched off again' "$WORK/chat.body" || fail "the 503 does not say the relay was cut: $(cat "$WORK/chat.body")"
+grep -qi '^retry-after: [0-9]' "$WORK/chat.h" || fail "no Retry-After: $(cat "$WORK/chat.h")"
+((took < 25000)) || fail "the 503 took $took ms"
+echo "   503 after $took ms: $(cat "$WORK/chat.body")"
+[[ $(grep -c 'switch.dgx3 turn_off' "$SIMDIR/ha.log") == $((offs + 1)) ]] || fail "the hung node's relay was not cut once"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is on"
+code=$(chat beta)
+if [[ $code != 503 ]] || ! grep -q 'did not answer SSH.*next try in' "$WORK/chat.body"; then
+  fail "within the backoff: $code $(cat "$WORK/chat.body")"
+fi
+[[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls within one backoff"
+"$SIM" boot-fault "$SIMDIR" dgx3 ok
+sed -i 's/boot_timeout: 5s,/boot_timeout: 30s,/' "$REPO/fleet.yaml"
+sleep 6  # the second failure's backoff (6 s)
+code=$(chat beta)
+[[ $code == 200 ]] || fail "after the backoff, the switch and the boot fixed: $code $(cat "$WORK/chat.body")"
+[[ $(($(turn_ons) - before)) == 2 ]] || fail "$(($(turn_ons) - before)) switch calls for two wakes"
 assert_converged
 [[ $(param dgx3 modeset) == Y ]] || fail "the wake did not unlock dgx3's display RAM"
+
+step "a wake while an apply holds the state lock waits for it: b is applied once, by the apply"
+# b's serve stops (the gateway sends beta's requests to the wake listener);
+# an apply starts it again, and a request comes while that apply holds the
+# lock: the wake waits, then finds nothing left to do (no step of its own).
+ce dgx3 stop -t 1 fleet-b >/dev/null
+asleep_in_gateway
+wakes() { grep -c '"event":"wake",' "$REPO/.fleet/state.json.events" || true; }
+wakes_before=$(wakes)
+serial=$(state_serial)
+before=$(turn_ons)
+bg_apply
+wait_output "$WORK/bg.out" "deployment.b@dgx3: (Creating|Modifying)" 30
+code=$(chat beta)
+wait "$bg" || fail "the apply failed: $(cat "$WORK/bg.out")"
+[[ $code == 200 ]] && grep -q 11303 "$WORK/chat.body" || fail "beta during the apply: $code $(cat "$WORK/chat.body")"
+[[ $(wakes) == $((wakes_before + 1)) ]] || fail "the request did not go through one wake"
+grep '"event":"wake",' "$REPO/.fleet/state.json.events" | tail -1 | grep -q '"outcome":"woken"' ||
+  fail "the wake: $(grep '"event":"wake",' "$REPO/.fleet/state.json.events" | tail -1)"
+# One write of the state: the apply's. A wake that applied b beside it (or
+# after it) would have written its own.
+[[ $(state_serial) == $((serial + 1)) ]] || fail "the state was written $(($(state_serial) - serial)) times: b applied twice"
+[[ $(turn_ons) == "$before" ]] || fail "the switch was called"
+[[ $(grep -c 'deployment.b@dgx3: complete' "$WORK/bg.out") == 1 ]] || fail "the apply did not start b: $(cat "$WORK/bg.out")"
 
 step "idle off: a person's session keeps dgx3 on and says why; then it goes down in destroy order"
 kill "$WATCH"
@@ -206,6 +267,7 @@ t0=$(ms)
 wait_output "$WORK/watch2.out" "idle_off node.dgx3: powered_off" 40
 echo "   powered off $(($(ms) - t0)) ms after the person left"
 [[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is still on"
+[[ $(param dgx3 modeset)/$(param dgx3 fbdev) == N/Y ]] || fail "idle off did not restore dgx3's display RAM"
 # Destroy's order: the serve stops, display RAM is restored, then the
 # node shuts down and its switch goes off (read back).
 order=$(grep -nE '^idle off dgx3: (deployment.b@dgx3: complete|display_ram.dgx3: complete|node.dgx3: (Modifying|complete))' \
@@ -306,6 +368,10 @@ done
 ((took < 45000)) || fail "the 503s took $took ms"
 [[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls for one failed wake"
 echo "   3 waiting requests got the 503 after $took ms: $(cat "$WORK/f1.body")"
+# The rollback restored the display RAM it unlocked for the wake, on the
+# node (as the state says: no unlock recorded).
+[[ $(param dgx3 modeset)/$(param dgx3 fbdev) == N/Y ]] ||
+  fail "the failed wake's rollback left dgx3's display RAM $(param dgx3 modeset)/$(param dgx3 fbdev)"
 model_recipe beta beta 'FAKE_ENGINE_BOOT_MS = "3000"'
 
 step "the watch's HTML report draws when each node was on"
@@ -321,5 +387,17 @@ echo "   $bands"
 grep -q '<title>dgx3 on from ' "$WORK/dom.html" && grep -q '<title>dgx3 off from ' "$WORK/dom.html" ||
   fail "dgx3 is not drawn both on and off"
 grep -q '<title>dgx1 on from ' "$WORK/dom.html" || fail "dgx1 is not drawn on"
+
+step "a node's own schedule: validate, plan and status show where it stands and its next transition"
+kill "$WATCH"
+wait "$WATCH" 2>/dev/null || true
+sed -i '/watts: 240, idle_off: 10s}/a\    schedule: {up: "Mon-Fri 08:00-20:00", tz: Europe/Berlin}' "$REPO/fleet.yaml"
+grep -q '^    schedule: {up: "Mon-Fri' "$REPO/fleet.yaml" || fail "dgx3's schedule was not declared"
+expect_rc 0 validate
+expect_rc 0 plan
+expect_out "node.dgx3: schedule Mon-Fri 08:00-20:00 Europe/Berlin: "
+grep -E "node.dgx3: schedule" "$WORK/out" | sed 's/^/   /'
+expect_rc 0 status
+expect_out "node: schedule Mon-Fri 08:00-20:00 Europe/Berlin: "
 
 grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"

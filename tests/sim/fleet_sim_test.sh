@@ -38,13 +38,15 @@ DIR=$(mktemp -d /tmp/fleet-sim-test.XXXXXX)
 GPU_DIR=$DIR.gpu
 DOCKER_DIR=$DIR.docker
 DISK_DIR=$DIR.disk
+EXEC_DIR=$DIR.exec
 cleanup() {
 	local rc=$?
 	"$SIM" stop "$DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$GPU_DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$DOCKER_DIR" --purge >/dev/null 2>&1 || true
 	"$SIM" stop "$DISK_DIR" --purge >/dev/null 2>&1 || true
-	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR" "$DISK_DIR"
+	"$SIM" stop "$EXEC_DIR" --purge >/dev/null 2>&1 || true
+	rm -rf -- "$DIR" "$GPU_DIR" "$DOCKER_DIR" "$DISK_DIR" "$EXEC_DIR"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -185,6 +187,8 @@ check_eq "HA: DIR/ha_fail_401 -> 401" 401 "$(ha GET /api/states/switch.dgx3 | cu
 rm -f -- "$DIR/ha_fail_401"
 
 boot_before=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
+out=$(ssh_node 2 "sudo -n modprobe -r nvidia_drm && sudo -n modprobe nvidia_drm modeset=1 fbdev=0 && $drm" 2>&1) || true
+check_eq "dgx3 unlocked before its power cycle" "Y N card0" "$(words "$out")"
 out=$(ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}')
 check_if "HA: turn_off answers the changed state" "$out" globs "$out" '200 \[*"state": "off"*'
 check_eq "HA: switch.dgx3 is off" off "$(ha_state dgx3)"
@@ -196,6 +200,8 @@ boot_after=$(ssh_node 2 'cat /proc/sys/kernel/random/boot_id' 2>&1) || true
 check_if "HA: turn_on boots the node" "before $boot_before after $boot_after" \
 	matches "$boot_after" "^[0-9a-f-]{36}\$"
 check_ne "... with a new boot id" "$boot_before" "$boot_after"
+out=$(ssh_node 2 "$drm" 2>&1) || true
+check_eq "... and nvidia_drm at its boot defaults (the last boot's unlock is gone)" "N Y no-card0" "$(words "$out")"
 check_eq "HA: turn_on of an on switch changes nothing" "200 []" "$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')"
 
 out=$(ssh_node 1 'systemctl poweroff; echo "rc=$?"' 2>&1) || true
@@ -209,6 +215,23 @@ done
 check_eq "systemctl poweroff switches the node off" off "$state"
 check "node-start after a poweroff" "$SIM" node-start "$DIR" dgx2
 check "... and the node answers again" ssh_node 1 true
+
+# A node whose OS hangs in boot: the switch reads on, sshd never answers;
+# turn_on meanwhile changes nothing; turn_off cuts the power and ends it.
+"$SIM" boot-fault "$DIR" dgx3 hang
+ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}' >/dev/null
+out=$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault hang: turn_on answers on" "$out" globs "$out" '200 \[*"state": "on"*'
+check_eq "boot-fault hang: the switch reads on" on "$(ha_state dgx3)"
+check_eq "boot-fault hang: node-status dgx3 off (no sshd)" off "$("$SIM" node-status "$DIR" dgx3)"
+if ssh_node 2 true >/dev/null 2>&1; then not_ok "a hung node does not answer SSH"; else ok "a hung node does not answer SSH"; fi
+check_eq "boot-fault hang: turn_on of the on relay changes nothing" "200 []" "$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')"
+out=$(ha POST /api/services/switch/turn_off '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault hang: turn_off cuts the power" "$out" globs "$out" '200 \[*"state": "off"*'
+"$SIM" boot-fault "$DIR" dgx3 ok
+out=$(ha POST /api/services/switch/turn_on '{"entity_id": "switch.dgx3"}')
+check_if "boot-fault ok: turn_on boots again" "$out" globs "$out" '200 \[*"state": "on"*'
+check "... and dgx3 answers SSH" ssh_node 2 true
 
 # ---------------------------------------------------------------- crash-silent
 # a silent power loss: an open connection gets no FIN/RST (a read times out
@@ -362,6 +385,25 @@ print(n["port"], n["user"], n["root"])' "$DIR/sim.json")
 	check "stop unmounts the disks" bash -c "! grep -qF '$DIR/' /proc/mounts"
 else
 	not_ok "fleet-sim start --disk 16m"
+fi
+
+# ---------------------------------------------------------------- --exec-cost
+# A node where a process start is slow: sshd's re-exec and the session's
+# shell pay it (so `ssh node true` does), and the accounting file counts them.
+if "$SIM" start "$EXEC_DIR" --nodes 1 --names slow --exec-cost 1.5 >/dev/null 2>&1; then
+	ok "fleet-sim start --exec-cost 1.5"
+	read -r xport xuser xroot < <(python3 -c 'import json, sys; n = json.load(open(sys.argv[1]))["nodes"][0]; print(n["port"], n["user"], n["root"])' "$EXEC_DIR/sim.json")
+	install -m 0666 /dev/null "$xroot/sim/exec.log"
+	out=$(ssh -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$EXEC_DIR/known_hosts" \
+		-o BatchMode=yes -o ConnectTimeout=5 -o LogLevel=ERROR -i "$EXEC_DIR/id_ed25519" \
+		-p "$xport" "$xuser@127.0.0.1" 'echo "$FLEET_SIM_EXEC_COST_MS"; /bin/true' 2>&1) || true
+	check_eq "--exec-cost: the session has the cost" "1.5" "$out"
+	out=$(awk '{ sub(".*/", "", $3); print $3 }' "$xroot/sim/exec.log" | sort | tr '\n' ' ')
+	check_eq "--exec-cost: ssh node CMD starts sshd (re-exec), the shell and true, each counted" \
+		"dash sshd true " "$out"
+	"$SIM" stop "$EXEC_DIR" --purge >/dev/null 2>&1 || true
+else
+	not_ok "fleet-sim start --exec-cost 1.5"
 fi
 
 # ---------------------------------------------------------------- docker engine

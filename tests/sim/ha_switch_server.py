@@ -21,6 +21,10 @@ does) or `unavailable` (the state reads "unavailable", as HA says of a device
 it cannot reach; service calls answer 200 and change nothing) or `ignore_on`
 (turn_on answers 200 and changes nothing; the state reads the truth, "off").
 `fleet-sim switch DIR NAME stuck|unavailable|ignore_on|ok` writes it.
+The node's own fault, DIR/nodes/NAME/boot-fault: `hang` (the relay closes and
+the state reads "on", but the OS hangs in boot: sshd never starts, until the
+power is cut by turn_off; a turn_on meanwhile changes nothing, the relay being
+on already). `fleet-sim boot-fault DIR NAME hang|ok` writes it.
 A boot takes time, as on the lab's boxes (minutes from power to SSH): with
 DIR/nodes/NAME/boot-ms, turn_on closes the relay at once (the state reads
 "on") and the node's sshd starts that many ms later. Every service call is
@@ -81,6 +85,7 @@ class Fleet:
         }
         self.locks = {n: threading.Lock() for n in self.names}
         self.booting = {n: False for n in self.names}  # relay on, OS not up yet
+        self.hung = {n: False for n in self.names}  # relay on, OS hung in boot (no sshd)
         started = now_iso()
         self.changed = {n: started for n in self.names}
         self.log_lock = threading.Lock()
@@ -127,7 +132,7 @@ class Fleet:
         elif fault == "unavailable":
             reads = "unavailable"
         else:
-            reads = "on" if self.booting[name] or self.is_on(name) else "off"
+            reads = "on" if self.booting[name] or self.hung[name] or self.is_on(name) else "off"
         return {
             "entity_id": self.entity(name),
             "state": reads,
@@ -163,10 +168,19 @@ class Fleet:
                 return False, None
             if self.booting[name]:
                 return False, None  # the relay is on; the OS boots
+            if self.hung[name]:
+                if on:
+                    return False, None  # the relay is on; the OS hangs
+                self.hung[name] = False  # the power cut ends the hang
+                self.changed[name] = now_iso()
+                return True, None
             if not on:
                 self.note_cut_while_halting(name)
             if self.is_on(name) == on:
                 return False, None
+            if on and self.boot_fault(name) == "hang" and self.boot_ms(name) == 0:
+                self.hang(name)
+                return True, None
             if on and self.boot_ms(name) > 0:
                 self.booting[name] = True
                 self.changed[name] = now_iso()
@@ -195,10 +209,29 @@ class Fleet:
         except (OSError, ValueError):
             return 0
 
+    def boot_fault(self, name):
+        """The node's boot fault from DIR/nodes/NAME/boot-fault: "hang" or ""."""
+        try:
+            with open(os.path.join(self.dir, "nodes", name, "boot-fault")) as f:
+                fault = f.read().strip()
+        except OSError:
+            return ""
+        return fault if fault == "hang" else ""
+
+    def hang(self, name):
+        """The relay is on, the OS hangs in boot: no sshd until the power is cut."""
+        self.hung[name] = True
+        self.changed[name] = now_iso()
+        self.log(f"{name} hangs in boot (boot-fault hang): the relay is on, sshd never starts")
+
     def boot(self, name):
         """The OS booting after the relay closed: sshd comes boot-ms later."""
         time.sleep(self.boot_ms(name) / 1000)
         with self.locks[name]:
+            if self.boot_fault(name) == "hang":
+                self.booting[name] = False
+                self.hang(name)
+                return
             p = subprocess.run([self.sim_cmd, "node-start", self.dir, name],
                                stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                timeout=120)

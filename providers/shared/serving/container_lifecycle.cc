@@ -131,14 +131,18 @@ std::string PutBackPrevious(const StepContext& ctx, const ContainerSpec& spec) {
                 : "; putting back the container it replaced failed: " + s.message();
 }
 
-// What a `run` that the engine refused means, as a typed Status: the only
-// place that reads the engine's words. podman exits 125 for every refusal,
-// so its message is all there is to tell "the name is taken" from the rest.
+}  // namespace
+
+// The only place that reads the engine's words on a refused `run`. podman
+// exits 125 for every refusal, so its message is all there is to tell "the
+// name is taken" from the rest.
 Status RunRefusal(const ContainerSpec& spec, const CommandResult& run) {
   const std::string message = "`" + spec.cli + " run` of " + spec.container + " failed: " + run.err;
   if (run.err.find("is already in use") != std::string::npos) return Status::AlreadyExists(message);
   return Status::Error(message);
 }
+
+namespace {
 
 // `run --pull=never` of the image by ID. A node that lost power while
 // podman created a container can keep the name in podman's storage with no

@@ -13,6 +13,11 @@
 
 namespace fleet {
 
+// What a `run` of spec's container that the engine refused (a non-zero
+// exit) means, as a typed Status: kAlreadyExists when the name is taken,
+// kFailed otherwise; the message names the command and quotes the engine.
+Status RunRefusal(const ContainerSpec& spec, const CommandResult& run);
+
 // Stops (30 s grace) and removes container `name`; one that is not there is
 // not an error, an engine that cannot say (its daemon down, its storage
 // broken) is.

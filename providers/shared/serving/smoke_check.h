@@ -71,6 +71,9 @@ struct SmokeResult {
   // Asked through a gateway: the serve it chose, as its x-fleet-served-by
   // header says ("<deployment>_<node>"); "" otherwise. Not in the JSON.
   std::string served_by;
+  // Through a gateway with keys, none of which may use the model: nothing
+  // was sent (result "unchecked"). Not in the JSON.
+  bool no_gateway_key = false;
   bool passed() const { return result == "pass"; }
   nlohmann::json ToJson() const;
   static SmokeResult FromJson(const nlohmann::json& j);
