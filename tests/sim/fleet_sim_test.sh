@@ -246,7 +246,7 @@ check "crash-silent dgx2" "$SIM" crash-silent "$DIR" dgx2
 check_eq "crash-silent: dgx2's nvidia_drm is back at its boot defaults" "N Y" \
 	"$(cat "${ROOTS[1]}/sys/module/nvidia_drm/parameters/modeset" "${ROOTS[1]}/sys/module/nvidia_drm/parameters/fbdev" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 check_eq "crash-silent: dgx2 is off" off "$("$SIM" node-status "$DIR" dgx2)"
-read -r -t 2 -u "$sock" line && rc=0 || rc=$?
+read -r -t 2 -u "$sock" _ && rc=0 || rc=$?
 check_if "crash-silent: the open connection sees no end (read times out)" "read rc=$rc" test "$rc" -gt 128
 exec {sock}>&-
 timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/${PORTS[1]}" 2>/dev/null && rc=0 || rc=$?
@@ -365,7 +365,7 @@ check "fleet-sim stop --purge (GPU sim)" "$SIM" stop "$GPU_DIR" --purge
 if "$SIM" start "$DISK_DIR" --nodes 1 --disk 16m >/dev/null 2>&1; then
 	ok "fleet-sim start --disk 16m"
 	DIR=$DISK_DIR
-	read -r PORTS[0] USERS[0] ROOTS[0] < <(python3 -c '
+	read -r "PORTS[0]" "USERS[0]" "ROOTS[0]" < <(python3 -c '
 import json, sys
 n = json.load(open(sys.argv[1]))["nodes"][0]
 print(n["port"], n["user"], n["root"])' "$DIR/sim.json")
@@ -422,7 +422,7 @@ if ! "$SIM" start "$DOCKER_DIR" --nodes 2 --engine dgx1=docker,dgx2=podman-api -
 fi
 ok "fleet-sim start --engine dgx1=docker,dgx2=podman-api"
 DIR=$DOCKER_DIR
-declare -a ENGINES=() DPIDS=()
+declare -a ENGINES=()
 while read -r n p u r e; do
 	NAMES[${#ENGINES[@]}]=$n PORTS[${#ENGINES[@]}]=$p USERS[${#ENGINES[@]}]=$u ROOTS[${#ENGINES[@]}]=$r
 	ENGINES+=("$e")
