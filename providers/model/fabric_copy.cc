@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "providers/model/copy_verify_sh.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/fabric_stream.h"
 #include "src/shell_quote.h"
@@ -13,22 +14,22 @@ namespace fleet {
 
 using namespace model_copy_internal;
 
+// copy_verify.sh (beside this file) with its values.
 std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
-  std::string hash;
+  std::string kind;
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      hash = std::string(kChooseSha256Cli) + "h=$($sha256 < " + p.inc + ") || exit 1\n";
+      kind = "sha256";
       break;
     case BlobHashKind::kGitSha1:
-      hash = "h=$({ printf 'blob %s\\000' " + std::to_string(item.size) + "; cat < " + p.inc +
-             "; } | sha1sum) || exit 1\n";
+      kind = "git-sha1";
       break;
     case BlobHashKind::kNone:
       return "";
   }
-  return hash + "h=${h%% *}\n[ \"$h\" = " + ShellQuote(item.blob) + " ] || { rm -f -- " + p.inc +
-         "; echo \"hashes to $h, not its blob name; the partial file is removed\" >&2; exit 1; "
-         "}\n";
+  return "cv_kind=" + kind + "\ncv_inc=" + p.inc + "\ncv_size=" + std::to_string(item.size) +
+         "\ncv_blob=" + ShellQuote(item.blob) + "\ncv_choose=" + ShellQuote(kChooseSha256Cli) +
+         "\n" + std::string(kCopyVerifyScript, kCopyVerifyScriptSize);
 }
 
 std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {

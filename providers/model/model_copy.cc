@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "providers/model/copy_finish_sh.h"
 #include "providers/shared/blob_hash.h"
 #include "src/shell_quote.h"
 
@@ -102,17 +103,13 @@ Paths TargetPaths(const CopyItem& item) {
   return p;
 }
 
-// Renames the finished .incomplete file to its final name and links the
-// snapshot path to it (the tail of a target-side script).
+// copy_finish.sh (beside this file) with its values: the paths are
+// TargetPaths' shell words, read by the assignments as they are.
 std::string FinishScript(const Paths& p, const CopyItem& item) {
-  std::string finish =
-      "s=$(wc -c < " + p.inc + ") || exit 1\n[ \"$s\" = " + std::to_string(item.size) +
-      " ] || { echo \"size $s after the copy, expected " + std::to_string(item.size) +
-      "\" >&2; exit 1; }\nmv -f -- " + p.inc + " " + p.final + " || exit 1\n";
-  if (!p.link.empty())
-    finish += "mkdir -p -- \"$(dirname -- " + p.link + ")\" && ln -sfn -- " + ShellQuote(p.rel) +
-              " " + p.link + "\n";
-  return finish;
+  return "cf_inc=" + p.inc + "\ncf_final=" + p.final + "\ncf_size=" + std::to_string(item.size) +
+         "\ncf_link=" + (p.link.empty() ? std::string("''") : p.link) +
+         "\ncf_rel=" + ShellQuote(p.rel) + "\n" +
+         std::string(kCopyFinishScript, kCopyFinishScriptSize);
 }
 
 }  // namespace model_copy_internal

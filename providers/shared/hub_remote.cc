@@ -6,6 +6,7 @@
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/deep_verify_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/snapshot_headers_sh.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
@@ -99,26 +100,11 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
   return h;
 }
 
+// snapshot_headers.sh (beside this file; its header says what it prints)
+// with its values.
 std::string SnapshotHeadersScript(const HubLocation& loc) {
-  return RepoPrelude(loc) + "L=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
-         R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
-T=$(printf '\t')
-find -L . -type f \( -name '*.safetensors' -o -name '*.safetensors.index.json' \) -printf '%s\t%P\n' |
-while IFS="$T" read -r sz f; do
-  case $f in
-    *.safetensors.index.json) printf 'I\t%s\t%s\n' "$sz" "$f"; head -c "$sz" -- "$f";;
-    *)
-      set -- $(od -An -tx1 -N8 -- "$f" 2>/dev/null)
-      h=$1$2$3$4$5$6$7$8; k=0
-      if [ $# -eq 8 ] && [ "$8$7$6$5" = 00000000 ]; then
-        n=$((0x$4$3$2$1))
-        if [ "$n" -le "$L" ] && [ "$n" -le $((sz - 8)) ]; then k=$n; fi
-      fi
-      printf 'H\t%s\t%s\t%s\t%s\n' "$sz" "$h" "$k" "$f"
-      if [ "$k" -gt 0 ]; then tail -c +9 -- "$f" | head -c "$k"; fi;;
-  esac
-done
-)SH";
+  return RepoPrelude(loc) + "shs_max=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
+         std::string(kSnapshotHeadersScript, kSnapshotHeadersScriptSize);
 }
 
 Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc) {
