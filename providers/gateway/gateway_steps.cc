@@ -6,6 +6,7 @@
 #include "providers/gateway/gateway_probe_sh.h"
 #include "providers/gateway/gateway_wait_drained_sh.h"
 #include "providers/gateway/gateway_wait_loaded_sh.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving/container_lifecycle.h"
 #include "src/shell_quote.h"
 
@@ -30,14 +31,16 @@ std::string Inspect(const GatewayWant& w, const std::string& format) {
 // gateway_probe.sh (beside this file; its header says what it prints),
 // after gateway_loaded.sh, with its values.
 std::string GatewayProbeScript(const GatewayWant& w) {
+  const std::string format =
+      std::string("{{.State.Status}} {{index .Config.Labels \"") + kSpecLabel + "\"}}";
   return std::string(kGatewayLoadedScript, kGatewayLoadedScriptSize) +
-         "gwp_cli=" + ShellQuote(w.cli) + "\ngwp_container=" + ShellQuote(w.container) +
-         "\ngwp_format=" +
-         ShellQuote(std::string("{{.State.Status}} {{index .Config.Labels \"") + kSpecLabel +
-                    "\"}}") +
-         "\ngwp_dir=" + ConfigDir(w.gateway) + "\ngwp_url=" + ShellQuote(HealthUrl(w.port)) +
-         "\ngwp_header=" + ShellQuote(kGatewayConfigHeader) + "\n" +
-         std::string(kGatewayProbeScript, kGatewayProbeScriptSize);
+         ScriptWithValues({{"gwp_cli", ShellQuote(w.cli)},
+                           {"gwp_container", ShellQuote(w.container)},
+                           {"gwp_format", ShellQuote(format)},
+                           {"gwp_dir", ConfigDir(w.gateway)},
+                           {"gwp_url", ShellQuote(HealthUrl(w.port))},
+                           {"gwp_header", ShellQuote(kGatewayConfigHeader)}},
+                          kGatewayProbeScript, kGatewayProbeScriptSize);
 }
 
 GatewayProbe ParseGatewayProbe(const std::string& output) {
@@ -94,11 +97,12 @@ Status ReloadGateway(const StepContext& ctx, const GatewayWant& w) {
 // gateway_wait_loaded.sh (beside this file), after gateway_loaded.sh.
 std::string GatewayWaitLoadedScript(const GatewayWant& w) {
   return std::string(kGatewayLoadedScript, kGatewayLoadedScriptSize) +
-         "gwl_cli=" + ShellQuote(w.cli) + "\ngwl_container=" + ShellQuote(w.container) +
-         "\ngwl_url=" + ShellQuote(HealthUrl(w.port)) +
-         "\ngwl_header=" + ShellQuote(kGatewayConfigHeader) +
-         "\ngwl_config=" + ShellQuote(w.config) + "\n" +
-         std::string(kGatewayWaitLoadedScript, kGatewayWaitLoadedScriptSize);
+         ScriptWithValues({{"gwl_cli", ShellQuote(w.cli)},
+                           {"gwl_container", ShellQuote(w.container)},
+                           {"gwl_url", ShellQuote(HealthUrl(w.port))},
+                           {"gwl_header", ShellQuote(kGatewayConfigHeader)},
+                           {"gwl_config", ShellQuote(w.config)}},
+                          kGatewayWaitLoadedScript, kGatewayWaitLoadedScriptSize);
 }
 
 Status WaitGatewayLoaded(const StepContext& ctx, const GatewayWant& w) {
@@ -117,9 +121,10 @@ Status WaitGatewayLoaded(const StepContext& ctx, const GatewayWant& w) {
 // gateway_wait_drained.sh (beside this file; its header says how it
 // counts the workers) with its values: 4 looks a second.
 std::string GatewayWaitDrainedScript(const GatewayWant& w) {
-  return "gwd_cli=" + ShellQuote(w.cli) + "\ngwd_container=" + ShellQuote(w.container) +
-         "\ngwd_tries=" + std::to_string((w.drain_s + 5) * 4) + "\n" +
-         std::string(kGatewayWaitDrainedScript, kGatewayWaitDrainedScriptSize);
+  return ScriptWithValues({{"gwd_cli", ShellQuote(w.cli)},
+                           {"gwd_container", ShellQuote(w.container)},
+                           {"gwd_tries", std::to_string((w.drain_s + 5) * 4)}},
+                          kGatewayWaitDrainedScript, kGatewayWaitDrainedScriptSize);
 }
 
 Status WaitGatewayDrained(const StepContext& ctx, const GatewayWant& w) {

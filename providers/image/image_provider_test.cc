@@ -103,7 +103,7 @@ TEST(ImageRefTest, NormalisesIdsAndMatchesDigestsUnderAnyName) {
 
 TEST(ImageProbeTest, FloatingScriptInspectsTheTagOnlyAndQuotes) {
   std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
-  EXPECT_NE(f.find("ipr_format='{{json .RepoDigests}} {{.Id}}'\nipr_ref=repo:latest\n"),
+  EXPECT_NE(f.find("ipr_format='{{json .RepoDigests}} {{.Id}}' ipr_ref=repo:latest\n"),
             std::string::npos)
       << f;
   EXPECT_EQ(f.find("image ls"), std::string::npos);

@@ -6,8 +6,10 @@
 #include <thread>
 
 #include "providers/model/copy_verify_sh.h"
+#include "providers/model/hashing_writer_sh.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/fabric_stream.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -27,22 +29,33 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
     case BlobHashKind::kNone:
       return "";
   }
-  return "cv_kind=" + kind + "\ncv_inc=" + p.inc + "\ncv_size=" + std::to_string(item.size) +
-         "\ncv_blob=" + ShellQuote(item.blob) + "\ncv_choose=" + ShellQuote(kChooseSha256Cli) +
-         "\n" + std::string(kCopyVerifyScript, kCopyVerifyScriptSize);
+  return ScriptWithValues({{"cv_kind", kind},
+                           {"cv_inc", p.inc},
+                           {"cv_size", std::to_string(item.size)},
+                           {"cv_blob", ShellQuote(item.blob)},
+                           {"cv_choose", ShellQuote(kChooseSha256Cli)}},
+                          kCopyVerifyScript, kCopyVerifyScriptSize);
 }
 
+// hashing_writer.sh (beside this file) with its values; a plain write
+// when there is nothing to hash.
 std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
+  std::string kind;
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      return "tee -- " + p.inc + " | { " + kChooseSha256Cli + "exec $sha256; }";
-    case BlobHashKind::kGitSha1:
-      return "{ printf 'blob %s\\000' " + std::to_string(item.size) + "; tee -- " + p.inc +
-             "; } | sha1sum";
-    case BlobHashKind::kNone:
+      kind = "sha256";
       break;
+    case BlobHashKind::kGitSha1:
+      kind = "git-sha1";
+      break;
+    case BlobHashKind::kNone:
+      return "exec cat > " + p.inc;
   }
-  return "exec cat > " + p.inc;
+  return ScriptWithValues({{"hw_kind", kind},
+                           {"hw_inc", p.inc},
+                           {"hw_size", std::to_string(item.size)},
+                           {"hw_choose", ShellQuote(kChooseSha256Cli)}},
+                          kHashingWriterScript, kHashingWriterScriptSize);
 }
 
 std::string StreamHashProblem(std::string_view out, const CopyItem& item) {

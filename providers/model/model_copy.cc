@@ -9,6 +9,7 @@
 
 #include "providers/model/copy_finish_sh.h"
 #include "providers/shared/blob_hash.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -106,10 +107,12 @@ Paths TargetPaths(const CopyItem& item) {
 // copy_finish.sh (beside this file) with its values: the paths are
 // TargetPaths' shell words, read by the assignments as they are.
 std::string FinishScript(const Paths& p, const CopyItem& item) {
-  return "cf_inc=" + p.inc + "\ncf_final=" + p.final + "\ncf_size=" + std::to_string(item.size) +
-         "\ncf_link=" + (p.link.empty() ? std::string("''") : p.link) +
-         "\ncf_rel=" + ShellQuote(p.rel) + "\n" +
-         std::string(kCopyFinishScript, kCopyFinishScriptSize);
+  return ScriptWithValues({{"cf_inc", p.inc},
+                           {"cf_final", p.final},
+                           {"cf_size", std::to_string(item.size)},
+                           {"cf_link", p.link.empty() ? ShellQuote("") : p.link},
+                           {"cf_rel", ShellQuote(p.rel)}},
+                          kCopyFinishScript, kCopyFinishScriptSize);
 }
 
 }  // namespace model_copy_internal

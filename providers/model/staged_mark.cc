@@ -6,14 +6,15 @@
 #include "providers/model/staged_mark_inventory_sh.h"
 #include "providers/model/staged_mark_write_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 // staged_mark_write.sh (beside this file) with its values.
 std::string WriteStagedMarkScript(const HubLocation& loc) {
-  return RepoPrelude(loc) + "smw_repo=" + ShellQuote(loc.repo) + "\n" +
-         std::string(kStagedMarkWriteScript, kStagedMarkWriteScriptSize);
+  return RepoPrelude(loc) + ScriptWithValues({{"smw_repo", ShellQuote(loc.repo)}},
+                                             kStagedMarkWriteScript, kStagedMarkWriteScriptSize);
 }
 
 // staged_mark_inventory.sh (beside this file; its header says why each

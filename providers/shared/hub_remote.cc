@@ -6,6 +6,8 @@
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/deep_verify_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/node_script.h"
+#include "providers/shared/remove_revision_sh.h"
 #include "providers/shared/snapshot_headers_sh.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
@@ -103,8 +105,8 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
 // snapshot_headers.sh (beside this file; its header says what it prints)
 // with its values.
 std::string SnapshotHeadersScript(const HubLocation& loc) {
-  return RepoPrelude(loc) + "shs_max=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
-         std::string(kSnapshotHeadersScript, kSnapshotHeadersScriptSize);
+  return RepoPrelude(loc) + ScriptWithValues({{"shs_max", std::to_string(kMaxSafetensorsHeader)}},
+                                             kSnapshotHeadersScript, kSnapshotHeadersScriptSize);
 }
 
 Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc) {
@@ -274,33 +276,9 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
 
 Status RemoveModelRevision(Transport* t, const HubLocation& loc, uint64_t* freed) {
   *freed = 0;
-  const std::string script = RepoPrelude(loc) + R"SH(s="$m/snapshots/$r"
-[ -d "$s" ] || { echo freed 0; exit 0; }
-k=$(mktemp) || exit 1
-trap 'rm -f "$k"' EXIT
-# Blobs another snapshot links to stay.
-for o in "$m"/snapshots/*; do
-  [ -d "$o" ] && [ "$o" != "$s" ] && find "$o" -type l -printf '%l
-'
-done | sed 's,.*/,,' | sort -u > "$k"
-n=0
-for b in $(find "$s" -type l -printf '%l
-' | sed 's,.*/,,' | sort -u | grep -vxF -f "$k"); do
-  for f in "$m/blobs/$b" "$m/blobs/$b.incomplete"; do
-    [ -f "$f" ] && n=$((n + $(wc -c < "$f"))) && rm -f -- "$f"
-  done
-done
-rm -rf -- "$s" || exit 1
-rm -f -- "$m/.fleet-staged/$r"; rmdir -- "$m/.fleet-staged" 2>/dev/null
-find "$m/refs" -type f 2>/dev/null | while IFS= read -r f; do
-  v=; IFS= read -r v < "$f" || :; [ "$v" = "$r" ] && rm -f -- "$f"; done
-if [ -z "$(ls -A "$m/snapshots" 2>/dev/null)" ]; then
-  # Through a legacy-layout link: remove the folder it points at, then it.
-  [ -L "$c/$d" ] && { rm -rf -- "$(cd "$c/$d" && pwd -P)"; rm -f -- "$c/$d"; }
-  rm -rf -- "$m"
-fi
-echo "freed $n"
-)SH";
+  // remove_revision.sh (beside this file; its header says what it keeps).
+  const std::string script =
+      RepoPrelude(loc) + std::string(kRemoveRevisionScript, kRemoveRevisionScriptSize);
   Result<CommandResult> r = t->Run(script);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "removing the revision", *r);

@@ -8,6 +8,7 @@
 #include "providers/shared/engine_api.h"
 #include "providers/shared/image_inspect_sh.h"
 #include "providers/shared/image_probe_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -73,9 +74,10 @@ std::string ImageInspectScript(const std::string& cli, const std::string& what) 
   // after the API's read, with its values.
   return EngineSocketScript(cli) +
          ProbeApiGetScript("iio", "ii", "/images/" + what + "/json", {"200", "404"}) +
-         "iin_cli=" + ShellQuote(cli) + "\niin_format=" + ShellQuote(kInspectFormat) +
-         "\niin_what=" + ShellQuote(what) + "\n" +
-         std::string(kImageInspectScript, kImageInspectScriptSize);
+         ScriptWithValues({{"iin_cli", ShellQuote(cli)},
+                           {"iin_format", ShellQuote(kInspectFormat)},
+                           {"iin_what", ShellQuote(what)}},
+                          kImageInspectScript, kImageInspectScriptSize);
 }
 
 ImageLookup ParseImageInspect(int exit_code, const std::string& output) {
@@ -116,9 +118,10 @@ std::string DigestAfter(const std::string& name, size_t at) {
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
   // image_probe.sh (beside this file; its header says what it prints) with
   // its values. Inline, not `sh -c`: it runs in the probe of every plan.
-  return "ipr_cli=" + ShellQuote(cli) + "\nipr_format=" + ShellQuote(kInspectFormat) +
-         "\nipr_ref=" + ShellQuote(ref.Lookup()) + "\n" +
-         std::string(kImageProbeScript, kImageProbeScriptSize);
+  return ScriptWithValues({{"ipr_cli", ShellQuote(cli)},
+                           {"ipr_format", ShellQuote(kInspectFormat)},
+                           {"ipr_ref", ShellQuote(ref.Lookup())}},
+                          kImageProbeScript, kImageProbeScriptSize);
 }
 
 ImageLookup ParseInspect(int exit_code, const std::string& output) {

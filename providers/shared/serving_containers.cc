@@ -4,6 +4,7 @@
 
 #include "providers/shared/container_labels.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving_containers_sh.h"
 #include "src/shell_quote.h"
 
@@ -28,8 +29,10 @@ std::string ServingContainersCommand(const std::string& cli) {
   // the controller, which reads its names.
   return "{\n" + EngineSocketScript(cli) +
          ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
-         "svc_cli=" + ShellQuote(cli) + "\nsvc_label=" + ShellQuote(kDeploymentLabel) + "\n" +
-         std::string(kServingContainersScript, kServingContainersScriptSize) + "}";
+         ScriptWithValues(
+             {{"svc_cli", ShellQuote(cli)}, {"svc_label", ShellQuote(kDeploymentLabel)}},
+             kServingContainersScript, kServingContainersScriptSize) +
+         "}";
 }
 
 std::vector<std::string> ParseServingContainers(const std::string& output) {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "providers/shared/engine_api.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving/container_probe_sh.h"
 #include "providers/shared/serving/gpu_request.h"
 #include "providers/shared/serving/health_check_sh.h"
@@ -61,7 +62,7 @@ std::string HealthCommand(const std::string& url) {
 std::string PortBusyCommand(int port) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "%04X", port & 0xffff);
-  return "pb_port=" + std::string(hex) + "\n" + std::string(kPortBusyScript, kPortBusyScriptSize);
+  return ScriptWithValues({{"pb_port", hex}}, kPortBusyScript, kPortBusyScriptSize);
 }
 
 namespace {

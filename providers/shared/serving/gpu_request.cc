@@ -43,7 +43,7 @@ std::vector<std::string> GpuRunOptions(const std::string& cli, const Recipe& r) 
 // gpu_support.sh (beside this file) with its values.
 std::string GpuSupportProbeScript(const std::string& cli,
                                   const std::vector<std::string>& cdi_dirs) {
-  std::string s = "gsp_cli=" + ShellQuote(cli) + "\nset --";
+  std::string s = "set -- " + ShellQuote(cli);
   for (const std::string& dir : cdi_dirs) s += " " + ShellQuote(dir);
   return s + "\n" + std::string(kGpuSupportScript, kGpuSupportScriptSize);
 }

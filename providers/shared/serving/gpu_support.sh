@@ -5,8 +5,10 @@
 # than podman also "gpu_hook=0|1" (nvidia-container-runtime-hook on PATH)
 # and "gpu_runtime=0|1" (an nvidia runtime in `CLI info`).
 # Embedded in fleet at build time (kGpuSupportScript) and run at the end of
-# the serve's probe fragment, after `gsp_cli=CLI` and
-# `set -- SPEC_FOLDER...` (each quoted once by fleet).
+# the serve's probe fragment, after `set -- CLI SPEC_FOLDER...` (each
+# quoted once by fleet).
+gsp_cli=$1
+shift
 gsp_cdi=0
 for gsp_dir in "$@"; do
   for gsp_spec in "$gsp_dir"/*.yaml "$gsp_dir"/*.json; do
@@ -14,7 +16,7 @@ for gsp_dir in "$@"; do
   done
 done
 echo "gpu_cdi=$gsp_cdi"
-if [ "${gsp_cli?}" != podman ]; then
+if [ "$gsp_cli" != podman ]; then
   if command -v nvidia-container-runtime-hook >/dev/null 2>&1; then
     echo gpu_hook=1
   else
