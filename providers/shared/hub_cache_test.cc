@@ -11,6 +11,8 @@
 #include "providers/shared/completeness.h"
 #include "providers/shared/hub_remote.h"
 #include "providers/shared/hub_test_util.h"
+#include "providers/shared/relative_links_sh.h"
+#include "src/shell_quote.h"
 #include "tests/support/stub_cli.h"
 
 namespace fleet {
@@ -234,6 +236,42 @@ TEST(HubCache, LegacyLayoutIsDetectedAndLinkedRelative) {
   EXPECT_GT(freed, 0u);
   EXPECT_FALSE(fs::exists(dir.path() + "/hf-local/" + HubRepoDirName(kRepo)));
   EXPECT_FALSE(fs::is_symlink(cache + "/" + HubRepoDirName(kRepo)));
+}
+
+// legacy_layout_link.sh leaves a folder in the link's way as it is, and
+// says so.
+TEST(HubCache, LegacyLayoutLinkLeavesAFolderInItsWay) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hf-local/hub";
+  fs::create_directories(cache + "/" + HubRepoDirName(kRepo));
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel(),
+                dir.path() + "/hf-local/" + HubRepoDirName(kRepo));
+  auto t = Local();
+  const Status s = FixLegacyLayout(t.get(), {cache, kRepo, kRev});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exists and is not a symlink; left as is"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(fs::is_symlink(cache + "/" + HubRepoDirName(kRepo)));
+  EXPECT_FALSE(FixLegacyLayout(t.get(), {dir.path() + "/empty/hub", kRepo, kRev}).ok());
+}
+
+// relative_links.sh on its own: a link whose relative target resolves (the
+// repo's own blob) is made relative; one whose blob this repo lacks is left.
+TEST(HubCache, RelativeLinksOnlyWhereTheBlobIsTheRepos) {
+  const testing_support::StubCli stub("relative_links_test");
+  const std::string m = stub.dir() + "/m";
+  stub.Write("m/blobs/aaa", "A");
+  stub.Write("elsewhere/bbb", "B");
+  fs::create_directories(m + "/snapshots/rev/sub");
+  fs::create_symlink(m + "/blobs/aaa", m + "/snapshots/rev/a.json");
+  fs::create_symlink(stub.dir() + "/elsewhere/bbb", m + "/snapshots/rev/sub/b.json");
+  const testing_support::ShellRun run = stub.Run(
+      "m=" + ShellQuote(m) + " r=rev\nset -- a.json ../../blobs/aaa sub/b.json " +
+      "../../../blobs/bbb\n" + std::string(kRelativeLinksScript, kRelativeLinksScriptSize));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(fs::read_symlink(m + "/snapshots/rev/a.json").string(), "../../blobs/aaa");
+  EXPECT_EQ(fs::read_symlink(m + "/snapshots/rev/sub/b.json").string(),
+            stub.dir() + "/elsewhere/bbb");
 }
 
 TEST(HubCache, RemoveRevisionKeepsSharedBlobs) {

@@ -6,7 +6,9 @@
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/deep_verify_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/legacy_layout_link_sh.h"
 #include "providers/shared/node_script.h"
+#include "providers/shared/relative_links_sh.h"
 #include "providers/shared/remove_revision_sh.h"
 #include "providers/shared/snapshot_headers_sh.h"
 #include "src/probe/probe_install.h"
@@ -229,16 +231,10 @@ Result<NodeHashReport> DeepVerifyOnNode(
 }
 
 Status FixLegacyLayout(Transport* t, const HubLocation& loc) {
-  const std::string script =
-      "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) + "\n" + R"SH(
-[ -d "$c/../$d" ] || { echo "no legacy folder $c/../$d" >&2; exit 1; }
-if [ -L "$c/$d" ]; then
-  [ "$(readlink -- "$c/$d")" = "../$d" ] && exit 0
-  echo "$c/$d is a symlink to $(readlink -- "$c/$d"), not ../$d; left as is" >&2; exit 1
-fi
-[ -e "$c/$d" ] && { echo "$c/$d exists and is not a symlink; left as is" >&2; exit 1; }
-mkdir -p -- "$c" && ln -s -- "../$d" "$c/$d"
-)SH";
+  // legacy_layout_link.sh (beside this file) with its values.
+  const std::string script = ScriptWithValues(
+      {{"c", NodePathWord(loc.cache)}, {"d", ShellQuote(HubRepoDirName(loc.repo))}},
+      kLegacyLayoutLinkScript, kLegacyLayoutLinkScriptSize);
   Result<CommandResult> r = t->Run(script);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "linking the legacy layout", *r);
@@ -256,19 +252,18 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
                          const std::vector<std::string>& paths) {
   Result<HubProbe> p = ProbeHub(t, loc);
   if (!p.ok()) return p.status();
-  std::string script = RepoPrelude(loc);
+  // relative_links.sh (beside this file) with a PATH REL pair a link.
+  std::string pairs = "set --";
   int n = 0;
   for (const std::string& path : paths) {
     const SnapshotEntry* e = p->Find(path);
     if (e == nullptr || e->link != LinkKind::kAbsolute || e->blob.empty()) continue;
-    const std::string rel = RelativeBlobLink(path, e->blob);
-    // Only when the blob is really this repo's: the relative link must resolve.
-    script += "f=\"$m/snapshots/$r/\"" + ShellQuote(path) + "; [ -f \"$(dirname -- \"$f\")/\"" +
-              ShellQuote(rel) + " ] && ln -sfn -- " + ShellQuote(rel) + " \"$f\"\n";
+    pairs += " " + ShellQuote(path) + " " + ShellQuote(RelativeBlobLink(path, e->blob));
     ++n;
   }
   if (n == 0) return Status::OK();
-  Result<CommandResult> r = t->Run(script + "exit 0\n");
+  Result<CommandResult> r = t->Run(RepoPrelude(loc) + pairs + "\n" +
+                                   std::string(kRelativeLinksScript, kRelativeLinksScriptSize));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "making links relative", *r);
   return Status::OK();
