@@ -129,7 +129,7 @@ TEST(ImageProbeTest, FloatingScriptRunsTheInspectWithStubCli) {
   testing_support::ShellRun run =
       stub.Run(ImageProbeScript("docker", ParseImageRef("repo:latest")));
   EXPECT_EQ(run.exit_code, 0);
-  EXPECT_EQ(run.out, "ref 0 WARN[0000] a warning [] " + std::string(64, 'c') + " \n");
+  EXPECT_EQ(run.out, "ref 0 WARN[0000] a warning [] " + std::string(64, 'c') + "\n");
   EXPECT_EQ(stub.Calls("docker"),
             "image inspect --format {{json .RepoDigests}} {{.Id}} repo:latest\n");
   ImageProbe p = ParseImageProbe(run.out);
@@ -137,7 +137,7 @@ TEST(ImageProbeTest, FloatingScriptRunsTheInspectWithStubCli) {
   EXPECT_EQ(p.by_ref.id, kC);
 
   run = stub.Run(ImageProbeScript("docker", ParseImageRef("repo:gone")));
-  EXPECT_EQ(run.out, "ref 1 Error: No such image: repo:gone second line \n");
+  EXPECT_EQ(run.out, "ref 1 Error: No such image: repo:gone second line\n");
   p = ParseImageProbe(run.out);
   EXPECT_TRUE(p.by_ref.tried);
   EXPECT_FALSE(p.by_ref.found);
