@@ -37,8 +37,7 @@ std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
                           kCopyVerifyScript, kCopyVerifyScriptSize);
 }
 
-// hashing_writer.sh (beside this file) with its values; a plain write
-// when there is nothing to hash.
+// hashing_writer.sh (beside this file) with its values.
 std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
   std::string kind;
   switch (BlobHashKindOf(item.blob)) {
@@ -49,7 +48,8 @@ std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
       kind = "git-sha1";
       break;
     case BlobHashKind::kNone:
-      return "exec cat > " + p.inc;
+      kind = "none";
+      break;
   }
   return ScriptWithValues({{"hw_kind", kind},
                            {"hw_inc", p.inc},
@@ -91,10 +91,7 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
       (item.offset > 0 ? "exec tail -c +" + std::to_string(item.offset + 1) + " -- " + src_file
                        : "exec cat -- " + src_file);
   stream.target = dst;
-  stream.target_cmd = TargetPrelude(d.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                      ")\" || exit 1\n" +
-                      (item.offset == 0 ? ": > " + p.inc + " || exit 1\n" : "") + "exec cat >> " +
-                      p.inc;
+  stream.target_cmd = TargetPrelude(d.loc) + CopyWriterCommand(p, item);
   stream.target_address = route.target_address;
   FabricStreamResult r = FabricStream(stream);
   if (r.unconnected) *unconnected = true;

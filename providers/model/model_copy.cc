@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "providers/model/copy_finish_sh.h"
+#include "providers/model/copy_on_node_sh.h"
+#include "providers/model/copy_writer_sh.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
@@ -115,6 +117,12 @@ std::string FinishScript(const Paths& p, const CopyItem& item) {
                           kCopyFinishScript, kCopyFinishScriptSize);
 }
 
+// copy_writer.sh (beside this file) with its values.
+std::string CopyWriterCommand(const Paths& p, const CopyItem& item) {
+  return ScriptWithValues({{"cw_inc", p.inc}, {"cw_fresh", item.offset == 0 ? "1" : "0"}},
+                          kCopyWriterScript, kCopyWriterScriptSize);
+}
+
 }  // namespace model_copy_internal
 
 namespace {
@@ -132,10 +140,7 @@ Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide
       (item.offset > 0 ? "exec tail -c +" + std::to_string(item.offset + 1) + " -- " + src_file
                        : "exec cat -- " + src_file) +
       "\n";
-  const std::string write_cmd = TargetPrelude(d.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " +
-                                p.inc + ")\" || exit 1\n" +
-                                (item.offset == 0 ? ": > " + p.inc + " || exit 1\n" : "") +
-                                "exec cat >> " + p.inc + "\n";
+  const std::string write_cmd = TargetPrelude(d.loc) + CopyWriterCommand(p, item);
 
   const BlobHashKind kind = BlobHashKindOf(item.blob);
   const bool hash = opt.hash && item.offset == 0 && kind != BlobHashKind::kNone;
@@ -207,12 +212,13 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
   for (const CopyItem& item : items) {
     const Paths p = TargetPaths(item);
     const std::string from = "\"$ms/snapshots/$rs/\"" + ShellQuote(item.path);
-    std::string script = prelude + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                         ")\" || exit 1\n" +
-                         (item.offset == 0 ? "cp -- " + from + " " + p.inc + " || exit 1\n"
-                                           : "tail -c +" + std::to_string(item.offset + 1) +
-                                                 " -- " + from + " >> " + p.inc + " || exit 1\n") +
-                         FinishScript(p, item);
+    // copy_on_node.sh (beside this file) with its values, then the finish.
+    const std::string script =
+        prelude +
+        ScriptWithValues(
+            {{"cn_from", from}, {"cn_inc", p.inc}, {"cn_offset", std::to_string(item.offset)}},
+            kCopyOnNodeScript, kCopyOnNodeScriptSize) +
+        FinishScript(p, item);
     Result<CommandResult> r = t->Run(script);
     if (!r.ok()) return r.status().Prefixed("copying " + item.path);
     if (r->exit_code != 0)
