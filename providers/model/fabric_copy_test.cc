@@ -17,6 +17,8 @@
 namespace fleet {
 namespace {
 
+using model_copy_internal::CopyOnNodeCommand;
+using model_copy_internal::CopyWriterCommand;
 using model_copy_internal::FinishScript;
 using model_copy_internal::Paths;
 using model_copy_internal::TargetPaths;
@@ -141,6 +143,42 @@ TEST(FinishOnTarget, RenamesLinksAndRefusesAFileOfAnotherSize) {
   RunWriter(dir.path(), FinishScript(q, plain), "");
   EXPECT_EQ(ReadFile(m + "/snapshots/rev/README.md"), "hello\n");
   EXPECT_FALSE(std::filesystem::is_symlink(m + "/snapshots/rev/README.md"));
+}
+
+// copy_writer.sh: a copy from byte 0 starts the file afresh (whatever a
+// failed try left), a resumed one appends; the folders are made.
+TEST(CopyWriter, StartsAfreshOrAppends) {
+  TempDir dir;
+  const std::string inc = dir.path() + "/m/snapshots/rev/sub/notes.txt.incomplete";
+  CopyItem item{"sub/notes.txt", 10, "", 0};
+  const Paths p = TargetPaths(item);
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "stale");
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "hello");
+  EXPECT_EQ(ReadFile(inc), "hello");
+  item.offset = 5;
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "world");
+  EXPECT_EQ(ReadFile(inc), "helloworld");
+}
+
+// copy_on_node.sh: the source's file whole, or its tail after what a cut
+// copy left; a source that is not there fails the copy.
+TEST(CopyOnNode, CopiesWholeOrTheRestAndFailsWithoutTheSource) {
+  TempDir dir;
+  const std::string from = ShellQuote(dir.path() + "/src/a.bin");
+  const std::string inc = dir.path() + "/m/snapshots/rev/a.bin.incomplete";
+  RunWriter(dir.path(), "mkdir -p " + ShellQuote(dir.path() + "/src") + " && cat > " + from,
+            "0123456789");
+  CopyItem item{"a.bin", 10, "", 0};
+  const Paths p = TargetPaths(item);
+  RunWriter(dir.path(), CopyOnNodeCommand(from, p, item), "");
+  EXPECT_EQ(ReadFile(inc), "0123456789");
+  RunWriter(dir.path(), "printf 0123 > " + p.inc, "");
+  item.offset = 4;
+  RunWriter(dir.path(), CopyOnNodeCommand(from, p, item), "");
+  EXPECT_EQ(ReadFile(inc), "0123456789");
+  item.offset = 0;
+  RunWriter(dir.path(), CopyOnNodeCommand(ShellQuote(dir.path() + "/src/gone.bin"), p, item), "",
+            "", 1);
 }
 
 // A file without a blob name is written as it comes, and nothing is checked.

@@ -123,6 +123,13 @@ std::string CopyWriterCommand(const Paths& p, const CopyItem& item) {
                           kCopyWriterScript, kCopyWriterScriptSize);
 }
 
+// copy_on_node.sh (beside this file) with its values.
+std::string CopyOnNodeCommand(const std::string& from, const Paths& p, const CopyItem& item) {
+  return ScriptWithValues(
+      {{"cn_from", from}, {"cn_inc", p.inc}, {"cn_offset", std::to_string(item.offset)}},
+      kCopyOnNodeScript, kCopyOnNodeScriptSize);
+}
+
 }  // namespace model_copy_internal
 
 namespace {
@@ -212,13 +219,7 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
   for (const CopyItem& item : items) {
     const Paths p = TargetPaths(item);
     const std::string from = "\"$ms/snapshots/$rs/\"" + ShellQuote(item.path);
-    // copy_on_node.sh (beside this file) with its values, then the finish.
-    const std::string script =
-        prelude +
-        ScriptWithValues(
-            {{"cn_from", from}, {"cn_inc", p.inc}, {"cn_offset", std::to_string(item.offset)}},
-            kCopyOnNodeScript, kCopyOnNodeScriptSize) +
-        FinishScript(p, item);
+    const std::string script = prelude + CopyOnNodeCommand(from, p, item) + FinishScript(p, item);
     Result<CommandResult> r = t->Run(script);
     if (!r.ok()) return r.status().Prefixed("copying " + item.path);
     if (r->exit_code != 0)
