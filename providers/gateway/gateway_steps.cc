@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "providers/gateway/gateway_config_write_sh.h"
 #include "providers/gateway/gateway_loaded_sh.h"
 #include "providers/gateway/gateway_probe_sh.h"
 #include "providers/gateway/gateway_wait_drained_sh.h"
@@ -64,13 +65,15 @@ GatewayProbe ParseGatewayProbe(const std::string& output) {
   return p;
 }
 
+// gateway_config_write.sh (beside this file) with its values.
+std::string GatewayConfigWriteScript(const GatewayWant& want) {
+  return ScriptWithValues(
+      {{"gcw_dir", ConfigDir(want.gateway)}, {"gcw_config", ShellQuote(RenderHaproxyConfig(want))}},
+      kGatewayConfigWriteScript, kGatewayConfigWriteScriptSize);
+}
+
 Status WriteGatewayConfig(const StepContext& ctx, const GatewayWant& want) {
-  const std::string dir = ConfigDir(want.gateway);
-  return RunOnNode(ctx, "umask 022 && mkdir -p " + dir + " && printf '%s' " +
-                            ShellQuote(RenderHaproxyConfig(want)) + " >" + dir +
-                            "/.haproxy.cfg.new && mv -f " + dir + "/.haproxy.cfg.new " + dir +
-                            "/haproxy.cfg")
-      .status();
+  return RunOnNode(ctx, GatewayConfigWriteScript(want)).status();
 }
 
 Status RunGateway(const StepContext& ctx, const GatewayWant& w, const std::string& image_id) {

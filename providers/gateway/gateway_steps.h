@@ -41,6 +41,8 @@ std::string GatewayWaitDrainedScript(const GatewayWant& want);
 // Writes the config of `want` on the node, atomically (a rename: the
 // container, which binds the directory, sees the old file or the new one).
 Status WriteGatewayConfig(const StepContext& ctx, const GatewayWant& want);
+// What WriteGatewayConfig runs on the node (gateway_config_write.sh).
+std::string GatewayConfigWriteScript(const GatewayWant& want);
 
 // Starts the gateway's container from `image_id` (already on the node).
 // REQUIRES: no container of that name; the config written.

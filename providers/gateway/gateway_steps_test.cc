@@ -137,5 +137,22 @@ TEST(GatewaySteps, WaitDrainedCountsTheMastersWorkers) {
   kill(current_worker, SIGTERM);
 }
 
+// gateway_config_write.sh: the rendered config, whole, and no temporary
+// file left; nothing when its folder cannot be made.
+TEST(GatewaySteps, ConfigWriteRenamesTheWholeConfigIntoPlace) {
+  const StubCli stub("gateway_config_write_test");
+  const GatewayWant w = Want();
+  ShellRun run = stub.Run(GatewayConfigWriteScript(w));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(stub.Read(".fleet/gateways/edge/haproxy.cfg"), RenderHaproxyConfig(w));
+  EXPECT_FALSE(RenderHaproxyConfig(w).empty());
+  EXPECT_EQ(stub.Read(".fleet/gateways/edge/.haproxy.cfg.new"), "");
+
+  const StubCli blocked("gateway_config_write_test");
+  blocked.Write(".fleet/gateways", "a file where the folder goes");
+  run = blocked.Run(GatewayConfigWriteScript(w));
+  EXPECT_NE(run.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace fleet
