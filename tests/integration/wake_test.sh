@@ -26,7 +26,9 @@
 # - the display RAM is restored after idle off and after a failed wake's
 #   rollback (node and state agree);
 # - the watch's HTML report draws each node's on and off time;
-# - a node's own schedule: validate, plan and status show it.
+# - a node's own schedule: validate, plan and status show it; its window's
+#   start powers on a node that holds no serve (once, display RAM as
+#   declared, held on against idle off), counted by node in the metrics.
 # Stand-ins at the lab's ratios: the OS boots 4 s after the relay closes
 # (a GB10: ~3 min) and the engine 3 s after its start, against a hold of
 # 60 s and a boot_timeout of 30 s (the lab: 10 min, 10 min).
@@ -400,4 +402,59 @@ grep -E "node.dgx3: schedule" "$WORK/out" | sed 's/^/   /'
 expect_rc 0 status
 expect_out "node: schedule Mon-Fri 08:00-20:00 Europe/Berlin: "
 
-grep '!!!' "$WORK/watch.out" "$WORK/watch2.out"
+step "a node's own window powers on a node that holds no serve (a hot spare): once, display RAM as declared, held on"
+# b leaves the manifests: dgx3 serves nothing, and its own window (daily
+# in UTC, from 10 min ago) says up. The watch powers the node itself on
+# through the wake path: switch on, read back, SSH, its display RAM
+# unlocked as its `display_ram: unlocked` declares; no serve is started.
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || "$SIM" node-stop "$SIMDIR" dgx3
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == off ]] || fail "dgx3 is not off"
+sed -i '/^  b: {"recipe": "recipes\/beta.toml"/d' "$REPO/fleet.yaml"
+! grep -q 'recipes/beta.toml' "$REPO/fleet.yaml" || fail "b is still declared"
+start=$((($(date -u +%s) / 60 - 10) * 60))
+window="daily $(hhmm "$start")-$(hhmm $((start + 1200)))"
+sed -i "s|^    schedule: {up: \"Mon-Fri 08:00-20:00\", tz: Europe/Berlin}|    schedule: {up: \"$window\", tz: UTC}|" "$REPO/fleet.yaml"
+grep -qF "schedule: {up: \"$window\", tz: UTC}" "$REPO/fleet.yaml" || fail "dgx3's window was not declared"
+expect_rc 0 validate
+[[ $(param dgx3 modeset) == N ]] || fail "dgx3's display RAM is already unlocked"
+before=$(turn_ons)
+hold_port 0
+METRICS_PORT=$HELD_PORT
+release_port
+t0=$(ms)
+"$FLEET" -C "$REPO" --no-color -v watch --every 3s --heal --wake-listen "127.0.0.1:$WAKE_PORT" \
+  --metrics-listen "127.0.0.1:$METRICS_PORT" >"$WORK/watch3.out" 2>&1 </dev/null &
+WATCH=$!
+BG_PIDS+=("$WATCH")
+wait_output "$WORK/watch3.out" "schedule node.dgx3: waking.*dgx3 asleep and holds no serve: powered on ahead of demand" 30
+wait_output "$WORK/watch3.out" "wake node.dgx3: woken \(schedule\)" 60
+echo "   $window: dgx3 on $(($(ms) - t0)) ms after the watch started"
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 is not on"
+[[ $(param dgx3 modeset) == Y ]] || fail "the node's wake did not unlock dgx3's display RAM as declared"
+wake=$(grep '"event":"wake",' "$REPO/.fleet/state.json.events" | tail -1)
+echo "   the wake: $wake"
+[[ $wake == *'"address":"node.dgx3"'* && $wake == *'"node":"dgx3"'* && $wake == *'"outcome":"woken"'* &&
+  $wake == *'"reason":"schedule"'* && $wake != *'"deployment"'* ]] || fail "the node's wake event: $wake"
+grep -q '"event":"schedule","node":"dgx3","nodes":\["dgx3"\],"outcome":"waking"' "$REPO/.fleet/state.json.events" ||
+  fail "no schedule event for dgx3's window: $(grep '"event":"schedule"' "$REPO/.fleet/state.json.events" | tail -3)"
+# Held on by its window against idle off (10 s, and no model to ask for),
+# and not woken again: the rounds after find it on.
+wait_output "$WORK/watch3.out" "idle_off node.dgx3: kept.*node dgx3's schedule $window" 40
+[[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 went down within its window"
+[[ $(($(turn_ons) - before)) == 1 ]] || fail "$(($(turn_ons) - before)) switch calls for one node's window"
+[[ $(grep -c 'wake node.dgx3: woken' "$WORK/watch3.out") == 1 ]] || fail "not one wake: $(grep '!!!' "$WORK/watch3.out")"
+grep -q '^wake node dgx3: node.dgx3: complete' "$WORK/watch3.out" || fail "the wake's steps: $(grep '^wake' "$WORK/watch3.out")"
+! grep -qE '^wake node dgx3: (deployment|image|model)\.' "$WORK/watch3.out" ||
+  fail "the node's wake did more than the node: $(grep '^wake' "$WORK/watch3.out")"
+# Counted by node, never under deployment="".
+curl -s -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics3"
+grep -E '^fleet_(node_)?(schedule|wake)_total' "$WORK/metrics3" | sed 's/^/   /'
+grep -q '^fleet_node_schedule_total{node="dgx3",outcome="waking"} 1$' "$WORK/metrics3" ||
+  fail "the node's window is not counted by node: $(grep schedule_total "$WORK/metrics3")"
+grep -q '^fleet_node_wake_total{node="dgx3",outcome="woken"} 1$' "$WORK/metrics3" ||
+  fail "the node's wake is not counted by node: $(grep wake_total "$WORK/metrics3")"
+! grep -q 'deployment=""' "$WORK/metrics3" || fail "a node's transition counted as deployment=\"\": $(grep 'deployment=""' "$WORK/metrics3")"
+kill "$WATCH"
+wait "$WATCH" 2>/dev/null || true
+
+grep '!!!' "$WORK/watch.out" "$WORK/watch2.out" "$WORK/watch3.out"
