@@ -131,8 +131,22 @@ answer_ms=$(($(ms) - t0))
 [[ $code == 200 ]] || fail "beta never answered: $code $(cat "$WORK/chat.body")"
 grep -q 11303 "$WORK/chat.body" || fail "beta's answer: $(cat "$WORK/chat.body")"
 wait_output "$WORK/watch.out" "wake deployment.b@dgx3: woken" 30
+wait_output "$REPO/.fleet/state.json.events" '"event":"wake",' 10  # recorded after it is printed
 wake=$(grep "\"event\":\"wake\"" "$REPO/.fleet/state.json.events" | tail -1)
 echo "   request -> answer $answer_ms ms; the wake: $wake"
+# The wake's parts are measured (switch -> SSH, SSH -> serve ready), they
+# fit in the wake, and the wake in the request's time; what is left of the
+# request beyond the wake is fleet's own share outside the apply.
+python3 - "$wake" "$answer_ms" <<'PY' || fail "the wake's figures: $wake"
+import json, sys
+e, answer = json.loads(sys.argv[1]), int(sys.argv[2]) / 1000
+p = e["parts"]
+ssh, ready, took = p["power_on_to_ssh_s"], p["ssh_to_ready_s"], e["duration_s"]
+assert ssh > 0 and ready > 0 and ssh + ready <= took + 0.5 and took <= answer + 0.5, (ssh, ready, took, answer)
+print("   request -> answer %.1f s = wake %.1f s (switch -> SSH %.1f s, SSH -> ready %.1f s, "
+      "the rest of the wake %.1f s) + the request beyond the wake %.1f s" %
+      (answer, took, ssh, ready, took - ssh - ready, answer - took))
+PY
 [[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 is not on"
 [[ $(turn_ons) == 1 ]] || fail "$(turn_ons) turn_on calls for one wake"
 
@@ -453,7 +467,8 @@ wait_output "$WORK/watch3.out" "wake node.dgx3: woken \(schedule\)" 60
 echo "   $window: dgx3 on $(($(ms) - t0)) ms after the watch started"
 [[ $("$SIM" node-status "$SIMDIR" dgx3) == on ]] || fail "dgx3 is not on"
 [[ $(param dgx3 modeset) == Y ]] || fail "the node's wake did not unlock dgx3's display RAM as declared"
-wake=$(grep '"event":"wake",' "$REPO/.fleet/state.json.events" | tail -1)
+wait_output "$REPO/.fleet/state.json.events" '"address":"node.dgx3",.*"event":"wake",' 10
+wake=$(grep -E '"address":"node.dgx3",.*"event":"wake",' "$REPO/.fleet/state.json.events" | tail -1)
 echo "   the wake: $wake"
 [[ $wake == *'"address":"node.dgx3"'* && $wake == *'"node":"dgx3"'* && $wake == *'"outcome":"woken"'* &&
   $wake == *'"reason":"schedule"'* && $wake != *'"deployment"'* ]] || fail "the node's wake event: $wake"
