@@ -329,6 +329,18 @@ curl -s -m 5 "http://127.0.0.1:$METRICS_PORT/metrics" >"$WORK/metrics"
 grep -E '^fleet_(node_(on|off)_seconds_total|node_energy(_saved)?_kwh_total|wake_total|idle_off_total)\{[^}]*dgx3|^fleet_wake_total' \
   "$WORK/metrics" | sed 's/^/   /'
 grep -q '^fleet_node_energy_kwh_total{node="dgx3"} ' "$WORK/metrics" || fail "no energy figure for dgx3: $(cat "$WORK/metrics")"
+# Hours on and off both counted, and the kWh are those hours at the
+# declared 240 W (drawn while on, saved while off).
+python3 - "$WORK/metrics" <<'PY' || fail "dgx3's energy figures: $(grep 'dgx3' "$WORK/metrics")"
+import re, sys
+v = {m[1]: float(m[2]) for m in re.finditer(r'^fleet_node_(\w+)\{node="dgx3"\} (\S+)$', open(sys.argv[1]).read(), re.M)}
+on, off = v["on_seconds_total"], v["off_seconds_total"]
+assert on > 0 and off > 0, v
+assert abs(v["energy_kwh_total"] - on * 240 / 3.6e6) < 1e-6, v
+assert abs(v["energy_saved_kwh_total"] - off * 240 / 3.6e6) < 1e-6, v
+print("   dgx3: %.1f s on (%.6f kWh at 240 W), %.1f s off (%.6f kWh saved)" %
+      (on, v["energy_kwh_total"], off, v["energy_saved_kwh_total"]))
+PY
 grep -q '^fleet_idle_off_total{node="dgx3",outcome="powered_off"} 1$' "$WORK/metrics" ||
   fail "the idle power off is not counted: $(grep idle_off "$WORK/metrics")"
 
