@@ -27,7 +27,7 @@ R"(...)"), grouped by the function around them:
   outside_multiline      functions among them whose literals emit 2 lines
                          or more (a script, not a one-line command)
 
-The second figure is a net, not a parser: a literal of prose with a `|` is
+The second figure is a net, not a parser: a literal of prose with a `&&` is
 caught, and shell assembled from literals that hold none of those marks is
 not. Embedded .sh files are not counted: their text is not in a literal.
 Prints both totals and, with -v, one line per function (file:line name
