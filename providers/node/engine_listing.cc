@@ -54,7 +54,7 @@ std::string EngineListingScript(const std::string& cli, bool images, const std::
            {"elc", cli},
            {"ele", EngineSocketScript(cli)},
            {"elu", ServingContainersApiPath()},
-           {"elp", kProbeInstallPath},
+           {"elf", kProbeInstallPath},
            {"elk", ServingContainersCliCommand(cli)},
            {"eli", images ? ImageListingScript(cli) : ""},
            {"elb", beside}})

@@ -14,7 +14,7 @@
 #   elc  the container CLI ("docker" or "podman")
 #   ele  sh that sets $els to the engine's API socket, or "" (engine_socket.sh)
 #   elu  the API's path of the running fleet serves
-#   elp  the installed fleet-probe, from $HOME
+#   elf  the installed fleet-probe, from $HOME
 #   elk  the CLI's command that lists the fleet serves, "serving=NAME" lines
 #   eli  sh that lists the images (image_listing.sh), or "" for none
 #   elb  sh that runs after the fleet_serves line ("" for nothing): beside
@@ -38,11 +38,11 @@ else
     # a short one, its 10 s deadline) is the engine's, which curl would meet
     # too: the CLI answers then.
     elr=127
-    [ -x "$HOME/${elp?}" ] && {
+    [ -x "$HOME/${elf?}" ] && {
       if [ -n "${eli?}" ]; then
-        ela=$("$HOME/$elp" --api "$els" "${elu?}" /images/json 2>/dev/null)
+        ela=$("$HOME/$elf" --api "$els" "${elu?}" /images/json 2>/dev/null)
       else
-        ela=$("$HOME/$elp" --api "$els" "$elu" 2>/dev/null)
+        ela=$("$HOME/$elf" --api "$els" "$elu" 2>/dev/null)
       fi
       elr=$?
     }
