@@ -20,11 +20,6 @@ std::string EngineSocketScript(const std::string& cli) {
          std::string(kEngineSocketScript, kEngineSocketScriptSize);
 }
 
-std::string PrefixedLinesScript(const std::string& value, const std::string& prefix) {
-  return "printf '%s\\n' " + value + " | while IFS= read -r l; do printf '" + prefix +
-         "%s\\n' \"$l\"; done\n";
-}
-
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes) {
   std::string wanted;

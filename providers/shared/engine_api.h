@@ -35,11 +35,6 @@ std::string EngineSocketScript(const std::string& cli);
 // object {"label": [<the label>]}, URL-encoded).
 std::string ServingContainersApiPath();
 
-// sh: prints each line of the shell word `value` (e.g. "$ela") as
-// PREFIX + line, so that an API's answer can travel among other lines of a
-// probe's output and be told apart there.
-std::string PrefixedLinesScript(const std::string& value, const std::string& prefix);
-
 // sh: the installed probe's GET of the API's `path` into $OUT (as `curl -w
 // '\n@api=%{http_code}\n'` prints it; "" without a socket), its exit status
 // in $OUT_rc (127 without an installed probe), and $ANSWERED set to 1 when
