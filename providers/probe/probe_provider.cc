@@ -7,7 +7,9 @@
 #include <optional>
 #include <sstream>
 
+#include "providers/probe/probe_installed_sh.h"
 #include "providers/probe/probe_json.h"
+#include "providers/shared/node_script.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_binaries.h"
 #include "src/probe/probe_install.h"
@@ -94,11 +96,9 @@ std::vector<DesiredResource> ProbeProvider::Expand(const Manifest& m) const {
 }
 
 std::string ProbeProvider::ProbeScript(const DesiredResource&, const NodeSpec&) const {
-  // `read`, not $(cat ...): no process on a converged node.
-  return std::string("cd && if [ -x ") + kProbeInstallPath + " ]; then pv=; { read -r pv <" +
-         kProbeVersionFile +
-         "; } 2>/dev/null; printf 'installed=%s\\n' \"$pv\"; fi\n"
-         "command -v c++ >/dev/null 2>&1 && echo compiler=c++\n";
+  return ScriptWithValues(
+      {{"pi_probe", ShellQuote(kProbeInstallPath)}, {"pi_version", ShellQuote(kProbeVersionFile)}},
+      kProbeInstalledScript, kProbeInstalledScriptSize);
 }
 
 // The node's architecture comes from the node facts, read once per plan.
