@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "providers/deployment/row_probe.h"
+#include "providers/shared/hub_cache.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -74,6 +76,35 @@ TEST(RowProbe, SplitsContainerOutputFromHeaders) {
   ParseRowsProbe("absent=1\n@@rows-headers\n\n@@rows-headers-end=3\n", src, &absent);
   EXPECT_TRUE(absent.rows_snapshot_missing);
   EXPECT_TRUE(absent.tensor_rows.empty());
+}
+
+// rows_probe.sh under /bin/sh with a snapshot in a scratch hub cache: the
+// container probe's output and the rows of its tensors, split again by
+// ParseRowsProbe; the container probe's `exit` ends its own subshell only.
+TEST(RowProbe, RunsBothProbesOnTheNode) {
+  const testing_support::StubCli stub("rows_probe_test");
+  const std::string rev(40, 'b');
+  RowSource src{{"e"}, "tiny", {stub.dir() + "/hub", "org/tiny", rev}};
+  const std::string container = "echo state=running\nexit 4\n";
+
+  ContainerProbe absent;
+  testing_support::ShellRun run = stub.Run(WithRowsProbe(container, src));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(ParseRowsProbe(run.out, src, &absent), "state=running\n") << run.out;
+  EXPECT_TRUE(absent.rows_snapshot_missing) << run.out;
+  EXPECT_EQ(absent.rows_error, "");
+
+  const std::string json = R"({"e":{"dtype":"F32","shape":[5,2],"data_offsets":[0,40]}})";
+  std::string length(8, '\0');
+  length[0] = static_cast<char>(json.size());
+  stub.Write("hub/" + HubRepoDirName("org/tiny") + "/snapshots/" + rev + "/m.safetensors",
+             length + json + std::string(40, 'x'));
+  ContainerProbe p;
+  run = stub.Run(WithRowsProbe(container, src));
+  EXPECT_EQ(ParseRowsProbe(run.out, src, &p), "state=running\n") << run.out;
+  EXPECT_FALSE(p.rows_snapshot_missing);
+  EXPECT_EQ(p.rows_error, "");
+  EXPECT_EQ(p.tensor_rows, (TensorRowCounts{{"e", 5}})) << run.out;
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
 #include "providers/deployment/row_probe.h"
 
+#include "providers/deployment/rows_probe_sh.h"
+#include "providers/shared/node_script.h"
+#include "src/shell_quote.h"
+
 namespace fleet {
 
 namespace {
 
-// Lines around the header stream (which is framed by byte counts itself).
+// Lines around the header stream (which is framed by byte counts itself),
+// as rows_probe.sh prints them.
 constexpr const char* kBegin = "@@rows-headers\n";
 constexpr const char* kEnd = "\n@@rows-headers-end=";
 
@@ -12,9 +17,11 @@ constexpr const char* kEnd = "\n@@rows-headers-end=";
 
 std::string WithRowsProbe(const std::string& container_script, const RowSource& rows) {
   if (rows.tensors.empty()) return container_script;
-  return "(\n" + container_script + "\n)\nprintf '@@rows-headers\\n'\n(\n" +
-         SnapshotHeadersScript(rows.location) +
-         "\n) 2>/dev/null\nprintf '\\n@@rows-headers-end=%s\\n' \"$?\"\n";
+  // Both scripts as values that rows_probe.sh evals, each in its subshell:
+  // no process more than the `( )` the frame had before.
+  return ScriptWithValues({{"rp_container", ShellQuote(container_script)},
+                           {"rp_headers", ShellQuote(SnapshotHeadersScript(rows.location))}},
+                          kRowsProbeScript, kRowsProbeScriptSize);
 }
 
 std::string ParseRowsProbe(const std::string& output, const RowSource& rows, ContainerProbe* p) {
