@@ -108,7 +108,7 @@ TEST(ModelProvider, ExpandScopesDeploymentsNodesAndSource) {
   EXPECT_EQ(q3->attributes["mounted_stores"], Json::array());
   // The probe fragment quotes what it interpolates and lets the node expand ~.
   std::string script = p.ProbeScript(*q5, m.nodes["dgx5"]);
-  EXPECT_NE(script.find("c=\"$HOME\"/hf-local/hub; d=models--org--qwen; r=" + kRev),
+  EXPECT_NE(script.find("c=\"$HOME\"/hf-local/hub d=models--org--qwen r=" + kRev),
             std::string::npos);
 }
 

@@ -21,10 +21,13 @@ std::string WriteStagedMarkScript(const HubLocation& loc) {
 // cache is asked under timeout) with its values.
 std::string StagedMarkInventoryScript(
     const std::vector<std::pair<std::string, std::string>>& caches) {
-  std::string s = "set --";
-  for (const auto& [location, cache] : caches)
-    s += " " + ShellQuote(location) + " " + NodePathWord(cache);
-  return s + "\n" + std::string(kStagedMarkInventoryScript, kStagedMarkInventoryScriptSize);
+  std::vector<std::string> args;
+  for (const auto& [location, cache] : caches) {
+    args.push_back(ShellQuote(location));
+    args.push_back(NodePathWord(cache));
+  }
+  return ScriptWithValuesAndArgs({}, args, kStagedMarkInventoryScript,
+                                 kStagedMarkInventoryScriptSize);
 }
 
 std::string RepoOfDirName(const std::string& dir) {

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "providers/model/staging_keeper_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/process_identity.h"
 #include "src/shell_quote.h"
 
@@ -56,9 +57,11 @@ std::string KeeperScript(const std::string& cache, const std::string& lock_path,
                          const std::string& controller, const std::string& takeover) {
   // Not `sh -c`: the channel's own shell runs it, so that the pid in its
   // owner line ($$) is the process whose trap removes the lock.
-  return "c=" + NodePathWord(cache) + "; l=" + NodePathWord(lock_path) +
-         "; ctl=" + ShellQuote(controller) + "; t=" + ShellQuote(takeover) + "\n" +
-         std::string(kStagingKeeperScript, kStagingKeeperScriptSize);
+  return ScriptWithValues({{"c", NodePathWord(cache)},
+                           {"l", NodePathWord(lock_path)},
+                           {"ctl", ShellQuote(controller)},
+                           {"t", ShellQuote(takeover)}},
+                          kStagingKeeperScript, kStagingKeeperScriptSize);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "providers/shared/container_labels.h"
 #include "providers/shared/engine_api_get_sh.h"
 #include "providers/shared/engine_socket_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
@@ -16,19 +17,21 @@ std::string ServingContainersApiPath() {
 }
 
 std::string EngineSocketScript(const std::string& cli) {
-  return "engine_cli=" + ShellQuote(cli) + "\n" +
-         std::string(kEngineSocketScript, kEngineSocketScriptSize);
+  return ScriptWithValues({{"engine_cli", ShellQuote(cli)}}, kEngineSocketScript,
+                          kEngineSocketScriptSize);
 }
 
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes) {
   std::string wanted;
   for (const char* c : codes) wanted += std::string(wanted.empty() ? "" : " ") + c;
-  // The embedded script's answer under the caller's names: one line.
-  return "eag_probe=" + ShellQuote(kProbeInstallPath) + " eag_path=" + ShellQuote(path) +
-         " eag_codes=" + ShellQuote(wanted) + "\n" +
-         std::string(kEngineApiGetScript, kEngineApiGetScriptSize) + out + "=$eag_out " + out +
-         "_rc=$eag_rc " + answered + "=$eag_ok\n";
+  // Then the embedded script's answer under the caller's names: one line
+  // after the script, as it is what the script computed.
+  return ScriptWithValues({{"eag_probe", ShellQuote(kProbeInstallPath)},
+                           {"eag_path", ShellQuote(path)},
+                           {"eag_codes", ShellQuote(wanted)}},
+                          kEngineApiGetScript, kEngineApiGetScriptSize) +
+         out + "=$eag_out " + out + "_rc=$eag_rc " + answered + "=$eag_ok\n";
 }
 
 bool ContainerNamesFromJson(const std::string& body, std::vector<std::string>* names) {

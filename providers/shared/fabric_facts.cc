@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "providers/shared/fabric_facts_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/json_number.h"
 #include "src/shell_quote.h"
 
@@ -52,8 +53,8 @@ std::string FormatIpv4(uint32_t v) {
 std::string FabricFactsScript(const std::string& sysfs) {
   // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
   // a process more costs each node a few ms.
-  return "fabric_sysfs=" + ShellQuote(sysfs) + "\n" +
-         std::string(kFabricFactsScript, kFabricFactsScriptSize);
+  return ScriptWithValues({{"fabric_sysfs", ShellQuote(sysfs)}}, kFabricFactsScript,
+                          kFabricFactsScriptSize);
 }
 
 std::vector<FabricPort> ParseFabricPorts(const std::string& output) {

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "providers/shared/hub_probe_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/json_number.h"
 #include "src/shell_quote.h"
 
@@ -117,11 +118,16 @@ std::string HubProbeScript(const HubProbeTarget& t) {
   // Inline, not `sh -c`: the probe runs every plan on every node. The
   // cache and the stores' paths as NodePathWord spells them (a leading ~ is
   // the node's $HOME).
-  std::string s = "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
-                  "; r=" + ShellQuote(t.branch.empty() ? t.revision : "") +
-                  "; b=" + ShellQuote(t.branch) + "\nset --";
-  for (const auto& [name, path] : t.stores) s += " " + ShellQuote(name) + " " + NodePathWord(path);
-  return s + "\n" + std::string(kHubProbeScript, kHubProbeScriptSize);
+  std::vector<std::string> stores;
+  for (const auto& [name, path] : t.stores) {
+    stores.push_back(ShellQuote(name));
+    stores.push_back(NodePathWord(path));
+  }
+  return ScriptWithValuesAndArgs({{"c", NodePathWord(t.cache)},
+                                  {"d", ShellQuote(HubRepoDirName(t.repo))},
+                                  {"r", ShellQuote(t.branch.empty() ? t.revision : "")},
+                                  {"b", ShellQuote(t.branch)}},
+                                 stores, kHubProbeScript, kHubProbeScriptSize);
 }
 
 namespace {

@@ -132,12 +132,13 @@ std::string DeepVerifyScript(const HubLocation& loc, const std::vector<std::stri
                                    std::to_string(git.size())};
   args.insert(args.end(), git.begin(), git.end());
   args.insert(args.end(), sha256.begin(), sha256.end());
-  std::string script =
-      "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) +
-      "; r=" + ShellQuote(loc.revision) + "; probe=" + ShellQuote(kProbeInstallPath) +
-      "; choose=" + ShellQuote(kChooseSha256Cli) + "\nset --";
-  for (const std::string& a : args) script += " " + ShellQuote(a);
-  return script + "\n" + std::string(kDeepVerifyScript, kDeepVerifyScriptSize);
+  for (std::string& a : args) a = ShellQuote(a);
+  return ScriptWithValuesAndArgs({{"c", NodePathWord(loc.cache)},
+                                  {"d", ShellQuote(HubRepoDirName(loc.repo))},
+                                  {"r", ShellQuote(loc.revision)},
+                                  {"probe", ShellQuote(kProbeInstallPath)},
+                                  {"choose", ShellQuote(kChooseSha256Cli)}},
+                                 args, kDeepVerifyScript, kDeepVerifyScriptSize);
 }
 
 // "1m2.500s" -> 62.5; -1 when it is not bash's `times` format.

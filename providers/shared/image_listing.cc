@@ -6,6 +6,7 @@
 
 #include "providers/shared/cli_error.h"
 #include "providers/shared/image_listing_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -88,8 +89,7 @@ std::string Familiar(std::string name) {
 std::string ImageListingScript(const std::string& cli) {
   // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
   // a process more costs each node a few ms.
-  return "ilc=" + ShellQuote(cli) + "\n" +
-         std::string(kImageListingScript, kImageListingScriptSize);
+  return ScriptWithValues({{"ilc", ShellQuote(cli)}}, kImageListingScript, kImageListingScriptSize);
 }
 
 ImageListing ParseImageListing(const std::string& output) {

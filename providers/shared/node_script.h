@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace fleet {
 
@@ -26,6 +27,20 @@ inline std::string ScriptWithValues(std::initializer_list<ScriptValue> values, c
   std::string s;
   for (const ScriptValue& v : values)
     s += (s.empty() ? "" : " ") + std::string(v.name) + "=" + v.word;
+  return s + "\n" + std::string(script, size);
+}
+
+// "NAME=WORD...; set -- ARG...\n" and then the script's text: for a script
+// that also takes a list as its positional parameters (each ARG a shell
+// word, quoted once), on the values' one line.
+inline std::string ScriptWithValuesAndArgs(std::initializer_list<ScriptValue> values,
+                                           const std::vector<std::string>& args, const char* script,
+                                           std::size_t size) {
+  std::string s;
+  for (const ScriptValue& v : values)
+    s += (s.empty() ? "" : " ") + std::string(v.name) + "=" + v.word;
+  s += std::string(s.empty() ? "" : "; ") + "set --";
+  for (const std::string& a : args) s += " " + a;
   return s + "\n" + std::string(script, size);
 }
 

@@ -54,8 +54,8 @@ long ParseStarted(const std::string& s) {
 
 std::string HealthCommand(const std::string& url) {
   // Inline, not `sh -c`: it runs in the probe of every serve on every plan.
-  return "hc_url=" + ShellQuote(url) + "\n" +
-         std::string(kHealthCheckScript, kHealthCheckScriptSize);
+  return ScriptWithValues({{"hc_url", ShellQuote(url)}}, kHealthCheckScript,
+                          kHealthCheckScriptSize);
 }
 
 // port_busy.sh (beside this file) with its value.
@@ -128,17 +128,14 @@ std::string ContainerScript(const ContainerSpec& spec, const std::string& health
                             const std::string& busy, const std::string& serving) {
   // Inline, not `sh -c`: the probe of every serve runs on every plan, and
   // a process more costs each node a few ms. One quoted assignment a value.
-  std::string s;
-  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
-           {"cpr_cli", spec.cli},
-           {"cpr_name", spec.container},
-           {"cpr_format", InspectFormat(spec.cli)},
-           {"cpr_api", ApiInspectScript(spec)},
-           {"cpr_health", health},
-           {"cpr_busy", busy},
-           {"cpr_serving", serving}})
-    s += std::string(name) + "=" + ShellQuote(value) + "\n";
-  return s + std::string(kContainerProbeScript, kContainerProbeScriptSize);
+  return ScriptWithValues({{"cpr_cli", ShellQuote(spec.cli)},
+                           {"cpr_name", ShellQuote(spec.container)},
+                           {"cpr_format", ShellQuote(InspectFormat(spec.cli))},
+                           {"cpr_api", ShellQuote(ApiInspectScript(spec))},
+                           {"cpr_health", ShellQuote(health)},
+                           {"cpr_busy", ShellQuote(busy)},
+                           {"cpr_serving", ShellQuote(serving)}},
+                          kContainerProbeScript, kContainerProbeScriptSize);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving/gpu_support_sh.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
@@ -43,9 +44,9 @@ std::vector<std::string> GpuRunOptions(const std::string& cli, const Recipe& r) 
 // gpu_support.sh (beside this file) with its values.
 std::string GpuSupportProbeScript(const std::string& cli,
                                   const std::vector<std::string>& cdi_dirs) {
-  std::string s = "set -- " + ShellQuote(cli);
-  for (const std::string& dir : cdi_dirs) s += " " + ShellQuote(dir);
-  return s + "\n" + std::string(kGpuSupportScript, kGpuSupportScriptSize);
+  std::vector<std::string> args = {ShellQuote(cli)};
+  for (const std::string& dir : cdi_dirs) args.push_back(ShellQuote(dir));
+  return ScriptWithValuesAndArgs({}, args, kGpuSupportScript, kGpuSupportScriptSize);
 }
 
 std::string GpuSupportError(const std::string& cli, const std::string& node,
