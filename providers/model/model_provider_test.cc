@@ -610,12 +610,11 @@ TEST(ModelProvider, FloatingRevisionExpandsWithItsBranch) {
   Fixture f = Floating();
   const DesiredResource* q2 = Find(f.desired, "model.qwen@dgx2");
   EXPECT_EQ(q2->attributes["branch"], "main");
-  EXPECT_NE(f.p.ProbeScript(*q2, f.m.nodes["dgx2"]).find("r=''; b=main"), std::string::npos);
+  EXPECT_NE(f.p.ProbeScript(*q2, f.m.nodes["dgx2"]).find("r='' b=main"), std::string::npos);
   // Pinned: no branch, the probe lists the pinned snapshot.
   const DesiredResource* ds = Find(f.desired, "model.ds@nas");
   EXPECT_FALSE(ds->attributes.contains("branch"));
-  EXPECT_NE(f.p.ProbeScript(*ds, f.m.nodes["dgx1"]).find("r=" + kRev + "; b=''"),
-            std::string::npos);
+  EXPECT_NE(f.p.ProbeScript(*ds, f.m.nodes["dgx1"]).find("r=" + kRev + " b=''"), std::string::npos);
   // allow_floating on a commit id is a pinned revision.
   f.m.models["ds"].allow_floating = true;
   EXPECT_FALSE(Find(f.p.Expand(f.m), "model.ds@nas")->attributes.contains("branch"));
