@@ -111,14 +111,16 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
 
 // Runs identity, model and `checks` against `target`; `node` is its node's
 // transport (connected). Stops after a failed identity or model step (the
-// answers would be someone else's).
+// answers would be someone else's). Each result's time and wall_s are read
+// from `clock` (the caller's: StepContext::clock, GlobalOptions::clock).
 std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
-                                  Transport* node, const ConnectionLocator& locate);
+                                  Transport* node, const ConnectionLocator& locate, Clock* clock);
 
 // One check against a base URL (no identity), its speed floors applied:
-// for tests and RunSmoke.
+// for tests and RunSmoke. Its time and a fresh-context check's wall_s are
+// read from `clock` (a chat check's wall_s is the client's own measure).
 SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
-                        const SmokeCheck& check);
+                        const SmokeCheck& check, Clock* clock);
 
 // The speed floors' verdict on a check that answered right, from its
 // result alone (floors and timings filled in): "" when within them or none
