@@ -27,8 +27,8 @@
 // the check waits for the prompt's prefill (PrefillAllowanceSeconds).
 // A check that answered right but under its speed floors (min_decode_tps,
 // max_ttft) is "fail" like a wrong answer, its detail starting "slow:".
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -162,4 +162,4 @@ Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_
