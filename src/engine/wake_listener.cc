@@ -139,9 +139,16 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(woke.power);
   Planner planner(&woke, &providers, &connections, power.get());
   PlanOptions po;
+  // A deployment's serves (and what they need: the nodes' power and display
+  // RAM, image, model); a node's own wake, the node and its display RAM.
   for (const DesiredResource& r : planner.Desired())
-    if (RoleOf(r.type) == Role::kServe && r.name == t.deployment) po.targets.push_back(r.address);
-  if (po.targets.empty()) return {false, "deployment " + t.deployment + " has no serve to wake"};
+    if (t.deployment.empty() ? r.address == "node." + t.nodes.front() ||
+                                   r.address == "display_ram." + t.nodes.front()
+                             : RoleOf(r.type) == Role::kServe && r.name == t.deployment)
+      po.targets.push_back(r.address);
+  if (po.targets.empty())
+    return {false, t.deployment.empty() ? "node " + t.nodes.front() + " is not declared"
+                                        : "deployment " + t.deployment + " has no serve to wake"};
   const Plan plan = planner.MakePlan(*state, po);
   if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(DiagnosticLines(plan.errors))};
   WakeDone done;
@@ -160,10 +167,17 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
           done.power_on_to_ssh_s = std::chrono::duration<double>(*ssh_up - start).count();
           done.ssh_to_ready_s = SecondsSince(clock, *ssh_up);
         }
-        if (progress) progress("wake " + t.deployment + ": " + line);
+        if (progress)
+          progress("wake " + (t.deployment.empty() ? "node " + t.nodes.front() : t.deployment) +
+                   ": " + line);
       });
   executor.set_clock(clock);
   const ApplyReport report = executor.Apply(plan, &state.value(), ApplyOptions{});
+  // A node's own wake ends with its display RAM, after SSH came up.
+  if (t.deployment.empty() && report.ok() && ssh_up) {
+    done.power_on_to_ssh_s = std::chrono::duration<double>(*ssh_up - start).count();
+    done.ssh_to_ready_s = SecondsSince(clock, *ssh_up);
+  }
   if (!report.ok()) {
     done.ok = false;
     done.cause = WakeJoined(report.failed);
@@ -222,7 +236,7 @@ struct WakeListener::Impl {
         if (joined != nullptr) *joined = true;
         return it->second;
       }
-    WakeHistory& h = history[t.deployment];
+    WakeHistory& h = history[WakeAddress(t)];
     const WakeClock::time_point now = options.clock->SteadyNow();
     if (h.failures > 0 && now < h.retry_at) {
       *cause = h.last_cause;
@@ -243,14 +257,14 @@ struct WakeListener::Impl {
   void Run(const std::shared_ptr<WakeRun>& run) {
     const WakeTarget& t = run->target;
     if (options.progress)
-      options.progress("wake: powering on " + NodeList(t.nodes) + " for " + t.model + " (" +
-                       run->reason + ")");
+      options.progress("wake: powering on " + NodeList(t.nodes) +
+                       (t.model.empty() ? "" : " for " + t.model) + " (" + run->reason + ")");
     const WakeDone done = DoWake(options.dir, t, options.progress, options.clock);
     const double took = SecondsSince(options.clock, run->started);
     {
       std::lock_guard<std::mutex> l(mu);
       for (const std::string& n : t.nodes) runs.erase(n);
-      WakeHistory& h = history[t.deployment];
+      WakeHistory& h = history[WakeAddress(t)];
       if (done.ok) {
         h.failures = 0;
         h.last_wake_s = took;
@@ -269,14 +283,18 @@ struct WakeListener::Impl {
     }
     nlohmann::json e = {{"event", "wake"},
                         {"time", NowRfc3339()},
-                        {"model", t.model},
-                        {"deployment", t.deployment},
-                        {"address", "deployment." + t.deployment + "@" + t.nodes.front()},
+                        {"address", WakeAddress(t)},
                         {"nodes", t.nodes},
                         {"outcome", done.ok ? "woken" : "failed"},
                         {"reason", run->reason},
                         {"duration_s", took},
                         {"detail", done.ok ? "" : done.cause}};
+    if (t.deployment.empty()) {
+      e["node"] = t.nodes.front();  // a node's own wake: no model, no deployment
+    } else {
+      e["model"] = t.model;
+      e["deployment"] = t.deployment;
+    }
     if (done.power_on_to_ssh_s >= 0)
       e["parts"] = {{"power_on_to_ssh_s", done.power_on_to_ssh_s},
                     {"ssh_to_ready_s", done.ssh_to_ready_s}};
@@ -325,7 +343,7 @@ struct WakeListener::Impl {
     if (!LoadManifest(options.dir, &m, &diags))
       return refuse("fleet cannot read its manifests; nothing was woken", "model_unavailable", 60);
     const std::optional<WakeTarget> target = WakeTargetFor(m, model);
-    if (target) e["address"] = "deployment." + target->deployment + "@" + target->nodes.front();
+    if (target) e["address"] = WakeAddress(*target);
     if (!target)
       return refuse("no serve of model '" + model + "' can be woken (none on an on_demand node)",
                     "model_unavailable", 0);
@@ -354,7 +372,7 @@ struct WakeListener::Impl {
         double estimate = 0;
         {
           std::lock_guard<std::mutex> h(mu);
-          estimate = history[target->deployment].last_wake_s;
+          estimate = history[WakeAddress(*target)].last_wake_s;
         }
         const int left = std::max(5, static_cast<int>((estimate > 0 ? estimate : target->hold_s) -
                                                       SecondsSince(options.clock, run->started)));
@@ -365,7 +383,7 @@ struct WakeListener::Impl {
         l.unlock();
         std::lock_guard<std::mutex> h(mu);
         retry_s = std::max(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(
-                                                   history[target->deployment].retry_at -
+                                                   history[WakeAddress(*target)].retry_at -
                                                    options.clock->SteadyNow())
                                                    .count()));
         cause = run->cause;
