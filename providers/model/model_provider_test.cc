@@ -912,7 +912,7 @@ TEST(ModelProvider, ProgressMeterPacesItsLinesByTheClock) {
   clock.Advance(std::chrono::seconds(10));
   m.Finish();
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(lines[1], "copy: 1.2 GB in 20 s, 60 MB/s");
+  EXPECT_EQ(lines[1], "copy: 1.2 GB in 20 s, 60.0 MB/s");
 }
 
 TEST(ModelProvider, LocationOnNode) {
