@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "providers/shared/hub_cache.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -24,13 +25,19 @@ std::string StagedMarkInventoryScript(
   // glob would block in the kernel for good. Each cache is first stat'ed
   // under timeout (-k: SIGKILL for a process stuck in an NFS wait), and one
   // that does not answer is named and skipped (the model's own probe makes
-  // it the plan's error); the size reading runs under timeout too.
+  // it the plan's error); the size reading runs under timeout too. The
+  // stat is the installed fleet-probe's --stat-within where it knows it
+  // (one process, not timeout's and stat's: issue 48); one installed
+  // before it knew the flag exits 2, and timeout and stat answer then.
   std::string s =
       "sto=; sft=; command -v timeout >/dev/null 2>&1 && sto='timeout -k 5 10' && "
-      "sft='timeout -k 5 120'\n";
+      "sft='timeout -k 5 120'\n"
+      "sfp=\"" +
+      std::string(kInstalledProbe) + "\"; [ -x \"$sfp\" ] || sfp=\n";
   for (const auto& [location, cache] : caches)
     s += "l=" + ShellQuote(location) + "; c=" + NodePathWord(cache) + "\n" +
-         R"SH(sr=0; [ -z "$sto" ] || { $sto stat -L -- "$c" >/dev/null 2>&1; sr=$?; }
+         R"SH(sr=2; [ -z "$sfp" ] || { "$sfp" --stat-within 10 "$c" >/dev/null 2>&1; sr=$?; }
+case $sr in 2 | 126 | 127) sr=0; [ -z "$sto" ] || { $sto stat -L -- "$c" >/dev/null 2>&1; sr=$?; } ;; esac
 if [ "$sr" -eq 124 ] || [ "$sr" -eq 137 ]; then printf 'unanswered\t%s\t%s\n' "$l" "$c"; else
 for f in "$c"/*/.fleet-staged/*; do
   [ -f "$f" ] || continue
