@@ -29,11 +29,35 @@ std::string CurlUrls(bool images) {
 // engine's, which curl would meet too: the CLI answers then. $elq says the
 // probe knows --api, and so ends its GPU run itself (node_provider.cc drops
 // `timeout`).
-std::string ApiScript(bool images) {
+//
+// With `gpu` (the node facts probe, whose GPU run follows): the probe reads
+// the API and the GPU in one process (`fleet-probe --api-gpu`, a start less
+// on every plan of the node: issue 48). What follows its "@gpu=" marker is
+// the GPU document ($elg, $elp=1: node_gpu.sh prints it and starts no probe
+// of its own); the marker comes only after every answer was a 200, so the
+// answer before it is whole. A probe installed before it knew --api-gpu
+// exits 2, and --api alone reads the API as before.
+std::string ApiReadScript(const std::string& paths, std::optional<GpuContextMode> gpu) {
+  if (!gpu) return ProbeApiReadScript("ela", "elr", paths);
+  const std::string marker = "\"\n@gpu=\"";
+  return std::string("elr=127; [ -x \"") + kInstalledProbe + "\" ] && { ela=$(\"" +
+         kInstalledProbe + "\" --api-gpu " + (*gpu == GpuContextMode::kAlways ? "always" : "auto") +
+         " \"$els\" " + paths + " 2>/dev/null); elr=$?; }\n" +
+         "    case $ela in\n"
+         "    *" +
+         marker + "*) elg=${ela#*" + marker + "}; ela=${ela%%" + marker +
+         "*}; elp=1; elr=0 ;;\n"
+         "    *) if [ \"$elr\" = 2 ]; then\n      " +
+         ProbeApiReadScript("ela", "elr", paths) +
+         "      fi ;;\n"
+         "    esac\n";
+}
+
+std::string ApiScript(bool images, std::optional<GpuContextMode> gpu) {
   const std::string nl = "\n";
   const std::string paths =
       ShellQuote(ServingContainersApiPath()) + (images ? " /images/json" : "");
-  return "  if [ -n \"$els\" ]; then\n    " + ProbeApiReadScript("ela", "elr", paths) +
+  return "  if [ -n \"$els\" ]; then\n    " + ApiReadScript(paths, gpu) +
          "    case $elr in\n"
          "    2 | 126 | 127) ela=\n"
          "      if command -v curl >/dev/null 2>&1; then\n"
@@ -98,14 +122,15 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
 // and rm were ~3 ms of the node's side; nor a `cat` draining a pipe, a
 // process more). elm's stdin is /dev/null, so that nothing in it reads
 // what is not its own. elm starts with `ps`.
-std::string EngineListingBegin(const std::string& cli, bool images) {
+std::string EngineListingBegin(const std::string& cli, bool images,
+                               std::optional<GpuContextMode> gpu) {
   std::string s;
   if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
   s += "elc=" + ShellQuote(cli) +
-       "; ela=; els=; elq=\n"
+       "; ela=; els=; elq=; elg=; elp=\n"
        "if ! command -v \"$elc\" >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
        "else\n" +
-       EngineSocketScript(cli) + ApiScript(images) +
+       EngineSocketScript(cli) + ApiScript(images, gpu) +
        "  if [ -n \"$ela\" ]; then\n"
        "    fsl=api; gcs=api; case $ela in '[]'*) gcs= ;; esac\n"
        "  else\n" +

@@ -20,6 +20,7 @@
 #define FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "providers/node/gpu_context.h"
@@ -39,7 +40,11 @@ namespace fleet {
 // API's) and EngineListingEnd prints that listing after it.
 // REQUIRES with `images`: EngineListingEnd(true) follows in the same
 // script at the same nesting (the two open and close a function).
-std::string EngineListingBegin(const std::string& cli, bool images);
+// With `gpu` (the node facts probe, node_gpu.sh after it): where the
+// installed fleet-probe reads the API, it reads the GPU in the same process
+// with the context `gpu` and the answer decide ($elp=1, $elg the document).
+std::string EngineListingBegin(const std::string& cli, bool images,
+                               std::optional<GpuContextMode> gpu = std::nullopt);
 
 // sh that ends what EngineListingBegin(cli, images) began: it runs that
 // part and prints the image listing after it (ImageListingScript's lines,

@@ -69,7 +69,7 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   std::string s(kNodeIdentityScript, kNodeIdentityScriptSize);
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
-  s += EngineListingBegin(cli, list_images);
+  s += EngineListingBegin(cli, list_images, gpu_context);
   s += kFindProbeScript;
   for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
            {"ngf_version_file", kProbeVersionFile},
