@@ -304,7 +304,8 @@ TEST_F(EngineListingTest, ApiGpuDecidesTheContextAsTheScriptDoes) {
   Forget("docker");
   const NodeFacts got = Plan("docker", env);
   EXPECT_FALSE(Ran("docker"));
-  EXPECT_EQ(std::count(Read("probe.args").begin(), Read("probe.args").end(), '\n'), 1);
+  const std::string calls = Read("probe.args");
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 1) << calls;
   ExpectSameListing(got, want);
   GpuFacts g, w;
   ASSERT_TRUE(GpuFactsFromJson(got.gpu, &g)) << got.gpu.dump();
@@ -318,7 +319,8 @@ TEST_F(EngineListingTest, ApiGpuDecidesTheContextAsTheScriptDoes) {
   InstallProbe(dir_ + "/bin/cut-probe");
   const NodeFacts cut = Plan("docker", env);
   EXPECT_FALSE(Ran("docker"));
-  EXPECT_EQ(std::count(Read("cut-probe.args").begin(), Read("cut-probe.args").end(), '\n'), 1);
+  const std::string cut_calls = Read("cut-probe.args");
+  EXPECT_EQ(std::count(cut_calls.begin(), cut_calls.end(), '\n'), 1) << cut_calls;
   ExpectSameListing(cut, want);
   GpuFacts c;
   ASSERT_TRUE(GpuFactsFromJson(cut.gpu, &c)) << cut.gpu.dump();
