@@ -122,6 +122,7 @@ def stat_within(probe, *args, ns=None):
 
 
 def check_stat_within(probe):
+    probe = os.path.abspath(probe)  # nsenter runs it from the namespace's root
     """--stat-within: timeout -k 5 N stat -L's answers in one process; a hung
     mount (tests/sim/hang_fs.py, where this runs as root with FUSE) gives
     124 at the deadline, not a wait for the kernel."""
