@@ -1417,7 +1417,10 @@ int StatWithinMain(int argc, char** argv) {
     std::fputs("fleet-probe: --stat-within needs SECONDS (1-3600) and one PATH\n", stderr);
     return 2;
   }
-  // SIGCHLD blocked before the fork, so that sigtimedwait cannot miss it.
+  // SIGCHLD blocked before the fork, so that sigtimedwait cannot miss it;
+  // its default action, so that an inherited SIG_IGN does not reap the
+  // child before waitpid sees it.
+  signal(SIGCHLD, SIG_DFL);
   sigset_t child_only;
   sigemptyset(&child_only);
   sigaddset(&child_only, SIGCHLD);
