@@ -1417,14 +1417,17 @@ int StatWithinMain(int argc, char** argv) {
     std::fputs("fleet-probe: --stat-within needs SECONDS (1-3600) and one PATH\n", stderr);
     return 2;
   }
-  // SIGCHLD blocked before the fork, so that sigtimedwait cannot miss it;
-  // its default action, so that an inherited SIG_IGN does not reap the
-  // child before waitpid sees it.
+  // SIGCHLD and SIGALRM blocked before the fork, so that sigwaitinfo
+  // cannot miss either (the deadline is alarm's: no clock read here);
+  // SIGCHLD at its default action, so that an inherited SIG_IGN does not
+  // reap the child before waitpid sees it.
   signal(SIGCHLD, SIG_DFL);
-  sigset_t child_only;
-  sigemptyset(&child_only);
-  sigaddset(&child_only, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &child_only, nullptr);
+  signal(SIGALRM, SIG_DFL);
+  sigset_t child_or_alarm;
+  sigemptyset(&child_or_alarm);
+  sigaddset(&child_or_alarm, SIGCHLD);
+  sigaddset(&child_or_alarm, SIGALRM);
+  sigprocmask(SIG_BLOCK, &child_or_alarm, nullptr);
   const pid_t pid = fork();
   if (pid < 0) {
     std::perror("fleet-probe: fork");
@@ -1437,25 +1440,23 @@ int StatWithinMain(int argc, char** argv) {
     struct stat st;
     _exit(stat(argv[1], &st) == 0 ? 0 : 1);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  alarm(static_cast<unsigned>(seconds));
   for (;;) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid)
       return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
-    const auto left = deadline - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero()) break;
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-    struct timespec wait_for = {static_cast<time_t>(ns / 1000000000),
-                                static_cast<long>(ns % 1000000000)};
-    sigtimedwait(&child_only, nullptr, &wait_for);  // SIGCHLD, EAGAIN or EINTR: look again
+    siginfo_t info;
+    const int sig = sigwaitinfo(&child_or_alarm, &info);  // SIGCHLD or EINTR: look again
+    if (sig == SIGALRM) break;
   }
   kill(pid, SIGKILL);  // not waited for: it may never leave the kernel
   return 124;
 }
 
-// The GPU facts document on stdout; `started` is where its elapsed_ns
-// counts from.
-int GpuMain(std::chrono::steady_clock::time_point started, bool pretty, bool with_context) {
+// The GPU facts document on stdout; its elapsed_ns counts from here (after
+// --api-gpu's API read, which is not the GPU's).
+int GpuMain(bool pretty, bool with_context) {
+  const auto started = std::chrono::steady_clock::now();
   ArmDeadline(20);  // what `timeout 20` did around it
   Report report;
   ReadHostMemory(&report.host);
@@ -1494,8 +1495,7 @@ int ApiGpuMain(int argc, char** argv) {
   // The marker before the GPU run: a run that the deadline or a driver ends
   // still leaves the engine's answer whole, and an empty document after it.
   if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
-  return GpuMain(std::chrono::steady_clock::now(), false,
-                 mode == "always" || read.first_empty_list);
+  return GpuMain(false, mode == "always" || read.first_empty_list);
 }
 
 constexpr char kUsage[] =
@@ -1524,7 +1524,6 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto started = std::chrono::steady_clock::now();
   if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--api-gpu") return ApiGpuMain(argc - 2, argv + 2);
@@ -1550,5 +1549,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return GpuMain(started, pretty, with_context);
+  return GpuMain(pretty, with_context);
 }
