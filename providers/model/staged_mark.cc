@@ -7,6 +7,7 @@
 #include "providers/model/staged_mark_write_sh.h"
 #include "providers/shared/hub_cache.h"
 #include "providers/shared/node_script.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -21,7 +22,7 @@ std::string WriteStagedMarkScript(const HubLocation& loc) {
 // cache is asked under timeout) with its values.
 std::string StagedMarkInventoryScript(
     const std::vector<std::pair<std::string, std::string>>& caches) {
-  std::string s = "set --";
+  std::string s = "smi_probe=\"" + std::string(kInstalledProbe) + "\"\nset --";
   for (const auto& [location, cache] : caches)
     s += " " + ShellQuote(location) + " " + NodePathWord(cache);
   return s + "\n" + std::string(kStagedMarkInventoryScript, kStagedMarkInventoryScriptSize);

@@ -11,6 +11,7 @@
 
 #include "providers/shared/hub_probe_sh.h"
 #include "src/json_number.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -119,7 +120,7 @@ std::string HubProbeScript(const HubProbeTarget& t) {
   // the node's $HOME).
   std::string s = "c=" + NodePathWord(t.cache) + "; d=" + ShellQuote(HubRepoDirName(t.repo)) +
                   "; r=" + ShellQuote(t.branch.empty() ? t.revision : "") +
-                  "; b=" + ShellQuote(t.branch) + "\nset --";
+                  "; b=" + ShellQuote(t.branch) + "; q=\"" + kInstalledProbe + "\"\nset --";
   for (const auto& [name, path] : t.stores) s += " " + ShellQuote(name) + " " + NodePathWord(path);
   return s + "\n" + std::string(kHubProbeScript, kHubProbeScriptSize);
 }
