@@ -127,9 +127,11 @@ std::string KnownHostsName(const std::string& address, int port) {
   return "[" + address + "]:" + std::to_string(port);
 }
 
+// A command for the person to paste: the address quoted once (a safe one
+// reads as it is).
 std::string KeyscanCommand(const std::string& address, int port) {
-  if (port == 22) return "ssh-keyscan " + address;
-  return "ssh-keyscan -p " + std::to_string(port) + " " + address;
+  if (port == 22) return ShellCommand({"ssh-keyscan", address});
+  return ShellCommand({"ssh-keyscan", "-p", std::to_string(port), address});
 }
 
 std::string RandomHex() {

@@ -19,6 +19,7 @@
 #include "providers/shared/serving/deployment_json.h"
 #include "providers/shared/serving/deployment_probe.h"
 #include "providers/shared/serving/deployment_spec.h"
+#include "providers/shared/serving/remove_container_sh.h"
 #include "providers/shared/serving/serve_health.h"
 #include "state/state.h"
 #include "tests/support/stub_cli.h"
@@ -393,10 +394,64 @@ TEST_F(ProbeScriptTest, PortBusyReadsIpv4AndIpv6AndToleratesNoIpv6) {
 }
 
 TEST(ContainerProbeScript, SpellsTheNoSuchContainerPatternAsTheHeader) {
-  // container_probe.sh writes the pattern out (a case pattern cannot come
-  // from a variable); RemoveContainer uses kNoSuchContainerPattern.
+  // container_probe.sh and remove_container.sh write the pattern out (a
+  // case pattern with | cannot come from a variable).
   const std::string script(kContainerProbeScript, kContainerProbeScriptSize);
   EXPECT_NE(script.find(std::string(kNoSuchContainerPattern) + ")"), std::string::npos);
+  const std::string remove(kRemoveContainerScript, kRemoveContainerScriptSize);
+  EXPECT_NE(remove.find(std::string(kNoSuchContainerPattern) + ")"), std::string::npos);
+}
+
+// remove_container.sh on its own: a container there is stopped and
+// removed; one that is not (docker's and podman's words) is no error; an
+// engine that cannot say is, with its words.
+TEST_F(ProbeScriptTest, RemoveContainerStopsRemovesAndTellsAbsentFromBroken) {
+  Tool("docker",
+       "echo \"$*\" >> " + dir_ + "/docker.args\n" +
+           "[ \"$1\" = container ] || exit 0\n"
+           "case $3 in\n"
+           "there) echo '[{}]' ;;\n"
+           "gone) echo 'Error: No such container: gone' >&2; exit 1 ;;\n"
+           "old) echo 'Error: inspecting object: no such container old' >&2; exit 125 ;;\n"
+           "*) echo 'Cannot connect to the Docker daemon' >&2; exit 1 ;;\n"
+           "esac\n");
+  auto calls = [&] {
+    std::ifstream in(dir_ + "/docker.args");
+    std::string a((std::istreambuf_iterator<char>(in)), {});
+    std::remove((dir_ + "/docker.args").c_str());
+    return a;
+  };
+  EXPECT_EQ(stub_.Run(RemoveContainerScript("docker", "there")).exit_code, 0);
+  EXPECT_EQ(calls(), "container inspect there\nstop -t 30 there\nrm -f there\n");
+  EXPECT_EQ(stub_.Run(RemoveContainerScript("docker", "gone")).exit_code, 0);
+  EXPECT_EQ(stub_.Run(RemoveContainerScript("docker", "old")).exit_code, 0);
+  EXPECT_EQ(calls(), "container inspect gone\ncontainer inspect old\n");
+  EXPECT_EQ(stub_.Run(RemoveContainerScript("docker", "x; rm -rf /")).exit_code, 1);
+  EXPECT_EQ(calls(), "container inspect x; rm -rf /\n");
+}
+
+// swap_container.sh: aside stops before it renames, and renames nothing
+// when the stop fails; back renames, then starts.
+TEST_F(ProbeScriptTest, SwapContainerAsideAndBack) {
+  Tool("podman", "echo \"$*\" >> " + dir_ + "/podman.args\n[ \"$1 $4\" != 'stop stuck' ]\n");
+  auto calls = [&] {
+    std::ifstream in(dir_ + "/podman.args");
+    std::string a((std::istreambuf_iterator<char>(in)), {});
+    std::remove((dir_ + "/podman.args").c_str());
+    return a;
+  };
+  EXPECT_EQ(stub_.Run(SwapContainerScript("podman", SwapWay::kAside, "fleet-q", "fleet-q-previous"))
+                .exit_code,
+            0);
+  EXPECT_EQ(calls(), "stop -t 30 fleet-q\nrename fleet-q fleet-q-previous\n");
+  EXPECT_NE(stub_.Run(SwapContainerScript("podman", SwapWay::kAside, "stuck", "stuck-previous"))
+                .exit_code,
+            0);
+  EXPECT_EQ(calls(), "stop -t 30 stuck\n");
+  EXPECT_EQ(stub_.Run(SwapContainerScript("podman", SwapWay::kBack, "fleet-q-previous", "fleet-q"))
+                .exit_code,
+            0);
+  EXPECT_EQ(calls(), "rename fleet-q-previous fleet-q\nstart fleet-q\n");
 }
 
 TEST_F(ProbeScriptTest, ABusyPortListsTheServingContainers) {

@@ -2,6 +2,12 @@
 
 #include <sstream>
 
+#include "providers/gateway/gateway_config_write_sh.h"
+#include "providers/gateway/gateway_loaded_sh.h"
+#include "providers/gateway/gateway_probe_sh.h"
+#include "providers/gateway/gateway_wait_drained_sh.h"
+#include "providers/gateway/gateway_wait_loaded_sh.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving/container_lifecycle.h"
 #include "src/shell_quote.h"
 
@@ -13,17 +19,9 @@ std::string ConfigDir(const std::string& gateway) {
   return "\"$HOME\"/" + ShellQuote(GatewayConfigDir(gateway));
 }
 
-// Prints the x-fleet-config header of the gateway's /health, or nothing:
-// /health, which a gateway with keys answers without one (fleet's probe
-// holds no key, and a key on a node's command line would be in its ps).
-std::string LoadedCommand(int port) {
-  const std::string url = ShellQuote("http://127.0.0.1:" + std::to_string(port) + "/health");
-  const std::string pick = std::string(" 2>&1 | tr -d '\\r' | awk 'tolower($1)==\"") +
-                           kGatewayConfigHeader + ":\" {print $2; exit}'";
-  return "{ if command -v curl >/dev/null 2>&1; then curl -s -g --noproxy '*' --max-time 3 -D - "
-         "-o /dev/null " +
-         url + pick + "; else wget -S -q -t 1 -T 3 -O /dev/null " + url + pick + "; fi; }";
-}
+// The gateway's /health URL: gateway_loaded.sh's gw_loaded asks it for
+// the header naming the config it loaded.
+std::string HealthUrl(int port) { return "http://127.0.0.1:" + std::to_string(port) + "/health"; }
 
 std::string Inspect(const GatewayWant& w, const std::string& format) {
   return ShellCommand({w.cli, "container", "inspect", "--format", format, w.container});
@@ -31,16 +29,19 @@ std::string Inspect(const GatewayWant& w, const std::string& format) {
 
 }  // namespace
 
+// gateway_probe.sh (beside this file; its header says what it prints),
+// after gateway_loaded.sh, with its values.
 std::string GatewayProbeScript(const GatewayWant& w) {
-  return "if ! command -v " + ShellQuote(w.cli) +
-         " >/dev/null 2>&1; then echo cli=missing; "
-         "elif c=$(" +
-         Inspect(w,
-                 std::string("{{.State.Status}} {{index .Config.Labels \"") + kSpecLabel + "\"}}") +
-         " 2>/dev/null); then echo \"container=$c\"; fi\n"
-         "grep '^# fleet-' " +
-         ConfigDir(w.gateway) + "/haproxy.cfg 2>/dev/null\n" + "echo \"loaded=$(" +
-         LoadedCommand(w.port) + ")\"\n";
+  const std::string format =
+      std::string("{{.State.Status}} {{index .Config.Labels \"") + kSpecLabel + "\"}}";
+  return std::string(kGatewayLoadedScript, kGatewayLoadedScriptSize) +
+         ScriptWithValues({{"gwp_cli", ShellQuote(w.cli)},
+                           {"gwp_container", ShellQuote(w.container)},
+                           {"gwp_format", ShellQuote(format)},
+                           {"gwp_dir", ConfigDir(w.gateway)},
+                           {"gwp_url", ShellQuote(HealthUrl(w.port))},
+                           {"gwp_header", ShellQuote(kGatewayConfigHeader)}},
+                          kGatewayProbeScript, kGatewayProbeScriptSize);
 }
 
 GatewayProbe ParseGatewayProbe(const std::string& output) {
@@ -64,13 +65,15 @@ GatewayProbe ParseGatewayProbe(const std::string& output) {
   return p;
 }
 
+// gateway_config_write.sh (beside this file) with its values.
+std::string GatewayConfigWriteScript(const GatewayWant& want) {
+  return ScriptWithValues(
+      {{"gcw_dir", ConfigDir(want.gateway)}, {"gcw_config", ShellQuote(RenderHaproxyConfig(want))}},
+      kGatewayConfigWriteScript, kGatewayConfigWriteScriptSize);
+}
+
 Status WriteGatewayConfig(const StepContext& ctx, const GatewayWant& want) {
-  const std::string dir = ConfigDir(want.gateway);
-  return RunOnNode(ctx, "umask 022 && mkdir -p " + dir + " && printf '%s' " +
-                            ShellQuote(RenderHaproxyConfig(want)) + " >" + dir +
-                            "/.haproxy.cfg.new && mv -f " + dir + "/.haproxy.cfg.new " + dir +
-                            "/haproxy.cfg")
-      .status();
+  return RunOnNode(ctx, GatewayConfigWriteScript(want)).status();
 }
 
 Status RunGateway(const StepContext& ctx, const GatewayWant& w, const std::string& image_id) {
@@ -94,14 +97,19 @@ Status ReloadGateway(const StepContext& ctx, const GatewayWant& w) {
       .status();
 }
 
+// gateway_wait_loaded.sh (beside this file), after gateway_loaded.sh.
+std::string GatewayWaitLoadedScript(const GatewayWant& w) {
+  return std::string(kGatewayLoadedScript, kGatewayLoadedScriptSize) +
+         ScriptWithValues({{"gwl_cli", ShellQuote(w.cli)},
+                           {"gwl_container", ShellQuote(w.container)},
+                           {"gwl_url", ShellQuote(HealthUrl(w.port))},
+                           {"gwl_header", ShellQuote(kGatewayConfigHeader)},
+                           {"gwl_config", ShellQuote(w.config)}},
+                          kGatewayWaitLoadedScript, kGatewayWaitLoadedScriptSize);
+}
+
 Status WaitGatewayLoaded(const StepContext& ctx, const GatewayWant& w) {
-  Result<CommandResult> r = ctx.transport->Run(
-      "i=0; while :; do h=$(" + LoadedCommand(w.port) + "); [ \"$h\" = " + ShellQuote(w.config) +
-      " ] && exit 0; i=$((i+1)); if [ $i -ge 150 ]; then echo \"${h:-nothing}\"; exit 3; fi; "
-      "s=$(" +
-      Inspect(w, "{{.State.Status}}") +
-      " 2>/dev/null); [ \"$s\" = running ] || { echo \"the container is ${s:-gone}\"; exit 3; }; "
-      "sleep 0.2; done");
+  Result<CommandResult> r = ctx.transport->Run(GatewayWaitLoadedScript(w));
   if (!r.ok()) return r.status();
   if (r->exit_code == 0) return Status::OK();
   Result<CommandResult> log =
@@ -113,17 +121,17 @@ Status WaitGatewayLoaded(const StepContext& ctx, const GatewayWant& w) {
                        "); its log:\n" + (log.ok() ? log->out : log.status().message()));
 }
 
+// gateway_wait_drained.sh (beside this file; its header says how it
+// counts the workers) with its values: 4 looks a second.
+std::string GatewayWaitDrainedScript(const GatewayWant& w) {
+  return ScriptWithValues({{"gwd_cli", ShellQuote(w.cli)},
+                           {"gwd_container", ShellQuote(w.container)},
+                           {"gwd_tries", std::to_string((w.drain_s + 5) * 4)}},
+                          kGatewayWaitDrainedScript, kGatewayWaitDrainedScriptSize);
+}
+
 Status WaitGatewayDrained(const StepContext& ctx, const GatewayWant& w) {
-  // HAProxy's master (the container's first process) has one worker per
-  // config still running: the current one, and an old one while it finishes
-  // the requests it carries. Read from /proc, as the engines' `top` differ.
-  const int tries = (w.drain_s + 5) * 4;
-  Result<CommandResult> r = ctx.transport->Run(
-      "pid=$(" + Inspect(w, "{{.State.Pid}}") +
-      " 2>/dev/null); [ -n \"$pid\" ] && [ -d \"/proc/$pid\" ] || exit 0; i=0; while :; do "
-      "n=$(grep -ls \"^PPid:[[:space:]]*$pid\\$\" /proc/[0-9]*/status 2>/dev/null | wc -l); "
-      "[ \"$n\" -le 1 ] && exit 0; i=$((i+1)); [ $i -ge " +
-      std::to_string(tries) + " ] && { echo \"$n\"; exit 3; }; sleep 0.25; done");
+  Result<CommandResult> r = ctx.transport->Run(GatewayWaitDrainedScript(w));
   if (!r.ok()) return r.status();
   if (r->exit_code == 0) return Status::OK();
   return Status::Error("gateway " + w.gateway + " on " + ctx.node->name +

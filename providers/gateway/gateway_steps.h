@@ -29,9 +29,20 @@ struct GatewayProbe {
 std::string GatewayProbeScript(const GatewayWant& want);
 GatewayProbe ParseGatewayProbe(const std::string& output);
 
+// What WaitGatewayLoaded runs on the node: exit 0 once the gateway answers
+// with want.config; exit 3, printing why, when it does not within ~30 s or
+// its container stops (gateway_wait_loaded.sh).
+std::string GatewayWaitLoadedScript(const GatewayWant& want);
+// What WaitGatewayDrained runs on the node: exit 0 once the container's
+// first process has at most one child left; exit 3, printing how many,
+// after (drain_s + 5) s (gateway_wait_drained.sh).
+std::string GatewayWaitDrainedScript(const GatewayWant& want);
+
 // Writes the config of `want` on the node, atomically (a rename: the
 // container, which binds the directory, sees the old file or the new one).
 Status WriteGatewayConfig(const StepContext& ctx, const GatewayWant& want);
+// What WriteGatewayConfig runs on the node (gateway_config_write.sh).
+std::string GatewayConfigWriteScript(const GatewayWant& want);
 
 // Starts the gateway's container from `image_id` (already on the node).
 // REQUIRES: no container of that name; the config written.

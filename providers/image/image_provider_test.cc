@@ -103,14 +103,50 @@ TEST(ImageRefTest, NormalisesIdsAndMatchesDigestsUnderAnyName) {
 
 TEST(ImageProbeTest, FloatingScriptInspectsTheTagOnlyAndQuotes) {
   std::string f = ImageProbeScript("docker", ParseImageRef("repo:latest"));
-  EXPECT_NE(f.find("image inspect --format '{{json .RepoDigests}} {{.Id}}' repo:latest"),
+  EXPECT_NE(f.find("ipr_format='{{json .RepoDigests}} {{.Id}}' ipr_ref=repo:latest\n"),
             std::string::npos)
       << f;
   EXPECT_EQ(f.find("image ls"), std::string::npos);
   EXPECT_EQ(f.find(".Digest"), std::string::npos);
   // A hostile CLI name stays one quoted word.
   std::string h = ImageProbeScript("podman; rm -rf /", ParseImageRef("repo:latest"));
-  EXPECT_NE(h.find("cli='podman; rm -rf /'"), std::string::npos);
+  EXPECT_NE(h.find("ipr_cli='podman; rm -rf /'"), std::string::npos);
+}
+
+// image_probe.sh on its own, with a stand-in CLI: the inspect's answer and
+// its exit status on one "ref" line (a multi-line miss joined), and "cli
+// missing" without the CLI.
+TEST(ImageProbeTest, FloatingScriptRunsTheInspectWithStubCli) {
+  const testing_support::StubCli stub("image_probe_test");
+  stub.RecordingTool(
+      "docker",
+      "case $5 in\n"
+      "repo:latest) echo 'WARN[0000] a warning'; echo '[] " +
+          std::string(64, 'c') +
+          "' ;;\n"
+          "*) printf 'Error: No such image: %s\\nsecond line\\n' \"$5\" >&2; exit 1 ;;\n"
+          "esac\n");
+  testing_support::ShellRun run =
+      stub.Run(ImageProbeScript("docker", ParseImageRef("repo:latest")));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out, "ref 0 WARN[0000] a warning [] " + std::string(64, 'c') + "\n");
+  EXPECT_EQ(stub.Calls("docker"),
+            "image inspect --format {{json .RepoDigests}} {{.Id}} repo:latest\n");
+  ImageProbe p = ParseImageProbe(run.out);
+  EXPECT_TRUE(p.by_ref.found) << p.by_ref.error;
+  EXPECT_EQ(p.by_ref.id, kC);
+
+  run = stub.Run(ImageProbeScript("docker", ParseImageRef("repo:gone")));
+  EXPECT_EQ(run.out, "ref 1 Error: No such image: repo:gone second line\n");
+  p = ParseImageProbe(run.out);
+  EXPECT_TRUE(p.by_ref.tried);
+  EXPECT_FALSE(p.by_ref.found);
+  EXPECT_EQ(p.by_ref.error, "");
+
+  run = stub.Run(ImageProbeScript("fleet-no-such-cli", ParseImageRef("repo:latest")));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out, "cli missing\n");
+  EXPECT_FALSE(ParseImageProbe(run.out).cli_found);
 }
 
 TEST(ImageProviderTest, OnlyAFloatingRefHasAFragmentOfItsOwn) {

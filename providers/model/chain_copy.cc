@@ -152,8 +152,7 @@ void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
     if (!x.fresh.count(f.path) || !lane->hops.count(x.node) || Lost(x.node)) continue;
     const Paths p = TargetPaths(x.fresh.at(f.path));
     spec.hops.push_back({x.node, lane->hops.at(x.node).get(),
-                         TargetPrelude(x.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                             ")\" || exit 1\n" + HashingWriterCommand(p, x.fresh.at(f.path)),
+                         TargetPrelude(x.loc) + HashingWriterCommand(p, x.fresh.at(f.path)),
                          x.address});
     hops.push_back(&x);
   }

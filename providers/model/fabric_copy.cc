@@ -5,43 +5,57 @@
 #include <mutex>
 #include <thread>
 
+#include "providers/model/copy_verify_sh.h"
+#include "providers/model/hashing_writer_sh.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/fabric_stream.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 using namespace model_copy_internal;
 
+// copy_verify.sh (beside this file) with its values.
 std::string VerifyOnTargetScript(const Paths& p, const CopyItem& item) {
-  std::string hash;
+  std::string kind;
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      hash = std::string(kChooseSha256Cli) + "h=$($sha256 < " + p.inc + ") || exit 1\n";
+      kind = "sha256";
       break;
     case BlobHashKind::kGitSha1:
-      hash = "h=$({ printf 'blob %s\\000' " + std::to_string(item.size) + "; cat < " + p.inc +
-             "; } | sha1sum) || exit 1\n";
+      kind = "git-sha1";
       break;
     case BlobHashKind::kNone:
       return "";
   }
-  return hash + "h=${h%% *}\n[ \"$h\" = " + ShellQuote(item.blob) + " ] || { rm -f -- " + p.inc +
-         "; echo \"hashes to $h, not its blob name; the partial file is removed\" >&2; exit 1; "
-         "}\n";
+  return ScriptWithValues({{"cv_kind", kind},
+                           {"cv_inc", p.inc},
+                           {"cv_size", std::to_string(item.size)},
+                           {"cv_blob", ShellQuote(item.blob)},
+                           {"cv_choose", ShellQuote(kChooseSha256Cli)}},
+                          kCopyVerifyScript, kCopyVerifyScriptSize);
 }
 
+// hashing_writer.sh (beside this file) with its values.
 std::string HashingWriterCommand(const Paths& p, const CopyItem& item) {
+  std::string kind;
   switch (BlobHashKindOf(item.blob)) {
     case BlobHashKind::kSha256:
-      return "tee -- " + p.inc + " | { " + kChooseSha256Cli + "exec $sha256; }";
+      kind = "sha256";
+      break;
     case BlobHashKind::kGitSha1:
-      return "{ printf 'blob %s\\000' " + std::to_string(item.size) + "; tee -- " + p.inc +
-             "; } | sha1sum";
+      kind = "git-sha1";
+      break;
     case BlobHashKind::kNone:
+      kind = "none";
       break;
   }
-  return "exec cat > " + p.inc;
+  return ScriptWithValues({{"hw_kind", kind},
+                           {"hw_inc", p.inc},
+                           {"hw_size", std::to_string(item.size)},
+                           {"hw_choose", ShellQuote(kChooseSha256Cli)}},
+                          kHashingWriterScript, kHashingWriterScriptSize);
 }
 
 std::string StreamHashProblem(std::string_view out, const CopyItem& item) {
@@ -77,10 +91,7 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
       (item.offset > 0 ? "exec tail -c +" + std::to_string(item.offset + 1) + " -- " + src_file
                        : "exec cat -- " + src_file);
   stream.target = dst;
-  stream.target_cmd = TargetPrelude(d.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                      ")\" || exit 1\n" +
-                      (item.offset == 0 ? ": > " + p.inc + " || exit 1\n" : "") + "exec cat >> " +
-                      p.inc;
+  stream.target_cmd = TargetPrelude(d.loc) + CopyWriterCommand(p, item);
   stream.target_address = route.target_address;
   FabricStreamResult r = FabricStream(stream);
   if (r.unconnected) *unconnected = true;

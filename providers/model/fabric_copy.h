@@ -30,9 +30,10 @@ Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide&
 // item has no hashable blob name.
 std::string VerifyOnTargetScript(const model_copy_internal::Paths& p, const CopyItem& item);
 
-// A target's writer of a whole file (offset 0) that hashes the bytes as it
-// writes them, so the check overlaps the stream instead of re-reading the
-// file after it (a chain's hops): its stdout is the hash line of what it
+// A target's writer of a whole file (offset 0; after TargetPrelude, it
+// makes its folders) that hashes the bytes as it writes them, so the check
+// overlaps the stream instead of re-reading the file after it (a chain's
+// hops): its stdout is the hash line of what it
 // received (`openssl dgst -sha256 -r`'s, or sha256sum's where the node has
 // no openssl; sha1sum's of git's blob header and the data).
 // Plain `cat` into the .incomplete file when the item has no hashable blob

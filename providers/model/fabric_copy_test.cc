@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -16,6 +17,9 @@
 namespace fleet {
 namespace {
 
+using model_copy_internal::CopyOnNodeCommand;
+using model_copy_internal::CopyWriterCommand;
+using model_copy_internal::FinishScript;
 using model_copy_internal::Paths;
 using model_copy_internal::TargetPaths;
 using testing_hub::ReadFile;
@@ -91,6 +95,90 @@ TEST(VerifyOnTarget, KeepsAMatchAndRemovesAMismatch) {
     RunWriter(dir.path(), VerifyOnTargetScript(p, item), "", path_env, 1);
     EXPECT_FALSE(std::ifstream(inc).good()) << path_env << ": a mismatch is removed";
   }
+}
+
+// copy_verify.sh for a git blob: git's sha1 of "blob SIZE\0" and the bytes.
+TEST(VerifyOnTarget, ChecksAGitBlobsHash) {
+  TempDir dir;
+  const std::string data = "{\"hidden_size\": 64}\n";
+  const CopyItem item{"config.json", data.size(), HashBlobData(BlobHashKind::kGitSha1, data), 0};
+  const Paths p = TargetPaths(item);
+  const std::string inc = dir.path() + "/m/blobs/" + item.blob + ".incomplete";
+  RunWriter(dir.path(), "cat > " + p.inc, data);
+  RunWriter(dir.path(), VerifyOnTargetScript(p, item), "");
+  EXPECT_EQ(ReadFile(inc), data);
+  RunWriter(dir.path(), "cat > " + p.inc, "{\"hidden_size\": 65}\n");
+  RunWriter(dir.path(), VerifyOnTargetScript(p, item), "", "", 1);
+  EXPECT_FALSE(std::filesystem::exists(inc)) << "a mismatch is removed";
+}
+
+// copy_finish.sh: a file of another size than expected stays .incomplete;
+// one of the right size takes its blob's name, and the snapshot's path (in
+// a subfolder it makes) links to the blob relatively. A file without a
+// blob name takes the snapshot's path itself.
+TEST(FinishOnTarget, RenamesLinksAndRefusesAFileOfAnotherSize) {
+  TempDir dir;
+  const std::string data = "{\"hidden_size\": 64}\n";
+  const CopyItem item{"sub/config.json", data.size(), HashBlobData(BlobHashKind::kGitSha1, data),
+                      0};
+  const Paths p = TargetPaths(item);
+  const std::string m = dir.path() + "/m";
+  const std::string inc = m + "/blobs/" + item.blob + ".incomplete";
+  RunWriter(dir.path(), "cat > " + p.inc, data.substr(1));
+  RunWriter(dir.path(), FinishScript(p, item), "", "", 1);
+  EXPECT_EQ(ReadFile(inc), data.substr(1));
+  EXPECT_FALSE(std::filesystem::exists(m + "/blobs/" + item.blob));
+
+  RunWriter(dir.path(), "cat > " + p.inc, data);
+  RunWriter(dir.path(), VerifyOnTargetScript(p, item) + FinishScript(p, item), "");
+  EXPECT_FALSE(std::filesystem::exists(inc));
+  EXPECT_EQ(ReadFile(m + "/blobs/" + item.blob), data);
+  EXPECT_EQ(std::filesystem::read_symlink(m + "/snapshots/rev/sub/config.json").string(), p.rel);
+  EXPECT_EQ(ReadFile(m + "/snapshots/rev/sub/config.json"), data);
+
+  const CopyItem plain{"README.md", 6, "", 0};
+  const Paths q = TargetPaths(plain);
+  RunWriter(dir.path(), "cat > " + q.inc, "hello\n");
+  EXPECT_EQ(VerifyOnTargetScript(q, plain), "");
+  RunWriter(dir.path(), FinishScript(q, plain), "");
+  EXPECT_EQ(ReadFile(m + "/snapshots/rev/README.md"), "hello\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(m + "/snapshots/rev/README.md"));
+}
+
+// copy_writer.sh: a copy from byte 0 starts the file afresh (whatever a
+// failed try left), a resumed one appends; the folders are made.
+TEST(CopyWriter, StartsAfreshOrAppends) {
+  TempDir dir;
+  const std::string inc = dir.path() + "/m/snapshots/rev/sub/notes.txt.incomplete";
+  CopyItem item{"sub/notes.txt", 10, "", 0};
+  const Paths p = TargetPaths(item);
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "stale");
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "hello");
+  EXPECT_EQ(ReadFile(inc), "hello");
+  item.offset = 5;
+  RunWriter(dir.path(), CopyWriterCommand(p, item), "world");
+  EXPECT_EQ(ReadFile(inc), "helloworld");
+}
+
+// copy_on_node.sh: the source's file whole, or its tail after what a cut
+// copy left; a source that is not there fails the copy.
+TEST(CopyOnNode, CopiesWholeOrTheRestAndFailsWithoutTheSource) {
+  TempDir dir;
+  const std::string from = ShellQuote(dir.path() + "/src/a.bin");
+  const std::string inc = dir.path() + "/m/snapshots/rev/a.bin.incomplete";
+  RunWriter(dir.path(), "mkdir -p " + ShellQuote(dir.path() + "/src") + " && cat > " + from,
+            "0123456789");
+  CopyItem item{"a.bin", 10, "", 0};
+  const Paths p = TargetPaths(item);
+  RunWriter(dir.path(), CopyOnNodeCommand(from, p, item), "");
+  EXPECT_EQ(ReadFile(inc), "0123456789");
+  RunWriter(dir.path(), "printf 0123 > " + p.inc, "");
+  item.offset = 4;
+  RunWriter(dir.path(), CopyOnNodeCommand(from, p, item), "");
+  EXPECT_EQ(ReadFile(inc), "0123456789");
+  item.offset = 0;
+  RunWriter(dir.path(), CopyOnNodeCommand(ShellQuote(dir.path() + "/src/gone.bin"), p, item), "",
+            "", 1);
 }
 
 // A file without a blob name is written as it comes, and nothing is checked.

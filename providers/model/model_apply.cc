@@ -17,7 +17,6 @@
 #include "providers/model/staged_mark.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/hub_remote.h"
-#include "src/shell_quote.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -32,9 +31,7 @@ class BlobBytesWatcher {
  public:
   BlobBytesWatcher(std::unique_ptr<Transport> t, const HubLocation& loc, ProgressMeter* meter)
       : t_(std::move(t)), meter_(meter) {
-    const std::string cmd = RepoPrelude(loc) +
-                            "find \"$c/$d/blobs\" \"$c/../$d/blobs\" -maxdepth 1 -type f -printf "
-                            "'%s\\n' 2>/dev/null | awk '{s+=$1} END {print s+0}'\n";
+    const std::string cmd = BlobBytesScript(loc);
     uint64_t start = Read(cmd);
     thread_ = std::thread([this, cmd, start] {
       std::unique_lock<std::mutex> l(mu_);
@@ -136,9 +133,7 @@ Result<ModelCopyPlan> PlanModelCopy(const Listing& reference, const HubProbe& ta
       auto b = blobs_here.find(f.blob);
       if (b != blobs_here.end() && b->second == f.size) {
         // The blob is here already (another revision): link it.
-        plan.links += "mkdir -p -- \"$(dirname -- \"$m/snapshots/$r/\"" + ShellQuote(f.path) +
-                      ")\" && ln -sfn -- " + ShellQuote(RelativeBlobLink(f.path, f.blob)) +
-                      " \"$m/snapshots/$r/\"" + ShellQuote(f.path) + " || exit 1\n";
+        plan.links.emplace_back(f.path, RelativeBlobLink(f.path, f.blob));
         continue;
       }
     }
@@ -485,10 +480,7 @@ Status ModelStaging::CopyMissing() {
     return Status::Error(where_ + ": needs " + HumanBytes(plan->bytes) + ", has " +
                          HumanBytes(probe_.disk.avail_bytes) + " free at " + probe_.disk.path);
   if (!plan->links.empty()) {
-    Status s =
-        RunOnRepo("c=" + NodePathWord(loc_.cache) + "; d=" + ShellQuote(HubRepoDirName(loc_.repo)) +
-                      "; r=" + ShellQuote(loc_.revision) + "\nm=\"$c/$d\"\n" + plan->links,
-                  "linking blobs");
+    Status s = RunOnRepo(LinkBlobsScript(loc_, plan->links), "linking blobs");
     if (!s.ok()) return s;
   }
   Status s = CopyItems(*plan);
@@ -559,16 +551,12 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
 // The source's refs that name this revision (refs/main for most), where
 // the target has none of that name: tools read refs/main.
 Status ModelStaging::CopySourceRefs() {
-  std::string refs;
+  RefValues refs;
   for (const auto& [ref_name, commit] : src_probe_.refs)
     if (commit == loc_.revision && !probe_.refs.count(ref_name) && ref_name != step_.want.branch)
-      refs += "mkdir -p -- \"$(dirname -- \"$m/refs/\"" + ShellQuote(ref_name) +
-              ")\" && printf '%s' " + ShellQuote(commit) + " > \"$m/refs/\"" +
-              ShellQuote(ref_name) + " || exit 1\n";
+      refs.emplace_back(ref_name, commit);
   if (refs.empty()) return Status::OK();
-  return RunOnRepo("c=" + NodePathWord(loc_.cache) +
-                       "; d=" + ShellQuote(HubRepoDirName(loc_.repo)) + "\nm=\"$c/$d\"\n" + refs,
-                   "writing refs");
+  return RunOnRepo(WriteRefsScript(loc_, refs, /*swap=*/false), "writing refs");
 }
 
 // Every header, and the index; a hub model that fails is downloaded once.
@@ -671,14 +659,8 @@ Status ModelStaging::DeepVerify() {
 // Tools read the branch: point it at the commit just verified.
 Status ModelStaging::WriteBranchRef() {
   const std::string& branch = step_.want.branch;
-  Status s =
-      RunOnRepo("c=" + NodePathWord(loc_.cache) + "; d=" + ShellQuote(HubRepoDirName(loc_.repo)) +
-                    "\nm=\"$c/$d\"; [ -d \"$m\" ] || m=\"$c/../$d\"\nmkdir -p -- \"$(dirname -- "
-                    "\"$m/refs/\"" +
-                    ShellQuote(branch) + ")\" && printf '%s' " + ShellQuote(loc_.revision) +
-                    " > \"$m/refs/\"" + ShellQuote(branch) + ".fleet-tmp && mv -f -- \"$m/refs/\"" +
-                    ShellQuote(branch) + ".fleet-tmp \"$m/refs/\"" + ShellQuote(branch) + "\n",
-                "writing refs/" + branch);
+  Status s = RunOnRepo(WriteRefsScript(loc_, {{branch, loc_.revision}}, /*swap=*/true),
+                       "writing refs/" + branch);
   if (s.ok()) Say("refs/" + branch + " -> " + loc_.revision);
   return s;
 }

@@ -23,6 +23,7 @@
 #include "providers/model/model_copy.h"
 #include "providers/model/model_provider.h"
 #include "providers/model/progress_meter.h"
+#include "providers/model/repo_writes.h"
 #include "providers/model/staging_lock.h"
 #include "providers/shared/completeness.h"
 #include "providers/shared/hub_cache.h"
@@ -45,7 +46,7 @@ Result<nlohmann::json> RemoveModelRevisionStep(const ModelRemoval& removal, cons
 // holds them); refuses a snapshot path that leaves the snapshot.
 struct ModelCopyPlan {
   std::vector<CopyItem> items;
-  std::string links;   // shell lines run with $m and $r set
+  BlobLinks links;     // to link in the snapshot (LinkBlobsScript)
   uint64_t bytes = 0;  // to transfer
 };
 Result<ModelCopyPlan> PlanModelCopy(const Listing& reference, const HubProbe& target,

@@ -7,7 +7,11 @@
 #include <mutex>
 #include <thread>
 
+#include "providers/model/copy_finish_sh.h"
+#include "providers/model/copy_on_node_sh.h"
+#include "providers/model/copy_writer_sh.h"
 #include "providers/shared/blob_hash.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -102,17 +106,28 @@ Paths TargetPaths(const CopyItem& item) {
   return p;
 }
 
-// Renames the finished .incomplete file to its final name and links the
-// snapshot path to it (the tail of a target-side script).
+// copy_finish.sh (beside this file) with its values: the paths are
+// TargetPaths' shell words, read by the assignments as they are.
 std::string FinishScript(const Paths& p, const CopyItem& item) {
-  std::string finish =
-      "s=$(wc -c < " + p.inc + ") || exit 1\n[ \"$s\" = " + std::to_string(item.size) +
-      " ] || { echo \"size $s after the copy, expected " + std::to_string(item.size) +
-      "\" >&2; exit 1; }\nmv -f -- " + p.inc + " " + p.final + " || exit 1\n";
-  if (!p.link.empty())
-    finish += "mkdir -p -- \"$(dirname -- " + p.link + ")\" && ln -sfn -- " + ShellQuote(p.rel) +
-              " " + p.link + "\n";
-  return finish;
+  return ScriptWithValues({{"cf_inc", p.inc},
+                           {"cf_final", p.final},
+                           {"cf_size", std::to_string(item.size)},
+                           {"cf_link", p.link.empty() ? ShellQuote("") : p.link},
+                           {"cf_rel", ShellQuote(p.rel)}},
+                          kCopyFinishScript, kCopyFinishScriptSize);
+}
+
+// copy_writer.sh (beside this file) with its values.
+std::string CopyWriterCommand(const Paths& p, const CopyItem& item) {
+  return ScriptWithValues({{"cw_inc", p.inc}, {"cw_fresh", item.offset == 0 ? "1" : "0"}},
+                          kCopyWriterScript, kCopyWriterScriptSize);
+}
+
+// copy_on_node.sh (beside this file) with its values.
+std::string CopyOnNodeCommand(const std::string& from, const Paths& p, const CopyItem& item) {
+  return ScriptWithValues(
+      {{"cn_from", from}, {"cn_inc", p.inc}, {"cn_offset", std::to_string(item.offset)}},
+      kCopyOnNodeScript, kCopyOnNodeScriptSize);
 }
 
 }  // namespace model_copy_internal
@@ -132,10 +147,7 @@ Status CopyOne(Transport* src, Transport* dst, const CopySide& s, const CopySide
       (item.offset > 0 ? "exec tail -c +" + std::to_string(item.offset + 1) + " -- " + src_file
                        : "exec cat -- " + src_file) +
       "\n";
-  const std::string write_cmd = TargetPrelude(d.loc) + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " +
-                                p.inc + ")\" || exit 1\n" +
-                                (item.offset == 0 ? ": > " + p.inc + " || exit 1\n" : "") +
-                                "exec cat >> " + p.inc + "\n";
+  const std::string write_cmd = TargetPrelude(d.loc) + CopyWriterCommand(p, item);
 
   const BlobHashKind kind = BlobHashKindOf(item.blob);
   const bool hash = opt.hash && item.offset == 0 && kind != BlobHashKind::kNone;
@@ -207,12 +219,7 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
   for (const CopyItem& item : items) {
     const Paths p = TargetPaths(item);
     const std::string from = "\"$ms/snapshots/$rs/\"" + ShellQuote(item.path);
-    std::string script = prelude + "mkdir -p -- \"$m/blobs\" \"$(dirname -- " + p.inc +
-                         ")\" || exit 1\n" +
-                         (item.offset == 0 ? "cp -- " + from + " " + p.inc + " || exit 1\n"
-                                           : "tail -c +" + std::to_string(item.offset + 1) +
-                                                 " -- " + from + " >> " + p.inc + " || exit 1\n") +
-                         FinishScript(p, item);
+    const std::string script = prelude + CopyOnNodeCommand(from, p, item) + FinishScript(p, item);
     Result<CommandResult> r = t->Run(script);
     if (!r.ok()) return r.status().Prefixed("copying " + item.path);
     if (r->exit_code != 0)

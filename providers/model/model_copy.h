@@ -87,6 +87,13 @@ std::string TargetPrelude(const HubLocation& loc);
 Paths TargetPaths(const CopyItem& item);
 // Checks the .incomplete file's size, renames it, links the snapshot path.
 std::string FinishScript(const Paths& p, const CopyItem& item);
+// The target's writer of a stream (after TargetPrelude): makes the folders,
+// starts the .incomplete file afresh at offset 0, appends stdin to it.
+std::string CopyWriterCommand(const Paths& p, const CopyItem& item);
+// A node's copy of `from` (a shell word: the source's file as the node sees
+// it) into the .incomplete file, whole or from item.offset on (after both
+// sides' preludes); exits 1 when it fails.
+std::string CopyOnNodeCommand(const std::string& from, const Paths& p, const CopyItem& item);
 }  // namespace model_copy_internal
 
 }  // namespace fleet

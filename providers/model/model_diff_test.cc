@@ -244,7 +244,7 @@ TEST(ModelApply, CopyPlanLinksBlobsHereAndRefusesEscapingPaths) {
   ASSERT_EQ(plan->items.size(), 1u);
   EXPECT_EQ(plan->items[0].path, "b.safetensors");
   EXPECT_EQ(plan->bytes, 20u);
-  EXPECT_NE(plan->links.find("a.safetensors"), std::string::npos);
+  EXPECT_EQ(plan->links, (BlobLinks{{"a.safetensors", "../../blobs/" + std::string(64, 'a')}}));
   Result<ModelCopyPlan> bad = PlanModelCopy({{"../x", 1, ""}}, target, {}, "dgx5");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "source dgx5: refusing the snapshot path '../x'");

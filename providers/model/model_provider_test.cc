@@ -551,8 +551,9 @@ TEST(ModelProvider, UnrecordedStagedCopiesAreNamedAndPurged) {
 
   // The inventory reads the node's cache and the stores read through it.
   const std::string on_dgx1 = f.p.InventoryScript("dgx1", f.m);
-  EXPECT_NE(on_dgx1.find("l=dgx1; c=/srv/hf/hub\n"), std::string::npos) << on_dgx1;
-  EXPECT_NE(on_dgx1.find("l=nas; c=/mnt/nas/hub\n"), std::string::npos) << on_dgx1;
+  // Its (location, cache) pairs: staged_mark_inventory.sh's parameters.
+  EXPECT_NE(on_dgx1.find("set -- dgx1 /srv/hf/hub nas /mnt/nas/hub\n"), std::string::npos)
+      << on_dgx1;
   EXPECT_EQ(f.p.InventoryScript("dgx2", f.m).find("/mnt/nas/hub"), std::string::npos);
 }
 

@@ -3,45 +3,28 @@
 #include <set>
 #include <sstream>
 
+#include "providers/model/staged_mark_inventory_sh.h"
+#include "providers/model/staged_mark_write_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
+// staged_mark_write.sh (beside this file) with its values.
 std::string WriteStagedMarkScript(const HubLocation& loc) {
-  // RepoPrelude falls back to the legacy folder even when there is none:
-  // a first download makes the hub layout's.
-  return RepoPrelude(loc) + "[ -d \"$m\" ] || m=\"$c/$d\"\n" +
-         "[ -f \"$m/.fleet-staged/$r\" ] && exit 0\n"
-         "mkdir -p -- \"$m/.fleet-staged\" &&\n"
-         "  printf 'staged by fleet: %s@%s\\n' " +
-         ShellQuote(loc.repo) + " \"$r\" > \"$m/.fleet-staged/$r\"\n";
+  return RepoPrelude(loc) + ScriptWithValues({{"smw_repo", ShellQuote(loc.repo)}},
+                                             kStagedMarkWriteScript, kStagedMarkWriteScriptSize);
 }
 
+// staged_mark_inventory.sh (beside this file; its header says why each
+// cache is asked under timeout) with its values.
 std::string StagedMarkInventoryScript(
     const std::vector<std::pair<std::string, std::string>>& caches) {
-  // A store on a hung network mount must not hang the plan: the shell's own
-  // glob would block in the kernel for good. Each cache is first stat'ed
-  // under timeout (-k: SIGKILL for a process stuck in an NFS wait), and one
-  // that does not answer is named and skipped (the model's own probe makes
-  // it the plan's error); the size reading runs under timeout too.
-  std::string s =
-      "sto=; sft=; command -v timeout >/dev/null 2>&1 && sto='timeout -k 5 10' && "
-      "sft='timeout -k 5 120'\n";
+  std::string s = "set --";
   for (const auto& [location, cache] : caches)
-    s += "l=" + ShellQuote(location) + "; c=" + NodePathWord(cache) + "\n" +
-         R"SH(sr=0; [ -z "$sto" ] || { $sto stat -L -- "$c" >/dev/null 2>&1; sr=$?; }
-if [ "$sr" -eq 124 ] || [ "$sr" -eq 137 ]; then printf 'unanswered\t%s\t%s\n' "$l" "$c"; else
-for f in "$c"/*/.fleet-staged/*; do
-  [ -f "$f" ] || continue
-  r=${f##*/}; x=${f%/.fleet-staged/*}
-  [ -d "$x/snapshots/$r" ] || continue
-  b=$($sft find -L "$x/snapshots/$r" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
-  printf 'staged\t%s\t%s\t%s\t%s\n' "$l" "${x##*/}" "$r" "$b"
-done
-fi
-)SH";
-  return s;
+    s += " " + ShellQuote(location) + " " + NodePathWord(cache);
+  return s + "\n" + std::string(kStagedMarkInventoryScript, kStagedMarkInventoryScriptSize);
 }
 
 std::string RepoOfDirName(const std::string& dir) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "providers/shared/hub_test_util.h"
+#include "src/shell_quote.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -103,6 +105,36 @@ TEST(StagedMark, WrittenListedAndRemoved) {
   EXPECT_EQ(listed[0].revision, other);
   ASSERT_TRUE(RemoveModelRevision(t.get(), {cache, kRepo, other}, &freed).ok());
   EXPECT_FALSE(fs::exists(m));
+}
+
+// staged_mark_inventory.sh with a stand-in timeout(1): a cache whose stat
+// times out (a hung network mount) is named unanswered and never globbed;
+// the others are listed, their sizes read under timeout too.
+TEST(StagedMark, InventorySkipsACacheThatDoesNotAnswer) {
+  const testing_support::StubCli stub("staged_mark_test");
+  const std::string cache = stub.dir() + "/hub", hung = stub.dir() + "/nas";
+  WriteHubModel(cache, kRepo, kRev, {{"config.json", "{}"}});
+  WriteHubModel(hung, kRepo, kRev, {{"config.json", "{}"}});
+  auto t = Local();
+  RunOk(t.get(), WriteStagedMarkScript({cache, kRepo, kRev}));
+  RunOk(t.get(), WriteStagedMarkScript({hung, kRepo, kRev}));
+  // timeout -k 5 SECONDS CMD...: the stat of the hung cache times out.
+  stub.RecordingTool("timeout", "[ \"$4 $7\" = " + ShellQuote("stat " + hung) +
+                                    " ] && exit 124\nshift 3\nexec \"$@\"\n");
+  const testing_support::ShellRun run =
+      stub.Run(StagedMarkInventoryScript({{"dgx1", cache}, {"nas", hung}}));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_NE(run.out.find("unanswered\tnas\t" + hung + "\n"), std::string::npos) << run.out;
+  const std::vector<StagedCopy> listed = ParseStagedMarks(run.out);
+  ASSERT_EQ(listed.size(), 1u) << run.out;
+  EXPECT_EQ(listed[0].location, "dgx1");
+  EXPECT_EQ(listed[0].bytes, 2u);
+  const std::string calls = stub.Calls("timeout");
+  EXPECT_NE(calls.find("-k 5 120 find -L " + cache + "/" + HubRepoDirName(kRepo) + "/snapshots/" +
+                       kRev + " -type f"),
+            std::string::npos)
+      << calls;
+  EXPECT_EQ(calls.find("find -L " + hung), std::string::npos) << calls;
 }
 
 // Before a first download there is no repo folder: the mark goes where the

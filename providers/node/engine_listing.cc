@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
+#include "providers/node/engine_listing_sh.h"
 #include "providers/shared/image_ref.h"
 #include "providers/shared/serving_containers.h"
 #include "src/shell_quote.h"
@@ -11,56 +13,9 @@ namespace fleet {
 
 namespace {
 
+// The line prefix and the marker engine_listing.sh prints.
 constexpr const char* kApiLine = "engine_api=";
 constexpr const char* kApiMarker = "@api=";
-
-// The same endpoints as URLs for curl.
-std::string CurlUrls(bool images) {
-  return ShellQuote("http://localhost" + ServingContainersApiPath()) +
-         (images ? " 'http://localhost/images/json'" : "");
-}
-
-// One read of both endpoints, kept only when every answer was a 200 (a line
-// "@api=<code>" can only come from the reader: JSON escapes its newlines).
-// The reader is fleet's installed probe (`fleet-probe --api`, one process of
-// ~4 ms); curl (~18 ms to load) only where that probe does not run or
-// refuses --api (exit 2: installed before it knew the flag). Any other
-// failure of the probe (no answer, a short one, its 10 s deadline) is the
-// engine's, which curl would meet too: the CLI answers then. $elq says the
-// probe knows --api, and so ends its GPU run itself (node_provider.cc drops
-// `timeout`).
-std::string ApiScript(bool images) {
-  const std::string nl = "\n";
-  const std::string paths =
-      ShellQuote(ServingContainersApiPath()) + (images ? " /images/json" : "");
-  return "  if [ -n \"$els\" ]; then\n    " + ProbeApiReadScript("ela", "elr", paths) +
-         "    case $elr in\n"
-         "    2 | 126 | 127) ela=\n"
-         "      if command -v curl >/dev/null 2>&1; then\n"
-         "        ela=$(curl -sg --max-time 10 --unix-socket \"$els\" -w '\\n" +
-         std::string(kApiMarker) + "%{http_code}\\n' " + CurlUrls(images) +
-         " 2>/dev/null) || ela=\n"
-         "      fi ;;\n"
-         "    *) elq=1; [ \"$elr\" = 0 ] || ela= ;;\n"
-         "    esac\n"
-         "    case $ela in *\"" +
-         (images ? nl + kApiMarker + "200" + nl + "\"*\"" : std::string()) + nl + kApiMarker +
-         "200\") ;; *) ela= ;; esac\n"
-         "  fi\n";
-}
-
-// Today's CLI listing of the serves (ServeListingScript's words). The names
-// are picked out of the lines by the shell itself (a sed and a tr were ~2
-// ms of a plan's wait on the node): split at newlines only, with `set -f`
-// so that no line is taken for a file pattern.
-std::string CliServesScript(const std::string& cli) {
-  return "    if gcs=$(" + ServingContainersCliCommand(cli) +
-         " 2>&1); then\n"
-         "      fsl=listed; set -f; elo=$IFS; IFS='\n'; elg=\n"
-         "      for l in $gcs; do case $l in serving=*) elg=\"$elg${l#serving=} \" ;; esac; done\n"
-         "      IFS=$elo; set +f; gcs=$elg\n"
-         "    else fsl=engine-error; gcs=$(printf '%s' \"$gcs\" | head -n 1 | cut -c1-300); fi\n";
-}
 
 std::vector<std::string> Strings(const nlohmann::json& j, const std::string& none) {
   std::vector<std::string> out;
@@ -90,42 +45,21 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
 
 }  // namespace
 
-// With the images, where the CLI answers, the script from here to
-// EngineListingEnd becomes the function elm, run in the background beside
-// the image listing (ell) inside a command substitution that keeps ell's
-// lines: elm writes to the script's own output (fd 9), and ell's lines
-// follow once both have ended, whole and in order (no temp file: mktemp
-// and rm were ~3 ms of the node's side; nor a `cat` draining a pipe, a
-// process more). elm's stdin is /dev/null, so that nothing in it reads
-// what is not its own. elm starts with `ps`.
-std::string EngineListingBegin(const std::string& cli, bool images) {
+std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside) {
+  // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
+  // a process more costs each node a few ms. engine_listing.sh's header
+  // names the values.
   std::string s;
-  if (images) s += "ell() {\n" + ImageListingScript(cli) + "}\n";
-  s += "elc=" + ShellQuote(cli) +
-       "; ela=; els=; elq=\n"
-       "if ! command -v \"$elc\" >/dev/null 2>&1; then fsl=no-engine; gcs=\n"
-       "else\n" +
-       EngineSocketScript(cli) + ApiScript(images) +
-       "  if [ -n \"$ela\" ]; then\n"
-       "    fsl=api; gcs=api; case $ela in '[]'*) gcs= ;; esac\n"
-       "  else\n" +
-       (images
-            ? "    fsl=cli\n  fi\nfi\nelm() {\nif [ \"$fsl\" = cli ]; then\n" + CliServesScript(cli)
-            : CliServesScript(cli) + "  fi\n") +
-       "fi\n"
-       "if [ \"$fsl\" = api ]; then echo fleet_serves=api:\n  " +
-       PrefixedLinesScript("\"$ela\"", kApiLine) +
-       "else printf 'fleet_serves=%s:%s\\n' \"$fsl\" \"$gcs\"; fi\n";
-  return s;
-}
-
-std::string EngineListingEnd(bool images) {
-  if (!images) return "";
-  return "}\n"
-         "if [ \"$fsl\" = cli ]; then\n"
-         "  { elx=$( { elm </dev/null >&9 9>&- & } ; ell 2>&1 9>&-; wait); } 9>&1\n"
-         "  printf '%s\\n' \"$elx\"\n"
-         "else elm; if [ \"$fsl\" = api ]; then echo images=api; else ell; fi; fi\n";
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
+           {"elc", cli},
+           {"ele", EngineSocketScript(cli)},
+           {"elu", ServingContainersApiPath()},
+           {"elf", kProbeInstallPath},
+           {"elk", ServingContainersCliCommand(cli)},
+           {"eli", images ? ImageListingScript(cli) : ""},
+           {"elb", beside}})
+    s += std::string(name) + "=" + ShellQuote(value) + "\n";
+  return s.append(kEngineListingScript, kEngineListingScriptSize);
 }
 
 ServeListing ContainersFromJson(const std::string& body) {

@@ -29,22 +29,18 @@
 
 namespace fleet {
 
-// sh that starts the listing with the node's container CLI `cli` ("docker"
-// or "podman") and prints the fleet_serves line (ServeListingScript's, or
-// "fleet_serves=api:" and the API's answer as "engine_api=" lines). Defines
-// $fsl and $gcs for GpuContextScript ($fsl "api": $gcs is non-empty when a
-// fleet serve may run), and $elq ("1" when the installed fleet-probe knows
-// --api, and so its own deadline; else ""). With `images`, what follows up
-// to EngineListingEnd runs beside the CLI's image listing (or after the
-// API's) and EngineListingEnd prints that listing after it.
-// REQUIRES with `images`: EngineListingEnd(true) follows in the same
-// script at the same nesting (the two open and close a function).
-std::string EngineListingBegin(const std::string& cli, bool images);
-
-// sh that ends what EngineListingBegin(cli, images) began: it runs that
-// part and prints the image listing after it (ImageListingScript's lines,
-// or "images=api"); "" without `images`.
-std::string EngineListingEnd(bool images);
+// sh that lists the node's fleet serves with its container CLI `cli`
+// ("docker" or "podman") or its engine's API and prints the fleet_serves
+// line (ServeListingScript's, or "fleet_serves=api:" and the API's answer as
+// "engine_api=" lines), then runs `beside` (sh, "" for nothing). With
+// `images` it also lists the images: where the CLI lists them, `beside`
+// runs beside that listing, whose lines (ImageListingScript's, or
+// "images=api") follow. Defines $fsl and $gcs for GpuContextScript ($fsl
+// "api": $gcs is non-empty when a fleet serve may run), and $elq ("1" when
+// the installed fleet-probe knows --api, and so its own deadline; else "")
+// for what `beside` runs. The embedded engine_listing.sh, after one quoted
+// assignment per value.
+std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside);
 
 // What the API's answer says ("engine_api=" lines in `output`); present is
 // false when the node used the CLI.

@@ -348,6 +348,45 @@ TEST_F(EngineListingTest, ALargeImageListingComesWhole) {
   EXPECT_EQ(l.images[1999].tags, std::vector<std::string>{"127.0.0.1:5000/team/app:v1999"});
 }
 
+// engine_listing.sh on its own: the serves' line, then what runs beside,
+// then the images; the names in $fsl and $gcs for the script after it.
+TEST_F(EngineListingTest, TheServesLineThenBesideThenTheImages) {
+  Cli("docker", kDocker);
+  const std::string beside = "echo beside\nprintf 'fsl=%s gcs=%s\\n' \"$fsl\" \"$gcs\"\n";
+  const std::string no_api = "DOCKER_HOST=unix:///nonexistent";
+  EXPECT_EQ(Run(EngineListingScript("docker", false, beside) + "echo after=$fsl\n", no_api),
+            "fleet_serves=listed:fleet-qwen \nbeside\nfsl=listed gcs=fleet-qwen \nafter=listed\n");
+  EXPECT_EQ(Read("docker.args"),
+            "ps --filter label=fleet.deployment --format serving={{.Names}}\n");
+  // With the images: beside the CLI's listing, whose lines come last.
+  const std::string out = Run(EngineListingScript("docker", true, beside), no_api);
+  EXPECT_EQ(out.rfind("fleet_serves=listed:fleet-qwen \nbeside\nfsl=listed gcs=fleet-qwen \n", 0),
+            0u)
+      << out;
+  EXPECT_NE(out.find("\nimages=inspect 0\n"), std::string::npos) << out;
+  EXPECT_EQ(ImageListing::FromJson(ParseNodeFacts(out).images).images.size(), 3u);
+  // No CLI: nothing asked, the images' line says so after the rest.
+  EXPECT_EQ(Run(EngineListingScript("fleet-no-such-cli", true, beside), no_api),
+            "fleet_serves=no-engine:\nbeside\nfsl=no-engine gcs=\nimages=cli-missing\n");
+}
+
+// A CLI that cannot list: its first line, cut at 300 bytes, and no
+// listing; the API's answer, when one is read, goes out line by line.
+TEST_F(EngineListingTest, AnEngineErrorAndTheApisLines) {
+  Tool("docker", "echo \"Cannot connect $(printf '%0400d' 0)\"; echo second; exit 1\n");
+  const std::string out = Run(EngineListingScript("docker", false, ""), "DOCKER_HOST=unix:///x");
+  EXPECT_EQ(out, "fleet_serves=engine-error:Cannot connect " + std::string(285, '0') + "\n");
+  Socket(dir_ + "/docker.sock");
+  Curl(kDocker);
+  const std::string api = Run(EngineListingScript("docker", false, "echo beside\n"),
+                              "DOCKER_HOST=unix://" + dir_ + "/docker.sock");
+  EXPECT_EQ(api.rfind("fleet_serves=api:\nengine_api=[{", 0), 0u) << api;
+  EXPECT_NE(api.find("}]\nengine_api=\nengine_api=@api=200\nbeside\n"), std::string::npos) << api;
+  EXPECT_EQ(ParseEngineApi(api).serves.names, std::vector<std::string>{"fleet-qwen"});
+  // Only the serves were asked for: no /images/json without the images.
+  EXPECT_EQ(Read("curl.args").find("/images/json"), std::string::npos) << Read("curl.args");
+}
+
 TEST(ParseEngineApi, WhatTheAnswerSays) {
   EXPECT_FALSE(ParseEngineApi("fleet_serves=listed:x \n").present);
   EngineApiListing a = ParseEngineApi("engine_api=[]\nengine_api=\nengine_api=@api=200\n");

@@ -14,7 +14,9 @@ constexpr const char* kServingPrefix = "serving:";
 
 }  // namespace
 
-std::string ServeListingScript(const std::string& cli) { return EngineListingBegin(cli, false); }
+std::string ServeListingScript(const std::string& cli) {
+  return EngineListingScript(cli, false, "");
+}
 
 ServeListing ParseServeListing(const std::string& value) {
   ServeListing l;

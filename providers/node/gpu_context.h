@@ -34,8 +34,9 @@ enum class GpuContextMode { kAuto, kAlways };
 // sh that lists the running containers labelled fleet.deployment with the
 // node's container CLI `cli` and prints one `fleet_serves=<word>:<rest>`
 // line: "listed:<names, each followed by a space>", "no-engine:" (no CLI)
-// or "engine-error:<its first line>". Defines only $fsl (the word) and
-// $gcs (the rest), which GpuContextScript reads.
+// or "engine-error:<its first line>" (or "api:", EngineListingScript's
+// answer). Defines $fsl (the word) and $gcs (the rest), which
+// GpuContextScript reads, besides engine_listing.sh's own $el* names.
 std::string ServeListingScript(const std::string& cli);
 
 // What the fleet_serves line says.

@@ -194,13 +194,19 @@ TEST_F(GpuContextTest, NodeFactsListServesWithoutFleetProbe) {
   EXPECT_FALSE(f.fleet_serves_listed);
 }
 
-// The plan's fragment asks the node's own container CLI.
-TEST(NodeProviderProbeScript, AsksTheNodesContainerCli) {
+// The plan's fragment asks the node's own container CLI, and no other
+// (the script's text may name docker: its socket's branch, unused here).
+TEST_F(GpuContextTest, ThePlansProbeAsksTheNodesContainerCli) {
+  stub_.RecordingTool("podman", "case \"$1 $2\" in 'ps '*) echo serving=fleet-qwen ;; esac\n");
+  stub_.RecordingTool("docker", "exit 0\n");
   NodeSpec spec;
   spec.container_cli = "podman";
-  const std::string script = NodeProvider().ProbeScript(DesiredResource{}, spec);
-  EXPECT_NE(script.find("podman ps --filter label=fleet.deployment"), std::string::npos);
-  EXPECT_EQ(script.find("docker"), std::string::npos);
+  spec.sysfs = "/nonexistent";
+  const NodeFacts f = ParseNodeFacts(Run(NodeProvider().ProbeScript(DesiredResource{}, spec)));
+  EXPECT_EQ(f.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  EXPECT_NE(stub_.Calls("podman").find("ps --filter label=fleet.deployment"), std::string::npos)
+      << stub_.Calls("podman");
+  EXPECT_EQ(stub_.Calls("docker"), "");
 }
 
 // The plan's node probe lists the node's images once (image_listing.h) for

@@ -9,6 +9,7 @@
 #include "providers/node/engine_listing.h"
 #include "providers/node/node_gpu_sh.h"
 #include "providers/node/node_identity_sh.h"
+#include "providers/node/poweroff_sudo_sh.h"
 #include "providers/shared/fabric_facts.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/image_listing.h"
@@ -66,22 +67,20 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   // Inline fragments, not `sh -c`: the probe runs on every node on every
   // plan, and a process more costs each node a few ms. Their values go in
   // as one quoted assignment each (node_gpu.sh's header names them).
-  std::string s(kNodeIdentityScript, kNodeIdentityScriptSize);
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
-  s += EngineListingBegin(cli, list_images);
-  s += kFindProbeScript;
+  std::string beside = kFindProbeScript;
   for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
            {"ngf_version_file", kProbeVersionFile},
            {"ngf_install_path", kProbeInstallPath},
            {"ngf_source_sha", kFleetProbeSourceSha256},
            {"ngf_context", GpuContextScript(gpu_context)},
            {"ngf_drop_caches", DropCachesSudoScript()}})
-    s += std::string(name) + "=" + ShellQuote(value) + "\n";
-  s.append(kNodeGpuScript, kNodeGpuScriptSize);
-  s += FabricFactsScript(sysfs);
-  s += EngineListingEnd(list_images);
-  return s;
+    beside += std::string(name) + "=" + ShellQuote(value) + "\n";
+  beside.append(kNodeGpuScript, kNodeGpuScriptSize);
+  beside += FabricFactsScript(sysfs);
+  return std::string(kNodeIdentityScript, kNodeIdentityScriptSize) +
+         EngineListingScript(cli, list_images, beside);
 }
 
 NodeFacts ParseNodeFacts(const std::string& output) {
@@ -365,20 +364,9 @@ std::vector<std::string> PoweroffSudoArgv(const std::string& command) {
 
 std::string PoweroffSudoScript(const std::vector<std::string>& argv) {
   if (argv.empty()) return "";
-  std::vector<std::string> args(argv.begin() + 1, argv.end());
-  const std::string quoted_args = args.empty() ? "" : " " + ShellCommand(args);
-  // The command as sudo sees it: the path PATH gives, then the arguments.
-  return "pos_p=$(command -v " + ShellQuote(argv[0]) +
-         " 2>/dev/null) || pos_p=" + ShellQuote(argv[0]) +
-         "\nprintf 'poweroff_sudo_user=%s\\n' \"$(id -un)\"\n"
-         "printf 'poweroff_sudo_command=%s' \"$pos_p\"" +
-         (args.empty() ? "" : "; printf ' %s'" + quoted_args) +
-         "; echo\n"
-         "if ! command -v sudo >/dev/null 2>&1; then echo poweroff_sudo=no-sudo\n"
-         "elif sudo -n -l \"$pos_p\"" +
-         quoted_args +
-         " >/dev/null 2>&1; then echo poweroff_sudo=allowed\n"
-         "else echo poweroff_sudo=refused; fi\n";
+  std::vector<std::string> call = {"poweroff_sudo"};
+  call.insert(call.end(), argv.begin(), argv.end());
+  return std::string(kPoweroffSudoScript, kPoweroffSudoScriptSize) + ShellCommand(call) + "\n";
 }
 
 PoweroffSudo ParsePoweroffSudo(const std::string& output) {

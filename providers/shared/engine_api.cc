@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "providers/shared/container_labels.h"
+#include "providers/shared/engine_api_get_sh.h"
+#include "providers/shared/engine_socket_sh.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
@@ -13,33 +15,9 @@ std::string ServingContainersApiPath() {
          "%22%5D%7D";
 }
 
-// Not under a docker context or a remote DOCKER_HOST (the CLI's engine is
-// elsewhere), and podman's only while its service already runs (a
-// socket-activated one would start on the first call).
 std::string EngineSocketScript(const std::string& cli) {
-  if (cli == "docker")
-    return "  edc=${DOCKER_CONFIG:-$HOME/.docker}/config.json\n"
-           "  if [ -z \"${DOCKER_CONTEXT-}\" ] && { [ ! -f \"$edc\" ] || ! grep -q "
-           "'\"currentContext\"' \"$edc\" 2>/dev/null; }; then\n"
-           "    case ${DOCKER_HOST-} in\n"
-           "    unix://*) els=${DOCKER_HOST#unix://} ;;\n"
-           "    '') els=/run/docker.sock; [ -S \"$els\" ] || els=/var/run/docker.sock ;;\n"
-           "    esac\n"
-           "    [ -S \"$els\" ] || els=\n"
-           "  fi\n";
-  if (cli == "podman")
-    return "  eps=${XDG_RUNTIME_DIR:-/nonexistent}/podman/podman.sock\n"
-           "  if [ -z \"${CONTAINER_HOST-}\" ] && [ -S \"$eps\" ] && { [ ! -d "
-           "\"$XDG_RUNTIME_DIR/systemd\" ] || systemctl --user is-active --quiet podman.service "
-           "2>/dev/null; }; then els=$eps; fi\n";
-  return "";
-}
-
-std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
-                               const std::string& quoted_paths) {
-  const std::string probe = std::string("\"") + kInstalledProbe + "\"";
-  return rc + "=127; [ -x " + probe + " ] && { " + out + "=$(" + probe + " --api \"$els\" " +
-         quoted_paths + " 2>/dev/null); " + rc + "=$?; }\n";
+  return "engine_cli=" + ShellQuote(cli) + "\n" +
+         std::string(kEngineSocketScript, kEngineSocketScriptSize);
 }
 
 std::string PrefixedLinesScript(const std::string& value, const std::string& prefix) {
@@ -50,12 +28,12 @@ std::string PrefixedLinesScript(const std::string& value, const std::string& pre
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes) {
   std::string wanted;
-  for (const char* c : codes)
-    wanted += std::string(wanted.empty() ? "" : " | ") + "*\"\n@api=" + c + "\"";
-  const std::string rc = out + "_rc";
-  return answered + "=\nif [ -n \"$els\" ]; then\n  " +
-         ProbeApiReadScript(out, rc, ShellQuote(path)) + "  [ $" + rc + " != 0 ] || case $" + out +
-         " in " + wanted + ") " + answered + "=1 ;; esac\nfi\n";
+  for (const char* c : codes) wanted += std::string(wanted.empty() ? "" : " ") + c;
+  // The embedded script's answer under the caller's names: one line.
+  return "eag_probe=" + ShellQuote(kProbeInstallPath) + " eag_path=" + ShellQuote(path) +
+         " eag_codes=" + ShellQuote(wanted) + "\n" +
+         std::string(kEngineApiGetScript, kEngineApiGetScriptSize) + out + "=$eag_out " + out +
+         "_rc=$eag_rc " + answered + "=$eag_ok\n";
 }
 
 bool ContainerNamesFromJson(const std::string& body, std::vector<std::string>* names) {

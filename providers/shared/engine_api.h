@@ -26,7 +26,8 @@ inline constexpr char kListingCliEnv[] = "GOGC=400 ";
 // sh that sets $els to the engine's API socket where the node's container
 // CLI `cli` would reach its engine through one ("" otherwise: not under a
 // docker context or a remote DOCKER_HOST, and podman's only while its
-// service already runs). Defines only $els, $edc and $eps.
+// service already runs): `engine_cli=CLI` and the embedded engine_socket.sh.
+// Defines only $engine_cli, $els, $edc and $eps.
 std::string EngineSocketScript(const std::string& cli);
 
 // The API's GET of the running containers labelled fleet.deployment (`ps
@@ -34,22 +35,17 @@ std::string EngineSocketScript(const std::string& cli);
 // object {"label": [<the label>]}, URL-encoded).
 std::string ServingContainersApiPath();
 
-// sh: "RC=127; " then, where the installed fleet-probe is, its read of the
-// engine API's `quoted_paths` (shell words) on the socket $els into $OUT
-// (as `curl -w '\n@api=%{http_code}\n'` prints them) and its exit status
-// into $RC. REQUIRES: $els set (EngineSocketScript).
-std::string ProbeApiReadScript(const std::string& out, const std::string& rc,
-                               const std::string& quoted_paths);
-
 // sh: prints each line of the shell word `value` (e.g. "$ela") as
 // PREFIX + line, so that an API's answer can travel among other lines of a
 // probe's output and be told apart there.
 std::string PrefixedLinesScript(const std::string& value, const std::string& prefix);
 
-// sh: the installed probe's GET of the API's `path` into $OUT (as
-// ProbeApiReadScript, its exit status in $OUT_rc), and $ANSWERED set to 1
-// when the engine answered with one of `codes` (e.g. "200", "404"), else
-// "". REQUIRES: $els set (EngineSocketScript).
+// sh: the installed probe's GET of the API's `path` into $OUT (as `curl -w
+// '\n@api=%{http_code}\n'` prints it; "" without a socket), its exit status
+// in $OUT_rc (127 without an installed probe), and $ANSWERED set to 1 when
+// the engine answered with one of `codes` (e.g. "200", "404"), else "": the
+// embedded engine_api_get.sh, then one line that hands its answer to the
+// caller's names. REQUIRES: $els set (EngineSocketScript).
 std::string ProbeApiGetScript(const std::string& out, const std::string& answered,
                               const std::string& path, std::initializer_list<const char*> codes);
 

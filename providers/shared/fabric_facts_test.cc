@@ -9,6 +9,7 @@
 #include "providers/shared/fabric_route.h"
 #include "src/shell_quote.h"
 #include "tests/support/run_shell.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -200,6 +201,27 @@ TEST(FabricFacts, RouteRecheckScripts) {
   EXPECT_EQ(rc(HasAddressScript("10.77.0.1; touch /tmp/x")), 1);
   EXPECT_EQ(rc(HasRouteScript("127.0.0.1")), 0);
   EXPECT_NE(rc(HasRouteScript("not-an-address")), 0);
+}
+
+// fabric_route_check.sh on its own, with a stand-in ip(8): the address on
+// an interface (not one that only shares its prefix), a hostile address
+// one word, the route as `ip route get` answers.
+TEST(FabricFacts, RouteRecheckScriptsWithStubIp) {
+  const testing_support::StubCli stub("fabric_route_check_test");
+  stub.RecordingTool("ip",
+                     "case $1 in\n"
+                     "-4) echo '2: ib0    inet 10.77.0.12/24 brd 10.77.0.255 scope global ib0' ;;\n"
+                     "route) [ \"$3\" = 10.77.0.5 ] || { echo 'unreachable' >&2; exit 2; } ;;\n"
+                     "esac\n");
+  EXPECT_EQ(stub.Run(HasAddressScript("10.77.0.12")).exit_code, 0);
+  EXPECT_EQ(stub.Run(HasAddressScript("10.77.0.1")).exit_code, 1);
+  EXPECT_EQ(stub.Run(HasAddressScript("10.77.0.1; touch x")).exit_code, 1);
+  EXPECT_EQ(stub.Run(HasRouteScript("10.77.0.5")).exit_code, 0);
+  EXPECT_EQ(stub.Run(HasRouteScript("10.88.0.5")).exit_code, 2);
+  EXPECT_EQ(stub.Calls("ip"),
+            "-4 -o addr show\n-4 -o addr show\n-4 -o addr show\n"
+            "route get 10.77.0.5\nroute get 10.88.0.5\n");
+  EXPECT_EQ(stub.Read("x"), "");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "providers/shared/fabric_facts.h"
+#include "providers/shared/fabric_route_check_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -105,15 +107,15 @@ FabricRoute PlanFabricRoute(const Manifest* m, const std::map<std::string, NodeF
   return r;
 }
 
+// fabric_route_check.sh (beside this file) with its values.
 std::string HasAddressScript(const std::string& address) {
-  return "command -v ip >/dev/null 2>&1 || exit 0; ip -4 -o addr show 2>/dev/null | "
-         "awk -v a=" +
-         ShellQuote(address) + " '{split($4, p, \"/\"); if (p[1] == a) f = 1} END {exit !f}'";
+  return ScriptWithValues({{"frc_what", "address"}, {"frc_addr", ShellQuote(address)}},
+                          kFabricRouteCheckScript, kFabricRouteCheckScriptSize);
 }
 
 std::string HasRouteScript(const std::string& address) {
-  return "command -v ip >/dev/null 2>&1 || exit 0; ip route get " + ShellQuote(address) +
-         " >/dev/null 2>&1";
+  return ScriptWithValues({{"frc_what", "route"}, {"frc_addr", ShellQuote(address)}},
+                          kFabricRouteCheckScript, kFabricRouteCheckScriptSize);
 }
 
 Result<std::string> FabricAddressProblem(Transport* target, const std::string& node,

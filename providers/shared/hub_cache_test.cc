@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <thread>
 
 #include "providers/shared/completeness.h"
 #include "providers/shared/hub_remote.h"
 #include "providers/shared/hub_test_util.h"
+#include "providers/shared/relative_links_sh.h"
+#include "src/shell_quote.h"
+#include "tests/support/stub_cli.h"
 
 namespace fleet {
 namespace {
@@ -234,6 +238,42 @@ TEST(HubCache, LegacyLayoutIsDetectedAndLinkedRelative) {
   EXPECT_FALSE(fs::is_symlink(cache + "/" + HubRepoDirName(kRepo)));
 }
 
+// legacy_layout_link.sh leaves a folder in the link's way as it is, and
+// says so.
+TEST(HubCache, LegacyLayoutLinkLeavesAFolderInItsWay) {
+  TempDir dir;
+  const std::string cache = dir.path() + "/hf-local/hub";
+  fs::create_directories(cache + "/" + HubRepoDirName(kRepo));
+  WriteHubModel(cache, kRepo, kRev, ThreeShardModel(),
+                dir.path() + "/hf-local/" + HubRepoDirName(kRepo));
+  auto t = Local();
+  const Status s = FixLegacyLayout(t.get(), {cache, kRepo, kRev});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exists and is not a symlink; left as is"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(fs::is_symlink(cache + "/" + HubRepoDirName(kRepo)));
+  EXPECT_FALSE(FixLegacyLayout(t.get(), {dir.path() + "/empty/hub", kRepo, kRev}).ok());
+}
+
+// relative_links.sh on its own: a link whose relative target resolves (the
+// repo's own blob) is made relative; one whose blob this repo lacks is left.
+TEST(HubCache, RelativeLinksOnlyWhereTheBlobIsTheRepos) {
+  const testing_support::StubCli stub("relative_links_test");
+  const std::string m = stub.dir() + "/m";
+  stub.Write("m/blobs/aaa", "A");
+  stub.Write("elsewhere/bbb", "B");
+  fs::create_directories(m + "/snapshots/rev/sub");
+  fs::create_symlink(m + "/blobs/aaa", m + "/snapshots/rev/a.json");
+  fs::create_symlink(stub.dir() + "/elsewhere/bbb", m + "/snapshots/rev/sub/b.json");
+  const testing_support::ShellRun run = stub.Run(
+      "m=" + ShellQuote(m) + " r=rev\nset -- a.json ../../blobs/aaa sub/b.json " +
+      "../../../blobs/bbb\n" + std::string(kRelativeLinksScript, kRelativeLinksScriptSize));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(fs::read_symlink(m + "/snapshots/rev/a.json").string(), "../../blobs/aaa");
+  EXPECT_EQ(fs::read_symlink(m + "/snapshots/rev/sub/b.json").string(),
+            stub.dir() + "/elsewhere/bbb");
+}
+
 TEST(HubCache, RemoveRevisionKeepsSharedBlobs) {
   TempDir dir;
   const std::string cache = dir.path() + "/hub";
@@ -451,6 +491,40 @@ TEST(HubCache, ReadsRealHeadersAndIndexes) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("model-00003-of-00003.safetensors: "), std::string::npos);
   EXPECT_NE(problems[0].find("truncated"), std::string::npos) << problems[0];
+}
+
+// snapshot_headers.sh on its own: a header it reads whole, one whose length
+// runs past its file (sent as FOLLOW 0), a file too short for a length,
+// an index whole; exit 3 and no stream without the snapshot.
+TEST(HubCache, SnapshotHeadersScriptFramesWhatItReads) {
+  const testing_support::StubCli stub("snapshot_headers_test");
+  const HubLocation loc{stub.dir() + "/hub", kRepo, kRev};
+  testing_support::ShellRun run = stub.Run(SnapshotHeadersScript(loc));
+  EXPECT_EQ(run.exit_code, 3);
+  EXPECT_EQ(run.out, "");
+
+  const std::string snap = "hub/" + HubRepoDirName(kRepo) + "/snapshots/" + kRev + "/";
+  const std::string header = "{\"a\":1}";
+  stub.Write(snap + "good.safetensors", std::string("\x07\0\0\0\0\0\0\0", 8) + header + "DATA");
+  stub.Write(snap + "sub/long.safetensors", std::string("\xff\0\0\0\0\0\0\0", 8) + "{}");
+  stub.Write(snap + "short.safetensors", "abc");
+  stub.Write(snap + "model.safetensors.index.json", "{\"weight_map\":{}}\n");
+  stub.Write(snap + "README.md", "not read");
+  run = stub.Run(SnapshotHeadersScript(loc));
+  EXPECT_EQ(run.exit_code, 0);
+  Result<SnapshotHeaders> h = ParseHeaderStream(run.out);
+  ASSERT_TRUE(h.ok()) << h.status().message() << "\n" << run.out;
+  std::map<std::string, HeaderSample> by_path;
+  for (const HeaderSample& s : h->headers) by_path[s.path] = s;
+  ASSERT_EQ(by_path.size(), 3u) << run.out;
+  EXPECT_EQ(by_path["good.safetensors"].header_length, 7u);
+  EXPECT_EQ(by_path["good.safetensors"].header, header);
+  EXPECT_EQ(by_path["good.safetensors"].size, 19u);
+  EXPECT_EQ(by_path["sub/long.safetensors"].header_length, 255u);
+  EXPECT_EQ(by_path["sub/long.safetensors"].header, "");
+  EXPECT_EQ(by_path["short.safetensors"].header, "");
+  EXPECT_EQ(h->indexes.size(), 1u);
+  EXPECT_EQ(h->indexes["model.safetensors.index.json"], "{\"weight_map\":{}}\n");
 }
 
 TEST(HubCache, FloatingRevisionResolvedThroughRefsOnTheNode) {

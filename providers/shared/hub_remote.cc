@@ -6,6 +6,11 @@
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/deep_verify_sh.h"
 #include "providers/shared/hub_cache.h"
+#include "providers/shared/legacy_layout_link_sh.h"
+#include "providers/shared/node_script.h"
+#include "providers/shared/relative_links_sh.h"
+#include "providers/shared/remove_revision_sh.h"
+#include "providers/shared/snapshot_headers_sh.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
@@ -99,26 +104,11 @@ Result<SnapshotHeaders> ParseHeaderStream(const std::string& out) {
   return h;
 }
 
+// snapshot_headers.sh (beside this file; its header says what it prints)
+// with its values.
 std::string SnapshotHeadersScript(const HubLocation& loc) {
-  return RepoPrelude(loc) + "L=" + std::to_string(kMaxSafetensorsHeader) + "\n" +
-         R"SH(cd -- "$m/snapshots/$r" 2>/dev/null || { echo "no snapshot $r" >&2; exit 3; }
-T=$(printf '\t')
-find -L . -type f \( -name '*.safetensors' -o -name '*.safetensors.index.json' \) -printf '%s\t%P\n' |
-while IFS="$T" read -r sz f; do
-  case $f in
-    *.safetensors.index.json) printf 'I\t%s\t%s\n' "$sz" "$f"; head -c "$sz" -- "$f";;
-    *)
-      set -- $(od -An -tx1 -N8 -- "$f" 2>/dev/null)
-      h=$1$2$3$4$5$6$7$8; k=0
-      if [ $# -eq 8 ] && [ "$8$7$6$5" = 00000000 ]; then
-        n=$((0x$4$3$2$1))
-        if [ "$n" -le "$L" ] && [ "$n" -le $((sz - 8)) ]; then k=$n; fi
-      fi
-      printf 'H\t%s\t%s\t%s\t%s\n' "$sz" "$h" "$k" "$f"
-      if [ "$k" -gt 0 ]; then tail -c +9 -- "$f" | head -c "$k"; fi;;
-  esac
-done
-)SH";
+  return RepoPrelude(loc) + ScriptWithValues({{"shs_max", std::to_string(kMaxSafetensorsHeader)}},
+                                             kSnapshotHeadersScript, kSnapshotHeadersScriptSize);
 }
 
 Result<SnapshotHeaders> ReadSnapshotHeaders(Transport* t, const HubLocation& loc) {
@@ -241,16 +231,10 @@ Result<NodeHashReport> DeepVerifyOnNode(
 }
 
 Status FixLegacyLayout(Transport* t, const HubLocation& loc) {
-  const std::string script =
-      "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) + "\n" + R"SH(
-[ -d "$c/../$d" ] || { echo "no legacy folder $c/../$d" >&2; exit 1; }
-if [ -L "$c/$d" ]; then
-  [ "$(readlink -- "$c/$d")" = "../$d" ] && exit 0
-  echo "$c/$d is a symlink to $(readlink -- "$c/$d"), not ../$d; left as is" >&2; exit 1
-fi
-[ -e "$c/$d" ] && { echo "$c/$d exists and is not a symlink; left as is" >&2; exit 1; }
-mkdir -p -- "$c" && ln -s -- "../$d" "$c/$d"
-)SH";
+  // legacy_layout_link.sh (beside this file) with its values.
+  const std::string script = ScriptWithValues(
+      {{"c", NodePathWord(loc.cache)}, {"d", ShellQuote(HubRepoDirName(loc.repo))}},
+      kLegacyLayoutLinkScript, kLegacyLayoutLinkScriptSize);
   Result<CommandResult> r = t->Run(script);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "linking the legacy layout", *r);
@@ -268,19 +252,18 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
                          const std::vector<std::string>& paths) {
   Result<HubProbe> p = ProbeHub(t, loc);
   if (!p.ok()) return p.status();
-  std::string script = RepoPrelude(loc);
+  // relative_links.sh (beside this file) with a PATH REL pair a link.
+  std::string pairs = "set --";
   int n = 0;
   for (const std::string& path : paths) {
     const SnapshotEntry* e = p->Find(path);
     if (e == nullptr || e->link != LinkKind::kAbsolute || e->blob.empty()) continue;
-    const std::string rel = RelativeBlobLink(path, e->blob);
-    // Only when the blob is really this repo's: the relative link must resolve.
-    script += "f=\"$m/snapshots/$r/\"" + ShellQuote(path) + "; [ -f \"$(dirname -- \"$f\")/\"" +
-              ShellQuote(rel) + " ] && ln -sfn -- " + ShellQuote(rel) + " \"$f\"\n";
+    pairs += " " + ShellQuote(path) + " " + ShellQuote(RelativeBlobLink(path, e->blob));
     ++n;
   }
   if (n == 0) return Status::OK();
-  Result<CommandResult> r = t->Run(script + "exit 0\n");
+  Result<CommandResult> r = t->Run(RepoPrelude(loc) + pairs + "\n" +
+                                   std::string(kRelativeLinksScript, kRelativeLinksScriptSize));
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "making links relative", *r);
   return Status::OK();
@@ -288,33 +271,9 @@ Status MakeLinksRelative(Transport* t, const HubLocation& loc,
 
 Status RemoveModelRevision(Transport* t, const HubLocation& loc, uint64_t* freed) {
   *freed = 0;
-  const std::string script = RepoPrelude(loc) + R"SH(s="$m/snapshots/$r"
-[ -d "$s" ] || { echo freed 0; exit 0; }
-k=$(mktemp) || exit 1
-trap 'rm -f "$k"' EXIT
-# Blobs another snapshot links to stay.
-for o in "$m"/snapshots/*; do
-  [ -d "$o" ] && [ "$o" != "$s" ] && find "$o" -type l -printf '%l
-'
-done | sed 's,.*/,,' | sort -u > "$k"
-n=0
-for b in $(find "$s" -type l -printf '%l
-' | sed 's,.*/,,' | sort -u | grep -vxF -f "$k"); do
-  for f in "$m/blobs/$b" "$m/blobs/$b.incomplete"; do
-    [ -f "$f" ] && n=$((n + $(wc -c < "$f"))) && rm -f -- "$f"
-  done
-done
-rm -rf -- "$s" || exit 1
-rm -f -- "$m/.fleet-staged/$r"; rmdir -- "$m/.fleet-staged" 2>/dev/null
-find "$m/refs" -type f 2>/dev/null | while IFS= read -r f; do
-  v=; IFS= read -r v < "$f" || :; [ "$v" = "$r" ] && rm -f -- "$f"; done
-if [ -z "$(ls -A "$m/snapshots" 2>/dev/null)" ]; then
-  # Through a legacy-layout link: remove the folder it points at, then it.
-  [ -L "$c/$d" ] && { rm -rf -- "$(cd "$c/$d" && pwd -P)"; rm -f -- "$c/$d"; }
-  rm -rf -- "$m"
-fi
-echo "freed $n"
-)SH";
+  // remove_revision.sh (beside this file; its header says what it keeps).
+  const std::string script =
+      RepoPrelude(loc) + std::string(kRemoveRevisionScript, kRemoveRevisionScriptSize);
   Result<CommandResult> r = t->Run(script);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) return CommandFailed(t, loc, "removing the revision", *r);

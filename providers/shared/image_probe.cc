@@ -6,6 +6,9 @@
 
 #include "providers/shared/cli_error.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/image_inspect_sh.h"
+#include "providers/shared/image_probe_sh.h"
+#include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -35,6 +38,7 @@ bool ParseAnswerLine(const std::string& line, ImageLookup* out) {
   return true;
 }
 
+// The line image_inspect.sh starts the API's answer with.
 constexpr char kImageApiLine[] = "image_api=";
 
 // A name or an ID the API's path can carry as it is.
@@ -63,13 +67,17 @@ bool ImageLookupFromJson(const std::string& body, ImageLookup* l) {
 }  // namespace
 
 std::string ImageInspectScript(const std::string& cli, const std::string& what) {
-  const std::string by_cli =
-      ShellCommand({cli, "image", "inspect", "--format", kInspectFormat, what}) + " 2>&1\n";
-  if (!PathSafe(what)) return by_cli;
+  // A name the API's path cannot carry: the CLI's inspect, one command.
+  if (!PathSafe(what))
+    return ShellCommand({cli, "image", "inspect", "--format", kInspectFormat, what}) + " 2>&1\n";
+  // image_inspect.sh (beside this file; its header says what it prints)
+  // after the API's read, with its values.
   return EngineSocketScript(cli) +
          ProbeApiGetScript("iio", "ii", "/images/" + what + "/json", {"200", "404"}) +
-         "if [ -n \"$ii\" ]; then printf '" + kImageApiLine + "%s\\n' \"$iio\"; else " + by_cli +
-         "fi\n";
+         ScriptWithValues({{"iin_cli", ShellQuote(cli)},
+                           {"iin_format", ShellQuote(kInspectFormat)},
+                           {"iin_what", ShellQuote(what)}},
+                          kImageInspectScript, kImageInspectScriptSize);
 }
 
 ImageLookup ParseImageInspect(int exit_code, const std::string& output) {
@@ -108,16 +116,12 @@ std::string DigestAfter(const std::string& name, size_t at) {
 }
 
 std::string ImageProbeScript(const std::string& cli, const ImageRef& ref) {
-  // One line: "ref <exit status> <inspect's output, newlines turned into
-  // spaces>". 2>&1 keeps the reason of a miss; the parser skips warnings
-  // around the answer.
-  return "cli=" + ShellQuote(cli) +
-         "\n"
-         "command -v \"$cli\" >/dev/null 2>&1 || { echo 'cli missing'; exit 0; }\n"
-         "out=$(\"$cli\" image inspect --format " +
-         ShellQuote(kInspectFormat) + " " + ShellQuote(ref.Lookup()) +
-         " 2>&1); rc=$?\n"
-         "printf 'ref %s %s\\n' \"$rc\" \"$(printf '%s' \"$out\" | tr '\\n' ' ')\"\n";
+  // image_probe.sh (beside this file; its header says what it prints) with
+  // its values. Inline, not `sh -c`: it runs in the probe of every plan.
+  return ScriptWithValues({{"ipr_cli", ShellQuote(cli)},
+                           {"ipr_format", ShellQuote(kInspectFormat)},
+                           {"ipr_ref", ShellQuote(ref.Lookup())}},
+                          kImageProbeScript, kImageProbeScriptSize);
 }
 
 ImageLookup ParseInspect(int exit_code, const std::string& output) {

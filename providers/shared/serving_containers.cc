@@ -4,12 +4,15 @@
 
 #include "providers/shared/container_labels.h"
 #include "providers/shared/engine_api.h"
+#include "providers/shared/node_script.h"
+#include "providers/shared/serving_containers_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
 
 namespace {
 
+// The line serving_containers.sh prints each line of the API's answer on.
 constexpr char kServingApiLine[] = "serving_api=";
 
 }  // namespace
@@ -21,12 +24,15 @@ std::string ServingContainersCliCommand(const std::string& cli) {
 }
 
 std::string ServingContainersCommand(const std::string& cli) {
-  // The API's answer goes to the controller, which reads its names.
+  // serving_containers.sh (beside this file; its header says what it
+  // prints) after the API's read, with its values. The API's answer goes to
+  // the controller, which reads its names.
   return "{\n" + EngineSocketScript(cli) +
          ProbeApiGetScript("sv_out", "sv_api", ServingContainersApiPath(), {"200"}) +
-         "if [ -n \"$sv_api\" ]; then " +
-         PrefixedLinesScript("\"${sv_out%\"\n@api=200\"}\"", kServingApiLine) + "else " +
-         ServingContainersCliCommand(cli) + "; fi\n}";
+         ScriptWithValues(
+             {{"svc_cli", ShellQuote(cli)}, {"svc_label", ShellQuote(kDeploymentLabel)}},
+             kServingContainersScript, kServingContainersScriptSize) +
+         "}";
 }
 
 std::vector<std::string> ParseServingContainers(const std::string& output) {

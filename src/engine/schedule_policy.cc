@@ -28,16 +28,19 @@ bool WindowEndedBetween(const UpSchedule& s, const ZoneOffsets& zone, int64_t fr
 
 // A node's own window: inside it, each deployment with a serve on the node
 // that sleeps or is stopped is brought up (once: a deployment's own window
-// may have asked already); after its end, the node is taken down as a
-// deployment's nodes are.
+// may have asked already), and a sleeping node that holds no serve is
+// powered on by itself (a hot spare kept up for a shift); after its end,
+// the node is taken down as a deployment's nodes are.
 void DecideNode(const ScheduleInput& in, const std::string& node, bool up, ScheduleOutcome* out) {
   const Manifest& m = *in.manifest;
   const UpSchedule& s = m.nodes.at(node).schedule;
   const ZoneOffsets& zone = in.zones.at(s.tz);
   const std::string said = DescribeSchedule(s, zone, in.now_s);
   if (up) {
+    bool serves = false;
     for (const auto& [name, d] : m.deployments) {
       if (std::find(d.nodes.begin(), d.nodes.end(), node) == d.nodes.end()) continue;
+      serves = true;
       const bool asked =
           std::any_of(out->decisions.begin(), out->decisions.end(), [&](const ScheduleDecision& x) {
             return x.act == ScheduleAct::kBringUp && x.deployment == name;
@@ -52,6 +55,13 @@ void DecideNode(const ScheduleInput& in, const std::string& node, bool up, Sched
                                   "node " + node + "'s " + said + "; the serve of deployment " +
                                       name + " is not running: up ahead of demand"});
     }
+    if (!serves && !in.awake.count(node))
+      out->decisions.push_back({ScheduleAct::kBringUp,
+                                "",
+                                node,
+                                {node},
+                                "node " + node + "'s " + said + "; " + node +
+                                    " asleep and holds no serve: powered on ahead of demand"});
     return;
   }
   const auto was_owed = in.owed_node_down.find(node);

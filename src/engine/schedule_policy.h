@@ -13,11 +13,12 @@
 // that starts outside a window takes nothing down: it did not see the
 // window end.
 // A node's own `schedule` does the same for the node: inside its window
-// every deployment with a serve on it is brought up (the wake path wakes
-// serves: a node with none is held on, not powered on), and the node is
-// not idled off; at the window's end the node is taken down as idle off
-// takes it down, unless a deployment's window holds it up or a request
-// for its models came since the end.
+// every deployment with a serve on it is brought up, a node that holds
+// no serve is powered on by itself (the wake path: switch on, read back,
+// SSH, its display RAM as declared), and the node is not idled off; at
+// the window's end the node is taken down as idle off takes it down,
+// unless a deployment's window holds it up or a request for its models
+// came since the end.
 #ifndef FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
 #define FLEET_SRC_ENGINE_SCHEDULE_POLICY_H_
 
@@ -40,10 +41,13 @@ enum class ScheduleAct {
 
 struct ScheduleDecision {
   ScheduleAct act = ScheduleAct::kBringUp;
-  std::string deployment;  // "" for a node's kTakeDown and kLeaveOn
-  std::string node;        // a node's own schedule decided it: that node ("": a deployment's)
-  std::vector<std::string>
-      nodes;        // kBringUp: all of the deployment's; kTakeDown: those to take down
+  // "" for a node's kTakeDown and kLeaveOn, and its kBringUp when it holds
+  // no serve (the node alone is powered on)
+  std::string deployment;
+  std::string node;  // a node's own schedule decided it: that node ("": a deployment's)
+  // kBringUp: all of the deployment's (a node alone: that node); kTakeDown:
+  // those to take down
+  std::vector<std::string> nodes;
   std::string why;  // "schedule daily 08:00-20:00 UTC: up now; ...; dgx3 asleep"
 };
 

@@ -217,6 +217,43 @@ TEST(SchedulePolicy, ANodesWindowBringsUpTheServesOnItAndHoldsItOn) {
   EXPECT_EQ(o.held_up.count("dgx3"), 1u);
 }
 
+// A hot spare: dgx3 with its own window and no serve on it. The window's
+// start powers the node itself on (a decision without a deployment); once
+// it is on, nothing more, and it is held on; after the end, taken down.
+TEST(SchedulePolicy, ANodesWindowPowersOnANodeThatHoldsNoServe) {
+  Manifest m = NodeLab();
+  m.deployments.erase("b");
+  ScheduleOutcome o =
+      DecideSchedules(At(m, kMonday + 8 * kHour - 30, kMonday + 8 * kHour + 30, {}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kBringUp);
+  EXPECT_EQ(o.decisions[0].deployment, "");
+  EXPECT_EQ(o.decisions[0].node, "dgx3");
+  EXPECT_EQ(o.decisions[0].nodes, std::vector<std::string>{"dgx3"});
+  EXPECT_EQ(o.decisions[0].why,
+            "node dgx3's schedule daily 08:00-20:00 UTC: up now; down at Mon 2026-12-07 20:00 "
+            "UTC (20:00 UTC); dgx3 asleep and holds no serve: powered on ahead of demand");
+  EXPECT_EQ(o.held_up.count("dgx3"), 1u);
+  // Asleep again within the window (cut by hand, or a wake that failed):
+  // asked again (the wake path's backoff decides whether it tries).
+  o = DecideSchedules(At(m, kMonday + 9 * kHour, kMonday + 9 * kHour + 60, {}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].node, "dgx3");
+  // On: held on, nothing to bring up.
+  o = DecideSchedules(At(m, kMonday + 9 * kHour, kMonday + 9 * kHour + 60, {"dgx3"}));
+  EXPECT_TRUE(o.decisions.empty());
+  EXPECT_EQ(o.held_up.count("dgx3"), 1u);
+  // Outside its window, asleep: nothing (no demand can wake a node that
+  // serves nothing, and the schedule does not).
+  EXPECT_TRUE(DecideSchedules(At(m, kMonday + 21 * kHour, kMonday + 21 * kHour + 60, {}))
+                  .decisions.empty());
+  // Its window's end takes it down as any node's.
+  o = DecideSchedules(At(m, kMonday + 20 * kHour - 10, kMonday + 20 * kHour + 10, {"dgx3"}));
+  ASSERT_EQ(o.decisions.size(), 1u);
+  EXPECT_EQ(o.decisions[0].act, ScheduleAct::kTakeDown);
+  EXPECT_EQ(o.decisions[0].node, "dgx3");
+}
+
 TEST(SchedulePolicy, ANodeAndADeploymentWindowUpTogetherWakeTheDeploymentOnce) {
   Manifest m = NodeLab();
   m.deployments["b"].schedule = m.nodes["dgx3"].schedule;

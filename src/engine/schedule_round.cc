@@ -85,7 +85,9 @@ std::vector<nlohmann::json> ScheduleRound::Round(const ScheduleRoundInput& in,
   for (const ScheduleDecision& d : outcome.decisions) {
     decided.insert(subject(d));
     if (d.act == ScheduleAct::kBringUp) {
-      const std::optional<WakeTarget> target = WakeTargetForDeployment(m, d.deployment);
+      const std::optional<WakeTarget> target = d.deployment.empty()
+                                                   ? WakeTargetForNode(m, d.node)
+                                                   : WakeTargetForDeployment(m, d.deployment);
       if (!target || in.waker == nullptr) continue;
       const WakeStart started = in.waker->Wake(*target, "schedule");
       if (started.running)

@@ -2,7 +2,9 @@
 // (schedule_policy.h decides). A window that says up brings a sleeping
 // node of its deployment up through the wake path (WakeListener::Wake:
 // switch on, read back, SSH, that deployment's part of the plan under the
-// state lock; one wake per node, the wake's backoff after a failure), and
+// state lock; one wake per node, the wake's backoff after a failure); a
+// node's own window powers a node that holds no serve on the same way
+// (its display RAM as declared), and
 // holds its nodes on against idle off. A window's end takes its nodes down
 // as idle off does (node_take_down.h: destroy's order, same blockers).
 // Each decision is an event with why: {"event": "schedule", "time",

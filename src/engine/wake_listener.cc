@@ -139,9 +139,16 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   std::unique_ptr<PowerSwitch> power = MakeDeclaredPowerSwitch(woke.power);
   Planner planner(&woke, &providers, &connections, power.get());
   PlanOptions po;
+  // A deployment's serves (and what they need: the nodes' power and display
+  // RAM, image, model); a node's own wake, the node and its display RAM.
   for (const DesiredResource& r : planner.Desired())
-    if (RoleOf(r.type) == Role::kServe && r.name == t.deployment) po.targets.push_back(r.address);
-  if (po.targets.empty()) return {false, "deployment " + t.deployment + " has no serve to wake"};
+    if (t.deployment.empty() ? r.address == "node." + t.nodes.front() ||
+                                   r.address == "display_ram." + t.nodes.front()
+                             : RoleOf(r.type) == Role::kServe && r.name == t.deployment)
+      po.targets.push_back(r.address);
+  if (po.targets.empty())
+    return {false, t.deployment.empty() ? "node " + t.nodes.front() + " is not declared"
+                                        : "deployment " + t.deployment + " has no serve to wake"};
   const Plan plan = planner.MakePlan(*state, po);
   if (!plan.errors.empty()) return {false, "plan: " + WakeJoined(DiagnosticLines(plan.errors))};
   WakeDone done;
@@ -150,19 +157,27 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   const auto start = WakeClock::now();
   std::mutex mu;
   WakeClock::time_point ssh_up{};
-  const std::string head = "deployment." + t.deployment + "@" + t.nodes.front() + ": complete";
+  const std::string head = WakeAddress(t) + ": complete";
   Executor executor(
       &woke, &providers, &connections, store.get(), power.get(), [&](const std::string& line) {
         std::lock_guard<std::mutex> l(mu);
         for (const std::string& n : t.nodes)
           if (line.rfind("node." + n + ": complete", 0) == 0) ssh_up = WakeClock::now();
-        if (line.rfind(head, 0) == 0 && ssh_up != WakeClock::time_point{}) {
+        if (!t.deployment.empty() && line.rfind(head, 0) == 0 &&
+            ssh_up != WakeClock::time_point{}) {
           done.power_on_to_ssh_s = std::chrono::duration<double>(ssh_up - start).count();
           done.ssh_to_ready_s = SecondsSince(ssh_up);
         }
-        if (progress) progress("wake " + t.deployment + ": " + line);
+        if (progress)
+          progress("wake " + (t.deployment.empty() ? "node " + t.nodes.front() : t.deployment) +
+                   ": " + line);
       });
   const ApplyReport report = executor.Apply(plan, &state.value(), ApplyOptions{});
+  // A node's own wake ends with its display RAM, after SSH came up.
+  if (t.deployment.empty() && report.ok() && ssh_up != WakeClock::time_point{}) {
+    done.power_on_to_ssh_s = std::chrono::duration<double>(ssh_up - start).count();
+    done.ssh_to_ready_s = SecondsSince(ssh_up);
+  }
   if (!report.ok()) {
     done.ok = false;
     done.cause = WakeJoined(report.failed);
@@ -220,7 +235,7 @@ struct WakeListener::Impl {
         if (joined != nullptr) *joined = true;
         return it->second;
       }
-    WakeHistory& h = history[t.deployment];
+    WakeHistory& h = history[WakeAddress(t)];
     if (h.failures > 0 && WakeClock::now() < h.retry_at) {
       *cause = h.last_cause;
       *retry_s = static_cast<int>(
@@ -239,14 +254,14 @@ struct WakeListener::Impl {
   void Run(const std::shared_ptr<WakeRun>& run) {
     const WakeTarget& t = run->target;
     if (options.progress)
-      options.progress("wake: powering on " + NodeList(t.nodes) + " for " + t.model + " (" +
-                       run->reason + ")");
+      options.progress("wake: powering on " + NodeList(t.nodes) +
+                       (t.model.empty() ? "" : " for " + t.model) + " (" + run->reason + ")");
     const WakeDone done = DoWake(options.dir, t, options.progress);
     const double took = SecondsSince(run->started);
     {
       std::lock_guard<std::mutex> l(mu);
       for (const std::string& n : t.nodes) runs.erase(n);
-      WakeHistory& h = history[t.deployment];
+      WakeHistory& h = history[WakeAddress(t)];
       if (done.ok) {
         h.failures = 0;
         h.last_wake_s = took;
@@ -266,14 +281,18 @@ struct WakeListener::Impl {
     run->cv.notify_all();
     nlohmann::json e = {{"event", "wake"},
                         {"time", NowRfc3339()},
-                        {"model", t.model},
-                        {"deployment", t.deployment},
-                        {"address", "deployment." + t.deployment + "@" + t.nodes.front()},
+                        {"address", WakeAddress(t)},
                         {"nodes", t.nodes},
                         {"outcome", done.ok ? "woken" : "failed"},
                         {"reason", run->reason},
                         {"duration_s", took},
                         {"detail", done.ok ? "" : done.cause}};
+    if (t.deployment.empty()) {
+      e["node"] = t.nodes.front();  // a node's own wake: no model, no deployment
+    } else {
+      e["model"] = t.model;
+      e["deployment"] = t.deployment;
+    }
     if (done.power_on_to_ssh_s >= 0)
       e["parts"] = {{"power_on_to_ssh_s", done.power_on_to_ssh_s},
                     {"ssh_to_ready_s", done.ssh_to_ready_s}};
@@ -322,7 +341,7 @@ struct WakeListener::Impl {
     if (!LoadManifest(options.dir, &m, &diags))
       return refuse("fleet cannot read its manifests; nothing was woken", "model_unavailable", 60);
     const std::optional<WakeTarget> target = WakeTargetFor(m, model);
-    if (target) e["address"] = "deployment." + target->deployment + "@" + target->nodes.front();
+    if (target) e["address"] = WakeAddress(*target);
     if (!target)
       return refuse("no serve of model '" + model + "' can be woken (none on an on_demand node)",
                     "model_unavailable", 0);
@@ -346,7 +365,7 @@ struct WakeListener::Impl {
         double estimate = 0;
         {
           std::lock_guard<std::mutex> h(mu);
-          estimate = history[target->deployment].last_wake_s;
+          estimate = history[WakeAddress(*target)].last_wake_s;
         }
         const int left = std::max(5, static_cast<int>((estimate > 0 ? estimate : target->hold_s) -
                                                       SecondsSince(run->started)));
@@ -358,7 +377,7 @@ struct WakeListener::Impl {
         std::lock_guard<std::mutex> h(mu);
         retry_s = std::max(
             1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(
-                                    history[target->deployment].retry_at - WakeClock::now())
+                                    history[WakeAddress(*target)].retry_at - WakeClock::now())
                                     .count()));
         cause = run->cause;
       }

@@ -30,10 +30,12 @@ namespace fleet {
 
 struct WakeListenerOptions {
   std::string dir;  // the manifests repo (read at each request: a new commit counts)
-  // Each wake's event: {"event": "wake", "time", "model", "deployment",
-  // "nodes", "outcome": "woken"|"failed", "reason": "request"|"schedule",
-  // "duration_s", "detail",
-  // "parts": {"power_on_to_ssh_s", "ssh_to_ready_s"}}; and each answered or
+  // Each wake's event: {"event": "wake", "time", "address", "model",
+  // "deployment", "nodes", "outcome": "woken"|"failed", "reason":
+  // "request"|"schedule", "duration_s", "detail",
+  // "parts": {"power_on_to_ssh_s", "ssh_to_ready_s"}} (a node's own wake:
+  // "address": "node.N" and "node" instead of "model" and "deployment",
+  // its ready the node's display RAM as declared); and each answered or
   // refused request: {"event": "wake_request", "time", "model",
   // "outcome": "answered"|"refused", "wait_s", "detail"}. Called from the
   // listener's threads, one call at a time.
@@ -65,7 +67,8 @@ class WakeListener {
   // REQUIRES: called once, before Wake.
   Status Start(const std::string& listen, WakeListenerOptions options);
 
-  // Wakes `target` without a request (a schedule's window says up), on the
+  // Wakes `target` without a request (a schedule's window says up; a
+  // target of WakeTargetForNode powers the node alone on), on the
   // same terms as a request would: one wake per node (a running one is
   // joined, and requests that come meanwhile join it), the backoff after a
   // failure. Returns at once; the wake's event says how it ended, with

@@ -9,6 +9,14 @@ namespace fleet {
 
 namespace {
 
+// The longest wake.hold of the gateways with wake; 0: none has one.
+int LongestHold(const Manifest& m) {
+  int hold = 0;
+  for (const auto& [name, g] : m.gateways)
+    if (g.wake.present) hold = std::max(hold, g.wake.hold_s);
+  return hold;
+}
+
 WakeTarget TargetOf(const Manifest& m, const std::string& model, const std::string& deployment,
                     const DeploymentSpec& d) {
   WakeTarget t;
@@ -17,10 +25,7 @@ WakeTarget TargetOf(const Manifest& m, const std::string& model, const std::stri
   t.nodes = d.nodes;
   t.backoff_s = d.restart.backoff_s;
   t.max_backoff_s = d.restart.max_backoff_s;
-  int hold = 0;
-  for (const auto& [name, g] : m.gateways)
-    if (g.wake.present) hold = std::max(hold, g.wake.hold_s);
-  if (hold > 0) t.hold_s = hold;
+  if (const int hold = LongestHold(m); hold > 0) t.hold_s = hold;
   return t;
 }
 
@@ -55,6 +60,24 @@ std::optional<WakeTarget> WakeTargetForDeployment(const Manifest& m,
       return t;
     }
   return TargetOf(m, model, deployment, d->second);
+}
+
+std::optional<WakeTarget> WakeTargetForNode(const Manifest& m, const std::string& node) {
+  const auto n = m.nodes.find(node);
+  if (n == m.nodes.end() || !n->second.power.present || n->second.power.state != "on_demand")
+    return std::nullopt;
+  WakeTarget t;
+  t.nodes = {node};
+  const RestartPolicy builtin;
+  t.backoff_s = builtin.backoff_s;
+  t.max_backoff_s = builtin.max_backoff_s;
+  if (const int hold = LongestHold(m); hold > 0) t.hold_s = hold;
+  return t;
+}
+
+std::string WakeAddress(const WakeTarget& t) {
+  if (t.deployment.empty()) return "node." + (t.nodes.empty() ? "" : t.nodes.front());
+  return "deployment." + t.deployment + "@" + (t.nodes.empty() ? "" : t.nodes.front());
 }
 
 Manifest ManifestWithNodesOn(const Manifest& m, const std::vector<std::string>& nodes) {

@@ -3,7 +3,8 @@
 // it). A model wakes through the first of its routed deployments (in name
 // order) whose head's node has power: {state: on_demand}; the wake powers
 // on every node of that deployment and applies that deployment's part of
-// the plan.
+// the plan. A node's own schedule wakes a node that holds no serve by
+// itself: power on, read back, SSH, its display RAM as declared.
 #ifndef FLEET_SRC_ENGINE_WAKE_POLICY_H_
 #define FLEET_SRC_ENGINE_WAKE_POLICY_H_
 
@@ -16,9 +17,9 @@
 namespace fleet {
 
 struct WakeTarget {
-  std::string model;               // the served name clients ask for
-  std::string deployment;          // manifest name
-  std::vector<std::string> nodes;  // every node of the deployment, in rank order
+  std::string model;               // the served name clients ask for; "" for a node's own
+  std::string deployment;          // manifest name; "" for a node's own wake
+  std::vector<std::string> nodes;  // every node of the deployment, in rank order; or the node
   std::string head_host;           // where the head serves, as a gateway reaches it
   int head_port = 0;
   int hold_s = 600;    // the longest wake.hold of the gateways with wake
@@ -33,6 +34,16 @@ std::optional<WakeTarget> WakeTargetFor(const Manifest& m, const std::string& mo
 // The wake of `deployment` itself (a schedule's window brings it up
 // ahead of demand); its model is the routed one, else its served name.
 std::optional<WakeTarget> WakeTargetForDeployment(const Manifest& m, const std::string& deployment);
+
+// The wake of `node` alone (its own schedule's window starts while it
+// holds no serve): nullopt unless it has power {state: on_demand}. A node
+// has no restart policy: its backoff is the built-in one (30 s doubled up
+// to 10 min).
+std::optional<WakeTarget> WakeTargetForNode(const Manifest& m, const std::string& node);
+
+// What a wake is of, for its events and its backoff: "deployment.D@HEAD",
+// or "node.N" for a node's own.
+std::string WakeAddress(const WakeTarget& t);
 
 // `m` with every node of `deployment` declared on: the plan made from it
 // powers them on and brings the deployment up.

@@ -56,6 +56,25 @@ TEST(WakeTarget, TheWakeDeclaresItsNodesOnAndNothingElse) {
   EXPECT_EQ(m.nodes.at("dgx3").power.state, "on_demand");  // a copy
 }
 
+// A node's own schedule wakes a node that holds no serve: the node alone,
+// no model, the built-in backoff (a node has no restart policy), its own
+// address (its backoff is apart from any deployment's).
+TEST(WakeTarget, ANodeAloneOnlyWhenItIsOnDemand) {
+  const Manifest m = Lab();
+  const auto t = WakeTargetForNode(m, "dgx3");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->deployment, "");
+  EXPECT_EQ(t->model, "");
+  EXPECT_EQ(t->nodes, std::vector<std::string>{"dgx3"});
+  EXPECT_EQ(t->hold_s, 120);
+  EXPECT_EQ(t->backoff_s, 30);
+  EXPECT_EQ(t->max_backoff_s, 600);
+  EXPECT_EQ(WakeAddress(*t), "node.dgx3");
+  EXPECT_EQ(WakeAddress(*WakeTargetForDeployment(m, "b")), "deployment.b@dgx3");
+  EXPECT_FALSE(WakeTargetForNode(m, "dgx1"));  // always on
+  EXPECT_FALSE(WakeTargetForNode(m, "nope"));
+}
+
 TEST(WakeBackoff, DoublesUpToTheMaximum) {
   EXPECT_EQ(WakeBackoffSeconds(0, 30, 600), 0);
   EXPECT_EQ(WakeBackoffSeconds(1, 30, 600), 30);

@@ -187,14 +187,23 @@ void WatchMetrics::Observe(const json& line) {
       h.sum += s;
     }
     if (e.value("event", "") != "wake") continue;  // a request's event is not a wake
-    const std::pair<std::string, std::string> k{e.value("deployment", ""), e.value("outcome", "")};
-    ++wakes_[k];
-    wake_seconds_[k] += e.value("duration_s", 0.0);
+    // A node's own wake (its schedule, no serve on it) names the node alone.
+    const bool own = e.contains("node") && !e.contains("deployment");
+    const std::pair<std::string, std::string> k{e.value(own ? "node" : "deployment", ""),
+                                                e.value("outcome", "")};
+    ++(own ? node_wakes_ : wakes_)[k];
+    (own ? node_wake_seconds_ : wake_seconds_)[k] += e.value("duration_s", 0.0);
   }
   for (const json& e : line.value("idle_off", json::array()))
     ++idle_offs_[{e.value("node", ""), e.value("outcome", "")}];
-  for (const json& e : line.value("schedule", json::array()))
-    ++schedules_[{e.value("deployment", ""), e.value("outcome", "")}];
+  // A node's own schedule's decisions carry "node" (and the deployment it
+  // brings up, if any): counted by node, not by deployment.
+  for (const json& e : line.value("schedule", json::array())) {
+    if (e.contains("node"))
+      ++node_schedules_[{e.value("node", ""), e.value("outcome", "")}];
+    else
+      ++schedules_[{e.value("deployment", ""), e.value("outcome", "")}];
+  }
   // Energy: each node's state at a round holds until the next round.
   const double round_time = UnixSeconds(line.value("time", ""));
   if (last_round_time_ > 0 && round_time > last_round_time_)
@@ -239,6 +248,16 @@ std::string WatchMetrics::Render() const {
                 "Seconds those wakes took, from the first request to the serve ready.");
   for (const auto& [k, s] : wake_seconds_)
     wake_s.Add({{"deployment", k.first}, {"outcome", k.second}}, s);
+  Family node_wakes(&out, "fleet_node_wake_total", "counter",
+                    "Wakes of a sleeping node that holds no serve, by its own schedule, by node "
+                    "and outcome (woken, failed).");
+  for (const auto& [k, n] : node_wakes_)
+    node_wakes.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
+  Family node_wake_s(&out, "fleet_node_wake_seconds_total", "counter",
+                     "Seconds those wakes took, from the switch call to the node's display RAM "
+                     "as declared.");
+  for (const auto& [k, s] : node_wake_seconds_)
+    node_wake_s.Add({{"node", k.first}, {"outcome", k.second}}, s);
   Family waited(&out, "fleet_wake_request_seconds", "histogram",
                 "Requests a wake held and answered, by model: seconds from the request to the "
                 "answer's first byte.");
@@ -258,6 +277,11 @@ std::string WatchMetrics::Render() const {
                    "powered_off, kept, left_on, failed).");
   for (const auto& [k, n] : schedules_)
     schedules.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
+  Family node_schedules(&out, "fleet_node_schedule_total", "counter",
+                        "Decisions of a node's own schedule window by node and outcome (waking, "
+                        "backing_off, powered_off, kept, left_on, failed).");
+  for (const auto& [k, n] : node_schedules_)
+    node_schedules.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
   Family idle(&out, "fleet_idle_off_total", "counter",
               "Idle off decisions by node and outcome (powered_off, kept, failed).");
   for (const auto& [k, n] : idle_offs_)

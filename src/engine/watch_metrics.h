@@ -38,13 +38,17 @@ class WatchMetrics {
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> heals_;
   std::map<CheckKey, uint64_t> failures_in_row_;
   // The wake listener's and idle off's events (issue #46): wakes by
-  // deployment and outcome with their seconds, idle decisions by node and
-  // outcome.
+  // deployment and outcome with their seconds (a node's own wakes, by node
+  // and outcome, apart), idle decisions by node and outcome.
   std::map<std::pair<std::string, std::string>, uint64_t> wakes_;
   std::map<std::pair<std::string, std::string>, double> wake_seconds_;
+  std::map<std::pair<std::string, std::string>, uint64_t> node_wakes_;
+  std::map<std::pair<std::string, std::string>, double> node_wake_seconds_;
   std::map<std::pair<std::string, std::string>, uint64_t> idle_offs_;
-  // Schedule decisions by deployment and outcome.
+  // Schedule decisions by deployment and outcome; those of a node's own
+  // schedule by node and outcome.
   std::map<std::pair<std::string, std::string>, uint64_t> schedules_;
+  std::map<std::pair<std::string, std::string>, uint64_t> node_schedules_;
   // Requests a wake held and answered, by model: request to the answer's
   // first byte (the listener sends the serve's answer in one piece), as a
   // histogram (cumulative counts per bucket, kWakeRequestBuckets).

@@ -131,6 +131,35 @@ TEST(WatchMetrics, WakeRequestsAreAHistogramAndScheduleDecisionsACounter) {
   EXPECT_TRUE(Has(t, R"(fleet_schedule_total{deployment="b",outcome="powered_off"} 1)")) << t;
 }
 
+// A node's own schedule decides for the node (and may bring a deployment up
+// on it); its take-down and its wake of a node without a serve name no
+// deployment: they are counted by node, never under deployment="".
+TEST(WatchMetrics, ANodesOwnScheduleAndWakeAreCountedByNode) {
+  WatchMetrics m(60, "0.1.0");
+  nlohmann::json line = Line("pass");
+  line["schedule"] = nlohmann::json::parse(R"([
+    {"event": "schedule", "node": "dgx3", "nodes": ["dgx3"], "outcome": "powered_off"},
+    {"event": "schedule", "node": "dgx3", "nodes": ["dgx3"], "outcome": "waking"},
+    {"event": "schedule", "node": "dgx4", "deployment": "b", "outcome": "waking"},
+    {"event": "schedule", "deployment": "b", "nodes": ["dgx4"], "outcome": "waking"}])");
+  line["wake"] = nlohmann::json::parse(R"([
+    {"event": "wake", "node": "dgx3", "nodes": ["dgx3"], "outcome": "woken",
+     "reason": "schedule", "duration_s": 7.5},
+    {"event": "wake", "deployment": "b", "model": "beta", "nodes": ["dgx4"],
+     "outcome": "woken", "reason": "schedule", "duration_s": 30}])");
+  m.Observe(line);
+  const std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(fleet_node_schedule_total{node="dgx3",outcome="powered_off"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_node_schedule_total{node="dgx3",outcome="waking"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_node_schedule_total{node="dgx4",outcome="waking"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_schedule_total{deployment="b",outcome="waking"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_node_wake_total{node="dgx3",outcome="woken"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_node_wake_seconds_total{node="dgx3",outcome="woken"} 7.5)")) << t;
+  EXPECT_TRUE(Has(t, R"(fleet_wake_total{deployment="b",outcome="woken"} 1)")) << t;
+  EXPECT_TRUE(Has(t, "# TYPE fleet_node_schedule_total counter")) << t;
+  EXPECT_EQ(t.find(R"(deployment="")"), std::string::npos) << t;
+}
+
 // The value of the sample `series` ("name{labels}") in `text`; -1 if none.
 double Sample(const std::string& text, const std::string& series) {
   const size_t at = text.find("\n" + series + " ");

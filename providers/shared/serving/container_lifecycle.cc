@@ -11,9 +11,12 @@
 #include "providers/shared/image_probe.h"
 #include "providers/shared/image_ref.h"
 #include "providers/shared/model_location.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/run_args.h"
 #include "providers/shared/serving/deployment_probe.h"
+#include "providers/shared/serving/remove_container_sh.h"
 #include "providers/shared/serving/serve_health.h"
+#include "providers/shared/serving/swap_container_sh.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -113,19 +116,17 @@ Status SetAsidePrevious(const StepContext& ctx, const ContainerSpec& spec,
   if (!s.ok() || !existing.exists) return s;
   if (ctx.progress)
     ctx.progress("stopping " + spec.container + " (spec " + existing.spec.substr(0, 12) + ")");
-  return RunOnNode(ctx, ShellCommand({spec.cli, "stop", "-t", "30", spec.container}) +
-                            " >/dev/null && " +
-                            ShellCommand({spec.cli, "rename", spec.container, PreviousName(spec)}))
+  return RunOnNode(ctx, SwapContainerScript(spec.cli, SwapWay::kAside, spec.container,
+                                            PreviousName(spec)))
       .status();
 }
 
 // Puts the container set aside back and starts it; what happened, as the
 // tail of an error message.
 std::string PutBackPrevious(const StepContext& ctx, const ContainerSpec& spec) {
-  Status s =
-      RunOnNode(ctx, ShellCommand({spec.cli, "rename", PreviousName(spec), spec.container}) +
-                         " && " + ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null")
-          .status();
+  Status s = RunOnNode(ctx, SwapContainerScript(spec.cli, SwapWay::kBack, PreviousName(spec),
+                                                spec.container))
+                 .status();
   return s.ok() ? "; the container it replaced is back and started (its health is not "
                   "waited for)"
                 : "; putting back the container it replaced failed: " + s.message();
@@ -198,17 +199,25 @@ Status StartContainer(const StepContext& ctx, const ContainerSpec& spec,
 
 }  // namespace
 
+// remove_container.sh (beside this file; its header says what is an
+// error) with its values.
+std::string RemoveContainerScript(const std::string& cli, const std::string& name) {
+  return ScriptWithValues({{"rmc_cli", ShellQuote(cli)}, {"rmc_name", ShellQuote(name)}},
+                          kRemoveContainerScript, kRemoveContainerScriptSize);
+}
+
+// swap_container.sh (beside this file) with its values.
+std::string SwapContainerScript(const std::string& cli, SwapWay how, const std::string& from,
+                                const std::string& to) {
+  return ScriptWithValues({{"swc_how", how == SwapWay::kAside ? "aside" : "back"},
+                           {"swc_cli", ShellQuote(cli)},
+                           {"swc_from", ShellQuote(from)},
+                           {"swc_to", ShellQuote(to)}},
+                          kSwapContainerScript, kSwapContainerScriptSize);
+}
+
 Status RemoveContainer(const StepContext& ctx, const std::string& cli, const std::string& name) {
-  // docker and podman alike: stop with a grace period, then remove; a
-  // container that is not there is not an error, an engine that cannot say
-  // (its daemon down, its storage broken) is.
-  return RunOnNode(ctx, "if fd_err=$(" + ShellCommand({cli, "container", "inspect", name}) +
-                            " 2>&1 >/dev/null); then " +
-                            ShellCommand({cli, "stop", "-t", "30", name}) + " >/dev/null 2>&1; " +
-                            ShellCommand({cli, "rm", "-f", name}) +
-                            " >/dev/null; else case $fd_err in " + kNoSuchContainerPattern +
-                            ") ;; *) printf '%s\\n' \"$fd_err\" >&2; exit 1 ;; esac; fi")
-      .status();
+  return RunOnNode(ctx, RemoveContainerScript(cli, name)).status();
 }
 
 // The ID of the image, by digest, already on the node: never a pull.
@@ -293,8 +302,8 @@ Status RestorePrevious(const StepContext& ctx, const ContainerSpec& spec) {
   Status s = RemoveContainer(ctx, spec.cli, spec.container);
   if (!s.ok()) return s;
   if (ctx.progress) ctx.progress("putting back " + spec.container + " (the spec it replaced)");
-  s = RunOnNode(ctx, ShellCommand({spec.cli, "rename", PreviousName(spec), spec.container}) +
-                         " && " + ShellCommand({spec.cli, "start", spec.container}) + " >/dev/null")
+  s = RunOnNode(ctx,
+                SwapContainerScript(spec.cli, SwapWay::kBack, PreviousName(spec), spec.container))
           .status();
   if (!s.ok()) return s;
   return WaitServing(ctx, spec);

@@ -22,6 +22,14 @@ Status RunRefusal(const ContainerSpec& spec, const CommandResult& run);
 // not an error, an engine that cannot say (its daemon down, its storage
 // broken) is.
 Status RemoveContainer(const StepContext& ctx, const std::string& cli, const std::string& name);
+// What RemoveContainer runs on the node (remove_container.sh).
+std::string RemoveContainerScript(const std::string& cli, const std::string& name);
+
+// A serve's container moved aside while its replacement starts (stopped
+// with 30 s grace, renamed `to`), or back (renamed `to`, started).
+enum class SwapWay { kAside, kBack };
+std::string SwapContainerScript(const std::string& cli, SwapWay how, const std::string& from,
+                                const std::string& to);
 
 // The ID of the image of `spec`, by digest, already on the node; an error
 // naming the image step to apply first when it is not there.

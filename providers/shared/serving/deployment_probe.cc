@@ -8,9 +8,11 @@
 #include <utility>
 
 #include "providers/shared/engine_api.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving/container_probe_sh.h"
 #include "providers/shared/serving/gpu_request.h"
 #include "providers/shared/serving/health_check_sh.h"
+#include "providers/shared/serving/port_busy_sh.h"
 #include "providers/shared/serving_containers.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
@@ -56,13 +58,11 @@ std::string HealthCommand(const std::string& url) {
          std::string(kHealthCheckScript, kHealthCheckScriptSize);
 }
 
+// port_busy.sh (beside this file) with its value.
 std::string PortBusyCommand(int port) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "%04X", port & 0xffff);
-  // cat first: mawk stops at a missing file (no tcp6 where IPv6 is off).
-  return "cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v p=" + std::string(hex) +
-         " '$4==\"0A\" { n=split($2,a,\":\"); if (a[n]==p) f=1 } END { print \"port_busy=\" "
-         "(f?1:0) }'\n";
+  return ScriptWithValues({{"pb_port", hex}}, kPortBusyScript, kPortBusyScriptSize);
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "providers/shared/serving/gpu_support_sh.h"
 #include "src/provider.h"
 #include "src/shell_quote.h"
 
@@ -39,17 +40,12 @@ std::vector<std::string> GpuRunOptions(const std::string& cli, const Recipe& r) 
   return o;
 }
 
-std::string GpuSupportProbeScript(const std::string& cli) {
-  std::string s =
-      "if ls /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json 2>/dev/null "
-      "| xargs grep -l 'nvidia.com/gpu' >/dev/null 2>&1; then echo gpu_cdi=1; else echo "
-      "gpu_cdi=0; fi\n";
-  if (cli == "podman") return s;
-  s += "if command -v nvidia-container-runtime-hook >/dev/null 2>&1; then echo gpu_hook=1; else "
-       "echo gpu_hook=0; fi\n";
-  s += "case $(" + ShellCommand({cli, "info", "--format", "{{json .Runtimes}}"}) +
-       " 2>/dev/null) in *'\"nvidia'*) echo gpu_runtime=1 ;; *) echo gpu_runtime=0 ;; esac\n";
-  return s;
+// gpu_support.sh (beside this file) with its values.
+std::string GpuSupportProbeScript(const std::string& cli,
+                                  const std::vector<std::string>& cdi_dirs) {
+  std::string s = "set -- " + ShellQuote(cli);
+  for (const std::string& dir : cdi_dirs) s += " " + ShellQuote(dir);
+  return s + "\n" + std::string(kGpuSupportScript, kGpuSupportScriptSize);
 }
 
 std::string GpuSupportError(const std::string& cli, const std::string& node,

@@ -28,9 +28,14 @@ std::string GpuRequestText(const Recipe& r);
 // The `run` options for the recipe's GPUs, IPC mode and ulimits on `cli`.
 std::vector<std::string> GpuRunOptions(const std::string& cli, const Recipe& r);
 
+// Where the NVIDIA Container Toolkit writes its CDI specs.
+inline const std::vector<std::string> kCdiSpecDirs = {"/etc/cdi", "/var/run/cdi"};
+
 // A read-only probe fragment printing gpu_hook=, gpu_runtime=, gpu_cdi=
-// (each 0 or 1) for `cli`'s way of giving GPUs.
-std::string GpuSupportProbeScript(const std::string& cli);
+// (each 0 or 1) for `cli`'s way of giving GPUs; gpu_cdi from the specs in
+// `cdi_dirs` (a test's own folders).
+std::string GpuSupportProbeScript(const std::string& cli,
+                                  const std::vector<std::string>& cdi_dirs = kCdiSpecDirs);
 
 // "" when the probe's key=values say `cli` on `node` can give GPUs; else the
 // plan error naming what to install.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "src/provider.h"
+#include "tests/support/stub_cli.h"
+
 namespace fleet {
 namespace {
 
@@ -76,6 +79,40 @@ TEST(GpuRequest, PlanErrorOnlyWhenAskedAndProbed) {
   EXPECT_EQ(GpuPlanError(d, a), "");
   a.probed = false;
   EXPECT_EQ(GpuPlanError(d, a), "");  // not probed: checked again at apply
+}
+
+// gpu_support.sh on its own, with stand-in CLIs and spec folders: podman
+// asks its CDI specs only (one naming nvidia.com/gpu among others); docker
+// its hook and runtimes too. Its answers read back by GpuSupportError.
+TEST(GpuRequest, SupportProbeScriptWithStubCli) {
+  const testing_support::StubCli stub("gpu_support_test");
+  const std::vector<std::string> dirs = {stub.dir() + "/etc-cdi", stub.dir() + "/run-cdi"};
+  stub.Tool("podman", "exit 0\n");
+  stub.RecordingTool("docker",
+                     "echo '{\"io.containerd.runc.v2\":{},\"nvidia\":{\"path\":\"x\"}}'\n");
+  testing_support::ShellRun run = stub.Run(GpuSupportProbeScript("podman", dirs));
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.out, "gpu_cdi=0\n");
+  EXPECT_NE(GpuSupportError("podman", "dgx1", ParseKeyValues(run.out)), "");
+
+  stub.Write("etc-cdi/other.yaml", "kind: example.com/fpga\n");
+  stub.Write("run-cdi/nvidia.json", "{\"kind\": \"nvidia.com/gpu\"}\n");
+  run = stub.Run(GpuSupportProbeScript("podman", dirs));
+  EXPECT_EQ(run.out, "gpu_cdi=1\n");
+  EXPECT_EQ(GpuSupportError("podman", "dgx1", ParseKeyValues(run.out)), "");
+
+  run = stub.Run(GpuSupportProbeScript("docker", {stub.dir() + "/etc-cdi"}));
+  EXPECT_EQ(run.out, "gpu_cdi=0\ngpu_hook=0\ngpu_runtime=1\n");
+  EXPECT_EQ(stub.Calls("docker"), "info --format {{json .Runtimes}}\n");
+  EXPECT_EQ(GpuSupportError("docker", "dgx1", ParseKeyValues(run.out)), "");
+
+  stub.Tool("docker", "echo '{\"runc\":{}}'\n");
+  run = stub.Run(GpuSupportProbeScript("docker", dirs));
+  EXPECT_EQ(run.out, "gpu_cdi=1\ngpu_hook=0\ngpu_runtime=0\n");
+  EXPECT_NE(GpuSupportError("docker", "dgx1", ParseKeyValues(run.out)), "");
+  stub.Tool("nvidia-container-runtime-hook", "exit 0\n");
+  run = stub.Run(GpuSupportProbeScript("docker", dirs));
+  EXPECT_EQ(run.out, "gpu_cdi=1\ngpu_hook=1\ngpu_runtime=0\n");
 }
 
 }  // namespace
