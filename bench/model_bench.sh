@@ -8,7 +8,7 @@
 #           names which), the step as the operator runs it;
 #        b. fleet's in-process OpenSSL EVP hasher (what runs for a node whose
 #           address is `local`, and what checks every blob streamed while
-#           staging), 1 and 2 threads (providers/model_hash_bench).
+#           staging), 1 and 2 threads (bench/model_hash_bench).
 #   2. staging node to node: `fleet apply` copying the model from dgx1 to
 #      dgx2 through the controller vs a bare `ssh dgx1 tar | ssh dgx2 tar`
 #      of the same files (OpenSSH, default ciphers; rsync is not installed)
@@ -20,7 +20,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 FLEET=${FLEET:-$BUILD/src/engine/fleet}
-HASHER=${HASHER:-$BUILD/providers/model_hash_bench}
+HASHER=${HASHER:-$BUILD/bench/model_hash_bench}
 SIM=$ROOT/tests/sim/fleet-sim
 RUNS=${1:-3}
 # 1 GiB shards by default: with 256 MiB ones the hashing takes ~0.27 s, and

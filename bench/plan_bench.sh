@@ -82,21 +82,27 @@ def run_all(argvs):
 plan = lambda repo: [fleet, "-C", repo, "--no-color", "plan", "--detailed-exitcode"]
 
 def one_plan(node):
-    """A one-node plan with -v: (wall s, the probe script's own time on the node s)."""
+    """A one-node plan with -v: (wall s, the probe script's own time on the node s,
+    fleet's own user+sys CPU s)."""
     t = time.monotonic()
-    p = subprocess.run([fleet, "-v", *plan(work + "/repo-" + node)[1:]],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([fleet, "-v", *plan(work + "/repo-" + node)[1:]],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t
-    found = re.search(r"probe %s: .*on the node ([0-9.]+) s" % node, p.stderr)
+    found = re.search(r"probe %s: .*on the node ([0-9.]+) s" % node, err)
     if p.returncode not in (0, 2) or not found:
-        sys.exit("plan of %s: exit %d, no node time in: %s" % (node, p.returncode, p.stderr[-500:]))
-    return wall, float(found.group(1))
+        sys.exit("plan of %s: exit %d, no node time in: %s" % (node, p.returncode, err[-500:]))
+    return wall, float(found.group(1)), ru.ru_utime + ru.ru_stime
 
+load_start = " ".join(open("/proc/loadavg").read().split()[:3])
 by_name = {n["name"]: n for n in nodes}
 ones = {"dgx1": "docker", "dgx2": "podman", "dgx3": "podman-api"}
 m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu")}
 for n in ones:
-    m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: []})
+    m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: [], "cpu_" + n: [],
+              "ssh1cpu_" + n: []})
 for _ in range(runs):
     if not one_node:
         w, c = run_all([ssh(n) for n in nodes]); m["floor"].append(w); m["floor_cpu"].append(c)
@@ -107,8 +113,9 @@ for _ in range(runs):
         # a quiet machine, or the first of them pays for that (300 ms, not 170).
         time.sleep(1.0)
     for n in ones:
-        w, on_node = one_plan(n); m["one_" + n].append(w); m["node_" + n].append(on_node)
-        w, _ = run_all([ssh(by_name[n])]); m["ssh1_" + n].append(w)
+        w, on_node, c = one_plan(n)
+        m["one_" + n].append(w); m["node_" + n].append(on_node); m["cpu_" + n].append(c)
+        w, c = run_all([ssh(by_name[n])]); m["ssh1_" + n].append(w); m["ssh1cpu_" + n].append(c)
 med = {k: statistics.median(v) for k, v in m.items() if v}
 n = len(nodes)
 print("%d runs, %d cores, %d nodes (medians)%s" % (runs, os.cpu_count(), n, (
@@ -125,6 +132,10 @@ for name, engine in ones.items():
           % (engine, name, 1e3 * one, 1e3 * ssh1, one / ssh1, ratios[0], ratios[-1], 1e3 * on_node,
              1e3 * min(m["node_" + name]), 1e3 * max(m["node_" + name]), on_node / one,
              on_node / ssh1))
+    print("  controller CPU (user+sys): plan %.0f ms, ssh true %.0f ms"
+          % (1e3 * med["cpu_" + name], 1e3 * med["ssh1cpu_" + name]))
+print("load average at the start %s, at the end %s" % (
+    load_start, " ".join(open("/proc/loadavg").read().split()[:3])))
 # What each one-node plan starts on its node (fleet-sim --exec-cost's
 # accounting: one line per process start, sshd's re-exec included).
 if os.environ.get("FLEET_SIM_EXEC_COST_MS"):

@@ -2,7 +2,9 @@
 # Reads the nvidia_drm module's state on the node and, where the module is
 # not in the wanted mode, what a reload would meet. Embedded in fleet at
 # build time (kDisplayRamProbeScript) and run as
-# `sh -c SCRIPT fleet-display-ram MODULE PARAMS DEV [WANT CLI SERVING]`
+# `sh -c SCRIPT fleet-display-ram MODULE PARAMS DEV` (a step's check), or in
+# the plan's probe inside the probe's own shell (its fragment's subshell,
+# which its `exit` ends) after `set -- MODULE PARAMS DEV WANT CLI SERVING`
 # (every argument quoted once by fleet):
 #   MODULE   the module's name (nvidia_drm): the reloads sudo is asked about
 #   PARAMS   the module's parameters folder (SYSFS/module/MODULE/parameters)

@@ -90,8 +90,9 @@ std::string Route(const std::string& from, const std::vector<Member*>& hops) {
 // One stream from `from` through `hops`; the outcome of each hop.
 void StreamThrough(Transport* from, const std::string& from_cli, const std::string& from_node,
                    const std::vector<Member*>& hops, const std::string& config,
-                   ImageChainDelivery* d, const ProgressFn& progress) {
+                   ImageChainDelivery* d, const ProgressFn& progress, Clock* clock) {
   FabricChainSpec spec;
+  spec.clock = clock;
   spec.source = from;
   spec.source_cmd = ShellCommand({from_cli, "save", config});
   for (Member* h : hops)
@@ -130,7 +131,7 @@ void StreamThrough(Transport* from, const std::string& from_cli, const std::stri
 }
 
 ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const Manifest& m,
-                       const ProgressFn& progress) {
+                       const ProgressFn& progress, Clock* clock) {
   ImageChainDelivery d;
   Result<std::unique_ptr<Transport>> source = ConnectNode(m, route.from);
   if (!source.ok()) {
@@ -143,7 +144,7 @@ ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const 
   std::vector<Member*> hops;
   for (Member& h : members) hops.push_back(&h);
   if (hops.empty()) return d;
-  StreamThrough(source->get(), source_cli, route.from, hops, config, &d, progress);
+  StreamThrough(source->get(), source_cli, route.from, hops, config, &d, progress, clock);
   // Re-route once: the hops that failed but answer still, from the last
   // hop before the first of them that holds the image whole, else the source.
   std::vector<Member*> again;
@@ -159,7 +160,7 @@ ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const 
   if (progress)
     progress("re-routing " + Route(from, again) + " after: " + d.targets[again[0]->node].problem);
   StreamThrough(holder ? holder->t.get() : source->get(), holder ? holder->cli : source_cli, from,
-                again, config, &d, progress);
+                again, config, &d, progress, clock);
   for (Member* h : again)
     if (d.targets[h->node].delivered) d.targets[h->node].via = from;
   return d;
@@ -168,8 +169,8 @@ ImageChainDelivery Run(const CopyRoute& route, const std::string& config, const 
 }  // namespace image_chain
 
 ImageChainDelivery RunImageChain(const CopyRoute& route, const std::string& config,
-                                 const Manifest& m, const ProgressFn& progress) {
-  return image_chain::Run(route, config, m, progress);
+                                 const Manifest& m, const ProgressFn& progress, Clock* clock) {
+  return image_chain::Run(route, config, m, progress, clock);
 }
 
 }  // namespace fleet

@@ -38,10 +38,11 @@ struct ImageChainDelivery {
   std::map<std::string, Target> targets;  // by node
 };
 
-// Runs `route.chain` for the image `config` held by `route.from`. Never
-// fails as a whole: what went wrong is per target.
+// Runs `route.chain` for the image `config` held by `route.from`, timed by
+// `clock` (the step's). Never fails as a whole: what went wrong is per
+// target.
 ImageChainDelivery RunImageChain(const CopyRoute& route, const std::string& config,
-                                 const Manifest& m, const ProgressFn& progress);
+                                 const Manifest& m, const ProgressFn& progress, Clock* clock);
 
 }  // namespace fleet
 

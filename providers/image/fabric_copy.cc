@@ -25,6 +25,7 @@ Status CopyImageOverFabric(const CopySpec& spec, const FabricRoute& route, const
   stream.target = spec.target;
   stream.target_cmd = ShellCommand({spec.target_cli, "load"});
   stream.target_address = route.target_address;
+  stream.clock = spec.clock;
   // Test hook (integration tests only): the source presents a wrong key.
   if (!settings.test_fabric_wrong_key.empty()) stream.source_key_override = std::string(64, 'f');
   if (progress)

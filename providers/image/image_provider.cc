@@ -747,6 +747,7 @@ Result<ImageRecord> Copy(const StepContext& ctx, const ImageRef& ref, const Copy
   spec.target_node = ctx.node->name;
   spec.target_cli = ctx.node->container_cli;
   spec.config = src.config;
+  spec.clock = ctx.clock;
   const std::vector<std::string> names = NamesForCopy(ref);
   record.image_id = src.config;
   record.via = kViaCopy;
@@ -776,8 +777,9 @@ std::shared_ptr<const ImageChainDelivery> JoinChain(const PlanChange& change,
   const CopyRoute& route = *change.copy;
   const Manifest& m = *ctx.manifest;
   const ProgressFn& progress = ctx.progress;
+  Clock* clock = ctx.clock;
   return ctx.shared->Once<ImageChainDelivery>(
-      route.ChainKey(), [&] { return RunImageChain(route, config, m, progress); });
+      route.ChainKey(), [&] { return RunImageChain(route, config, m, progress, clock); });
 }
 
 Result<nlohmann::json> AsAttributes(const Result<ImageRecord>& r) {

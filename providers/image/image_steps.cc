@@ -135,6 +135,7 @@ Status CopyImage(const CopySpec& spec, const ProgressFn& progress) {
     progress("copying " + ShortId(spec.config) + " from " + spec.source_node + ": `" + save +
              "` | `" + load + "`");
   StreamCopyOptions options;
+  options.clock = spec.clock;
   options.on_progress = [&](uint64_t bytes) {
     if (progress) progress("copied " + HumanBytes(bytes) + " from " + spec.source_node);
   };

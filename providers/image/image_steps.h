@@ -12,6 +12,7 @@
 #include "providers/shared/find_image.h"
 #include "providers/shared/image_probe.h"
 #include "providers/shared/image_ref.h"
+#include "src/clock.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -51,6 +52,8 @@ struct CopySpec {
   std::string target_node;
   std::string target_cli;
   std::string config;  // image ID on the source to copy
+  // Times the copy: the step's (StepContext::clock). Never null.
+  Clock* clock = RealClock();
 };
 
 // Streams `<source_cli> save <config>` into `<target_cli> load` and checks

@@ -108,7 +108,7 @@ std::string StreamCopyResult::Problem() const {
 StreamCopyResult StreamCopy(Transport* source, const std::string& source_cmd, Transport* target,
                             const std::string& target_cmd, const StreamCopyOptions& options) {
   StreamCopyResult result;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = options.clock->SteadyNow();
   ByteQueue queue(options.queue_bytes);
   TarStreamCheck tar;
 
@@ -145,7 +145,7 @@ StreamCopyResult StreamCopy(Transport* source, const std::string& source_cmd, Tr
   producer.join();
 
   if (options.check_tar) result.tar_problem = tar.Problem();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(options.clock->SteadyNow() - start).count();
   return result;
 }
 

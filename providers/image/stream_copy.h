@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "src/clock.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -30,6 +31,9 @@ struct StreamCopyOptions {
   // once per `progress_every` bytes.
   std::function<void(uint64_t bytes)> on_progress;
   uint64_t progress_every = 1ull << 30;
+  // Times the copy (StreamCopyResult::seconds): the step's
+  // (StepContext::clock). Never null.
+  Clock* clock = RealClock();
 };
 
 struct StreamCopyResult {

@@ -64,8 +64,8 @@ struct Lane {
 class ChainRun {
  public:
   ChainRun(std::vector<Member> members, const HubLocation& src, const Manifest& m,
-           const Progress& progress, ModelChainDelivery* d)
-      : members_(std::move(members)), src_(src), m_(m), progress_(progress), d_(d) {}
+           const Progress& progress, Clock* clock, ModelChainDelivery* d)
+      : members_(std::move(members)), src_(src), m_(m), progress_(progress), clock_(clock), d_(d) {}
 
   void Run(const CopyRoute& route, const Listing& reference, int streams) {
     for (const ListedFile& f : reference)
@@ -134,6 +134,7 @@ class ChainRun {
   const HubLocation src_;
   const Manifest& m_;
   const Progress& progress_;
+  Clock* clock_;
   ModelChainDelivery* d_;
   std::vector<ListedFile> files_;
   std::atomic<size_t> next_{0};
@@ -145,6 +146,7 @@ class ChainRun {
 // that hash against the blob name and the rename.
 void ChainRun::CopyFile(const ListedFile& f, Lane* lane) {
   FabricChainSpec spec;
+  spec.clock = clock_;
   spec.source = lane->source.get();
   spec.source_cmd = RepoPrelude(src_) + "exec cat -- \"$m/snapshots/$r/\"" + ShellQuote(f.path);
   std::vector<const Member*> hops;
@@ -219,7 +221,7 @@ std::string RouteOf(const CopyRoute& route, const std::vector<Member>& members) 
 }
 
 ModelChainDelivery Run(const CopyRoute& route, const HubLocation& src, const Listing& reference,
-                       const Manifest& m, int streams, const Progress& progress) {
+                       const Manifest& m, int streams, const Progress& progress, Clock* clock) {
   ModelChainDelivery d;
   Result<std::unique_ptr<Transport>> source = ConnectNode(m, route.from);
   if (!source.ok()) {
@@ -229,17 +231,16 @@ ModelChainDelivery Run(const CopyRoute& route, const HubLocation& src, const Lis
   }
   std::vector<Member> members = Hops(route, src, reference, m, source->get(), &d);
   if (members.empty()) return d;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = clock->SteadyNow();
   const std::string line = RouteOf(route, members);
   if (progress)
     progress("copying " + src.repo + " " + line + " over the fabric, one chain per file, " +
              std::to_string(streams) + " at once: each hop writes and forwards as it receives");
-  ChainRun(std::move(members), src, m, progress, &d).Run(route, reference, streams);
+  ChainRun(std::move(members), src, m, progress, clock, &d).Run(route, reference, streams);
   if (progress) {
     char took[96];
     snprintf(took, sizeof took, "%.1f s, %d stream(s)",
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-             d.streams);
+             std::chrono::duration<double>(clock->SteadyNow() - start).count(), d.streams);
     std::string lost;
     for (const auto& [node, t] : d.targets)
       if (t.lost) lost += (lost.empty() ? "" : ", ") + node;
@@ -252,8 +253,9 @@ ModelChainDelivery Run(const CopyRoute& route, const HubLocation& src, const Lis
 
 ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
                                  const Listing& reference, const Manifest& m, int streams,
-                                 const std::function<void(const std::string&)>& progress) {
-  return model_chain::Run(route, src, reference, m, streams, progress);
+                                 const std::function<void(const std::string&)>& progress,
+                                 Clock* clock) {
+  return model_chain::Run(route, src, reference, m, streams, progress, clock);
 }
 
 }  // namespace fleet

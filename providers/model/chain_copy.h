@@ -24,6 +24,7 @@
 #include "manifests/manifest.h"
 #include "providers/shared/completeness.h"
 #include "providers/shared/hub_remote.h"
+#include "src/clock.h"
 #include "src/plan.h"
 
 namespace fleet {
@@ -41,10 +42,12 @@ struct ModelChainDelivery {
 
 // Runs `route.chain` for the files of `reference` in `src` (a node's hub
 // cache on route.from), into each hop's node cache (the manifest's
-// hf_cache), `streams` files at once. Never fails as a whole.
+// hf_cache), `streams` files at once, timed by `clock` (the step's). Never
+// fails as a whole.
 ModelChainDelivery RunModelChain(const CopyRoute& route, const HubLocation& src,
                                  const Listing& reference, const Manifest& m, int streams,
-                                 const std::function<void(const std::string&)>& progress);
+                                 const std::function<void(const std::string&)>& progress,
+                                 Clock* clock);
 
 }  // namespace fleet
 

@@ -79,7 +79,7 @@ std::string StreamHashProblem(std::string_view out, const CopyItem& item) {
 namespace {
 
 Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, const CopySide& d,
-                         const CopyItem& item, const FabricRoute& route,
+                         const CopyItem& item, const FabricRoute& route, Clock* clock,
                          std::atomic<bool>* unconnected) {
   const Paths p = TargetPaths(item);
   const std::string what = item.path + " (" + std::to_string(item.size) + " bytes)";
@@ -93,6 +93,7 @@ Status CopyOneOverFabric(Transport* src, Transport* dst, const CopySide& s, cons
   stream.target = dst;
   stream.target_cmd = TargetPrelude(d.loc) + CopyWriterCommand(p, item);
   stream.target_address = route.target_address;
+  stream.clock = clock;
   FabricStreamResult r = FabricStream(stream);
   if (r.unconnected) *unconnected = true;
   if (!r.ok())
@@ -114,7 +115,7 @@ Result<CopyReport> CopyModelFilesOverFabric(const CopySide& src, const CopySide&
   Result<CopyReport> report = model_copy_internal::CopyInStreams(
       src, dst, items, options.streams,
       [&](Transport* s, Transport* d, const CopyItem& item, bool* hashed) {
-        Status st = CopyOneOverFabric(s, d, src, dst, item, route, &no_connection);
+        Status st = CopyOneOverFabric(s, d, src, dst, item, route, options.clock, &no_connection);
         if (!st.ok()) return st;
         if (options.on_bytes) options.on_bytes(item.size - item.offset);
         *hashed = BlobHashKindOf(item.blob) != BlobHashKind::kNone;

@@ -367,7 +367,7 @@ Status ModelStaging::Download() {
   if (!hub_bytes.ok()) return hub_bytes.status();
   ProgressMeter meter("downloading " + loc_.repo + " on " + change_.node,
                       *hub_bytes ? *hub_bytes : step_.expected_bytes.value_or(0), ctx_.progress,
-                      5.0);
+                      ctx_.clock, 5.0);
   Status s;
   {
     Result<std::unique_ptr<Transport>> wt = connect_(change_.node);
@@ -460,7 +460,8 @@ Status ModelStaging::JoinChain() {
   const Manifest& m = *ctx_.manifest;
   std::shared_ptr<const ModelChainDelivery> d =
       ctx_.shared->Once<ModelChainDelivery>(route->ChainKey(), [&] {
-        return RunModelChain(*route, src_loc_, ref_, m, options_.copy_streams, ctx_.progress);
+        return RunModelChain(*route, src_loc_, ref_, m, options_.copy_streams, ctx_.progress,
+                             ctx_.clock);
       });
   auto mine = d->targets.find(change_.node);
   if (mine == d->targets.end()) return Reprobe();
@@ -506,7 +507,7 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
   const std::string& src_name = step_.want.source_name;
   const std::string local_node =
       NodeSeeingBoth(*ctx_.manifest, step_.want, location_, change_.node);
-  ProgressMeter meter(location_ + " <- " + src_name, plan.bytes, ctx_.progress);
+  ProgressMeter meter(location_ + " <- " + src_name, plan.bytes, ctx_.progress, ctx_.clock);
   Result<CopyReport> cr = CopyReport();
   if (!local_node.empty()) {
     Say("copying " + std::to_string(plan.items.size()) + " file(s), " + HumanBytes(plan.bytes) +
@@ -530,6 +531,7 @@ Status ModelStaging::CopyItems(const ModelCopyPlan& plan) {
     CopySide to{[&] { return connect_(change_.node); }, loc_};
     CopyOptions co;
     co.streams = options_.copy_streams;
+    co.clock = ctx_.clock;
     co.on_bytes = [&](uint64_t n) { meter.Add(n); };
     Result<bool> direct = fabric_unconnected_ ? Result<bool>(false) : FabricStillUsable();
     if (!direct.ok()) return direct.status();
@@ -639,7 +641,7 @@ Status ModelStaging::DeepVerify() {
       todo.push_back(f);
       todo_bytes += f.size;
     }
-  ProgressMeter meter("deep verify on " + change_.node, todo_bytes, ctx_.progress);
+  ProgressMeter meter("deep verify on " + change_.node, todo_bytes, ctx_.progress, ctx_.clock);
   const auto start = ctx_.clock->SteadyNow();
   Result<NodeHashReport> report =
       ctx_.node && ctx_.node->address == "local"

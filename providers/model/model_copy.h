@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "providers/shared/hub_remote.h"
+#include "src/clock.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -42,6 +43,9 @@ struct CopyOptions {
   int streams = 2;   // files in flight at once (each: one connection per side)
   bool hash = true;  // check files copied from byte 0 against their blob name
   std::function<void(uint64_t bytes)> on_bytes;  // called from stream threads
+  // Times the streams over the fabric: the step's (StepContext::clock).
+  // Never null.
+  Clock* clock = RealClock();
 };
 
 struct CopyReport {

@@ -10,6 +10,7 @@
 #include "providers/shared/completeness.h"
 #include "providers/shared/hub_remote.h"
 #include "providers/shared/hub_test_util.h"
+#include "src/fake_clock.h"
 #include "src/process_identity.h"
 #include "state/state.h"
 
@@ -883,13 +884,35 @@ TEST(ModelProvider, ProgressLines) {
   EXPECT_EQ(ProgressMeter::Format("x", 100'000'000'000, 636'000'000'000, 1000.0),
             "x: 100 GB / 636 GB (16%), 100 MB/s, ETA 89 min");
   std::vector<std::string> lines;
+  FakeClock clock;
   ProgressMeter m(
-      "copy", 1000, [&](const std::string& l) { lines.push_back(l); }, 0.0);
+      "copy", 1000, [&](const std::string& l) { lines.push_back(l); }, &clock, 0.0);
   m.Add(500);
   m.Add(500);
   m.Finish();
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[2].rfind("copy: 1.0 kB in ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2], "copy: 1.0 kB in 0 s");  // no time passed: no rate
+}
+
+// At most one line an interval, rates over the time the clock says passed.
+TEST(ModelProvider, ProgressMeterPacesItsLinesByTheClock) {
+  std::vector<std::string> lines;
+  FakeClock clock;
+  ProgressMeter m(
+      "copy", 4'000'000'000, [&](const std::string& l) { lines.push_back(l); }, &clock, 2.0);
+  clock.Advance(std::chrono::seconds(1));
+  m.Add(1'000'000'000);
+  EXPECT_TRUE(lines.empty());  // 1 s < the 2 s interval
+  clock.Advance(std::chrono::seconds(9));
+  m.Add(200'000'000);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "copy: 1.2 GB / 4.0 GB (30%), 120 MB/s, ETA 23 s");
+  m.Add(1);
+  EXPECT_EQ(lines.size(), 1u);  // no time passed since the last line
+  clock.Advance(std::chrono::seconds(10));
+  m.Finish();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "copy: 1.2 GB in 20 s, 60.0 MB/s");
 }
 
 TEST(ModelProvider, LocationOnNode) {

@@ -22,8 +22,15 @@ std::string Duration(double s) {
 }  // namespace
 
 ProgressMeter::ProgressMeter(std::string label, uint64_t total,
-                             std::function<void(const std::string&)> emit, double interval_s)
-    : label_(std::move(label)), total_(total), emit_(std::move(emit)), interval_s_(interval_s) {}
+                             std::function<void(const std::string&)> emit, Clock* clock,
+                             double interval_s)
+    : label_(std::move(label)),
+      total_(total),
+      emit_(std::move(emit)),
+      clock_(clock),
+      interval_s_(interval_s),
+      start_(clock->SteadyNow()),
+      last_(start_) {}
 
 void ProgressMeter::Add(uint64_t bytes) {
   std::lock_guard<std::mutex> l(mu_);
@@ -45,7 +52,7 @@ uint64_t ProgressMeter::done() const {
 void ProgressMeter::Finish() {
   std::lock_guard<std::mutex> l(mu_);
   if (!emit_) return;
-  double s = std::chrono::duration<double>(Clock::now() - start_).count();
+  double s = std::chrono::duration<double>(clock_->SteadyNow() - start_).count();
   char rate[48] = "";
   if (s > 0.05)
     snprintf(rate, sizeof rate, ", %s/s", HumanBytes(static_cast<uint64_t>(done_ / s)).c_str());
@@ -54,7 +61,7 @@ void ProgressMeter::Finish() {
 
 void ProgressMeter::MaybeEmitLocked(bool force) {
   if (!emit_) return;
-  auto now = Clock::now();
+  auto now = clock_->SteadyNow();
   if (!force && std::chrono::duration<double>(now - last_).count() < interval_s_) return;
   last_ = now;
   emit_(Format(label_, done_, total_, std::chrono::duration<double>(now - start_).count()));

@@ -9,13 +9,17 @@
 #include <mutex>
 #include <string>
 
+#include "src/clock.h"
+
 namespace fleet {
 
 class ProgressMeter {
  public:
   // `total` 0: unknown (no percentage, no ETA). `emit` may be empty.
+  // Rates and intervals are read from `clock` (the step's), which must
+  // outlive the meter.
   ProgressMeter(std::string label, uint64_t total, std::function<void(const std::string&)> emit,
-                double interval_s = 2.0);
+                Clock* clock, double interval_s = 2.0);
 
   // Thread-safe.
   void Add(uint64_t bytes);
@@ -31,15 +35,15 @@ class ProgressMeter {
 
  private:
   void MaybeEmitLocked(bool force);
-  using Clock = std::chrono::steady_clock;
   const std::string label_;
   const uint64_t total_;
   const std::function<void(const std::string&)> emit_;
+  Clock* const clock_;
   const double interval_s_;
   mutable std::mutex mu_;
   uint64_t done_ = 0;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_ = start_;
+  const std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace fleet

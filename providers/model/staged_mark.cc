@@ -7,6 +7,7 @@
 #include "providers/model/staged_mark_write_sh.h"
 #include "providers/shared/hub_cache.h"
 #include "providers/shared/node_script.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -26,8 +27,8 @@ std::string StagedMarkInventoryScript(
     args.push_back(ShellQuote(location));
     args.push_back(NodePathWord(cache));
   }
-  return ScriptWithValuesAndArgs({}, args, kStagedMarkInventoryScript,
-                                 kStagedMarkInventoryScriptSize);
+  return ScriptWithValuesAndArgs({{"smi_probe", "\"" + std::string(kInstalledProbe) + "\""}}, args,
+                                 kStagedMarkInventoryScript, kStagedMarkInventoryScriptSize);
 }
 
 std::string RepoOfDirName(const std::string& dir) {

@@ -43,9 +43,17 @@ std::vector<std::string> ApiBodies(const std::string& output, bool* present) {
   return bodies;
 }
 
+// engine_listing.sh's $eld: `fleet-probe --api-gpu`'s mode word, or "" for
+// the API alone.
+std::string GpuReadMode(std::optional<GpuContextMode> gpu) {
+  if (!gpu) return "";
+  return *gpu == GpuContextMode::kAlways ? "always" : "auto";
+}
+
 }  // namespace
 
-std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside) {
+std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside,
+                                std::optional<GpuContextMode> gpu) {
   // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
   // a process more costs each node a few ms. engine_listing.sh's header
   // names the values.
@@ -57,7 +65,8 @@ std::string EngineListingScript(const std::string& cli, bool images, const std::
            {"elf", kProbeInstallPath},
            {"elk", ServingContainersCliCommand(cli)},
            {"eli", images ? ImageListingScript(cli) : ""},
-           {"elb", beside}})
+           {"elb", beside},
+           {"eld", GpuReadMode(gpu)}})
     s += std::string(name) + "=" + ShellQuote(value) + "\n";
   return s.append(kEngineListingScript, kEngineListingScriptSize);
 }

@@ -20,6 +20,7 @@
 #define FLEET_PROVIDERS_NODE_ENGINE_LISTING_H_
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "providers/node/gpu_context.h"
@@ -38,9 +39,13 @@ namespace fleet {
 // "images=api") follow. Defines $fsl and $gcs for GpuContextScript ($fsl
 // "api": $gcs is non-empty when a fleet serve may run), and $elq ("1" when
 // the installed fleet-probe knows --api, and so its own deadline; else "")
-// for what `beside` runs. The embedded engine_listing.sh, after one quoted
-// assignment per value.
-std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside);
+// for what `beside` runs. With `gpu` (the node facts probe, node_gpu.sh in
+// `beside`): where the installed fleet-probe reads the API, it reads the GPU
+// in the same process, with the context mode `gpu` and the API's answer
+// deciding the context ($elp "1" and $elg the GPU document; else both "").
+// The embedded engine_listing.sh, after one quoted assignment per value.
+std::string EngineListingScript(const std::string& cli, bool images, const std::string& beside,
+                                std::optional<GpuContextMode> gpu = std::nullopt);
 
 // What the API's answer says ("engine_api=" lines in `output`); present is
 // false when the node used the CLI.

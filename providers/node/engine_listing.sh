@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck disable=SC2034 # $elq and $gcs are read by node_gpu.sh and gpu_context.sh
+# shellcheck disable=SC2034 # $elq, $elg, $elp and $gcs are read by node_gpu.sh and gpu_context.sh
 # The node's fleet serves and, with $eli, its images, as its container
 # engine lists them (engine_listing.h says why the API before the CLI).
 # Prints the fleet_serves line ("fleet_serves=HOW:NAMES", or
@@ -8,6 +8,9 @@
 # Leaves $fsl and $gcs for gpu_context.sh ($fsl api: $gcs is non-empty when
 # a fleet serve may run) and $elq ("1" when the installed fleet-probe knows
 # --api, and so ends its GPU run itself: node_gpu.sh drops `timeout`).
+# With $eld, $elp ("1" when the installed probe read the GPU in the same
+# start as the API, `--api-gpu`: issue 48) and $elg (that GPU document) for
+# node_gpu.sh, which then starts no probe of its own; else both "".
 # Embedded in fleet at build time (kEngineListingScript) and run inside the
 # node facts probe's own shell, after one assignment per value (quoted once
 # by fleet):
@@ -20,9 +23,14 @@
 #   elb  sh that runs after the fleet_serves line ("" for nothing): beside
 #        the CLI's image listing, so that the node waits for about one CLI
 #        start (a plan's probe: fleet-probe and the fabric)
+#   eld  the GPU context mode ("auto" or "always") where the installed
+#        probe reads the GPU with the API (the node facts probe, node_gpu.sh
+#        in $elb), or "" for the API alone
 ela=
 els=
 elq=
+elg=
+elp=
 if ! command -v "${elc?}" >/dev/null 2>&1; then
   fsl=no-engine
   gcs=
@@ -37,14 +45,41 @@ else
     # before it knew the flag). Any other failure of the probe (no answer,
     # a short one, its 10 s deadline) is the engine's, which curl would meet
     # too: the CLI answers then.
+    # With $eld the probe reads the API and the GPU in one process
+    # (`fleet-probe --api-gpu MODE`, a start less on every plan of the
+    # node). What follows its "@gpu=" marker is the GPU document; the marker
+    # comes only after every answer was a 200, so the answer before it is
+    # whole. A probe installed before it knew --api-gpu exits 2, and --api
+    # alone reads the API as before.
     elr=127
     [ -x "$HOME/${elf?}" ] && {
-      if [ -n "${eli?}" ]; then
-        ela=$("$HOME/$elf" --api "$els" "${elu?}" /images/json 2>/dev/null)
-      else
-        ela=$("$HOME/$elf" --api "$els" "$elu" 2>/dev/null)
+      if [ -n "${eld?}" ]; then
+        if [ -n "${eli?}" ]; then
+          ela=$("$HOME/$elf" --api-gpu "$eld" "$els" "${elu?}" /images/json 2>/dev/null)
+        else
+          ela=$("$HOME/$elf" --api-gpu "$eld" "$els" "${elu?}" 2>/dev/null)
+        fi
+        elr=$?
+        case $ela in
+          *"
+@gpu="*)
+            elg=${ela#*"
+@gpu="}
+            ela=${ela%%"
+@gpu="*}
+            elp=1
+            elr=0
+            ;;
+        esac
       fi
-      elr=$?
+      if [ -z "$eld" ] || { [ -z "$elp" ] && [ "$elr" = 2 ]; }; then
+        if [ -n "$eli" ]; then
+          ela=$("$HOME/$elf" --api "$els" "${elu?}" /images/json 2>/dev/null)
+        else
+          ela=$("$HOME/$elf" --api "$els" "$elu" 2>/dev/null)
+        fi
+        elr=$?
+      fi
     }
     case $elr in
       2 | 126 | 127)
@@ -98,13 +133,13 @@ elm() {
       elo=$IFS
       IFS='
 '
-      elg=
+      eln=
       for l in $gcs; do
-        case $l in serving=*) elg="$elg${l#serving=} " ;; esac
+        case $l in serving=*) eln="$eln${l#serving=} " ;; esac
       done
       IFS=$elo
       set +f
-      gcs=$elg
+      gcs=$eln
     else
       fsl=engine-error
       gcs=$(printf '%s' "$gcs" | head -n 1 | cut -c1-300)

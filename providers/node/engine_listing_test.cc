@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -214,10 +215,12 @@ TEST_F(EngineListingTest, PodmansApiGivesWhatItsCliGives) {
   EXPECT_EQ(ImageListing::FromJson(api.images).images.size(), 2u);
 }
 
-// fleet's installed probe reads the API itself (`fleet-probe --api`, the
-// real one): not curl, and no `timeout` around its GPU run (it ends itself
-// after 20 s). An older probe refuses --api: curl answers, and timeout is
-// kept. The same facts every way.
+// fleet's installed probe reads the API itself (the real one): not curl,
+// and no `timeout` around its GPU run (it ends itself after 20 s); in the
+// plan's node probe, API and GPU in one start (`fleet-probe --api-gpu`).
+// A probe that knows --api but not --api-gpu reads the API with --api and
+// the GPU in a start of its own; an older probe refuses --api too: curl
+// answers, and timeout is kept. The same facts every way.
 TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   const char* probe = std::getenv("FLEET_PROBE");
   ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
@@ -226,7 +229,10 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   const NodeFacts want = Plan("docker", env);  // no socket yet: the CLI
   Curl(kDocker);
   Tool("timeout", "shift; exec \"$@\"\n");
-  InstallProbe(probe);
+  // The real probe, its starts recorded (probe.args: one line each).
+  Write("real-probe", probe);
+  Tool("probe", "exec \"$(cat " + ShellQuote(dir_ + "/real-probe") + ")\" \"$@\"\n");
+  InstallProbe(dir_ + "/bin/probe");
   testing_engine::FakeEngineApi engine(dir_ + "/docker.sock", ApiAnswers(kDocker));
   ASSERT_TRUE(engine.ok());
   Forget("docker");
@@ -235,13 +241,38 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   EXPECT_FALSE(Ran("docker"));
   EXPECT_FALSE(Ran("curl"));
   EXPECT_FALSE(Ran("timeout"));
+  const std::string calls = Read("probe.args");
+  EXPECT_EQ(calls.rfind("--api-gpu auto ", 0), 0u) << calls;  // one start: API and GPU
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 1) << calls;
   ExpectSameListing(got, want);
   EXPECT_EQ(got.fleet_serves, std::vector<std::string>{"fleet-qwen"});
   EXPECT_GE(got.gpu_probe_s, 0.0);  // its document's elapsed_ns
   EXPECT_LT(got.gpu_probe_s, 20.0);
+  GpuFacts g;
+  ASSERT_TRUE(GpuFactsFromJson(got.gpu, &g)) << got.gpu.dump();
+  EXPECT_EQ(g.source, "fleet-probe");
+  EXPECT_EQ(g.context_decision.rfind("no CUDA context: fleet serve fleet-qwen runs", 0), 0u)
+      << g.context_decision;
+
+  // A probe from before --api-gpu: --api, then its GPU run.
+  Forget("probe");
+  Tool("mid-probe", "[ \"$1\" = --api-gpu ] && exit 2\nexec \"$(cat " +
+                        ShellQuote(dir_ + "/real-probe") + ")\" \"$@\"\n");
+  InstallProbe(dir_ + "/bin/mid-probe");
+  const NodeFacts mid = Plan("docker", env);
+  EXPECT_EQ(engine.requests(), 4);
+  EXPECT_FALSE(Ran("docker"));
+  EXPECT_FALSE(Ran("curl"));
+  EXPECT_FALSE(Ran("timeout"));
+  const std::string mid_calls = Read("mid-probe.args");
+  EXPECT_NE(mid_calls.find("--api-gpu auto "), std::string::npos) << mid_calls;
+  EXPECT_NE(mid_calls.find("\n--api "), std::string::npos) << mid_calls;
+  EXPECT_NE(mid_calls.find("\n--no-context\n"), std::string::npos) << mid_calls;  // a serve runs
+  ExpectSameListing(mid, want);
+  EXPECT_GE(mid.gpu_probe_s, 0.0);
 
   Tool("old-probe",
-       "[ \"$1\" = --api ] && exit 2\n"
+       "case $1 in --api | --api-gpu) exit 2 ;; esac\n"
        "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
   InstallProbe(dir_ + "/bin/old-probe");
   const NodeFacts old = Plan("docker", env);
@@ -250,6 +281,51 @@ TEST_F(EngineListingTest, InstalledProbeReadsTheApi) {
   EXPECT_TRUE(Ran("timeout"));
   ExpectSameListing(old, want);
   EXPECT_LT(old.gpu_probe_s, 0.0);  // an older probe does not say
+}
+
+// No fleet serve runs (the API's list is empty): --api-gpu creates a
+// context as the CLI's "idle" decision does, in one start; a GPU run that
+// ends without its document (a hung driver's deadline) leaves the engine's
+// answer standing and an empty gpu_probe line, as a separate run did.
+TEST_F(EngineListingTest, ApiGpuDecidesTheContextAsTheScriptDoes) {
+  EngineAnswers idle = kDocker;
+  idle.ps = "";
+  idle.containers_json = "[]\n";
+  Cli("docker", idle);
+  Tool("fleet-probe", "printf '{\"probe_version\":1,\"cuda_context\":true,\"gpus\":[]}\\n'\n");
+  const std::string env = "DOCKER_HOST=unix://" + dir_ + "/docker.sock";
+  const NodeFacts want = Plan("docker", env);
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  Write("real-probe", probe);
+  Tool("probe", "exec \"$(cat " + ShellQuote(dir_ + "/real-probe") + ")\" \"$@\"\n");
+  InstallProbe(dir_ + "/bin/probe");
+  testing_engine::FakeEngineApi engine(dir_ + "/docker.sock", ApiAnswers(idle));
+  ASSERT_TRUE(engine.ok());
+  Forget("docker");
+  const NodeFacts got = Plan("docker", env);
+  EXPECT_FALSE(Ran("docker"));
+  const std::string calls = Read("probe.args");
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 1) << calls;
+  ExpectSameListing(got, want);
+  GpuFacts g, w;
+  ASSERT_TRUE(GpuFactsFromJson(got.gpu, &g)) << got.gpu.dump();
+  ASSERT_TRUE(GpuFactsFromJson(want.gpu, &w)) << want.gpu.dump();
+  EXPECT_EQ(g.context_decision, w.context_decision);
+
+  // The GPU run killed after the marker: the listing stands, no document.
+  Tool("cut-probe",
+       "if [ \"$1\" = --api-gpu ]; then \"$(cat " + ShellQuote(dir_ + "/real-probe") +
+           ")\" --api \"$3\" \"$4\" \"$5\"; printf '@gpu='; kill -ALRM $$; fi\nexit 9\n");
+  InstallProbe(dir_ + "/bin/cut-probe");
+  const NodeFacts cut = Plan("docker", env);
+  EXPECT_FALSE(Ran("docker"));
+  const std::string cut_calls = Read("cut-probe.args");
+  EXPECT_EQ(std::count(cut_calls.begin(), cut_calls.end(), '\n'), 1) << cut_calls;
+  ExpectSameListing(cut, want);
+  GpuFacts c;
+  ASSERT_TRUE(GpuFactsFromJson(cut.gpu, &c)) << cut.gpu.dump();
+  EXPECT_EQ(c.source, "none") << cut.gpu.dump();  // no document: no probe's facts
 }
 
 // An engine that does not answer the probe would not answer curl either:

@@ -12,7 +12,9 @@
 #   ngf_context       gpu_context.sh (sets $fpa), eval'd before the probe
 #   ngf_drop_caches   drop_caches_sudo.sh (reads $gpj), eval'd after it
 # Reads $fp (the probe found, or "") and $elq (the installed probe knows
-# --api), which the probe's earlier parts set.
+# --api), which the probe's earlier parts set; with $elp=1 the installed
+# probe read the GPU already, with the engine's API (`--api-gpu`, one
+# process less: engine_listing.h), and $elg is its document.
 # A driver hung in cuInit must not hang the whole plan: a probe that
 # answered --api ($elq), or the installed one built from this fleet's
 # source, ends itself after 20 s; any other gets timeout (a process more,
@@ -26,11 +28,17 @@ t=
     command -v timeout >/dev/null 2>&1 && t='timeout 20'
   }
 }
-if [ -n "$fp" ] && [ -x "$fp" ]; then
+if [ -n "${elp-}" ] || { [ -n "$fp" ] && [ -x "$fp" ]; }; then
+  # The gpu_context line (and $fpa): with $elp the probe took the same
+  # decision from the same answer.
   eval "${ngf_context?}"
   # One line for the parser; tr only when the answer has more.
-  # shellcheck disable=SC2086 # $t and $fpa are words or nothing
-  gpj=$($t "$fp" ${fpa-} 2>/dev/null)
+  if [ -n "${elp-}" ]; then
+    gpj=${elg-}
+  else
+    # shellcheck disable=SC2086 # $t and $fpa are words or nothing
+    gpj=$($t "$fp" ${fpa-} 2>/dev/null)
+  fi
   case $gpj in *"
 "*) gpj=$(printf '%s' "$gpj" | tr -d '\n') ;; esac
   printf 'gpu_probe=%s\n' "$gpj"

@@ -80,7 +80,7 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
   beside.append(kNodeGpuScript, kNodeGpuScriptSize);
   beside += FabricFactsScript(sysfs);
   return std::string(kNodeIdentityScript, kNodeIdentityScriptSize) +
-         EngineListingScript(cli, list_images, beside);
+         EngineListingScript(cli, list_images, beside, gpu_context);
 }
 
 NodeFacts ParseNodeFacts(const std::string& output) {

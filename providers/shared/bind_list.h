@@ -5,8 +5,8 @@
 // cache's symlinks (the log's EXL3 incident). Binding each real file at its
 // snapshot path gives the container regular files only, with the names the
 // loader expects.
-#ifndef FLEET_PROVIDERS_MODEL_BIND_LIST_H_
-#define FLEET_PROVIDERS_MODEL_BIND_LIST_H_
+#ifndef FLEET_PROVIDERS_SHARED_BIND_LIST_H_
+#define FLEET_PROVIDERS_SHARED_BIND_LIST_H_
 
 #include <string>
 #include <vector>
@@ -50,4 +50,4 @@ std::string FormatBindList(const std::vector<BindMount>& mounts);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_BIND_LIST_H_
+#endif  // FLEET_PROVIDERS_SHARED_BIND_LIST_H_

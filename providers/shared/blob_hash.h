@@ -4,8 +4,8 @@
 // (the weights), git's blob sha1 (40 digits: sha1("blob <size>\0" + data))
 // for the small files git stores itself (config.json, tokenizer files).
 // So every file of a snapshot can be checked against its own name.
-#ifndef FLEET_PROVIDERS_MODEL_BLOB_HASH_H_
-#define FLEET_PROVIDERS_MODEL_BLOB_HASH_H_
+#ifndef FLEET_PROVIDERS_SHARED_BLOB_HASH_H_
+#define FLEET_PROVIDERS_SHARED_BLOB_HASH_H_
 
 #include <atomic>
 #include <cstdint>
@@ -75,4 +75,4 @@ std::vector<LocalHashResult> HashLocalFiles(const std::vector<LocalHashJob>& job
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_BLOB_HASH_H_
+#endif  // FLEET_PROVIDERS_SHARED_BLOB_HASH_H_

@@ -1,8 +1,8 @@
 // The part of a failed container-CLI command's output worth putting in an
 // error message: podman and docker print progress first and the cause last,
 // on a line starting with "Error" (sometimes followed by indented details).
-#ifndef FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_
-#define FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_
+#ifndef FLEET_PROVIDERS_SHARED_CLI_ERROR_H_
+#define FLEET_PROVIDERS_SHARED_CLI_ERROR_H_
 
 #include <string>
 
@@ -28,4 +28,4 @@ std::string NoSpaceFix(const std::string& text, const std::string& cli, const st
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_CLI_ERROR_H_
+#endif  // FLEET_PROVIDERS_SHARED_CLI_ERROR_H_

@@ -7,8 +7,8 @@
 // store, probed in the same plan). A marker file or a non-empty folder is
 // never proof: without a reference the model is "unverified" and apply
 // verifies the headers and the index before recording it.
-#ifndef FLEET_PROVIDERS_MODEL_COMPLETENESS_H_
-#define FLEET_PROVIDERS_MODEL_COMPLETENESS_H_
+#ifndef FLEET_PROVIDERS_SHARED_COMPLETENESS_H_
+#define FLEET_PROVIDERS_SHARED_COMPLETENESS_H_
 
 #include <cstdint>
 #include <map>
@@ -75,4 +75,4 @@ std::string JoinProblems(const std::vector<std::string>& problems, size_t max = 
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_COMPLETENESS_H_
+#endif  // FLEET_PROVIDERS_SHARED_COMPLETENESS_H_

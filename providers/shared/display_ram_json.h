@@ -6,8 +6,8 @@
 // Readers are lenient (a missing key is its default) so that state written
 // by an older fleet still reads; writers produce exactly the keys the plan
 // and state have always had.
-#ifndef FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
-#define FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
+#ifndef FLEET_PROVIDERS_SHARED_DISPLAY_RAM_JSON_H_
+#define FLEET_PROVIDERS_SHARED_DISPLAY_RAM_JSON_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -132,4 +132,4 @@ std::vector<std::string> ContainersStoppedBy(const PlanChange& display_ram_chang
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DISPLAY_RAM_DISPLAY_RAM_JSON_H_
+#endif  // FLEET_PROVIDERS_SHARED_DISPLAY_RAM_JSON_H_

@@ -1,8 +1,8 @@
 // A container engine's API for tests: an HTTP/1.0 server on a unix socket
 // that answers GETs from a table, one connection per request, as docker's
 // and podman's answer fleet's installed `fleet-probe --api`.
-#ifndef FLEET_PROVIDERS_NODE_ENGINE_API_TEST_UTIL_H_
-#define FLEET_PROVIDERS_NODE_ENGINE_API_TEST_UTIL_H_
+#ifndef FLEET_PROVIDERS_SHARED_ENGINE_API_TEST_UTIL_H_
+#define FLEET_PROVIDERS_SHARED_ENGINE_API_TEST_UTIL_H_
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -92,4 +92,4 @@ inline bool InstallBuiltProbe(const std::string& home) {
 
 }  // namespace fleet::testing_engine
 
-#endif  // FLEET_PROVIDERS_NODE_ENGINE_API_TEST_UTIL_H_
+#endif  // FLEET_PROVIDERS_SHARED_ENGINE_API_TEST_UTIL_H_

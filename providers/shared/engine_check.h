@@ -9,8 +9,8 @@
 // the socket), or rootless podman lacks subordinate ids. The plan turns that
 // into an error before anything is applied, never a step that fails half way.
 // No command runs for this on a node whose engine answers.
-#ifndef FLEET_PROVIDERS_IMAGE_ENGINE_CHECK_H_
-#define FLEET_PROVIDERS_IMAGE_ENGINE_CHECK_H_
+#ifndef FLEET_PROVIDERS_SHARED_ENGINE_CHECK_H_
+#define FLEET_PROVIDERS_SHARED_ENGINE_CHECK_H_
 
 #include <string>
 
@@ -45,4 +45,4 @@ std::string NodeSshUser(const Manifest* m, const std::string& node);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_ENGINE_CHECK_H_
+#endif  // FLEET_PROVIDERS_SHARED_ENGINE_CHECK_H_

@@ -74,13 +74,13 @@ std::string FabricChainResult::SourceProblem() const {
 
 FabricChainResult FabricChain(const FabricChainSpec& spec) {
   FabricChainResult result;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = spec.clock->SteadyNow();
   const size_t n = spec.hops.size();
   result.hops.resize(n);
   std::vector<std::string> ids(n), pems(n);
   for (size_t k = 0; k < n; ++k) {
     ids[k] = fabric_internal::RandomIdentity();
-    pems[k] = FabricSessionPem(fabric_internal::RandomKeyHex());
+    pems[k] = FabricSessionPem(fabric_internal::RandomKeyHex(), spec.clock->UnixSeconds());
     if (pems[k].empty() || ids[k].size() < 7) {
       result.source = Status::Error("cannot make the transfer's keys");
       result.unconnected = true;
@@ -148,7 +148,7 @@ FabricChainResult FabricChain(const FabricChainSpec& spec) {
     if (!not_started.empty() && k >= up_from && result.hops[k].delivered())
       result.hops[k].target = CommandResult{1, "", "fabric: stopped: " + not_started};
   }
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(spec.clock->SteadyNow() - start).count();
   return result;
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "providers/shared/fabric_stream.h"
+#include "src/clock.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -45,6 +46,9 @@ struct FabricChainSpec {
   std::string source_cmd;       // prints the payload on stdout
   std::vector<FabricHop> hops;  // at least one
   FabricLimits limits;
+  // Times the chain (FabricChainResult::seconds) and dates its TLS
+  // sessions: the step's (StepContext::clock). Never null.
+  Clock* clock = RealClock();
 };
 
 struct FabricHopResult {

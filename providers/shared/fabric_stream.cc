@@ -76,7 +76,7 @@ std::string FabricSendScript(const std::string& address, int port, const std::st
                        std::to_string(limits.stall_s), source_cmd});
 }
 
-std::string FabricSessionPem(const std::string& key_hex) {
+std::string FabricSessionPem(const std::string& key_hex, int64_t now_s) {
   if (key_hex.size() != 64) return "";
   unsigned char key[32];
   for (size_t i = 0; i < 32; ++i) {
@@ -99,7 +99,7 @@ std::string FabricSessionPem(const std::string& key_hex) {
             // OpenSSL refuses an expired session even as an external PSK, by
             // each node's clock: valid from a week before to a week after
             // now, whatever the skew between the controller and the nodes.
-            SSL_SESSION_set_time(session.get(), static_cast<long>(time(nullptr)) - kWeek) != 0 &&
+            SSL_SESSION_set_time(session.get(), static_cast<long>(now_s) - kWeek) != 0 &&
             SSL_SESSION_set_timeout(session.get(), 2 * kWeek) != 0 &&
             PEM_write_bio_SSL_SESSION(pem.get(), session.get()) == 1;
   OPENSSL_cleanse(key, sizeof key);
@@ -197,11 +197,12 @@ Result<CommandResult> Listener::Join() {
 
 FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
   FabricStreamResult result;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = spec.clock->SteadyNow();
+  const int64_t now_s = spec.clock->UnixSeconds();
   const std::string key = fabric_internal::RandomKeyHex(), id = fabric_internal::RandomIdentity();
-  const std::string pem = key.empty() ? "" : FabricSessionPem(key);
+  const std::string pem = key.empty() ? "" : FabricSessionPem(key, now_s);
   const std::string source_pem =
-      spec.source_key_override.empty() ? pem : FabricSessionPem(spec.source_key_override);
+      spec.source_key_override.empty() ? pem : FabricSessionPem(spec.source_key_override, now_s);
   if (pem.empty() || source_pem.empty() || id.size() < 7) {
     result.target = Status::Error("cannot make the transfer's key");
     return result;
@@ -224,7 +225,7 @@ FabricStreamResult FabricStream(const FabricStreamSpec& spec) {
     result.unconnected = true;
   }
   result.target = listener.Join();
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(spec.clock->SteadyNow() - start).count();
   return result;
 }
 

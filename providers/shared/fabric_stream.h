@@ -45,11 +45,13 @@
 #define FLEET_PROVIDERS_SHARED_FABRIC_STREAM_H_
 
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 
+#include "src/clock.h"
 #include "src/status.h"
 #include "src/transport.h"
 
@@ -72,6 +74,9 @@ struct FabricStreamSpec {
   FabricLimits limits;
   // Test hook: the key the source uses, 64 hex digits ("" = the right one).
   std::string source_key_override;
+  // Times the stream (FabricStreamResult::seconds) and dates its TLS
+  // session: the step's (StepContext::clock). Never null.
+  Clock* clock = RealClock();
 };
 
 struct FabricStreamResult {
@@ -121,9 +126,9 @@ inline bool NeverConnected(int send_exit) {
 
 // `openssl s_server/s_client -psk_session` input: a TLS 1.3 session (PEM)
 // holding `key_hex` (64 hex digits) as its PSK, for TLS_AES_128_GCM_SHA256,
-// valid from a week before now to a week after (node clocks may be off).
-// "" when OpenSSL fails or the key is not 64 hex digits.
-std::string FabricSessionPem(const std::string& key_hex);
+// valid from a week before `now_s` (unix seconds) to a week after (node
+// clocks may be off). "" when OpenSSL fails or the key is not 64 hex digits.
+std::string FabricSessionPem(const std::string& key_hex, int64_t now_s);
 
 // Shared with FabricChain (fabric_chain.cc).
 namespace fabric_internal {

@@ -122,9 +122,10 @@ TEST(FabricStream, ListenerNobodyConnectsToIsStopped) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport dst(Local("b"));
   const auto t0 = std::chrono::steady_clock::now();
-  Result<CommandResult> r = dst.Run(FabricListenScript("127.0.0.1", "fleet-test", "cat",
-                                                       {.accept_timeout_s = 1, .timeout_s = 30}),
-                                    FabricSessionPem(std::string(64, 'a')));
+  Result<CommandResult> r =
+      dst.Run(FabricListenScript("127.0.0.1", "fleet-test", "cat",
+                                 {.accept_timeout_s = 1, .timeout_s = 30}),
+              FabricSessionPem(std::string(64, 'a'), RealClock()->UnixSeconds()));
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, 1);
@@ -145,10 +146,10 @@ TEST(FabricStream, NoListenerOnAForeignAddress) {
 
 TEST(FabricStream, TheKeyIsOnNoCommandLine) {
   const std::string key(64, 'c');
-  const std::string pem = FabricSessionPem(key);
+  const std::string pem = FabricSessionPem(key, RealClock()->UnixSeconds());
   ASSERT_NE(pem.find("-----BEGIN SSL SESSION PARAMETERS-----"), std::string::npos) << pem;
-  EXPECT_EQ(FabricSessionPem(std::string(63, 'c')), "");
-  EXPECT_EQ(FabricSessionPem(std::string(64, 'x')), "");
+  EXPECT_EQ(FabricSessionPem(std::string(63, 'c'), 0), "");
+  EXPECT_EQ(FabricSessionPem(std::string(64, 'x'), 0), "");
   // The scripts take no key: it comes on their stdin.
   for (const std::string& script :
        {FabricListenScript("10.77.0.2", "fleet-id", "cat", {}),
@@ -256,9 +257,10 @@ TEST(FabricStream, SendScriptGivesUpConnectingInTime) {
   if (!HaveOpenssl()) GTEST_SKIP() << "no openssl";
   LocalTransport src(Local("a"));
   // Nothing listens on 127.0.0.1:1: refused at once, exit kFabricUnconnectedExit.
-  Result<CommandResult> r = src.Run(FabricSendScript("127.0.0.1", 1, "fleet-id", "echo hi",
-                                                     {.connect_timeout_s = 2, .timeout_s = 30}),
-                                    FabricSessionPem(std::string(64, 'a')));
+  Result<CommandResult> r =
+      src.Run(FabricSendScript("127.0.0.1", 1, "fleet-id", "echo hi",
+                               {.connect_timeout_s = 2, .timeout_s = 30}),
+              FabricSessionPem(std::string(64, 'a'), RealClock()->UnixSeconds()));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, kFabricUnconnectedExit) << r->err;
   EXPECT_NE(r->err.find("no byte was sent"), std::string::npos) << r->err;

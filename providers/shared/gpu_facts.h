@@ -5,8 +5,8 @@
 // memory GPUs (DGX Spark / GB10) nvidia-smi reports memory as [N/A]; such a
 // figure is unknown here (std::nullopt), never zero, and the budget check
 // answers "unknown" for it rather than yes or no.
-#ifndef FLEET_PROVIDERS_NODE_GPU_FACTS_H_
-#define FLEET_PROVIDERS_NODE_GPU_FACTS_H_
+#ifndef FLEET_PROVIDERS_SHARED_GPU_FACTS_H_
+#define FLEET_PROVIDERS_SHARED_GPU_FACTS_H_
 
 #include <cstdint>
 #include <map>
@@ -150,4 +150,4 @@ std::string DropCachesSudoRefusal(const std::string& node, const GpuFacts& facts
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_NODE_GPU_FACTS_H_
+#endif  // FLEET_PROVIDERS_SHARED_GPU_FACTS_H_

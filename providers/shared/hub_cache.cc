@@ -12,6 +12,7 @@
 #include "providers/shared/hub_probe_sh.h"
 #include "providers/shared/node_script.h"
 #include "src/json_number.h"
+#include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
 
 namespace fleet {
@@ -126,7 +127,8 @@ std::string HubProbeScript(const HubProbeTarget& t) {
   return ScriptWithValuesAndArgs({{"c", NodePathWord(t.cache)},
                                   {"d", ShellQuote(HubRepoDirName(t.repo))},
                                   {"r", ShellQuote(t.branch.empty() ? t.revision : "")},
-                                  {"b", ShellQuote(t.branch)}},
+                                  {"b", ShellQuote(t.branch)},
+                                  {"q", "\"" + std::string(kInstalledProbe) + "\""}},
                                  stores, kHubProbeScript, kHubProbeScriptSize);
 }
 

@@ -12,8 +12,8 @@
 // HubProbeScript is the read-only sh fragment of the model probe (the hot
 // path: a handful of processes, whatever the number of files); ParseHubProbe
 // turns its output into a HubProbe. The script needs GNU find (-printf).
-#ifndef FLEET_PROVIDERS_MODEL_HUB_CACHE_H_
-#define FLEET_PROVIDERS_MODEL_HUB_CACHE_H_
+#ifndef FLEET_PROVIDERS_SHARED_HUB_CACHE_H_
+#define FLEET_PROVIDERS_SHARED_HUB_CACHE_H_
 
 #include <cstdint>
 #include <map>
@@ -146,4 +146,4 @@ uint64_t LeadingDecimal(const std::string& s);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_HUB_CACHE_H_
+#endif  // FLEET_PROVIDERS_SHARED_HUB_CACHE_H_

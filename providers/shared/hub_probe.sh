@@ -10,17 +10,22 @@
 # stores as positional parameters, all quoted once by fleet:
 #   c  the hub cache folder     d  the repo's folder name (models--org--name)
 #   r  the revision ("" when b) b  a branch: the snapshot refs/<b> names
+#   q  the installed fleet-probe (kInstalledProbe, under $HOME)
 #   "$@"  NAME PATH pairs: the other stores the node mounts
 # A hung network mount (the store) must fail the probe, not hang the plan:
 # every command that touches the cache runs under timeout (-k: a process
 # stuck in an NFS wait gets SIGKILL too), and the cache is first stat'ed
 # under it, so that the shell's own tests ([ -d ], globs, read) never touch
-# a mount that does not answer. Such a cache is an error naming it.
-: "${c?}" "${d?}" "${r?}" "${b?}"
+# a mount that does not answer. Such a cache is an error naming it. That
+# first stat is the installed fleet-probe's --stat-within where it knows it
+# (one process where timeout and stat were two, on every plan: issue 48);
+# one installed before it knew the flag exits 2, and timeout's stat answers.
+: "${c?}" "${d?}" "${r?}" "${b?}" "${q?}"
 to=
 ft=
 command -v timeout >/dev/null 2>&1 && to='timeout -k 5 10' && ft='timeout -k 5 120'
-sr=0; [ -z "$to" ] || { $to stat -L -- "$c" >/dev/null 2>&1; sr=$?; }
+sr=2; [ ! -x "$q" ] || { "$q" --stat-within 10 "$c" >/dev/null 2>&1; sr=$?; }
+case $sr in 2 | 126 | 127) sr=0; [ -z "$to" ] || { $to stat -L -- "$c" >/dev/null 2>&1; sr=$?; } ;; esac
 if [ "$sr" -eq 124 ] || [ "$sr" -eq 137 ]; then
   printf 'err\t%s does not answer within 10 s (a hung network mount?)\n' "$c"; exit 0
 fi

@@ -1,8 +1,8 @@
 // What the model steps run on a node, each one command over a Transport:
 // probe one model, read its safetensors headers and indexes, hash its blobs
 // in place, fix the legacy layout and absolute links, list blobs.
-#ifndef FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_
-#define FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_
+#ifndef FLEET_PROVIDERS_SHARED_HUB_REMOTE_H_
+#define FLEET_PROVIDERS_SHARED_HUB_REMOTE_H_
 
 #include <cstdint>
 #include <functional>
@@ -100,4 +100,4 @@ std::string RelativeBlobLink(const std::string& path, const std::string& blob);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_HUB_REMOTE_H_
+#endif  // FLEET_PROVIDERS_SHARED_HUB_REMOTE_H_

@@ -1,7 +1,7 @@
 // Test helpers: real hub cache layouts in a temporary folder, with real
 // safetensors files, written the way huggingface_hub writes them.
-#ifndef FLEET_PROVIDERS_MODEL_HUB_TEST_UTIL_H_
-#define FLEET_PROVIDERS_MODEL_HUB_TEST_UTIL_H_
+#ifndef FLEET_PROVIDERS_SHARED_HUB_TEST_UTIL_H_
+#define FLEET_PROVIDERS_SHARED_HUB_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -115,4 +115,4 @@ inline void WriteHubModel(const std::string& cache, const std::string& repo,
 
 }  // namespace fleet::testing_hub
 
-#endif  // FLEET_PROVIDERS_MODEL_HUB_TEST_UTIL_H_
+#endif  // FLEET_PROVIDERS_SHARED_HUB_TEST_UTIL_H_

@@ -13,8 +13,8 @@
 //
 // A plan's listing may be old by the time apply runs: apply looks again on
 // the node (image_steps.h, FindImage) before it pulls, copies or removes.
-#ifndef FLEET_PROVIDERS_IMAGE_IMAGE_LISTING_H_
-#define FLEET_PROVIDERS_IMAGE_IMAGE_LISTING_H_
+#ifndef FLEET_PROVIDERS_SHARED_IMAGE_LISTING_H_
+#define FLEET_PROVIDERS_SHARED_IMAGE_LISTING_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -73,4 +73,4 @@ std::vector<FleetTagged> FleetTaggedIn(const ImageListing& listing);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_IMAGE_LISTING_H_
+#endif  // FLEET_PROVIDERS_SHARED_IMAGE_LISTING_H_

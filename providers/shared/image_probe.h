@@ -12,8 +12,8 @@
 // and never `.Digest` (podman may report another digest than the
 // registry's). Whether what was found counts as "present" is the diff's
 // call: it compares IDs across nodes.
-#ifndef FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
-#define FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
+#ifndef FLEET_PROVIDERS_SHARED_IMAGE_PROBE_H_
+#define FLEET_PROVIDERS_SHARED_IMAGE_PROBE_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -91,4 +91,4 @@ ImageLookup ParseImageInspect(int exit_code, const std::string& output);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_IMAGE_PROBE_H_
+#endif  // FLEET_PROVIDERS_SHARED_IMAGE_PROBE_H_

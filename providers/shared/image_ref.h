@@ -6,8 +6,8 @@
 // the image ID (the config's digest) but drops D (DESIGN.md). So fleet
 // identifies a copied image by its config digest, and tags it with a name
 // derived from D so that the next probe finds it by name.
-#ifndef FLEET_PROVIDERS_IMAGE_IMAGE_REF_H_
-#define FLEET_PROVIDERS_IMAGE_IMAGE_REF_H_
+#ifndef FLEET_PROVIDERS_SHARED_IMAGE_REF_H_
+#define FLEET_PROVIDERS_SHARED_IMAGE_REF_H_
 
 #include <string>
 #include <string_view>
@@ -54,4 +54,4 @@ std::string ShortId(std::string_view digest_or_id);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_IMAGE_REF_H_
+#endif  // FLEET_PROVIDERS_SHARED_IMAGE_REF_H_

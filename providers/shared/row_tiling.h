@@ -4,8 +4,8 @@
 // (384,016,682 rows over 4 ranks). The first N % R ranks get one row more
 // (ceil), the rest floor(N / R): contiguous, disjoint, covering, and no two
 // ranks differ by more than one row.
-#ifndef FLEET_PROVIDERS_MODEL_ROW_TILING_H_
-#define FLEET_PROVIDERS_MODEL_ROW_TILING_H_
+#ifndef FLEET_PROVIDERS_SHARED_ROW_TILING_H_
+#define FLEET_PROVIDERS_SHARED_ROW_TILING_H_
 
 #include <cstdint>
 #include <string>
@@ -39,4 +39,4 @@ Result<std::string> RowRangeText(const std::vector<SafetensorsHeader>& headers,
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_ROW_TILING_H_
+#endif  // FLEET_PROVIDERS_SHARED_ROW_TILING_H_

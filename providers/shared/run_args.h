@@ -3,8 +3,8 @@
 // `docker run` pull from the internet until a timeout killed it while the
 // launcher printed "started"; with --pull=never the run fails at once and
 // says the image is missing.
-#ifndef FLEET_PROVIDERS_IMAGE_RUN_ARGS_H_
-#define FLEET_PROVIDERS_IMAGE_RUN_ARGS_H_
+#ifndef FLEET_PROVIDERS_SHARED_RUN_ARGS_H_
+#define FLEET_PROVIDERS_SHARED_RUN_ARGS_H_
 
 #include <string>
 #include <vector>
@@ -25,4 +25,4 @@ std::vector<std::string> RunArgsNoPull(const std::string& cli,
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_IMAGE_RUN_ARGS_H_
+#endif  // FLEET_PROVIDERS_SHARED_RUN_ARGS_H_

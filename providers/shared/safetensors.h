@@ -7,8 +7,8 @@
 // the header's offsets must tile the data exactly (what the reference
 // implementation requires before it maps a file), so the data length must
 // equal file size - 8 - N.
-#ifndef FLEET_PROVIDERS_MODEL_SAFETENSORS_H_
-#define FLEET_PROVIDERS_MODEL_SAFETENSORS_H_
+#ifndef FLEET_PROVIDERS_SHARED_SAFETENSORS_H_
+#define FLEET_PROVIDERS_SHARED_SAFETENSORS_H_
 
 #include <cstdint>
 #include <map>
@@ -58,4 +58,4 @@ Result<SafetensorsHeader> ParseSafetensorsPrefix(std::string_view prefix, uint64
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_MODEL_SAFETENSORS_H_
+#endif  // FLEET_PROVIDERS_SHARED_SAFETENSORS_H_

@@ -60,8 +60,8 @@ std::string ChosenNode(const Manifest& m, const std::string& address, std::strin
 // The serve of `o.address`, checked to be the deployment's (the smoke
 // checks' identity and model steps, through its node); false after saying
 // why.
-bool Reach(const Manifest& m, const BenchOptions& o, ContainerSpec* spec, SmokeTarget* target,
-           std::string* model) {
+bool Reach(const GlobalOptions& g, const Manifest& m, const BenchOptions& o, ContainerSpec* spec,
+           SmokeTarget* target, std::string* model) {
   std::string name;
   const std::string node = ChosenNode(m, o.address, &name);
   Result<ContainerSpec> rendered = RenderContainerSpec(m, name, node);
@@ -80,7 +80,7 @@ bool Reach(const Manifest& m, const BenchOptions& o, ContainerSpec* spec, SmokeT
     std::cerr << "fleet: node " << node << " cannot be reached over SSH: " << s.message() << "\n";
     return false;
   }
-  for (const SmokeResult& r : RunSmoke(*target, {}, t, nullptr)) {
+  for (const SmokeResult& r : RunSmoke(*target, {}, t, nullptr, g.clock)) {
     if (!r.passed()) {
       std::cerr << "fleet: " << r.check << " of deployment." << name << "@" << node << ": "
                 << r.result << ": " << r.detail << "\n";
@@ -178,7 +178,7 @@ int CmdBench(const GlobalOptions& g, const BenchOptions& o) {
   ContainerSpec spec;
   SmokeTarget target;
   std::string model;
-  if (!Reach(m, o, &spec, &target, &model)) return 1;
+  if (!Reach(g, m, o, &spec, &target, &model)) return 1;
 
   BenchRecord rec;
   rec.time = NowRfc3339();

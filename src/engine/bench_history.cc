@@ -165,7 +165,8 @@ void MeasureBench(const BenchPlan& plan, const std::string& base_url, BenchRecor
       [&](const BenchCell& c, int i, int total) { say("  " + BenchCellLine(c, i, total)); });
   if (!plan.quality_items.empty()) {
     say("  quality set: " + std::to_string(plan.quality_items.size()) + " items");
-    const QualityScore q = RunQualitySet(base_url, rec->model, plan.quality_items);
+    // On the real clock, as the profile's cells are timed (the client's own).
+    const QualityScore q = RunQualitySet(base_url, rec->model, plan.quality_items, RealClock());
     rec->quality = QualityCount{q.passed, q.total};
     rec->quality_failures = q.failures;
   }

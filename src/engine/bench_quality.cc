@@ -93,10 +93,10 @@ Result<std::vector<SmokeCheck>> ParseQualityJsonl(const std::string& file,
 }
 
 QualityScore RunQualitySet(const std::string& base_url, const std::string& model,
-                           const std::vector<SmokeCheck>& items) {
+                           const std::vector<SmokeCheck>& items, Clock* clock) {
   QualityScore score;
   for (const SmokeCheck& item : items) {
-    const SmokeResult r = RunOneCheck(base_url, model, item);
+    const SmokeResult r = RunOneCheck(base_url, model, item, clock);
     ++score.total;
     if (r.passed()) {
       ++score.passed;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "manifests/manifest.h"
+#include "src/clock.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -36,9 +37,10 @@ std::vector<SmokeCheck> BuiltinQualitySet();
 // with '#' are skipped.
 Result<std::vector<SmokeCheck>> ParseQualityJsonl(const std::string& file, const std::string& text);
 
-// Runs `items` against the serve, one at a time, and scores them.
+// Runs `items` against the serve, one at a time, and scores them; their
+// times are read from `clock`.
 QualityScore RunQualitySet(const std::string& base_url, const std::string& model,
-                           const std::vector<SmokeCheck>& items);
+                           const std::vector<SmokeCheck>& items, Clock* clock);
 
 }  // namespace fleet
 

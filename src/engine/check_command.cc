@@ -16,7 +16,7 @@ int CmdCheck(const GlobalOptions& g, const std::vector<std::string>& addresses, 
     return 1;
   }
   NodeConnections connections(&m);
-  const std::vector<SmokeResult> results = RunServeChecks(m, &connections, addresses);
+  const std::vector<SmokeResult> results = RunServeChecks(m, &connections, addresses, g.clock);
   // A reply cut by max_tokens is no failure (smoke_check.h): it does not
   // fail the command, the table says CUT.
   bool all = true;

@@ -56,7 +56,7 @@ SmokeResult GatewayAnswers(const GatewaySpec& g, const std::string& node,
 std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
                                     const std::string& base_url, const GatewayRoute& route,
                                     const std::vector<GatewayRoute>& routes,
-                                    const std::vector<GatewayKey>& keys) {
+                                    const std::vector<GatewayKey>& keys, Clock* clock) {
   std::vector<SmokeResult> out;
   // fleet's checks are the gateway's clients like any other: with keys,
   // they send a key of the gateway's keys that may use the model (read from
@@ -77,7 +77,7 @@ std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
       continue;
     }
     BearerScope bearer(key);
-    SmokeResult r = RunOneCheck(base_url, route.model, c);
+    SmokeResult r = RunOneCheck(base_url, route.model, c, clock);
     r.deployment = route.deployment + " via " + g.name;
     r.node = "?";
     auto by = std::find_if(routes.begin(), routes.end(), [&](const GatewayRoute& x) {
@@ -108,7 +108,7 @@ std::vector<SmokeResult> AskThrough(const Manifest& m, const GatewaySpec& g,
 
 std::vector<SmokeResult> CheckOneGateway(const Manifest& m, const GatewaySpec& g,
                                          const std::string& node,
-                                         const std::vector<GatewayRoute>& routes) {
+                                         const std::vector<GatewayRoute>& routes, Clock* clock) {
   const std::string base_url = BaseUrl(m, node, g.port);
   Result<std::vector<GatewayKey>> keys = LoadGatewayKeys(g);
   if (!keys.ok()) {
@@ -126,7 +126,7 @@ std::vector<SmokeResult> CheckOneGateway(const Manifest& m, const GatewaySpec& g
   for (const GatewayRoute& route : routes) {
     if (std::find(asked.begin(), asked.end(), route.model) != asked.end()) continue;
     asked.push_back(route.model);
-    for (SmokeResult& r : AskThrough(m, g, base_url, route, routes, *keys))
+    for (SmokeResult& r : AskThrough(m, g, base_url, route, routes, *keys, clock))
       out.push_back(std::move(r));
   }
   return out;
@@ -134,15 +134,15 @@ std::vector<SmokeResult> CheckOneGateway(const Manifest& m, const GatewaySpec& g
 
 }  // namespace
 
-std::vector<SmokeResult> RunGatewayChecks(const Manifest& m) {
+std::vector<SmokeResult> RunGatewayChecks(const Manifest& m, Clock* clock) {
   std::vector<std::string> unnamed;
   const std::vector<GatewayRoute> routes = GatewayRoutes(m, &unnamed);
   std::vector<std::future<std::vector<SmokeResult>>> running;
   for (const auto& [name, g] : m.gateways)
     for (const std::string& node : g.nodes)
       if (m.nodes.count(node))
-        running.push_back(std::async(std::launch::async, [&m, &g, node, &routes] {
-          return CheckOneGateway(m, g, node, routes);
+        running.push_back(std::async(std::launch::async, [&m, &g, node, &routes, clock] {
+          return CheckOneGateway(m, g, node, routes, clock);
         }));
   std::vector<SmokeResult> out;
   for (auto& f : running)

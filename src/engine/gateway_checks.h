@@ -19,8 +19,8 @@ namespace fleet {
 
 // Rows: deployment "gateway <name>" for the gateway's own check (node: the
 // gateway's), "<deployment> via <gateway>" for a routed check (node: the
-// serve that answered).
-std::vector<SmokeResult> RunGatewayChecks(const Manifest& m);
+// serve that answered). Their times are read from `clock`.
+std::vector<SmokeResult> RunGatewayChecks(const Manifest& m, Clock* clock);
 
 }  // namespace fleet
 

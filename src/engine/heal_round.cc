@@ -14,6 +14,7 @@
 #include "providers/deployment/serve_heal.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/serving/deployment_json.h"
+#include "src/clock_wait.h"
 #include "src/engine/heal_policy.h"
 #include "src/provider.h"
 #include "state/state.h"
@@ -386,19 +387,25 @@ Healer::~Healer() {
 
 std::vector<nlohmann::json> Healer::Finish(const HealRoundInput& in, int64_t wait_ms) {
   std::vector<nlohmann::json> events;
-  // A real deadline: the heals run on threads of their own, and a
-  // condition variable waits on the machine's steady clock.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max<int64_t>(0, wait_ms));
-  std::vector<Job*> ended;
-  for (auto& job : jobs_) {
-    std::unique_lock<std::mutex> l(job->mu);
-    if (wait_ms < 0)
+  auto done = [](Job* job) {
+    std::lock_guard<std::mutex> l(job->mu);
+    return job->done;
+  };
+  if (wait_ms < 0) {
+    for (auto& job : jobs_) {
+      std::unique_lock<std::mutex> l(job->mu);
       job->cv.wait(l, [&] { return job->done; });
-    else
-      job->cv.wait_until(l, deadline, [&] { return job->done; });
-    if (job->done) ended.push_back(job.get());
+    }
+  } else {
+    // On the round's clock: a FakeClock's round does not wait out the heals.
+    WaitOnClock(in.clock, in.clock->SteadyNow() + std::chrono::milliseconds(wait_ms), [&] {
+      return std::all_of(jobs_.begin(), jobs_.end(),
+                         [&](const auto& job) { return done(job.get()); });
+    });
   }
+  std::vector<Job*> ended;
+  for (auto& job : jobs_)
+    if (done(job.get())) ended.push_back(job.get());
   if (ended.empty()) return events;
   Result<std::unique_ptr<StateLock>> lock =
       LockWithTimeout(in.store, "heal", in.lock_timeout_ms, in.clock);

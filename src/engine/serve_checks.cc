@@ -90,7 +90,7 @@ Status ValidateCheckAddresses(const Manifest& m, const std::vector<std::string>&
 }
 
 std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* connections,
-                                        const std::vector<std::string>& addresses) {
+                                        const std::vector<std::string>& addresses, Clock* clock) {
   std::vector<Chosen> chosen;
   for (const std::string& a : addresses) chosen.push_back(ParseAddress(a));
   const std::vector<ContainerSpec> serves = ApiServes(m);
@@ -149,14 +149,14 @@ std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* conn
         }
         return "";
       };
-      return RunSmoke(TargetFor(m, *s), m.deployments.at(s->deployment).smoke, t, locate);
+      return RunSmoke(TargetFor(m, *s), m.deployments.at(s->deployment).smoke, t, locate, clock);
     }));
   std::vector<SmokeResult> out;
   for (auto& f : running)
     for (SmokeResult& r : f.get()) out.push_back(std::move(r));
   // The whole fleet's checks also ask every model through each gateway.
   if (addresses.empty())
-    for (SmokeResult& r : RunGatewayChecks(m)) out.push_back(std::move(r));
+    for (SmokeResult& r : RunGatewayChecks(m, clock)) out.push_back(std::move(r));
   return out;
 }
 

@@ -25,8 +25,10 @@ namespace fleet {
 // of the manifest.
 Status ValidateCheckAddresses(const Manifest& m, const std::vector<std::string>& addresses);
 
+// The smoke checks of the serves `addresses` name (all when empty, and then
+// the gateways' too), their times read from `clock`.
 std::vector<SmokeResult> RunServeChecks(const Manifest& m, NodeConnections* connections,
-                                        const std::vector<std::string>& addresses);
+                                        const std::vector<std::string>& addresses, Clock* clock);
 
 // The table: DEPLOYMENT NODE CHECK RESULT LATENCY T/S, then every result
 // that did not pass with its detail and samples.

@@ -4,15 +4,16 @@
 
 #include <cctype>
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "manifests/manifest.h"
 #include "src/clock.h"
+#include "src/clock_wait.h"
 #include "src/engine/commands.h"
 #include "src/engine/executor.h"
 #include "src/engine/metrics_server.h"
@@ -38,10 +39,9 @@ using WakeClock = std::chrono::steady_clock;
 // wait on it.
 struct WakeRun {
   WakeTarget target;
-  std::string reason;  // what started it: "request" or "schedule"
-  WakeClock::time_point started = WakeClock::now();
+  std::string reason;               // what started it: "request" or "schedule"
+  WakeClock::time_point started{};  // set by WakeListener::Impl::Join
   std::mutex mu;
-  std::condition_variable cv;
   bool done = false;
   bool ok = false;
   std::string cause;  // why it failed
@@ -64,8 +64,8 @@ using wake_listener_internal::WakeRun;
 
 namespace {
 
-double SecondsSince(WakeClock::time_point t) {
-  return std::chrono::duration<double>(WakeClock::now() - t).count();
+double SecondsSince(Clock* clock, WakeClock::time_point t) {
+  return std::chrono::duration<double>(clock->SteadyNow() - t).count();
 }
 
 std::string WakeJoined(const std::vector<std::string>& v) {
@@ -95,7 +95,7 @@ struct WakeDone {
 // Returns what it did, for the wake's cause ("" when nothing).
 std::string PutBackToSleep(const Manifest& m, const std::vector<std::string>& nodes,
                            const ApplyReport& report, PowerSwitch* power,
-                           NodeConnections* connections) {
+                           NodeConnections* connections, Clock* clock) {
   std::string did;
   for (const std::string& n : nodes) {
     auto spec = m.nodes.find(n);
@@ -110,7 +110,7 @@ std::string PutBackToSleep(const Manifest& m, const std::vector<std::string>& no
     Transport* transport = connections->Get(n);
     if (transport != nullptr && transport->Connect().ok()) continue;
     Status s = power->TurnOff(entity);
-    if (s.ok()) s = ConfirmSwitched(power, entity, "off", RealClock());
+    if (s.ok()) s = ConfirmSwitched(power, entity, "off", clock);
     did += (did.empty() ? "" : "; ") +
            (s.ok() ? entity + " switched off again (no SSH: the next try is a fresh boot)"
                    : "switching " + entity + " off again failed: " + s.message());
@@ -121,7 +121,7 @@ std::string PutBackToSleep(const Manifest& m, const std::vector<std::string>& no
 // The wake itself: the plan of the deployment with its nodes declared on,
 // applied under the state lock as `fleet apply --target` would.
 WakeDone DoWake(const std::string& dir, const WakeTarget& t,
-                const std::function<void(const std::string&)>& progress) {
+                const std::function<void(const std::string&)>& progress, Clock* clock) {
   Manifest m;
   Diagnostics diags;
   if (!LoadManifest(dir, &m, &diags)) return {false, "the manifests have errors (fleet validate)"};
@@ -130,7 +130,7 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   // An apply or a heal that holds the state is waited for (the wake then
   // plans what it left: nothing is applied twice), up to the hold.
   Result<std::unique_ptr<StateLock>> lock =
-      LockWithTimeout(store.get(), "wake", int64_t{t.hold_s} * 1000);
+      LockWithTimeout(store.get(), "wake", int64_t{t.hold_s} * 1000, clock);
   if (!lock.ok()) return {false, "the state lock is held: " + lock.status().message()};
   Result<State> state = store->Load();
   if (!state.ok()) return {false, "the state: " + state.status().message()};
@@ -154,36 +154,37 @@ WakeDone DoWake(const std::string& dir, const WakeTarget& t,
   WakeDone done;
   done.ok = true;
   if (!plan.HasChanges()) return done;  // awake already (an apply or another wake did it)
-  const auto start = WakeClock::now();
+  const auto start = clock->SteadyNow();
   std::mutex mu;
-  WakeClock::time_point ssh_up{};
-  const std::string head = WakeAddress(t) + ": complete";
+  std::optional<WakeClock::time_point> ssh_up;  // a FakeClock may start at time_point{}
+  const std::string head = "deployment." + t.deployment + "@" + t.nodes.front() + ": complete";
   Executor executor(
       &woke, &providers, &connections, store.get(), power.get(), [&](const std::string& line) {
         std::lock_guard<std::mutex> l(mu);
         for (const std::string& n : t.nodes)
-          if (line.rfind("node." + n + ": complete", 0) == 0) ssh_up = WakeClock::now();
-        if (!t.deployment.empty() && line.rfind(head, 0) == 0 &&
-            ssh_up != WakeClock::time_point{}) {
-          done.power_on_to_ssh_s = std::chrono::duration<double>(ssh_up - start).count();
-          done.ssh_to_ready_s = SecondsSince(ssh_up);
+          if (line.rfind("node." + n + ": complete", 0) == 0) ssh_up = clock->SteadyNow();
+        if (line.rfind(head, 0) == 0 && ssh_up) {
+          done.power_on_to_ssh_s = std::chrono::duration<double>(*ssh_up - start).count();
+          done.ssh_to_ready_s = SecondsSince(clock, *ssh_up);
         }
         if (progress)
           progress("wake " + (t.deployment.empty() ? "node " + t.nodes.front() : t.deployment) +
                    ": " + line);
       });
+  executor.set_clock(clock);
   const ApplyReport report = executor.Apply(plan, &state.value(), ApplyOptions{});
   // A node's own wake ends with its display RAM, after SSH came up.
-  if (t.deployment.empty() && report.ok() && ssh_up != WakeClock::time_point{}) {
-    done.power_on_to_ssh_s = std::chrono::duration<double>(ssh_up - start).count();
-    done.ssh_to_ready_s = SecondsSince(ssh_up);
+  if (t.deployment.empty() && report.ok() && ssh_up) {
+    done.power_on_to_ssh_s = std::chrono::duration<double>(*ssh_up - start).count();
+    done.ssh_to_ready_s = SecondsSince(clock, *ssh_up);
   }
   if (!report.ok()) {
     done.ok = false;
     done.cause = WakeJoined(report.failed);
     if (!report.rollback_failed.empty())
       done.cause += "; rollback failed: " + WakeJoined(report.rollback_failed);
-    const std::string slept = PutBackToSleep(woke, t.nodes, report, power.get(), &connections);
+    const std::string slept =
+        PutBackToSleep(woke, t.nodes, report, power.get(), &connections, clock);
     if (!slept.empty()) done.cause += "; " + slept;
   }
   return done;
@@ -236,15 +237,17 @@ struct WakeListener::Impl {
         return it->second;
       }
     WakeHistory& h = history[WakeAddress(t)];
-    if (h.failures > 0 && WakeClock::now() < h.retry_at) {
+    const WakeClock::time_point now = options.clock->SteadyNow();
+    if (h.failures > 0 && now < h.retry_at) {
       *cause = h.last_cause;
-      *retry_s = static_cast<int>(
-          std::chrono::ceil<std::chrono::seconds>(h.retry_at - WakeClock::now()).count());
+      *retry_s =
+          static_cast<int>(std::chrono::ceil<std::chrono::seconds>(h.retry_at - now).count());
       return nullptr;
     }
     auto run = std::make_shared<WakeRun>();
     run->target = t;
     run->reason = reason;
+    run->started = now;
     for (const std::string& n : t.nodes) runs[n] = run;
     std::shared_ptr<Impl> keep = self.lock();
     std::thread([keep, run] { keep->Run(run); }).detach();
@@ -256,8 +259,8 @@ struct WakeListener::Impl {
     if (options.progress)
       options.progress("wake: powering on " + NodeList(t.nodes) +
                        (t.model.empty() ? "" : " for " + t.model) + " (" + run->reason + ")");
-    const WakeDone done = DoWake(options.dir, t, options.progress);
-    const double took = SecondsSince(run->started);
+    const WakeDone done = DoWake(options.dir, t, options.progress, options.clock);
+    const double took = SecondsSince(options.clock, run->started);
     {
       std::lock_guard<std::mutex> l(mu);
       for (const std::string& n : t.nodes) runs.erase(n);
@@ -268,8 +271,8 @@ struct WakeListener::Impl {
       } else {
         ++h.failures;
         h.last_cause = done.cause;
-        h.retry_at = WakeClock::now() + std::chrono::seconds(WakeBackoffSeconds(
-                                            h.failures, t.backoff_s, t.max_backoff_s));
+        h.retry_at = options.clock->SteadyNow() + std::chrono::seconds(WakeBackoffSeconds(
+                                                      h.failures, t.backoff_s, t.max_backoff_s));
       }
     }
     {
@@ -278,7 +281,6 @@ struct WakeListener::Impl {
       run->ok = done.ok;
       run->cause = done.cause;
     }
-    run->cv.notify_all();
     nlohmann::json e = {{"event", "wake"},
                         {"time", NowRfc3339()},
                         {"address", WakeAddress(t)},
@@ -326,13 +328,13 @@ struct WakeListener::Impl {
   }
 
   void Handle(const httplib::Request& req, httplib::Response& res) {
-    const auto arrived = WakeClock::now();
+    const auto arrived = options.clock->SteadyNow();
     const std::string model = RequestModel(req.body);
     nlohmann::json e = {{"event", "wake_request"}, {"time", NowRfc3339()}, {"model", model}};
     auto refuse = [&](const std::string& message, const std::string& code, int retry_s) {
       Answer503(res, message, code, retry_s);
       e["outcome"] = "refused";
-      e["wait_s"] = SecondsSince(arrived);
+      e["wait_s"] = SecondsSince(options.clock, arrived);
       e["detail"] = message;
       Event(e);
     };
@@ -358,9 +360,14 @@ struct WakeListener::Impl {
           "waking " + what + " failed: " + cause + "; next try in " + RoughDuration(retry_s),
           "model_wake_failed", retry_s);
     const int wait_s = PreferredWait(req, target->hold_s);
+    // On the listener's clock (a condition variable's deadline would be
+    // read on the machine's, whatever clock was handed down).
+    WaitOnClock(options.clock, arrived + std::chrono::seconds(wait_s), [&] {
+      std::lock_guard<std::mutex> l(run->mu);
+      return run->done;
+    });
     {
       std::unique_lock<std::mutex> l(run->mu);
-      run->cv.wait_until(l, arrived + std::chrono::seconds(wait_s), [&] { return run->done; });
       if (!run->done) {
         double estimate = 0;
         {
@@ -368,17 +375,17 @@ struct WakeListener::Impl {
           estimate = history[WakeAddress(*target)].last_wake_s;
         }
         const int left = std::max(5, static_cast<int>((estimate > 0 ? estimate : target->hold_s) -
-                                                      SecondsSince(run->started)));
+                                                      SecondsSince(options.clock, run->started)));
         l.unlock();
         return refuse("waking " + what + ": " + RoughDuration(left), "model_waking", left);
       }
       if (!run->ok) {
         l.unlock();
         std::lock_guard<std::mutex> h(mu);
-        retry_s = std::max(
-            1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(
-                                    history[WakeAddress(*target)].retry_at - WakeClock::now())
-                                    .count()));
+        retry_s = std::max(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(
+                                                   history[WakeAddress(*target)].retry_at -
+                                                   options.clock->SteadyNow())
+                                                   .count()));
         cause = run->cause;
       }
     }
@@ -390,9 +397,10 @@ struct WakeListener::Impl {
     res.set_header("x-fleet-woken", what);
     e["outcome"] = "answered";
     e["status"] = res.status;
-    e["wait_s"] = SecondsSince(arrived);
+    e["wait_s"] = SecondsSince(options.clock, arrived);
     e["detail"] = "by the serve (HTTP " + std::to_string(res.status) + ") after " +
-                  std::to_string(static_cast<int>(SecondsSince(arrived) + 0.5)) + " s";
+                  std::to_string(static_cast<int>(SecondsSince(options.clock, arrived) + 0.5)) +
+                  " s";
     Event(e);
   }
 };

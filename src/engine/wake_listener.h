@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "src/clock.h"
 #include "src/engine/wake_policy.h"
 #include "src/status.h"
 
@@ -41,6 +42,9 @@ struct WakeListenerOptions {
   // listener's threads, one call at a time.
   std::function<void(const nlohmann::json&)> on_event;
   std::function<void(const std::string&)> progress;  // the wake's apply lines; may be empty
+  // Where the wakes, their backoff and the held requests read the time and
+  // wait (GlobalOptions::clock); handed to each wake's apply. Never null.
+  Clock* clock = RealClock();
 };
 
 // What WakeListener::Wake did: started a wake or joined the one running

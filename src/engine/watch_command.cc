@@ -15,11 +15,11 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
-#include <thread>
 
 #include "manifests/duration.h"
 #include "manifests/own_fault.h"
 #include "src/clock.h"
+#include "src/clock_wait.h"
 #include "src/engine/commands.h"
 #include "src/engine/heal_round.h"
 #include "src/engine/idle_round.h"
@@ -190,7 +190,7 @@ nlohmann::json Round(const GlobalOptions& g, const WatchOptions& o, int n, Heale
   line["checks"] = nlohmann::json::array();
   // With the gateways' rows: reported, never healed (no serve is named
   // "gateway NAME" or "DEPLOYMENT via NAME").
-  const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses);
+  const std::vector<SmokeResult> checks = RunServeChecks(m, &connections, o.addresses, g.clock);
   for (const SmokeResult& r : checks) line["checks"].push_back(r.ToJson());
   // An own failure anywhere in the round (an SSH connect without a socket
   // reads as a dark node, a plan probe as an error): its drift and its
@@ -269,11 +269,10 @@ void HoldSignals(bool hold) {
   pthread_sigmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, nullptr);
 }
 
-// Sleeps until `until`, waking for a signal.
-void SleepUntil(std::chrono::steady_clock::time_point until) {
+// Sleeps on `clock` until `until`, looking for a signal every 100 ms.
+void SleepUntil(Clock* clock, std::chrono::steady_clock::time_point until) {
   HoldSignals(false);
-  while (!g_stop && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  WaitOnClock(clock, until, [] { return g_stop != 0; });
   HoldSignals(true);
 }
 
@@ -336,6 +335,7 @@ Status StartWakeListener(const GlobalOptions& g, const WatchOptions& o, WakeList
                          WakeEvents* events) {
   WakeListenerOptions wo;
   wo.dir = g.dir;
+  wo.clock = g.clock;
   wo.on_event = [events, &g](const nlohmann::json& e) {
     AnnounceEvent(e);
     Manifest m;
@@ -396,11 +396,10 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   }
   power_rounds.waker = &wake_listener;
   for (int n = 1; !g_stop && (o.rounds == 0 || n <= o.rounds); ++n) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = g.clock->SteadyNow();
     nlohmann::json line =
         Round(g, o, n, o.heal ? &healer : nullptr, o.sync ? &syncer : nullptr, &power_rounds);
-    line["duration_s"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    line["duration_s"] = std::chrono::duration<double>(g.clock->SteadyNow() - start).count();
     WatchStates now = WatchStatesOf(line, last);
     const nlohmann::json changes = WatchChanges(last, now);
     last = now;
@@ -434,7 +433,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
       if (!s.ok()) std::cerr << "fleet watch: " << s.message() << "\n";
     }
     if (o.rounds != 0 && n == o.rounds) break;
-    SleepUntil(start + std::chrono::seconds(o.every_s));
+    SleepUntil(g.clock, start + std::chrono::seconds(o.every_s));
   }
   HoldSignals(false);
   if (healer.Running() > 0 && g_stop) {

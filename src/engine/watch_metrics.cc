@@ -228,37 +228,29 @@ void WatchMetrics::Observe(const json& line) {
   failures_in_row_ = std::move(now);  // a check no longer run is forgotten
 }
 
-std::string WatchMetrics::Render() const {
-  if (rounds_ == 0) return "";
-  std::string out;
-  NodeFamilies(last_.value("nodes", json::object()), &out);
-  ServeFamilies(last_.value("serves", json::array()), &out);
-  Family heals(&out, "fleet_heal_total", "counter",
-               "fleet watch --heal events since the watch started, by outcome.");
-  for (const auto& [k, n] : heals_)
-    heals.Add(
-        {{"deployment", std::get<0>(k)}, {"node", std::get<1>(k)}, {"outcome", std::get<2>(k)}},
-        static_cast<double>(n));
-  Family wakes(&out, "fleet_wake_total", "counter",
+// Wakes, schedules, idle off, hours on and energy: the families of power
+// following demand.
+void WatchMetrics::PowerFamilies(std::string* out) const {
+  Family wakes(out, "fleet_wake_total", "counter",
                "Wakes of a sleeping deployment by fleet watch --wake-listen, by outcome "
                "(woken, failed).");
   for (const auto& [k, n] : wakes_)
     wakes.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
-  Family wake_s(&out, "fleet_wake_seconds_total", "counter",
+  Family wake_s(out, "fleet_wake_seconds_total", "counter",
                 "Seconds those wakes took, from the first request to the serve ready.");
   for (const auto& [k, s] : wake_seconds_)
     wake_s.Add({{"deployment", k.first}, {"outcome", k.second}}, s);
-  Family node_wakes(&out, "fleet_node_wake_total", "counter",
+  Family node_wakes(out, "fleet_node_wake_total", "counter",
                     "Wakes of a sleeping node that holds no serve, by its own schedule, by node "
                     "and outcome (woken, failed).");
   for (const auto& [k, n] : node_wakes_)
     node_wakes.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
-  Family node_wake_s(&out, "fleet_node_wake_seconds_total", "counter",
+  Family node_wake_s(out, "fleet_node_wake_seconds_total", "counter",
                      "Seconds those wakes took, from the switch call to the node's display RAM "
                      "as declared.");
   for (const auto& [k, s] : node_wake_seconds_)
     node_wake_s.Add({{"node", k.first}, {"outcome", k.second}}, s);
-  Family waited(&out, "fleet_wake_request_seconds", "histogram",
+  Family waited(out, "fleet_wake_request_seconds", "histogram",
                 "Requests a wake held and answered, by model: seconds from the request to the "
                 "answer's first byte.");
   for (const auto& [model, h] : wake_requests_) {
@@ -272,34 +264,48 @@ std::string WatchMetrics::Render() const {
     waited.AddAs("fleet_wake_request_seconds_count", {{"model", model}},
                  static_cast<double>(h.count));
   }
-  Family schedules(&out, "fleet_schedule_total", "counter",
+  Family schedules(out, "fleet_schedule_total", "counter",
                    "Schedule window decisions by deployment and outcome (waking, backing_off, "
                    "powered_off, kept, left_on, failed).");
   for (const auto& [k, n] : schedules_)
     schedules.Add({{"deployment", k.first}, {"outcome", k.second}}, static_cast<double>(n));
-  Family node_schedules(&out, "fleet_node_schedule_total", "counter",
+  Family node_schedules(out, "fleet_node_schedule_total", "counter",
                         "Decisions of a node's own schedule window by node and outcome (waking, "
                         "backing_off, powered_off, kept, left_on, failed).");
   for (const auto& [k, n] : node_schedules_)
     node_schedules.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
-  Family idle(&out, "fleet_idle_off_total", "counter",
+  Family idle(out, "fleet_idle_off_total", "counter",
               "Idle off decisions by node and outcome (powered_off, kept, failed).");
   for (const auto& [k, n] : idle_offs_)
     idle.Add({{"node", k.first}, {"outcome", k.second}}, static_cast<double>(n));
-  Family on(&out, "fleet_node_on_seconds_total", "counter",
+  Family on(out, "fleet_node_on_seconds_total", "counter",
             "Seconds the node answered SSH since the watch started (each round's state held "
             "until the next).");
   for (const auto& [node, sec] : on_seconds_) on.Add({{"node", node}}, sec);
-  Family off(&out, "fleet_node_off_seconds_total", "counter",
+  Family off(out, "fleet_node_off_seconds_total", "counter",
              "Seconds the node did not answer SSH (off or asleep) since the watch started.");
   for (const auto& [node, sec] : off_seconds_) off.Add({{"node", node}}, sec);
-  Family energy(&out, "fleet_node_energy_kwh_total", "counter",
+  Family energy(out, "fleet_node_energy_kwh_total", "counter",
                 "kWh the node drew while on, from its power.watts.");
   for (const auto& [node, k] : kwh_) energy.Add({{"node", node}}, k);
-  Family saved(&out, "fleet_node_energy_saved_kwh_total", "counter",
+  Family saved(out, "fleet_node_energy_saved_kwh_total", "counter",
                "kWh the node did not draw while off or asleep, against being on all the time "
                "(power.watts).");
   for (const auto& [node, k] : saved_kwh_) saved.Add({{"node", node}}, k);
+}
+
+std::string WatchMetrics::Render() const {
+  if (rounds_ == 0) return "";
+  std::string out;
+  NodeFamilies(last_.value("nodes", json::object()), &out);
+  ServeFamilies(last_.value("serves", json::array()), &out);
+  Family heals(&out, "fleet_heal_total", "counter",
+               "fleet watch --heal events since the watch started, by outcome.");
+  for (const auto& [k, n] : heals_)
+    heals.Add(
+        {{"deployment", std::get<0>(k)}, {"node", std::get<1>(k)}, {"outcome", std::get<2>(k)}},
+        static_cast<double>(n));
+  PowerFamilies(&out);
   CheckFamilies(last_.value("checks", json::array()), &out);
   Family in_row(&out, "fleet_smoke_check_consecutive_failures", "gauge",
                 "Rounds in a row the smoke check did not pass.");

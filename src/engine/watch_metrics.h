@@ -28,6 +28,7 @@ class WatchMetrics {
   std::string Render() const;
 
  private:
+  void PowerFamilies(std::string* out) const;
   using CheckKey = std::tuple<std::string, std::string, std::string>;  // deployment, node, check
   int interval_s_;
   std::string version_;

@@ -5,6 +5,7 @@ Where no GPU is usable (this build machine, CI) it must say "gpus": [] and
 give the reason in cuda.error; elsewhere each GPU must carry every field.
 `--api SOCKET PATH...` must print what `curl -w '\n@api=%{http_code}\n'`
 prints for the same answers of an HTTP server on a unix socket.
+`--stat-within SECONDS PATH` must answer as `timeout SECONDS stat -L`.
 Usage: check_probe_output.py PATH_TO_FLEET_PROBE
 """
 import http.server
@@ -89,6 +90,71 @@ def check_api(probe):
         assert none.returncode == 7 and none.stdout == "\n@api=000\n", none
         usage = api(probe, sock)
         assert usage.returncode == 2 and usage.stdout == "", usage
+        # --api-gpu: the same answers, then "@gpu=" and the GPU document,
+        # only when every answer was a 200.
+        server = UnixServer(sock + "2", Engine)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        both = subprocess.run([probe, "--api-gpu", "auto", sock + "2", path, "/noclen"],
+                              capture_output=True, text=True, timeout=60)
+        head, marker, doc = both.stdout.partition("@gpu=")
+        assert both.returncode == 0 and marker, both
+        assert head == '[{"Names":["/fleet-a"]}]\n\n@api=200\n[]\n@api=200\n', head
+        gpu = json.loads(doc)
+        assert gpu["cuda_context"] is False and isinstance(gpu["gpus"], list), gpu
+        for args, rc in ((["auto", sock + "2", path, "/gone"], 0),
+                         (["auto", sock + "2", "/short"], 7),
+                         (["auto", os.path.join(d, "none.sock"), "/x"], 7)):
+            got = subprocess.run([probe, "--api-gpu", *args], capture_output=True, text=True,
+                                 timeout=60)
+            assert got.returncode == rc and "@gpu=" not in got.stdout, (args, got)
+        for args in ([], ["sometimes", sock + "2", path], ["always", sock + "2"]):
+            got = subprocess.run([probe, "--api-gpu", *args], capture_output=True, text=True,
+                                 timeout=60)
+            assert got.returncode == 2 and got.stdout == "", (args, got)
+        server.shutdown()
+
+
+def stat_within(probe, *args, ns=None):
+    argv = [probe, "--stat-within", *args]
+    if ns is not None:  # inside the mount namespace of process ns
+        argv = ["nsenter", "-t", str(ns), "-m", "--", *argv]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def check_stat_within(probe):
+    probe = os.path.abspath(probe)  # nsenter runs it from the namespace's root
+    """--stat-within: timeout -k 5 N stat -L's answers in one process; a hung
+    mount (tests/sim/hang_fs.py, where this runs as root with FUSE) gives
+    124 at the deadline, not a wait for the kernel."""
+    with tempfile.TemporaryDirectory() as d:
+        os.symlink(d, os.path.join(d, "link"))
+        os.symlink(os.path.join(d, "none"), os.path.join(d, "dangling"))
+        for path, rc in ((d, 0), (os.path.join(d, "link"), 0), (os.path.join(d, "none"), 1),
+                         (os.path.join(d, "dangling"), 1)):  # -L: the link's target
+            got = stat_within(probe, "10", path)
+            assert got.returncode == rc and got.stdout == "", (path, got)
+        for bad in ((), ("10",), ("0", d), ("x", d), ("10", d, d)):
+            got = stat_within(probe, *bad)
+            assert got.returncode == 2 and got.stdout == "", (bad, got)
+        hang_fs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                               "sim", "hang_fs.py")
+        if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+            print("--stat-within on a hung mount: not checked (needs root and /dev/fuse)")
+            return
+        mnt = os.path.join(d, "dead")
+        os.mkdir(mnt)
+        fs = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--", sys.executable,
+                               hang_fs, mnt], stdout=subprocess.PIPE, text=True)
+        try:
+            assert fs.stdout.readline().startswith("mounted"), "hang_fs.py did not mount"
+            started = time.monotonic()
+            got = stat_within(probe, "1", os.path.join(mnt, "x"), ns=fs.pid)
+            took = time.monotonic() - started
+            assert got.returncode == 124 and got.stdout == "", got
+            assert 0.9 < took < 5, "a 1 s deadline took %.1f s" % took
+        finally:
+            fs.kill()
+            fs.wait()
 
 
 def main():
@@ -113,6 +179,7 @@ def main():
     assert bad.returncode == 2 and bad.stdout == "", bad
     assert isinstance(doc["elapsed_ns"], int) and 0 <= doc["elapsed_ns"] < 20e9, doc
     check_api(probe)
+    check_stat_within(probe)
     print(json.dumps(doc))
 
 

@@ -78,6 +78,24 @@
 //   Why not curl: loading libcurl and the libraries it links costs a node
 //   ~18 ms, most of what a converged plan costs there (issue 31); an HTTP/1.0
 //   GET over a local socket with the answer read to its end needs none of it.
+// - `fleet-probe --api-gpu auto|always SOCKET PATH...` is --api and then,
+//   when every PATH answered 200, "@gpu=" and the GPU facts' document in the
+//   same process (a plan's node probe on a node whose engine API answers:
+//   one process start less there, ~3.4 ms where a start is slow, issue 48).
+//   The CUDA context as gpu_context.sh decides it from the same answer:
+//   with always, or with auto when the first body is an empty list ("[]":
+//   no fleet serve runs); else --no-context. The exit code is --api's, or
+//   the GPU facts' once "@gpu=" is out.
+// - `fleet-probe --stat-within SECONDS PATH` is `timeout -k 5 SECONDS stat -L
+//   -- PATH` in one process (the hung-mount check of a plan's model caches):
+//   exit 0 when stat(2) answered and found PATH, 1 when it answered with an
+//   error, 124 when it had not answered within SECONDS (a hung network or
+//   FUSE mount), 2 on a bad command line. stat runs in a child whose output
+//   is /dev/null: past the deadline the child is sent SIGKILL and left to
+//   init, so no pipe of the caller's waits for a process stuck in the
+//   kernel. Why: timeout and stat were two process starts on every node of
+//   every plan that declares a model cache (~7 ms where a start costs 3.4,
+//   issue 48).
 // - The GPU facts end themselves after 20 s (SIGALRM), as `timeout 20` did:
 //   a driver hung in cuInit must not hang the plan. "elapsed_ns" in the
 //   document is the probe's own time from main() to the document.
@@ -90,6 +108,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1351,76 +1370,93 @@ void ArmDeadline(unsigned seconds) {
   alarm(seconds);
 }
 
+// What --api read: its exit code, and whether every PATH answered 200 with
+// the first body a JSON list that is empty ("[]": no container listed).
+struct ApiRead {
+  int rc = 0;
+  bool all_200 = true;
+  bool first_empty_list = false;
+};
+
 // argv after --api: SOCKET PATH...
-int ApiMain(int argc, char** argv) {
+ApiRead ReadApi(int argc, char** argv) {
+  ApiRead read;
   if (argc < 2) {
     std::fputs("fleet-probe: --api needs SOCKET and at least one PATH\n", stderr);
-    return 2;
+    read.rc = 2;
+    return read;
   }
   ArmDeadline(10);  // curl --max-time 10, as the script had it
   std::string out;
-  int rc = 0;
-  for (int i = 1; i < argc && rc == 0; ++i) {  // no more GETs after one went unanswered
+  for (int i = 1; i < argc && read.rc == 0; ++i) {  // no more GETs after one went unanswered
     int status = 0;
     std::string body;
     if (!HttpGet(argv[0], argv[i], &status, &body)) {
       status = 0;
       body.clear();
-      rc = 7;
+      read.rc = 7;
     }
+    read.all_200 = read.all_200 && status == 200;
+    if (i == 1) read.first_empty_list = body.rfind("[]", 0) == 0;
     char code[8];
     std::snprintf(code, sizeof(code), "%03d", status);
     out += body + "\n@api=" + code + "\n";
   }
   if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
-    return 1;
-  return rc;
+    read.rc = 1;
+  return read;
 }
 
-constexpr char kUsage[] =
-    "usage: fleet-probe [--pretty] [--no-context]\n"
-    "       fleet-probe --sha256 [--threads N] [--] FILE...\n"
-    "       fleet-probe --api SOCKET PATH...\n"
-    "       fleet-probe --version\n"
-    "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
-    "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
-    "--no-context: create no CUDA context (free memory from NVML or, on\n"
-    "unified memory, the host's MemFree). None is created either while any\n"
-    "process holds a GPU.\n"
-    "--sha256: prints \"<sha256 hex>  FILE\" per file, on N threads\n"
-    "(default: the CPUs), largest first; exit 1 when a file could not be hashed, 3 when\n"
-    "OpenSSL's libcrypto cannot be loaded.\n"
-    "--api: GETs each PATH from the HTTP server on the unix socket SOCKET and\n"
-    "prints its body and \"@api=<status>\" (000: no answer); exit 7 when one\n"
-    "was not answered.\n";
+int ApiMain(int argc, char** argv) { return ReadApi(argc, argv).rc; }
 
-}  // namespace
+// argv after --stat-within: SECONDS PATH
+int StatWithinMain(int argc, char** argv) {
+  char* end = nullptr;
+  const long seconds = argc == 2 ? std::strtol(argv[0], &end, 10) : 0;
+  if (argc != 2 || end == argv[0] || *end != '\0' || seconds < 1 || seconds > 3600) {
+    std::fputs("fleet-probe: --stat-within needs SECONDS (1-3600) and one PATH\n", stderr);
+    return 2;
+  }
+  // SIGCHLD and SIGALRM blocked before the fork, so that sigwaitinfo
+  // cannot miss either (the deadline is alarm's: no clock read here);
+  // SIGCHLD at its default action, so that an inherited SIG_IGN does not
+  // reap the child before waitpid sees it.
+  signal(SIGCHLD, SIG_DFL);
+  signal(SIGALRM, SIG_DFL);
+  sigset_t child_or_alarm;
+  sigemptyset(&child_or_alarm);
+  sigaddset(&child_or_alarm, SIGCHLD);
+  sigaddset(&child_or_alarm, SIGALRM);
+  sigprocmask(SIG_BLOCK, &child_or_alarm, nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("fleet-probe: fork");
+    return 1;
+  }
+  if (pid == 0) {
+    const int null = open("/dev/null", O_RDWR);
+    if (null >= 0)
+      for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+    struct stat st;
+    _exit(stat(argv[1], &st) == 0 ? 0 : 1);
+  }
+  alarm(static_cast<unsigned>(seconds));
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    siginfo_t info;
+    const int sig = sigwaitinfo(&child_or_alarm, &info);  // SIGCHLD or EINTR: look again
+    if (sig == SIGALRM) break;
+  }
+  kill(pid, SIGKILL);  // not waited for: it may never leave the kernel
+  return 124;
+}
 
-int main(int argc, char** argv) {
+// The GPU facts document on stdout; its elapsed_ns counts from here (after
+// --api-gpu's API read, which is not the GPU's).
+int GpuMain(bool pretty, bool with_context) {
   const auto started = std::chrono::steady_clock::now();
-  if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
-  if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
-  if (argc > 1 && std::string_view(argv[1]) == "--version") {
-    std::printf("fleet-probe (probe_version %d), built for %s\n", kProbeVersion, kBuiltFor);
-    return 0;
-  }
-  bool pretty = false;
-  bool with_context = true;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--pretty") {
-      pretty = true;
-    } else if (arg == "--no-context") {
-      with_context = false;
-    } else if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "fleet-probe: unknown argument '%s'\n%s", argv[i], kUsage);
-      return 2;
-    }
-  }
-
   ArmDeadline(20);  // what `timeout 20` did around it
   Report report;
   ReadHostMemory(&report.host);
@@ -1445,4 +1481,73 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+// argv after --api-gpu: auto|always SOCKET PATH...
+int ApiGpuMain(int argc, char** argv) {
+  const std::string_view mode = argc > 0 ? argv[0] : "";
+  if (mode != "auto" && mode != "always") {
+    std::fputs("fleet-probe: --api-gpu needs auto or always, SOCKET and a PATH\n", stderr);
+    return 2;
+  }
+  const ApiRead read = ReadApi(argc - 1, argv + 1);
+  if (read.rc != 0 || !read.all_200) return read.rc;
+  // The marker before the GPU run: a run that the deadline or a driver ends
+  // still leaves the engine's answer whole, and an empty document after it.
+  if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
+  return GpuMain(false, mode == "always" || read.first_empty_list);
+}
+
+constexpr char kUsage[] =
+    "usage: fleet-probe [--pretty] [--no-context]\n"
+    "       fleet-probe --sha256 [--threads N] [--] FILE...\n"
+    "       fleet-probe --api SOCKET PATH...\n"
+    "       fleet-probe --api-gpu auto|always SOCKET PATH...\n"
+    "       fleet-probe --stat-within SECONDS PATH\n"
+    "       fleet-probe --version\n"
+    "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
+    "JSON document on stdout. Exit 0 when printed, even without a GPU.\n"
+    "--no-context: create no CUDA context (free memory from NVML or, on\n"
+    "unified memory, the host's MemFree). None is created either while any\n"
+    "process holds a GPU.\n"
+    "--sha256: prints \"<sha256 hex>  FILE\" per file, on N threads\n"
+    "(default: the CPUs), largest first; exit 1 when a file could not be hashed, 3 when\n"
+    "OpenSSL's libcrypto cannot be loaded.\n"
+    "--api: GETs each PATH from the HTTP server on the unix socket SOCKET and\n"
+    "prints its body and \"@api=<status>\" (000: no answer); exit 7 when one\n"
+    "was not answered.\n"
+    "--api-gpu: --api, then, when every PATH answered 200, \"@gpu=\" and the\n"
+    "GPU facts (a context with always, or when the first answer is \"[]\").\n"
+    "--stat-within: stat(2) of PATH (following links) within SECONDS: exit 0\n"
+    "when found, 1 on an error, 124 when it did not answer in time.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--api-gpu") return ApiGpuMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--stat-within")
+    return StatWithinMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--version") {
+    std::printf("fleet-probe (probe_version %d), built for %s\n", kProbeVersion, kBuiltFor);
+    return 0;
+  }
+  bool pretty = false;
+  bool with_context = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--pretty") {
+      pretty = true;
+    } else if (arg == "--no-context") {
+      with_context = false;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "fleet-probe: unknown argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  return GpuMain(pretty, with_context);
 }

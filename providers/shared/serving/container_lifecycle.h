@@ -2,8 +2,8 @@
 // image already on the node (never a pull), the model bound file by file,
 // env through a 0600 file, the container it replaces kept aside until the
 // new one serves and put back when it does not.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_CONTAINER_LIFECYCLE_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_CONTAINER_LIFECYCLE_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_CONTAINER_LIFECYCLE_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_CONTAINER_LIFECYCLE_H_
 
 #include <string>
 
@@ -74,4 +74,4 @@ Result<std::string> ContainerId(const StepContext& ctx, const ContainerSpec& spe
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_CONTAINER_LIFECYCLE_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_CONTAINER_LIFECYCLE_H_

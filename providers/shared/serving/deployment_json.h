@@ -6,8 +6,8 @@
 // Readers are lenient (a missing key is its default) so that state written
 // by an older fleet still reads; writers produce exactly the keys the plan
 // and state have always had.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_JSON_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_JSON_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_JSON_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_JSON_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -82,4 +82,4 @@ std::optional<DeploymentRecord> DeploymentRecordFrom(const nlohmann::json& j);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_JSON_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_JSON_H_

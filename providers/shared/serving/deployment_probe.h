@@ -2,8 +2,8 @@
 // container CLI about one serving container (its state, its spec label, how
 // long it has run) and, when it runs, asks its health URL on the node; when
 // it does not run, whether something else already listens on its port.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_PROBE_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_PROBE_H_
 
 #include <cstdint>
 #include <map>
@@ -84,4 +84,4 @@ ContainerProbe ParseContainerProbe(const std::string& output);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_PROBE_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_PROBE_H_

@@ -14,8 +14,8 @@
 // (fabric_values.h; filled only when the render is given FabricValues), and
 // {rows:TENSOR} (this rank's "begin:end" of the tensor's first dimension,
 // row_placeholder.h; filled only when the render is given the rows).
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_SPEC_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_SPEC_H_
 
 #include <map>
 #include <nlohmann/json.hpp>
@@ -156,4 +156,4 @@ std::vector<std::string> SpecDifferences(const nlohmann::json& before, const nlo
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_DEPLOYMENT_SPEC_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_DEPLOYMENT_SPEC_H_

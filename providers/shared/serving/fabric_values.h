@@ -13,8 +13,8 @@
 //   MASTER_ADDR = {head_fabric_addr}    (torch.distributed's rendezvous)
 //   MASTER_PORT = 29500                 (torch's default: no manifest or
 //                                        recipe field names the group's port)
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_FABRIC_VALUES_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_FABRIC_VALUES_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_FABRIC_VALUES_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_FABRIC_VALUES_H_
 
 #include <map>
 #include <string>
@@ -53,4 +53,4 @@ std::string DescribeFabricValues(const FabricValues& v);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_FABRIC_VALUES_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_FABRIC_VALUES_H_

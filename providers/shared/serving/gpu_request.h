@@ -9,8 +9,8 @@
 // `--device nvidia.com/gpu=all` (a count N becomes ids 0..N-1), which need a
 // CDI spec for nvidia.com/gpu under /etc/cdi or /var/run/cdi. The plan
 // refuses a serve the node cannot give GPUs to and says what to install.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_GPU_REQUEST_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_GPU_REQUEST_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_GPU_REQUEST_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_GPU_REQUEST_H_
 
 #include <map>
 #include <string>
@@ -52,4 +52,4 @@ std::string GpuPlanError(const DesiredResource& desired, const ActualResource& a
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_GPU_REQUEST_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_GPU_REQUEST_H_

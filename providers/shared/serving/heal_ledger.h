@@ -3,8 +3,8 @@
 // backoff, whether it quarantined the serve. Kept in the serve's state record
 // (DeploymentRecord::heal), so an apply that writes the record anew (the
 // serve replaced, or started again) clears it, and `fleet status` reads it.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_HEAL_LEDGER_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_HEAL_LEDGER_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_HEAL_LEDGER_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_HEAL_LEDGER_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -45,4 +45,4 @@ void from_json(const nlohmann::json& j, HealLedger& v);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_HEAL_LEDGER_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_HEAL_LEDGER_H_

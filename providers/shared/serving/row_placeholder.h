@@ -12,8 +12,8 @@
 // binds: in the plan's probe round trip when the model is there, else by
 // the step once the model is staged. A tensor the headers lack is an error
 // naming the model and the tensor.
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_ROW_PLACEHOLDER_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_ROW_PLACEHOLDER_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_ROW_PLACEHOLDER_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_ROW_PLACEHOLDER_H_
 
 #include <cstdint>
 #include <map>
@@ -45,4 +45,4 @@ Result<TensorRowCounts> CountTensorRows(const SnapshotHeaders& headers,
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_ROW_PLACEHOLDER_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_ROW_PLACEHOLDER_H_

@@ -2,8 +2,8 @@
 // deployment step only when its health URL answers 2xx (the log's "started"
 // while the API never came) and its smoke checks pass (a serve that answers
 // 200 but garbles fails like an unhealthy one).
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_SERVE_HEALTH_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_SERVE_HEALTH_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_SERVE_HEALTH_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_SERVE_HEALTH_H_
 
 #include <string>
 
@@ -41,4 +41,4 @@ Status WaitServing(const StepContext& ctx, const ContainerSpec& spec);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_SERVE_HEALTH_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_SERVE_HEALTH_H_

@@ -24,8 +24,8 @@
 namespace fleet {
 namespace {
 
-std::string NowIso() {
-  const auto now = std::chrono::system_clock::now();
+std::string NowIso(Clock* clock) {
+  const auto now = clock->WallNow();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
   const int ms = static_cast<int>(
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
@@ -50,9 +50,9 @@ constexpr int kDefaultChatMaxTokens = 1024;
 // A check the controller could not make (result "unchecked") says so first.
 const std::string kOwnFault = "the controller could not check (its own failure): ";
 
-SmokeResult Begin(const SmokeTarget& t, const std::string& check) {
+SmokeResult Begin(const SmokeTarget& t, const std::string& check, Clock* clock) {
   SmokeResult r;
-  r.time = NowIso();
+  r.time = NowIso(clock);
   r.deployment = t.deployment;
   r.node = t.node;
   r.check = check;
@@ -116,9 +116,10 @@ std::map<std::string, std::string> KeyValues(const std::string& out) {
   return kv;
 }
 
-SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const ConnectionLocator& locate) {
-  SmokeResult r = Begin(t, "identity");
-  const auto start = std::chrono::steady_clock::now();
+SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const ConnectionLocator& locate,
+                          Clock* clock) {
+  SmokeResult r = Begin(t, "identity", clock);
+  const auto start = clock->SteadyNow();
   int client_port = 0;
   std::string error;
   bool own = false;
@@ -137,7 +138,7 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
   const bool seen = !kv["inode"].empty() && kv["inode"] != "0";
   if (out.ok() && owner != "container" && locate) elsewhere = locate(client_port);
   close(fd);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.wall_s = std::chrono::duration<double>(clock->SteadyNow() - start).count();
   const std::string who = "deployment." + t.deployment + "@" + t.node;
   if (!out.ok()) {
     r.result = "error";
@@ -168,11 +169,11 @@ SmokeResult CheckIdentity(const SmokeTarget& t, Transport* node, const Connectio
   return r;
 }
 
-SmokeResult CheckModel(const SmokeTarget& t) {
-  SmokeResult r = Begin(t, "model");
-  const auto start = std::chrono::steady_clock::now();
+SmokeResult CheckModel(const SmokeTarget& t, Clock* clock) {
+  SmokeResult r = Begin(t, "model", clock);
+  const auto start = clock->SteadyNow();
   Result<std::vector<std::string>> names = ListServedModels(t.BaseUrl(), 30);
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.wall_s = std::chrono::duration<double>(clock->SteadyNow() - start).count();
   if (!names.ok()) {
     r.result = names.status().own_fault() ? "unchecked" : "error";
     r.detail = names.status().message();
@@ -440,7 +441,7 @@ void RunChatCheck(const std::string& base_url, const std::string& model, const S
 // reply is not judged (a short budget, any answer): only that tokens came
 // back, and when (the floors, after). Timings are the fresh send's.
 void RunFreshContext(const std::string& base_url, const std::string& model, const SmokeCheck& check,
-                     SmokeResult* r) {
+                     Clock* clock, SmokeResult* r) {
   ChatRequest req;
   req.model = model;
   req.prompt = FreshContextPrompt(check.fresh_context_tokens);
@@ -450,14 +451,14 @@ void RunFreshContext(const std::string& base_url, const std::string& model, cons
   req.timeout_s = check.timeout_s;
   req.stall_s = std::min(check.timeout_s, check.stall_s);
   r->prompt = Shorten(req.prompt);
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = clock->SteadyNow();
   const ChatReply fresh = Chat(base_url, req);
   ChatReply again;
   if (fresh.error.empty()) {
     req.timeout_s = std::max(1, check.timeout_s - static_cast<int>(fresh.wall_s));
     again = Chat(base_url, req);
   }
-  r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r->wall_s = std::chrono::duration<double>(clock->SteadyNow() - start).count();
   r->ttft_s = r->fresh_ttft_s = fresh.ttft_s;
   r->cached_ttft_s = again.ttft_s;
   r->tps = fresh.decode_tps;
@@ -541,10 +542,10 @@ std::string FreshContextPrompt(int tokens) {
       "girl",    "guy",      "moment", "air",    "teacher", "force",   "education", "green",
       "blue",    "red"};
   constexpr size_t kCount = sizeof kWords / sizeof kWords[0];
+  // The kernel's entropy alone: a seed from the clock would add nothing
+  // random_device lacks on Linux, and a fake clock would repeat it.
   std::random_device rd;
-  std::seed_seq seed{
-      rd(), rd(), rd(), rd(),
-      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::seed_seq seed{rd(), rd(), rd(), rd(), rd()};
   std::mt19937_64 rng(seed);
   char id[40];
   std::snprintf(id, sizeof id, "Session %016llx:", static_cast<unsigned long long>(rng()));
@@ -558,12 +559,12 @@ std::string FreshContextPrompt(int tokens) {
 }
 
 SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
-                        const SmokeCheck& check) {
+                        const SmokeCheck& check, Clock* clock) {
   SmokeResult r;
-  r.time = NowIso();
+  r.time = NowIso(clock);
   r.check = check.name;
   if (check.fresh_context_tokens > 0)
-    RunFreshContext(base_url, model, check, &r);
+    RunFreshContext(base_url, model, check, clock, &r);
   else
     RunChatCheck(base_url, model, check, &r);
   if (check.min_decode_tps > 0) r.min_decode_tps = check.min_decode_tps;
@@ -579,17 +580,17 @@ SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
 }
 
 std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
-                                  Transport* node, const ConnectionLocator& locate) {
+                                  Transport* node, const ConnectionLocator& locate, Clock* clock) {
   std::vector<SmokeResult> out;
-  out.push_back(CheckIdentity(target, node, locate));
+  out.push_back(CheckIdentity(target, node, locate, clock));
   if (!out.back().passed()) return out;
-  out.push_back(CheckModel(target));
+  out.push_back(CheckModel(target, clock));
   if (!out.back().passed()) return out;
   const std::string model = target.served_model.empty()
                                 ? out.back().reply.substr(0, out.back().reply.find(','))
                                 : target.served_model;
   for (const SmokeCheck& c : checks) {
-    SmokeResult r = RunOneCheck(target.BaseUrl(), model, c);
+    SmokeResult r = RunOneCheck(target.BaseUrl(), model, c, clock);
     r.deployment = target.deployment;
     r.node = target.node;
     out.push_back(std::move(r));
@@ -603,7 +604,8 @@ Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec) {
   auto d = ctx.manifest->deployments.find(spec.deployment);
   if (d == ctx.manifest->deployments.end() || d->second.smoke.empty()) return Status::OK();
   const SmokeTarget target = TargetFor(*ctx.manifest, spec);
-  for (const SmokeResult& r : RunSmoke(target, d->second.smoke, ctx.transport, nullptr)) {
+  for (const SmokeResult& r :
+       RunSmoke(target, d->second.smoke, ctx.transport, nullptr, ctx.clock)) {
     char line[256];
     std::snprintf(line, sizeof line, "smoke %s: %s (%.2f s)", r.check.c_str(), r.result.c_str(),
                   r.wall_s);

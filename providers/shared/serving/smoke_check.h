@@ -27,8 +27,8 @@
 // the check waits for the prompt's prefill (PrefillAllowanceSeconds).
 // A check that answered right but under its speed floors (min_decode_tps,
 // max_ttft) is "fail" like a wrong answer, its detail starting "slow:".
-#ifndef FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
-#define FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+#ifndef FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_
+#define FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_
 
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -111,14 +111,16 @@ std::string ConnectionOwnerScript(const std::string& cli, const std::string& con
 
 // Runs identity, model and `checks` against `target`; `node` is its node's
 // transport (connected). Stops after a failed identity or model step (the
-// answers would be someone else's).
+// answers would be someone else's). Each result's time and wall_s are read
+// from `clock` (the caller's: StepContext::clock, GlobalOptions::clock).
 std::vector<SmokeResult> RunSmoke(const SmokeTarget& target, const std::vector<SmokeCheck>& checks,
-                                  Transport* node, const ConnectionLocator& locate);
+                                  Transport* node, const ConnectionLocator& locate, Clock* clock);
 
 // One check against a base URL (no identity), its speed floors applied:
-// for tests and RunSmoke.
+// for tests and RunSmoke. Its time and a fresh-context check's wall_s are
+// read from `clock` (a chat check's wall_s is the client's own measure).
 SmokeResult RunOneCheck(const std::string& base_url, const std::string& model,
-                        const SmokeCheck& check);
+                        const SmokeCheck& check, Clock* clock);
 
 // The speed floors' verdict on a check that answered right, from its
 // result alone (floors and timings filled in): "" when within them or none
@@ -160,4 +162,4 @@ Status SmokeAfterHealthy(const StepContext& ctx, const ContainerSpec& spec);
 
 }  // namespace fleet
 
-#endif  // FLEET_PROVIDERS_DEPLOYMENT_SMOKE_CHECK_H_
+#endif  // FLEET_PROVIDERS_SHARED_SERVING_SMOKE_CHECK_H_

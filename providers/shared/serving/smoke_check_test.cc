@@ -18,6 +18,7 @@
 
 #include "manifests/smoke_schema.h"
 #include "providers/shared/engine_api_test_util.h"
+#include "src/fake_clock.h"
 #include "src/shell_quote.h"
 #include "tests/support/run_shell.h"
 
@@ -90,10 +91,21 @@ TEST(SmokeCheck, StreamedAnswerPassesWithTiming) {
       "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}"
       "\n\ndata: [DONE]\n\n";
   CannedServer server(sse, true);
-  SmokeResult r = RunOneCheck(server.url(), "m", Math());
+  SmokeResult r = RunOneCheck(server.url(), "m", Math(), RealClock());
   EXPECT_EQ(r.result, "pass") << r.detail;
   EXPECT_GE(r.ttft_s, 0);
   EXPECT_GE(r.wall_s, r.ttft_s);
+}
+
+TEST(SmokeCheck, AResultIsStampedByTheClockHandedDown) {
+  CannedServer server(
+      "data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"11303\"},"
+      "\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+      true);
+  FakeClock clock;  // 2026-01-01T00:00:00Z
+  SmokeResult r = RunOneCheck(server.url(), "m", Math(), &clock);
+  EXPECT_EQ(r.result, "pass") << r.detail;
+  EXPECT_EQ(r.time, "2026-01-01T00:00:00.000Z");
 }
 
 TEST(SmokeCheck, GarbleFailsWithTheSample) {
@@ -101,7 +113,7 @@ TEST(SmokeCheck, GarbleFailsWithTheSample) {
       R"(data: {"model":"m","choices":[{"index":0,"delta":{"content":"!!!! the the"},"finish_reason":"stop"}]})"
       "\n\ndata: [DONE]\n\n",
       true);
-  SmokeResult r = RunOneCheck(server.url(), "m", Math());
+  SmokeResult r = RunOneCheck(server.url(), "m", Math(), RealClock());
   EXPECT_EQ(r.result, "fail");
   EXPECT_EQ(r.reply, "!!!! the the");
   EXPECT_NE(r.prompt.find("127*89"), std::string::npos);
@@ -119,7 +131,7 @@ TEST(SmokeCheck, ContentNullCutByMaxTokensIsCutNotWrong) {
       R"(data: {"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"
       "\n\ndata: [DONE]\n\n";
   CannedServer server(sse, true);
-  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  SmokeResult r = RunOneCheck(server.url(), "m", c, RealClock());
   EXPECT_EQ(r.result, "cut");
   EXPECT_NE(r.detail.find("max_tokens 8"), std::string::npos) << r.detail;
   EXPECT_NE(r.detail.find("the reasoning used the whole budget, content null"), std::string::npos)
@@ -160,7 +172,7 @@ TEST(SmokeCheck, StreamedToolCallPiecesMerge) {
   c.name = "tools";
   c.tools = true;
   c.timeout_s = 10;
-  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  SmokeResult r = RunOneCheck(server.url(), "m", c, RealClock());
   EXPECT_EQ(r.result, "pass") << r.detail;
 }
 
@@ -171,7 +183,7 @@ TEST(SmokeCheck, NothingListeningIsAnError) {
     port = std::stoi(s.url().substr(s.url().rfind(':') + 1));
     ListServedModels(s.url(), 2);  // consume the one accept
   }
-  SmokeResult r = RunOneCheck("http://127.0.0.1:" + std::to_string(port), "m", Math());
+  SmokeResult r = RunOneCheck("http://127.0.0.1:" + std::to_string(port), "m", Math(), RealClock());
   EXPECT_EQ(r.result, "error");
 }
 
@@ -245,7 +257,7 @@ TEST(SmokeCheck, FloorsFailARightAnswerAndGoIntoTheJson) {
   SmokeCheck c = Math();
   c.min_decode_tps = 40;
   c.max_ttft_s = 5;
-  SmokeResult r = RunOneCheck(server.url(), "m", c);
+  SmokeResult r = RunOneCheck(server.url(), "m", c, RealClock());
   EXPECT_EQ(r.result, "fail");
   EXPECT_EQ(r.detail.rfind("slow: decode t/s not measured", 0), 0u) << r.detail;
   const nlohmann::json j = r.ToJson();
