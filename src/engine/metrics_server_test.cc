@@ -18,7 +18,7 @@
 namespace fleet {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 int FreePort() { return testing_support::UnusedLoopbackPort(); }
 
@@ -99,9 +99,9 @@ TEST(MetricsServer, SlowClientsDoNotStarveAScrape) {
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (int i = 0; i < 5; ++i) {
-    const auto start = Clock::now();
+    const auto start = SteadyClock::now();
     const std::string got = Scrape(port, 3);
-    const double took = std::chrono::duration<double>(Clock::now() - start).count();
+    const double took = std::chrono::duration<double>(SteadyClock::now() - start).count();
     EXPECT_NE(got.find("fleet_watch_rounds_total 3"), std::string::npos) << got;
     EXPECT_LT(took, 1.0);
   }
@@ -134,8 +134,8 @@ TEST(MetricsServer, AFloodHoldsABoundedNumberOfDescriptorsAndPassesOver) {
   for (int fd : flood) close(fd);
   // Closed clients pass through quickly; scrapes answer again.
   std::string got;
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  while (got.empty() && Clock::now() < deadline) got = Scrape(port, 2);
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(10);
+  while (got.empty() && SteadyClock::now() < deadline) got = Scrape(port, 2);
   EXPECT_NE(got.find("up 1"), std::string::npos);
 }
 

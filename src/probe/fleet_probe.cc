@@ -276,7 +276,7 @@ struct GpuReport {
 struct Report {
   HostReport host;
   LibraryReport cuda;
-  bool cuda_context = false;  // a primary context was retained
+  bool cuda_context = false;                        // a primary context was retained
   std::optional<std::string> cuda_context_refused;  // why none, though one was asked
   LibraryReport nvml;
   std::vector<GpuReport> gpus;
