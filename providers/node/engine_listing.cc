@@ -6,6 +6,7 @@
 
 #include "providers/node/engine_listing_sh.h"
 #include "providers/shared/image_ref.h"
+#include "providers/shared/node_script.h"
 #include "providers/shared/serving_containers.h"
 #include "src/shell_quote.h"
 
@@ -57,18 +58,15 @@ std::string EngineListingScript(const std::string& cli, bool images, const std::
   // Inline, not `sh -c`: it runs in the node facts probe on every plan, and
   // a process more costs each node a few ms. engine_listing.sh's header
   // names the values.
-  std::string s;
-  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
-           {"elc", cli},
-           {"ele", EngineSocketScript(cli)},
-           {"elu", ServingContainersApiPath()},
-           {"elf", kProbeInstallPath},
-           {"elk", ServingContainersCliCommand(cli)},
-           {"eli", images ? ImageListingScript(cli) : ""},
-           {"elb", beside},
-           {"eld", GpuReadMode(gpu)}})
-    s += std::string(name) + "=" + ShellQuote(value) + "\n";
-  return s.append(kEngineListingScript, kEngineListingScriptSize);
+  return ScriptWithValues({{"elc", ShellQuote(cli)},
+                           {"ele", ShellQuote(EngineSocketScript(cli))},
+                           {"elu", ShellQuote(ServingContainersApiPath())},
+                           {"elf", ShellQuote(kProbeInstallPath)},
+                           {"elk", ShellQuote(ServingContainersCliCommand(cli))},
+                           {"eli", ShellQuote(images ? ImageListingScript(cli) : "")},
+                           {"elb", ShellQuote(beside)},
+                           {"eld", ShellQuote(GpuReadMode(gpu))}},
+                          kEngineListingScript, kEngineListingScriptSize);
 }
 
 ServeListing ContainersFromJson(const std::string& body) {

@@ -1,7 +1,6 @@
 #include "providers/node/node_provider.h"
 
 #include <chrono>
-#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <utility>
@@ -13,6 +12,7 @@
 #include "providers/shared/fabric_facts.h"
 #include "providers/shared/gpu_facts.h"
 #include "providers/shared/image_listing.h"
+#include "providers/shared/node_script.h"
 #include "src/power_switch.h"
 #include "src/probe/fleet_probe_source.h"
 #include "src/probe/probe_install.h"
@@ -66,18 +66,16 @@ std::string NodeFactsScript(const std::string& sysfs, const std::string& cli,
                             GpuContextMode gpu_context, bool list_images) {
   // Inline fragments, not `sh -c`: the probe runs on every node on every
   // plan, and a process more costs each node a few ms. Their values go in
-  // as one quoted assignment each (node_gpu.sh's header names them).
+  // on one line of quoted assignments (node_gpu.sh's header names them).
   // The listing first: the images' CLI runs (when it comes to that) go on
   // in the background while fleet-probe and the fabric are read.
   std::string beside = kFindProbeScript;
-  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, std::string>>{
-           {"ngf_version_file", kProbeVersionFile},
-           {"ngf_install_path", kProbeInstallPath},
-           {"ngf_source_sha", kFleetProbeSourceSha256},
-           {"ngf_context", GpuContextScript(gpu_context)},
-           {"ngf_drop_caches", DropCachesSudoScript()}})
-    beside += std::string(name) + "=" + ShellQuote(value) + "\n";
-  beside.append(kNodeGpuScript, kNodeGpuScriptSize);
+  beside += ScriptWithValues({{"ngf_version_file", ShellQuote(kProbeVersionFile)},
+                              {"ngf_install_path", ShellQuote(kProbeInstallPath)},
+                              {"ngf_source_sha", ShellQuote(kFleetProbeSourceSha256)},
+                              {"ngf_context", ShellQuote(GpuContextScript(gpu_context))},
+                              {"ngf_drop_caches", ShellQuote(DropCachesSudoScript())}},
+                             kNodeGpuScript, kNodeGpuScriptSize);
   beside += FabricFactsScript(sysfs);
   return std::string(kNodeIdentityScript, kNodeIdentityScriptSize) +
          EngineListingScript(cli, list_images, beside, gpu_context);
