@@ -6,6 +6,10 @@
 # cgroup wherever it is reparented. Containers that a root dockerd starts
 # are in dockerd's cgroups and not counted. Needs root.
 #   bash bench/test_cpu.sh heal_slow_test deployment_test
+# SUITE/NAME measures the test of that name in that suite only: a name
+# alone runs every test of that name (fabric_chain_test is an integration
+# test and a unit test in the providers suite).
+#   bash bench/test_cpu.sh integration/fabric_chain_test
 set -euo pipefail
 cd "$(dirname "$0")/.."
 (($#)) || { echo "usage: bash bench/test_cpu.sh TEST..." >&2; exit 2; }
@@ -29,6 +33,9 @@ for t in "$@"; do
   rc=0
   (
     echo "$BASHPID" >"$cg/cgroup.procs"
+    if [[ $t == */* ]]; then
+      exec meson test -C build --no-rebuild --suite "${t%%/*}" "${t#*/}"
+    fi
     exec meson test -C build --no-rebuild "$t"
   ) >/dev/null 2>&1 || rc=$?
   wall_ms=$((($(date +%s%N) - start) / 1000000))

@@ -77,12 +77,12 @@ kill9_heal() {
   "$FLEET" -C "$REPO" --no-color watch --heal --every 1s >"$WORK/apply.log" 2>&1 </dev/null &
   APPLY_PID=$!
   local t
-  for ((t = 0; t < 1500; t++)); do heal_marked && break; sleep 0.02; done
+  for ((t = 0; t < 1500; t++)); do heal_marked && break; nap 0.02; done
   heal_marked || unlanded "no heal began"
   # Every other trial waits for the heal's container start itself (it comes
   # after the heal's inspects and port check, past most random pauses).
   if ((RANDOM % 2)); then
-    for ((t = 0; t < 500; t++)); do node_runs dgx2 '(podman|docker) (start|run)' && break; sleep 0.01; done
+    for ((t = 0; t < 500; t++)); do node_runs dgx2 '(podman|docker) (start|run)' && break; nap 0.01; done
     node_runs dgx2 '(podman|docker) (start|run)' && note "during=heal-start@dgx2" || note "missed-start"
   else
     random_pause 200

@@ -51,6 +51,8 @@ scene_start() {  # scene_start [fleet-sim start options]
   R=$REGISTRY
   PORT=$(free_port)
   start_fleet 3 --insecure-registry "$R" ${FAULT_DISK_SIZE:+--disk "$FAULT_DISK_SIZE"} "$@"
+  local n
+  for n in dgx1 dgx2 dgx3; do NODE_UID[$n]=$(id -u "$(node_field "$n" user)"); done
   ce dgx1 pull -q "$R/fleet/serve@$D" >/dev/null || fail "pull on dgx1"
   python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" --repo org/tiny \
     --revision "$REV" --shards "$FAULT_MODEL_SHARDS" --shard-kb "$FAULT_MODEL_KB" \
@@ -123,9 +125,16 @@ apply_retrying() {
 
 # ---------------------------------------------------------------- observing nodes
 
-node_uid() { id -u "$(node_field "$1" user)"; }
+# NODE_UID[NODE]: the node user's uid, looked up once (scene_start, or
+# node_runs's first call in a shell): the event polls below run node_runs
+# every 20 ms, and a node_field and an `id` in each were most of a poll's
+# process starts.
+declare -A NODE_UID=()
 # node_runs NODE REGEX: a process of the node's user whose command line matches
-node_runs() { pgrep -u "$(node_uid "$1")" -f "$2" >/dev/null; }
+node_runs() {
+  [[ -n ${NODE_UID[$1]-} ]] || NODE_UID[$1]=$(id -u "$(node_field "$1" user)")
+  pgrep -u "${NODE_UID[$1]}" -f "$2" >/dev/null
+}
 display_default() {  # display_default NODE: nvidia_drm loaded with modeset=N fbdev=Y
   local p
   p="$(node_root "$1")/sys/module/nvidia_drm/parameters"
@@ -168,7 +177,7 @@ wait_event() {
       echo "$node"
       return 0
     fi
-    sleep 0.02
+    nap 0.02
   done
   return 1
 }
@@ -199,7 +208,7 @@ wait_apply() {
       wait "$pid" 2>/dev/null
       return 124
     fi
-    sleep 0.1
+    nap 0.1
     t=$((t + 1))
   done
   wait "$pid" || rc=$?

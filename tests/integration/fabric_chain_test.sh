@@ -22,6 +22,21 @@ done
 
 netns_of() { sed -n 's/^netns=//p' "$SIMDIR/nodes/$1/node.env"; }
 src_tx() { ip netns exec "$(netns_of dgx1)" cat /sys/class/net/enp1s0f1np1/statistics/tx_bytes; }
+# read_src_tx: sets SRC_TX to the same counter without starting a process
+# (the cue's poll below reads it every 50 ms: an `ip netns exec`, a `cat`
+# and a `sed` each time): /proc/PID/net/dev of a process in dgx1's netns
+# (its sshd; dgx1 runs throughout) lists the netns's devices, tx bytes
+# the 9th figure.
+read_src_tx() {
+  local dev rest f
+  SRC_TX=
+  while IFS=: read -r dev rest; do
+    [[ ${dev// /} == enp1s0f1np1 ]] || continue
+    read -ra f <<<"$rest"
+    SRC_TX=${f[8]}
+  done <"$SRC_NETDEV"
+  [[ $SRC_TX =~ ^[0-9]+$ ]] || fail "no tx bytes of dgx1's fabric link in its sshd's /proc/PID/net/dev"
+}
 has_config() { on_node "$1" "podman image exists $2"; }
 names_of() { on_node "$1" "podman images --format '{{.Repository}}:{{.Tag}}' | grep fleet/chain || true"; }
 no_openssl_on() {
@@ -29,7 +44,7 @@ no_openssl_on() {
   user=$(node_field "$1" user)
   for _ in $(seq 50); do
     pgrep -u "$user" -x openssl >/dev/null || return 0
-    sleep 0.1
+    nap 0.1
   done
   fail "$1: an openssl process is still running: $(pgrep -a -u "$user" -x openssl)"
 }
@@ -59,15 +74,19 @@ apply_crashing_dgx3() {
   ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 20mbit burst 131072 latency 50ms
   fl apply --auto-approve &
   apply_pid=$!
+  # The bytes first: a pgrep reads every process's /proc entry, and dgx3's
+  # hop runs from the chain's start, long before the cue's bytes are sent.
   for _ in $(seq 600); do
-    if pgrep -u "$u3" -x openssl >/dev/null && [[ $(src_tx) -gt $((before + $1)) ]]; then
+    read_src_tx
+    if ((SRC_TX > before + $1)) && pgrep -u "$u3" -x openssl >/dev/null; then
       pkill -STOP -u "$u1" -x openssl || true
-      sent=$(($(src_tx) - before))
+      read_src_tx
+      sent=$((SRC_TX - before))
       "$SIM" "$crash" "$SIMDIR" dgx3 >/dev/null && crashed=1
       pkill -CONT -u "$u1" -x openssl || true
       break
     fi
-    sleep 0.05
+    nap 0.05
   done
   wait "$apply_pid" || rc=$?
   ip netns exec "$(netns_of dgx1)" tc qdisc replace dev enp1s0f1np1 root tbf rate 200mbit burst 250000 latency 50ms
@@ -79,6 +98,12 @@ apply_crashing_dgx3() {
 
 step "start 5 nodes on two networks, fabric links shaped to 200mbit"
 start_fleet 5 --net lan+fabric --fabric-rate 200mbit
+SRC_NETDEV=/proc/$(<"$SIMDIR/nodes/dgx1/sshd/sshd.pid")/net/dev
+# The cue's counter is sysfs's (read between two reads of it: the link may send).
+tx_a=$(src_tx)
+read_src_tx
+tx_b=$(src_tx)
+((tx_a <= SRC_TX && SRC_TX <= tx_b)) || fail "dgx1's fabric tx bytes: $SRC_TX in /proc/PID/net/dev, $tx_a..$tx_b in sysfs"
 mkrepo
 expect_rc 0 apply --auto-approve
 
@@ -95,6 +120,7 @@ python3 "$ROOT/tests/integration/mkmodel.py" --cache "$(node_root dgx1)/hf/hub" 
   --revision "$REV" --shards 4 --shard-kb 6144 --owner "$(node_field dgx1 user)" >/dev/null
 snap() { echo "$(node_root "$1")/hf/hub/models--fleet--chain-model/snapshots/$REV"; }
 sums() { (cd "$(snap "$1")" && find -L . -type f | sort | xargs sha256sum); }
+SUMS1=$(sums dgx1)  # dgx1's files never change: summed once
 MPAYLOAD=$(find -L "$(snap dgx1)" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 MODEL='m={"repo": "fleet/chain-model", "revision": "'$REV'", "source": "node:dgx1", "nodes": ["dgx2", "dgx3", "dgx4", "dgx5"]}'
 mkrepo --image "$IMG" --model "$MODEL"
@@ -123,7 +149,7 @@ expect_out "one chain:"
 expect_out "one chain per file"
 for n in dgx2 dgx3 dgx4 dgx5; do
   has_config $n "$C" || fail "$n lacks image $C"
-  [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's"
+  [[ $(sums $n) == "$SUMS1" ]] || fail "$n: the model's files differ from dgx1's"
   no_openssl_on $n
 done
 grep -Eq -e '-psk |k=[0-9a-f]{64}' "$WORK/transcript" && fail "a transfer key in fleet's output"
@@ -176,12 +202,12 @@ lose_dgx3_in_model() {
   grep -q "model.m@dgx3" "$WORK/out" "$WORK/err" || fail "the lost node's step is not named"
   grep -E "lost: .*dgx[245]" "$WORK/out" && fail "a node that answers was taken for lost"
   for n in dgx2 dgx4 dgx5; do
-    [[ $(sums $n) == "$(sums dgx1)" ]] || fail "$n: the model's files differ from dgx1's after dgx3 was lost ($1)"
+    [[ $(sums $n) == "$SUMS1" ]] || fail "$n: the model's files differ from dgx1's after dgx3 was lost ($1)"
     no_openssl_on $n
   done
   "$SIM" node-start "$SIMDIR" dgx3 >/dev/null
   expect_rc 0 apply --auto-approve
-  [[ $(sums dgx3) == "$(sums dgx1)" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
+  [[ $(sums dgx3) == "$SUMS1" ]] || fail "dgx3: the model's files differ from dgx1's after the re-apply"
   [[ -z $(find "$(node_root dgx3)/hf/hub/models--fleet--chain-model/blobs" -name '*.incomplete') ]] ||
     fail "dgx3: .incomplete blobs left after the re-apply"
   assert_converged

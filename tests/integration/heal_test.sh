@@ -106,7 +106,7 @@ answers "$PA" || fail "a does not answer after apply"
 
 step "a killed: healed within two rounds with the recorded spec, one heal event"
 start_watch
-for _ in $(seq 100); do (($(rounds) >= 1)) && break; sleep 0.1; done
+for _ in $(seq 100); do (($(rounds) >= 1)) && break; nap 0.1; done
 spec_a=$(spec_label dgx1 fleet-a)
 ce dgx1 kill fleet-a >/dev/null
 r0=$(rounds)
@@ -133,7 +133,7 @@ r_quarantine=$(rounds)
 grep -q '"reason":"smoke"' "$LOG" || fail "no heal for a smoke reason"
 
 step "m's node short of GPU memory: no start, heal_wait, quarantine after the limit (checked below)"
-for _ in $(seq 600); do (($(rounds) >= r_free + 2)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(rounds) >= r_free + 2)) && break; nap 0.1; done
 (($(rounds) >= r_free + 2)) || fail "no 2 rounds after dgx3's free memory changed"
 ce dgx3 kill fleet-m >/dev/null
 # m's heal waits and its quarantine take three rounds: the next phase's
@@ -144,7 +144,7 @@ cp "$REPO/recipes/e.toml" "$WORK/e.toml"
 sed -i 's/"qwen38"\]/"qwen38", "--host", "0.0.0.0"]/' "$REPO/recipes/e.toml"
 id_a=$(cid dgx1 fleet-a)
 r0=$(rounds)
-for _ in $(seq 600); do (($(rounds) >= r0 + 3)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(rounds) >= r0 + 3)) && break; nap 0.1; done
 (($(rounds) >= r0 + 3)) || fail "no 3 rounds after the recipe's edit"
 [[ $(cid dgx1 fleet-a) == "$id_a" ]] || fail "a was replaced after its recipe changed"
 # the last round's line (m's events may follow it in the log)
@@ -164,7 +164,7 @@ grep -q 'waiting for memory on dgx3: 40.0 GiB free, needs 100.0 GiB' "$LOG" || f
 [[ $(cstate dgx3 fleet-m) != running ]] || fail "m runs"
 
 step "g: left alone for five rounds after its quarantine"
-for _ in $(seq 600); do (($(rounds) >= r_quarantine + 5)) && break; sleep 0.1; done
+for _ in $(seq 600); do (($(rounds) >= r_quarantine + 5)) && break; nap 0.1; done
 (($(rounds) >= r_quarantine + 5)) || fail "no 5 rounds after the quarantine"
 [[ $(events_of heal deployment.g@dgx2) == 2 ]] || fail "g was tried again after its quarantine"
 stop_watch
@@ -213,7 +213,7 @@ SLOW=$!
 BG_PIDS+=("$SLOW")
 # a is killed once the apply planned (holding the lock): the apply does not
 # know, the watch must bring it back, after the apply.
-for _ in $(seq 300); do grep -q '^Plan:' "$WORK/slow.out" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q '^Plan:' "$WORK/slow.out" && break; nap 0.1; done
 grep -q '^Plan:' "$WORK/slow.out" || fail "the slow apply did not plan: $(cat "$WORK/slow.out")"
 grep -q apply "$(state_file).lock" || fail "the slow apply does not hold the lock"
 ce dgx1 kill fleet-a >/dev/null

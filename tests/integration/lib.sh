@@ -26,6 +26,13 @@ fi
 export HF_ENDPOINT=http://127.0.0.1:9
 unset HF_TOKEN HUGGING_FACE_HUB_TOKEN
 
+# nap SECONDS: a sleep that starts no process: `read -t` on a pipe nobody
+# writes (this shell holds both its ends). A wait that polls every 0.1 s
+# with `sleep` starts 10 processes a second, each 1-3 ms of CPU on a loaded
+# 2-core machine: the polls of a test waiting minutes for a watch's rounds.
+exec {NAP_FD}<> <(:)
+nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
+
 # Background commands a test started (BG_PIDS+=($!)): killed at its end, so
 # that one a failed check left stopped (kill -STOP) or running never holds
 # the fleet's sessions, or the test, open.
@@ -75,7 +82,7 @@ wait_output() {
   local i
   for ((i = 0; i < ${3:-60} * 10; i++)); do
     grep -qE -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
+    nap 0.1
   done
   fail "no '$2' in $1 within ${3:-60} s: $(tail -c 400 "$1" 2>/dev/null)"
 }
@@ -98,7 +105,7 @@ while os.getppid() == parent: time.sleep(1)' "$1" "$WORK/held-port" >/dev/null 2
   for _ in $(seq 600); do
     [[ -s $WORK/held-port ]] && break
     kill -0 "$HELD_PID" 2>/dev/null || break  # it could not listen (port taken)
-    sleep 0.1
+    nap 0.1
   done
   [[ -s $WORK/held-port ]] || fail "nothing listened on port $1 (the listener exited, or 60 s passed)"
   # shellcheck disable=SC2034 # read by the tests that source this file

@@ -41,7 +41,7 @@ wait_event() {
     fi
     kill -0 "$WATCH" 2>/dev/null ||
       fail "fleet watch died: $(tail -20 "$WORK/watch.out" "$WORK/watch.err" 2>/dev/null)"
-    sleep 0.1
+    nap 0.1
   done
   fail "no $1 $3 event for $2 within $4 s: $(grep -v '"round"' "$LOG" | tail -5; tail -20 "$WORK/watch.out")"
 }
@@ -60,7 +60,7 @@ r = [x for x in json.load(open(sys.argv[1]))["resources"] if x["address"] == sys
 sys.exit(0 if r["attributes"].get("heal", {}).get("in_progress_since") else 1)' \
         "$(state_file)" "$1" 2>/dev/null && return 0
     fi
-    sleep 0.1
+    nap 0.1
   done
   fail "the state never recorded $1's heal as started within 30 s"
 }
