@@ -52,7 +52,7 @@ step "a killed: healed across its 20 s boot, every round reported, an apply besi
   >"$WORK/watch.out" 2>&1 </dev/null &
 WATCH=$!
 BG_PIDS+=("$WATCH")
-for _ in $(seq 100); do (($(rounds) >= 1)) && break; sleep 0.1; done
+for _ in $(seq 100); do (($(rounds) >= 1)) && break; nap 0.1; done
 ce dgx1 kill fleet-a >/dev/null
 wait_heal_started deployment.a@dgx1
 r_start=$(rounds)

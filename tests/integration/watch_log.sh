@@ -31,13 +31,22 @@ file_stamp() { stat -c '%s %y' "$1" 2>/dev/null || true; }
 
 # wait_event KIND ADDRESS OUTCOME SECONDS [BEFORE]: until $LOG holds more
 # than BEFORE (default 0) such events; fails at SECONDS, or when the watch died.
+# The watch appends to $LOG: what was added is read from a descriptor kept
+# open on it (bash's read starts no process, as a `stat` every 0.1 s did),
+# and the log is parsed when something was.
 wait_event() {
-  local before=${5:-0} seen='' stamp
+  local before=${5:-0} fd='' added=1 line
   for _ in $(seq $(($4 * 10))); do
-    stamp=$(file_stamp "$LOG")
-    if [[ $stamp != "$seen" ]]; then
-      seen=$stamp
-      (($(events_of "$1" "$2" "$3") > before)) && return 0
+    [[ -n $fd || ! -e $LOG ]] || exec {fd}<"$LOG"
+    if [[ -n $fd ]]; then
+      while read -r -u "$fd" line || [[ -n $line ]]; do added=1; done
+      if ((added)); then
+        added=0
+        if (($(events_of "$1" "$2" "$3") > before)); then
+          exec {fd}<&-
+          return 0
+        fi
+      fi
     fi
     kill -0 "$WATCH" 2>/dev/null ||
       fail "fleet watch died: $(tail -20 "$WORK/watch.out" "$WORK/watch.err" 2>/dev/null)"
