@@ -19,7 +19,7 @@
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
 #   the worker runs with its rank and the head's address; a worker that died
 #   restarts the group, the old head stopped before the worker starts again
-#   (polled during apply); two deployments on a node need shared: true;
+#   (the engines' event times); two deployments on a node need shared: true;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -418,7 +418,7 @@ expect_out "restart fleet-pair with its group"
 expect_out "the rank on dgx2 is exited"
 # The order from the engines' own event logs on both nodes (one clock: the
 # nodes share the machine's), read after the apply: the old head's process
-# ended (its died/die event) before the worker was started again (its first
+# ended (its stop or died event) before the worker was started again (its first
 # start event since the apply began), i.e. the old head is stopped first and
 # the head starts last. A poll of each node's running containers every 50
 # ms during the apply did this before: a curl or a CLI start a sample (on
@@ -456,7 +456,12 @@ def events(path, since_ns):
     return out
 since = int(sys.argv[4].replace(".", "")[:19].ljust(19, "0"))
 head, worker, old_head = events(sys.argv[1], since), events(sys.argv[2], since), sys.argv[3]
-old_end = max((t for t, a, i in head if a in ("died", "die") and i == old_head), default=None)
+# Each of these is recorded once the process is gone (a stop returns only
+# then; podman may record died later, from conmon's clean-up): the first
+# is the latest the old head can have ended.
+old_end = min((t for t, a, i in head if a in ("died", "die", "stop") and i == old_head), default=None)
+assert not [t for t, a, i in head if a in ("start", "restart", "unpause") and i == old_head], (
+    "the old head was started again", head)
 worker_first = min((t for t, a, i in worker if a == "start"), default=None)
 assert old_end is not None and worker_first is not None, ("no died event of the old head or no start of the worker",
                                                           head, worker)
