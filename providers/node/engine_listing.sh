@@ -5,6 +5,9 @@
 # Prints the fleet_serves line ("fleet_serves=HOW:NAMES", or
 # "fleet_serves=api:" and the API's answer as "engine_api=" lines), then
 # runs $elb, then prints the image listing ($eli's lines, or "images=api").
+# podman with no API service: the installed probe reads podman's own
+# storage instead (`fleet-probe --podman-store`, the same answer), and the
+# CLI lists only where it refuses.
 # Leaves $fsl and $gcs for gpu_context.sh ($fsl api: $gcs is non-empty when
 # a fleet serve may run) and $elq ("1" when the installed fleet-probe knows
 # --api, and so ends its GPU run itself: node_gpu.sh drops `timeout`).
