@@ -2297,6 +2297,34 @@ std::string RepositoryOf(const std::string& name) {
   return name;
 }
 
+// The file c/storage keeps an image's big-data item `key` in (its
+// makeBigDataBaseName): the key itself when only [.0-9a-z], else "=" and
+// its base64.
+std::string BigDataFileName(const std::string& key) {
+  bool plain = true;
+  for (const char c : key)
+    plain = plain && (c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'));
+  if (plain) return key;
+  static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = "=";
+  size_t i = 0;
+  for (; i + 2 < key.size(); i += 3) {
+    const uint32_t n = (uint32_t{static_cast<unsigned char>(key[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(key[i + 1])} << 8) |
+                       static_cast<unsigned char>(key[i + 2]);
+    for (int k = 3; k >= 0; --k) out += kB64[(n >> (6 * k)) & 63];
+  }
+  if (i < key.size()) {
+    uint32_t n = uint32_t{static_cast<unsigned char>(key[i])} << 16;
+    if (i + 1 < key.size()) n |= uint32_t{static_cast<unsigned char>(key[i + 1])} << 8;
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += i + 1 < key.size() ? kB64[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 // c/storage's image records as /images/json's answer, with what `podman
 // image ls` shows: RepoTags its names, RepoDigests each name's repository
 // with each of the image's digests (sorted, as podman prints them).
@@ -2347,6 +2375,17 @@ bool PodmanImages(const PodmanPaths& p, std::string* body, std::string* why) {
          std::find(layer_ids.begin(), layer_ids.end(), layer) == layer_ids.end())) {
       *why = "image " + id + " is incomplete";
       return false;
+    }
+    // Every big-data item (manifest, config, signatures) in its file: a
+    // record that lost one (a `load` cut short) makes podman's listing fail
+    // with the record's ID, which the plan names with its fix.
+    if (const JsonValue* big = image.Find("big-data-names"); big != nullptr) {
+      for (const JsonValue& key : big->items) {
+        if (!Exists(dir + "/" + id + "/" + BigDataFileName(key.text))) {
+          *why = "image " + id + " lacks its " + key.text + " (a broken record)";
+          return false;
+        }
+      }
     }
     std::vector<std::string> digests;
     if (const JsonValue* ds = image.Find("digests"); ds != nullptr)
