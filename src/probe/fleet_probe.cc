@@ -1908,12 +1908,7 @@ struct PodmanPaths {
   std::string libpod;      // libpod's static dir: bolt_state.db
 };
 
-bool ReadWholeFile(const std::string& path, std::string* out, int* err) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    *err = errno;
-    return false;
-  }
+bool ReadFd(int fd, std::string* out, int* err) {
   out->clear();
   char buf[65536];
   for (;;) {
@@ -1921,14 +1916,22 @@ bool ReadWholeFile(const std::string& path, std::string* out, int* err) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       *err = errno;
-      close(fd);
       return false;
     }
-    if (n == 0) break;
+    if (n == 0) return true;
     out->append(buf, static_cast<size_t>(n));
   }
+}
+
+bool ReadWholeFile(const std::string& path, std::string* out, int* err) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *err = errno;
+    return false;
+  }
+  const bool ok = ReadFd(fd, out, err);
   close(fd);
-  return true;
+  return ok;
 }
 
 std::string Trimmed(std::string_view s) {
@@ -2030,8 +2033,9 @@ bool CheckStorageConf(const std::string& path, bool root, const std::string& gra
   return true;
 }
 
-// containers.conf's [engine] settings that move libpod's state or choose
-// its database: any of them set (boltdb excepted) and the CLI answers.
+// containers.conf's [engine] settings that move libpod's state, choose its
+// database or narrow what podman lists: any of them set (boltdb excepted)
+// and the CLI answers.
 bool CheckContainersConf(const std::string& path, std::string* why) {
   std::vector<std::pair<std::string, std::pair<std::string, std::string>>> lines;
   if (!TomlLines(path, &lines, why)) return false;
@@ -2040,7 +2044,9 @@ bool CheckContainersConf(const std::string& path, std::string* why) {
     const std::string& key = kv.first;
     if (key == "database_backend" && (kv.second == "\"boltdb\"" || kv.second == "'boltdb'"))
       continue;
-    if (key == "static_dir" || key == "tmp_dir" || key == "database_backend") {
+    // namespace: podman then lists only that libpod namespace's containers.
+    if (key == "static_dir" || key == "tmp_dir" || key == "database_backend" ||
+        key == "namespace") {
       *why = path + ": [engine] " + key + " is set";
       return false;
     }
@@ -2176,31 +2182,35 @@ std::string JsonText(const JsonValue* v) {
   return v != nullptr && v->kind == JsonValue::kString ? v->text : "";
 }
 
-// The running containers carrying label `label`, as /containers/json's
-// answer ([{"Id":…,"Names":[…]}]) with a filter on that label.
-bool PodmanServes(const PodmanPaths& p, const std::string& label, std::string* body,
-                  std::string* why) {
-  const std::string db_path = p.libpod + "/bolt_state.db";
+// libpod's database file, whole, read under a shared flock as bolt's
+// readers hold it: a writer holds it exclusively for as long as it has the
+// DB open (podman: per command), so the pages read are one commit's.
+// Held by a writer now: the CLI answers (it waits its turn).
+bool ReadBoltFile(const std::string& db_path, std::string* bytes, std::string* why) {
   const int fd = open(db_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     *why = db_path + ": " + std::strerror(errno);
     return false;
   }
-  // bolt's readers hold a shared flock for the read; a writer holds it
-  // exclusively for as long as the DB is open (podman: per command).
   if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
     *why = db_path + ": busy (" + std::strerror(errno) + ")";
     close(fd);
     return false;
   }
-  std::string bytes;
   int err = 0;
-  const bool read_ok = ReadWholeFile("/proc/self/fd/" + std::to_string(fd), &bytes, &err);
+  const bool ok = ReadFd(fd, bytes, &err);
   close(fd);
-  if (!read_ok) {
-    *why = db_path + ": " + std::strerror(err);
-    return false;
-  }
+  if (!ok) *why = db_path + ": " + std::strerror(err);
+  return ok;
+}
+
+// The running containers carrying label `label`, as /containers/json's
+// answer ([{"Id":…,"Names":[…]}]) with a filter on that label.
+bool PodmanServes(const PodmanPaths& p, const std::string& label, std::string* body,
+                  std::string* why) {
+  const std::string db_path = p.libpod + "/bolt_state.db";
+  std::string bytes;
+  if (!ReadBoltFile(db_path, &bytes, why)) return false;
   BoltDb db;
   if (!db.Open(bytes, why)) {
     *why = db_path + ": " + *why;
@@ -2455,6 +2465,9 @@ int ReadPodmanStore(int argc, char** argv, bool* first_empty) {
     std::fputs("fleet-probe: --podman-store needs at least one PATH\n", stderr);
     return 2;
   }
+  // As --api's: a read that hangs (a storage on a stuck mount) ends, and
+  // the script's CLI answers.
+  ArmDeadline(10);
   std::string why;
   const std::optional<PodmanPaths> paths = FindPodmanPaths(&why);
   std::string out;

@@ -287,8 +287,9 @@ TEST(PodmanStore, RefusesSettingsItDoesNotRead) {
           "[containers]\nnetns = \"host\"\n[engine]\nruntime = \"runc\"\n"
           "database_backend = \"boltdb\"\n# static_dir = \"/x\"\n");
   EXPECT_TRUE(CheckContainersConf(d.path() + "/c.conf", &why)) << why;
-  for (const char* bad : {"[engine]\ndatabase_backend = \"sqlite\"\n",
-                          "[engine]\nstatic_dir = \"/x\"\n", "[engine]\ntmp_dir = \"/x\"\n"}) {
+  for (const char* bad :
+       {"[engine]\ndatabase_backend = \"sqlite\"\n", "[engine]\nstatic_dir = \"/x\"\n",
+        "[engine]\ntmp_dir = \"/x\"\n", "[engine]\nnamespace = \"ns1\"\n"}) {
     d.Write("c.conf", bad);
     EXPECT_FALSE(CheckContainersConf(d.path() + "/c.conf", &why)) << bad;
   }
