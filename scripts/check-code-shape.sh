@@ -34,10 +34,14 @@
 # 5. Time goes through the seam (src/clock.h): production code reads the
 #    clocks and sleeps through a Clock handed down (StepContext::clock, the
 #    executor's, the heal round's), never with sleep_for, usleep, a
-#    `...::now()` or time(nullptr) of its own, so that tests can run it on a
-#    FakeClock. The uses not yet moved are listed in
-#    scripts/clock-outside-seam.txt, one "FILE: TEXT" a line (a list that
-#    only shrinks, as in 3). src/clock.cc is the seam itself. Not checked:
+#    `...::now()`, time(nullptr) or a condition variable's or future's
+#    wait_for/wait_until of its own (Clock::WaitOn, WaitOnClock: a deadline
+#    there runs on the machine's clock whatever Clock was handed down; a
+#    wait_for of zero only asks whether a future is ready, and passes), so
+#    that tests can run it on a FakeClock. The uses not yet moved are listed
+#    in scripts/clock-outside-seam.txt, one "FILE: TEXT" a line (a list that
+#    only shrinks, as in 3). src/clock.cc is the seam itself and
+#    src/fake_clock.h its stand-in for tests. Not checked:
 #    src/probe/, the node-side fleet-probe: a program of its own that a
 #    node builds from its one C++17 file with no fleet library (so it
 #    cannot link the seam), which times only itself on the node for its
@@ -168,9 +172,9 @@ done
 
 # 5. Time outside the seam.
 clock_outside_seam() {
-  sources src providers manifests state | grep -vE '^src/clock\.cc$|^src/probe/' |
-    xargs -r grep -HE 'sleep_for *\(|\busleep *\(|\bnanosleep *\(|[A-Za-z_]+::now *\(\)|\btime *\( *(nullptr|NULL|0) *\)' /dev/null |
-    grep -vE '^[^:]+:[[:space:]]*//' |
+  sources src providers manifests state | grep -vE '^src/clock\.cc$|^src/fake_clock\.h$|^src/probe/' |
+    xargs -r grep -HE 'sleep_for *\(|\busleep *\(|\bnanosleep *\(|[A-Za-z_]+::now *\(\)|\btime *\( *(nullptr|NULL|0) *\)|\bwait_(for|until) *\(' /dev/null |
+    grep -vE '^[^:]+:[[:space:]]*//' | grep -vE 'wait_for *\( *std::chrono::[a-z]+::zero\(\) *\)' |
     sed -E 's/^([^:]+):[[:space:]]*/\1: /' | sort
 }
 if [ "$whole_tree" -eq 1 ]; then

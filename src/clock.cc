@@ -21,6 +21,11 @@ class SystemClock : public Clock {
 
 }  // namespace
 
+bool Clock::WaitOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                   std::chrono::nanoseconds d, const std::function<bool()>& ready) {
+  return cv.wait_for(lock, d, ready);
+}
+
 int64_t Clock::UnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(WallNow().time_since_epoch()).count();
 }

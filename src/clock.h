@@ -9,7 +9,10 @@
 #define FLEET_SRC_CLOCK_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 
 namespace fleet {
@@ -27,6 +30,15 @@ class Clock {
   // Blocks the calling thread for `d` (a FakeClock advances its time
   // instead). REQUIRES: d >= 0; a negative d returns at once.
   virtual void SleepFor(std::chrono::nanoseconds d) = 0;
+
+  // Waits on `cv` for `ready()`, as std::condition_variable::wait_for does,
+  // for at most `d` on this clock: a queue's consumer waking for data or a
+  // worker for its stop. Returns ready(), checked under `lock`. The real
+  // clock waits on `cv` (a notify ends the wait at once); a FakeClock moves
+  // its time by `d` instead. REQUIRES: `lock` holds the mutex `cv` is used
+  // with.
+  virtual bool WaitOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                      std::chrono::nanoseconds d, const std::function<bool()>& ready);
 
   // Seconds since the Unix epoch of WallNow().
   int64_t UnixSeconds();

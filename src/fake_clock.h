@@ -45,6 +45,19 @@ class FakeClock : public Clock {
     if (hook) hook();
   }
 
+  // Waits for a notify for at most a millisecond of real time (so that a
+  // worker polling on a fake clock does not spin a core), and when `ready()`
+  // still does not hold moves the time by `d` (as SleepFor, hook included,
+  // run with `lock` let go).
+  bool WaitOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+              std::chrono::nanoseconds d, const std::function<bool()>& ready) override {
+    if (cv.wait_for(lock, std::chrono::milliseconds(1), ready)) return true;
+    lock.unlock();
+    SleepFor(d);
+    lock.lock();
+    return ready();
+  }
+
   // Moves both clocks forward by `d`. REQUIRES: d >= 0.
   void Advance(std::chrono::nanoseconds d) {
     std::lock_guard<std::mutex> l(mu_);

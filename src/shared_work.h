@@ -44,7 +44,7 @@ class SharedWork {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = runs_.find(key);
     if (it == runs_.end() ||
-        it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        it->second.wait_for(std::chrono::seconds::zero()) != std::future_status::ready)
       return nullptr;
     return std::static_pointer_cast<const T>(it->second.get());
   }

@@ -16,7 +16,7 @@ namespace {
 // Bytes in flight between the producer (source) and the consumer (target).
 class ByteQueue {
  public:
-  explicit ByteQueue(size_t capacity) : capacity_(capacity) {}
+  ByteQueue(size_t capacity, Clock* clock) : capacity_(capacity), clock_(clock) {}
 
   // Blocks while full. False once the consumer cancelled: stop producing.
   bool Push(std::string_view data) {
@@ -49,7 +49,7 @@ class ByteQueue {
   // Moves up to `max` bytes (whole chunks; at least one) into *out.
   Pop Take(std::string* out, size_t max, std::chrono::milliseconds wait) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!not_empty_.wait_for(lock, wait, [&] { return !chunks_.empty() || finished_; }))
+    if (!clock_->WaitOn(not_empty_, lock, wait, [&] { return !chunks_.empty() || finished_; }))
       return Pop::kNothingYet;
     if (chunks_.empty()) return Pop::kEnd;
     out->clear();
@@ -72,6 +72,7 @@ class ByteQueue {
   std::mutex mu_;
   std::condition_variable not_full_, not_empty_;
   std::deque<std::string> chunks_;
+  Clock* clock_;
   size_t size_ = 0;
   bool finished_ = false;
   bool cancelled_ = false;
@@ -109,7 +110,7 @@ StreamCopyResult StreamCopy(Transport* source, const std::string& source_cmd, Tr
                             const std::string& target_cmd, const StreamCopyOptions& options) {
   StreamCopyResult result;
   const auto start = options.clock->SteadyNow();
-  ByteQueue queue(options.queue_bytes);
+  ByteQueue queue(options.queue_bytes, options.clock);
   TarStreamCheck tar;
 
   std::thread producer([&] {

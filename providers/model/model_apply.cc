@@ -17,6 +17,7 @@
 #include "providers/model/staged_mark.h"
 #include "providers/shared/blob_hash.h"
 #include "providers/shared/hub_remote.h"
+#include "src/clock.h"
 #include "state/state.h"
 
 namespace fleet {
@@ -29,14 +30,15 @@ using Json = nlohmann::json;
 // (the download tool's own progress goes to its log), for ProgressMeter.
 class BlobBytesWatcher {
  public:
-  BlobBytesWatcher(std::unique_ptr<Transport> t, const HubLocation& loc, ProgressMeter* meter)
-      : t_(std::move(t)), meter_(meter) {
+  BlobBytesWatcher(std::unique_ptr<Transport> t, const HubLocation& loc, ProgressMeter* meter,
+                   Clock* clock)
+      : t_(std::move(t)), meter_(meter), clock_(clock) {
     const std::string cmd = BlobBytesScript(loc);
     uint64_t start = Read(cmd);
     thread_ = std::thread([this, cmd, start] {
       std::unique_lock<std::mutex> l(mu_);
       while (!stop_) {
-        cv_.wait_for(l, std::chrono::seconds(3), [&] { return stop_; });
+        clock_->WaitOn(cv_, l, std::chrono::seconds(3), [&] { return stop_; });
         if (stop_) break;
         l.unlock();
         uint64_t now = Read(cmd);
@@ -62,6 +64,7 @@ class BlobBytesWatcher {
   }
   std::unique_ptr<Transport> t_;
   ProgressMeter* meter_;
+  Clock* clock_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -373,7 +376,7 @@ Status ModelStaging::Download() {
     Result<std::unique_ptr<Transport>> wt = connect_(change_.node);
     std::unique_ptr<BlobBytesWatcher> watcher;
     if (wt.ok() && ctx_.progress)
-      watcher = std::make_unique<BlobBytesWatcher>(std::move(wt.value()), loc_, &meter);
+      watcher = std::make_unique<BlobBytesWatcher>(std::move(wt.value()), loc_, &meter, ctx_.clock);
     Say("running `" + DownloadCommandLine(options_.download_command, loc_) + "` on " +
         change_.node);
     HubDownloadEnv env;

@@ -11,6 +11,7 @@
 #include "providers/model/copy_on_node_sh.h"
 #include "providers/model/copy_writer_sh.h"
 #include "providers/shared/blob_hash.h"
+#include "providers/shared/hub_remote.h"
 #include "providers/shared/node_script.h"
 #include "src/shell_quote.h"
 
@@ -211,10 +212,7 @@ Result<CopyReport> CopyModelFilesOnNode(Transport* t, const HubLocation& src,
                                         const HubLocation& dst, const std::vector<CopyItem>& items,
                                         const std::function<void(uint64_t bytes)>& on_bytes) {
   // The source's folder as ms/rs (hub layout, else legacy), the target's as m/r.
-  const std::string prelude =
-      "cs=" + NodePathWord(src.cache) + "; ds=" + ShellQuote(HubRepoDirName(src.repo)) +
-      "; rs=" + ShellQuote(src.revision) +
-      "\nms=\"$cs/$ds\"; [ -d \"$ms\" ] || ms=\"$cs/../$ds\"\n" + TargetPrelude(dst);
+  const std::string prelude = RepoPrelude(src) + "ms=$m rs=$r\n" + TargetPrelude(dst);
   CopyReport report;
   for (const CopyItem& item : items) {
     const Paths p = TargetPaths(item);

@@ -11,6 +11,11 @@
 //     runs: fleet never starts one), one process reads /containers/json and
 //     /images/json (the installed `fleet-probe --api`, else curl), and the
 //     controller parses the JSON (no jq on nodes);
+//   - podman with no service: the installed `fleet-probe --podman-store`
+//     reads podman's own storage (c/storage's images.json, libpod's BoltDB;
+//     a container running only if its process is) and answers as the API
+//     would, one process instead of two podman starts (issue 48); it
+//     refuses whatever it is unsure of (a setting, SQLite, a busy DB);
 //   - else (no reader, no socket, a docker context or a remote DOCKER_HOST,
 //     any failed call) the CLI, as before, with the image listing in a
 //     pipeline beside `ps`, so the node waits for about one CLI start.

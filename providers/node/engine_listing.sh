@@ -5,6 +5,9 @@
 # Prints the fleet_serves line ("fleet_serves=HOW:NAMES", or
 # "fleet_serves=api:" and the API's answer as "engine_api=" lines), then
 # runs $elb, then prints the image listing ($eli's lines, or "images=api").
+# podman with no API service: the installed probe reads podman's own
+# storage instead (`fleet-probe --podman-store`, the same answer), and the
+# CLI lists only where it refuses.
 # Leaves $fsl and $gcs for gpu_context.sh ($fsl api: $gcs is non-empty when
 # a fleet serve may run) and $elq ("1" when the installed fleet-probe knows
 # --api, and so ends its GPU run itself: node_gpu.sh drops `timeout`).
@@ -99,6 +102,44 @@ else
         [ "$elr" = 0 ] || ela=
         ;;
     esac
+  elif [ "$elc" = podman ] && [ -x "$HOME/${elf?}" ]; then
+    # podman with no API service: the installed probe reads podman's own
+    # storage (`fleet-probe --podman-store`, issue 48) and prints what --api
+    # would, in one start instead of two podman starts and their conmons.
+    # It refuses (exit 3, or 2 where installed before it knew the flag)
+    # whenever it is not sure to read what podman would, and the CLI
+    # answers. With $eld, the GPU in the same start, as --api-gpu.
+    elr=127
+    if [ -n "${eld?}" ]; then
+      if [ -n "${eli?}" ]; then
+        ela=$("$HOME/$elf" --podman-store-gpu "$eld" "${elu?}" /images/json 2>/dev/null)
+      else
+        ela=$("$HOME/$elf" --podman-store-gpu "$eld" "${elu?}" 2>/dev/null)
+      fi
+      elr=$?
+      case $ela in
+        *"
+@gpu="*)
+          elg=${ela#*"
+@gpu="}
+          ela=${ela%%"
+@gpu="*}
+          elp=1
+          elr=0
+          ;;
+      esac
+    elif [ -n "${eli?}" ]; then
+      ela=$("$HOME/$elf" --podman-store "${elu?}" /images/json 2>/dev/null)
+      elr=$?
+    else
+      ela=$("$HOME/$elf" --podman-store "${elu?}" 2>/dev/null)
+      elr=$?
+    fi
+    # It knows --api too (and so its GPU run's deadline) unless it is older.
+    case $elr in 2 | 126 | 127) ;; *) elq=1 ;; esac
+    [ "$elr" = 0 ] || ela=
+  fi
+  if [ -n "$ela" ]; then
     if [ -n "$eli" ]; then
       case $ela in *"
 @api=200

@@ -328,6 +328,80 @@ TEST_F(EngineListingTest, ApiGpuDecidesTheContextAsTheScriptDoes) {
   EXPECT_EQ(c.source, "none") << cut.gpu.dump();  // no document: no probe's facts
 }
 
+// A podman node with no API service: the installed probe reads podman's
+// own storage (`fleet-probe --podman-store-gpu`, its answer in --api's
+// format) and the GPU in one start, and no podman starts at all. A probe
+// that is unsure (exit 3, the reason on stderr), one from before the flag
+// (exit 2), or an answer cut short: the CLI answers. The same facts every
+// way. (src/probe/fleet_probe_store_test.cc reads a real podman's store.)
+TEST_F(EngineListingTest, PodmansStoreReadGivesWhatItsCliGives) {
+  Cli("podman", kPodman);
+  Tool("fleet-probe", "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[]}\\n'\n");
+  const NodeFacts want = Plan("podman", "");  // no probe installed: the CLI
+  ASSERT_TRUE(Ran("podman"));
+  Write("containers.json", kPodman.containers_json);
+  Write("images.json", kPodman.images_json);
+  const std::string d = ShellQuote(dir_);
+  const std::string answers = "for p; do case $p in\n/containers/json*) cat " + d +
+                              "/containers.json; printf '\\n@api=200\\n' ;;\n/images/json) cat " +
+                              d + "/images.json; printf '\\n@api=200\\n' ;;\nesac; done\n";
+  const std::string gpu_doc =
+      "printf '{\"probe_version\":1,\"cuda_context\":false,\"gpus\":[],"
+      "\"elapsed_ns\":1000}\\n'\n";
+  Tool("store-probe", "case $1 in\n--podman-store-gpu) shift 2; " + answers +
+                          "printf '@gpu=' ;;\n--podman-store) shift; " + answers +
+                          "exit 0 ;;\n--*) exit 2 ;;\nesac\n" + gpu_doc);
+  InstallProbe(dir_ + "/bin/store-probe");
+  Forget("podman");
+  const NodeFacts got = Plan("podman", "");
+  EXPECT_FALSE(Ran("podman"));  // not one podman start
+  const std::string calls = Read("store-probe.args");
+  EXPECT_EQ(calls.rfind("--podman-store-gpu auto /containers/json?filters=", 0), 0u) << calls;
+  EXPECT_NE(calls.find(" /images/json\n"), std::string::npos) << calls;
+  EXPECT_EQ(std::count(calls.begin(), calls.end(), '\n'), 1) << calls;  // one start: all of it
+  ExpectSameListing(got, want);
+  EXPECT_EQ(got.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+  EXPECT_EQ(ImageListing::FromJson(got.images).images.size(), 2u);
+  EXPECT_GE(got.gpu_probe_s, 0.0);
+
+  // Unsure (exit 3): podman's CLI lists, the probe reads the GPU alone.
+  Tool("unsure-probe",
+       "case $1 in\n--podman-store*) echo 'fleet-probe: --podman-store: busy: use the CLI' >&2; "
+       "exit 3 ;;\n--*) exit 2 ;;\nesac\n" +
+           gpu_doc);
+  InstallProbe(dir_ + "/bin/unsure-probe");
+  const NodeFacts unsure = Plan("podman", "");
+  EXPECT_TRUE(Ran("podman"));
+  const std::string unsure_calls = Read("unsure-probe.args");
+  EXPECT_EQ(std::count(unsure_calls.begin(), unsure_calls.end(), '\n'), 2) << unsure_calls;
+  ExpectSameListing(unsure, want);
+  EXPECT_EQ(unsure.fleet_serves, std::vector<std::string>{"fleet-qwen"});
+
+  // From before --podman-store (and --api): exit 2, the CLI.
+  Tool("old-probe", "case $1 in --*) exit 2 ;; esac\n" + gpu_doc);
+  InstallProbe(dir_ + "/bin/old-probe");
+  Forget("podman");
+  ExpectSameListing(Plan("podman", ""), want);
+  EXPECT_TRUE(Ran("podman"));
+
+  // An answer without the images' marker (cut short): the CLI.
+  Tool("short-probe", "case $1 in\n--podman-store*) cat " + d +
+                          "/containers.json; printf '\\n@api=200\\n' ;;\nesac\n" + gpu_doc);
+  InstallProbe(dir_ + "/bin/short-probe");
+  Forget("podman");
+  ExpectSameListing(Plan("podman", ""), want);
+  EXPECT_TRUE(Ran("podman"));
+
+  // The real probe where a storage.conf of its own is named (podman would
+  // read that one): it refuses, and the CLI answers.
+  const char* probe = std::getenv("FLEET_PROBE");
+  ASSERT_NE(probe, nullptr) << "run by meson, which sets FLEET_PROBE";
+  InstallProbe(probe);
+  Forget("podman");
+  ExpectSameListing(Plan("podman", "CONTAINERS_STORAGE_CONF=" + dir_ + "/storage.conf"), want);
+  EXPECT_TRUE(Ran("podman"));
+}
+
 // An engine that does not answer the probe would not answer curl either:
 // the CLI answers, and the probe, which knows --api, runs without timeout.
 TEST_F(EngineListingTest, EngineThatDoesNotAnswerTheProbeMeansTheCli) {

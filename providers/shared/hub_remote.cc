@@ -10,6 +10,7 @@
 #include "providers/shared/node_script.h"
 #include "providers/shared/relative_links_sh.h"
 #include "providers/shared/remove_revision_sh.h"
+#include "providers/shared/repo_folder_sh.h"
 #include "providers/shared/snapshot_headers_sh.h"
 #include "src/probe/probe_install.h"
 #include "src/shell_quote.h"
@@ -42,8 +43,10 @@ Status CommandFailed(Transport* t, const HubLocation& loc, const std::string& wh
 }  // namespace
 
 std::string RepoPrelude(const HubLocation& loc) {
-  return "c=" + NodePathWord(loc.cache) + "; d=" + ShellQuote(HubRepoDirName(loc.repo)) +
-         "; r=" + ShellQuote(loc.revision) + "\nm=\"$c/$d\"; [ -d \"$m\" ] || m=\"$c/../$d\"\n";
+  return ScriptWithValues({{"c", NodePathWord(loc.cache)},
+                           {"d", ShellQuote(HubRepoDirName(loc.repo))},
+                           {"r", ShellQuote(loc.revision)}},
+                          kRepoFolderScript, kRepoFolderScriptSize);
 }
 
 Result<HubProbe> ProbeHub(Transport* t, const HubLocation& loc, const std::string& branch) {

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/clock_wait.h"
+
 namespace fleet {
 namespace {
 
@@ -83,6 +85,7 @@ class BoundedPool : public httplib::TaskQueue {
 }  // namespace
 
 struct MetricsServer::Impl {
+  Clock* clock = nullptr;
   httplib::Server server;
   std::thread thread;
   std::future<void> done;  // the server thread ended
@@ -105,7 +108,9 @@ bool ParseMetricsListen(const std::string& listen, std::string* host, int* port)
   return *port > 0 && *port < 65536;
 }
 
-MetricsServer::MetricsServer() : impl_(std::make_unique<Impl>()) {}
+MetricsServer::MetricsServer(Clock* clock) : impl_(std::make_unique<Impl>()) {
+  impl_->clock = clock;
+}
 
 MetricsServer::~MetricsServer() {
   if (!impl_->thread.joinable()) return;
@@ -116,8 +121,10 @@ MetricsServer::~MetricsServer() {
   impl_->server.stop();
   // A client trickling a header a byte at a time holds its worker until its
   // header is whole; the watch is exiting and does not wait for it.
-  if (impl_->done.wait_for(std::chrono::seconds(kClientTimeoutS + 1)) ==
-      std::future_status::ready) {
+  const auto deadline = impl_->clock->SteadyNow() + std::chrono::seconds(kClientTimeoutS + 1);
+  if (WaitOnClock(impl_->clock, deadline, [this] {
+        return impl_->done.wait_for(std::chrono::seconds::zero()) == std::future_status::ready;
+      })) {
     impl_->thread.join();
   } else {
     impl_->thread.detach();

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "src/clock.h"
 #include "src/status.h"
 
 namespace fleet {
@@ -27,7 +28,8 @@ class MetricsServer {
   static constexpr int kClientTimeoutS = 2;  // read and write, per operation
   static constexpr int kKeepAliveRequests = 8;
 
-  MetricsServer();
+  // `clock` times the wait for the server's thread when it stops.
+  explicit MetricsServer(Clock* clock = RealClock());
   ~MetricsServer();  // stops the server and joins its threads
 
   // Binds `listen` ("ADDR:PORT", "[::1]:PORT", "0.0.0.0:PORT" for every

@@ -370,7 +370,7 @@ int CmdWatch(const GlobalOptions& g, const WatchOptions& o) {
   const FileLimit limit = RaiseFileLimit();
   if (!limit.error.empty())
     std::cerr << "fleet watch: cannot raise the file descriptor limit: " << limit.error << "\n";
-  MetricsServer metrics_server;
+  MetricsServer metrics_server(g.clock);
   if (!o.metrics_listen.empty()) {
     Status s = metrics_server.Start(o.metrics_listen);
     if (!s.ok()) {

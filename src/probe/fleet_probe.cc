@@ -86,6 +86,22 @@
 //   with always, or with auto when the first body is an empty list ("[]":
 //   no fleet serve runs); else --no-context. The exit code is --api's, or
 //   the GPU facts' once "@gpu=" is out.
+// - `fleet-probe --podman-store PATH...` prints what --api prints for the
+//   same PATHs (ServingContainersApiPath()'s label-filtered /containers/json
+//   and /images/json) on a podman node where no API service runs, read from
+//   podman's own storage instead of two `podman` starts (each with its
+//   `conmon --version`; ~20 ms of a plan's node side where a start costs
+//   3.4 ms, issue 48): c/storage's overlay-images/images.json and libpod's
+//   BoltDB bolt_state.db (read-only, under bolt's shared flock), with a
+//   container "running" only when its process is alive, conmon's child, and
+//   conmon wrote no exit file (the DB keeps "running" for a container killed
+//   behind podman's back until a podman command syncs it). Whenever it is
+//   not sure to read what podman would (a storage.conf or containers.conf
+//   setting it does not understand, SQLite's db.sql, a busy or damaged DB, a
+//   nameless or incomplete image, a process it cannot read) it exits 3 with
+//   the reason on stderr, and the CLI answers. `--podman-store-gpu
+//   auto|always PATH...` is that, then "@gpu=" and the GPU facts, as
+//   --api-gpu.
 // - `fleet-probe --stat-within SECONDS PATH` is `timeout -k 5 SECONDS stat -L
 //   -- PATH` in one process (the hung-mount check of a plan's model caches):
 //   exit 0 when stat(2) answered and found PATH, 1 when it answered with an
@@ -104,6 +120,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -127,6 +144,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #ifdef FLEET_PROBE_HAVE_CUDA_H
@@ -1498,11 +1516,1012 @@ int ApiGpuMain(int argc, char** argv) {
   return GpuMain(false, mode == "always" || read.first_empty_list);
 }
 
+// --podman-store: a podman node's running fleet serves and its images read
+// from podman's own storage, where no `podman system service` answers: one
+// process instead of two podman starts (each with its `conmon --version`),
+// the last ~20 ms of a converged plan's node side (issue 48). It prints what
+// --api prints for the same PATHs, so the controller parses one format. It
+// only answers when it is sure it reads what podman would: any setting,
+// file or state it does not know is exit 3 ("use the CLI"), the reason on
+// stderr.
+
+// A JSON value, enough for podman's and c/storage's records.
+struct JsonValue {
+  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string text;
+  std::vector<JsonValue> items;
+  std::vector<std::pair<std::string, JsonValue>> members;
+
+  const JsonValue* Find(std::string_view key) const {
+    for (const auto& m : members)
+      if (m.first == key) return &m.second;
+    return nullptr;
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(std::string_view text) : s_(text) {}
+  // The whole text as one value; false on anything else.
+  bool ReadDocument(JsonValue* v) {
+    if (!Value(v, 0)) return false;
+    Space();
+    return i_ == s_.size();
+  }
+
+ private:
+  void Space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t'))
+      ++i_;
+  }
+  bool Literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+  static void PutUtf8(uint32_t c, std::string* out) {
+    if (c < 0x80) {
+      *out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      *out += static_cast<char>(0xC0 | (c >> 6));
+      *out += static_cast<char>(0x80 | (c & 0x3F));
+    } else if (c < 0x10000) {
+      *out += static_cast<char>(0xE0 | (c >> 12));
+      *out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      *out += static_cast<char>(0x80 | (c & 0x3F));
+    } else {
+      *out += static_cast<char>(0xF0 | (c >> 18));
+      *out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      *out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      *out += static_cast<char>(0x80 | (c & 0x3F));
+    }
+  }
+  bool Hex4(uint32_t* c) {
+    if (i_ + 4 > s_.size()) return false;
+    *c = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = s_[i_++];
+      *c <<= 4;
+      if (h >= '0' && h <= '9')
+        *c |= static_cast<uint32_t>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        *c |= static_cast<uint32_t>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        *c |= static_cast<uint32_t>(h - 'A' + 10);
+      else
+        return false;
+    }
+    return true;
+  }
+  bool String(std::string* out) {
+    if (!Literal("\"")) return false;
+    while (i_ < s_.size()) {
+      const char c = s_[i_++];
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (i_ >= s_.size()) return false;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"':
+          *out += '"';
+          break;
+        case '\\':
+          *out += '\\';
+          break;
+        case '/':
+          *out += '/';
+          break;
+        case 'b':
+          *out += '\b';
+          break;
+        case 'f':
+          *out += '\f';
+          break;
+        case 'n':
+          *out += '\n';
+          break;
+        case 'r':
+          *out += '\r';
+          break;
+        case 't':
+          *out += '\t';
+          break;
+        case 'u': {
+          uint32_t c1 = 0;
+          if (!Hex4(&c1)) return false;
+          if (c1 >= 0xD800 && c1 < 0xDC00) {
+            uint32_t c2 = 0;
+            if (!Literal("\\u") || !Hex4(&c2) || c2 < 0xDC00 || c2 >= 0xE000) return false;
+            c1 = 0x10000 + ((c1 - 0xD800) << 10) + (c2 - 0xDC00);
+          }
+          PutUtf8(c1, out);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+  bool Value(JsonValue* v, int depth) {
+    if (depth > 64) return false;
+    Space();
+    if (i_ >= s_.size()) return false;
+    const char c = s_[i_];
+    if (c == '{') {
+      ++i_;
+      v->kind = JsonValue::kObject;
+      Space();
+      if (Literal("}")) return true;
+      for (;;) {
+        Space();
+        std::string key;
+        if (!String(&key)) return false;
+        Space();
+        if (!Literal(":")) return false;
+        v->members.emplace_back(std::move(key), JsonValue());
+        if (!Value(&v->members.back().second, depth + 1)) return false;
+        Space();
+        if (Literal("}")) return true;
+        if (!Literal(",")) return false;
+      }
+    }
+    if (c == '[') {
+      ++i_;
+      v->kind = JsonValue::kArray;
+      Space();
+      if (Literal("]")) return true;
+      for (;;) {
+        v->items.emplace_back();
+        if (!Value(&v->items.back(), depth + 1)) return false;
+        Space();
+        if (Literal("]")) return true;
+        if (!Literal(",")) return false;
+      }
+    }
+    if (c == '"') {
+      v->kind = JsonValue::kString;
+      return String(&v->text);
+    }
+    if (Literal("true") || Literal("false")) {
+      v->kind = JsonValue::kBool;
+      v->boolean = s_[i_ - 1] == 'e' && s_[i_ - 2] == 'u';
+      return true;
+    }
+    if (Literal("null")) return true;
+    const size_t start = i_;
+    while (i_ < s_.size() && std::strchr("+-0123456789.eE", s_[i_]) != nullptr) ++i_;
+    if (i_ == start) return false;
+    const std::string number(s_.substr(start, i_ - start));
+    char* end = nullptr;
+    v->kind = JsonValue::kNumber;
+    v->number = std::strtod(number.c_str(), &end);
+    return end == number.c_str() + number.size();
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// A bbolt database (libpod's bolt_state.db), read-only, from its bytes: the
+// meta page with the highest transaction among the valid two (magic, version
+// 2, FNV-64a checksum), then branch and leaf pages down from its root
+// bucket; nested buckets, inline (in their parent's value) or not. Every
+// offset is checked against the file: a damaged or half-understood file is
+// an error, never a guess.
+class BoltDb {
+ public:
+  // A bucket: its root page, or (root 0) the page inline in its value.
+  struct Bucket {
+    uint64_t root = 0;
+    std::string_view inline_page;
+  };
+  using Visit = std::function<bool(std::string_view key, std::string_view value, bool bucket)>;
+
+  bool Open(std::string_view bytes, std::string* why) {
+    data_ = bytes;
+    const std::optional<Meta> m0 = ReadMeta(0, kMinPage, why);
+    if (!m0) return false;
+    page_size_ = m0->page_size;
+    // Meta 1 may be torn (a commit cut short): meta 0 is then the last
+    // committed state, as bolt reads it.
+    std::string why1;
+    const std::optional<Meta> m1 = ReadMeta(page_size_, page_size_, &why1);
+    const Meta& m = m1 && m1->txid > m0->txid ? *m1 : *m0;
+    high_water_ = m.pgid;
+    root_.root = m.root;
+    return true;
+  }
+  const Bucket& Root() const { return root_; }
+
+  // Each key of `bucket` in order; stops early (false) when `visit` says so
+  // or on a damaged page (`why` set).
+  bool ForEach(const Bucket& bucket, const Visit& visit, std::string* why) const {
+    if (bucket.root == 0) return WalkPage(bucket.inline_page, visit, 0, why);
+    std::string_view page;
+    if (!PageAt(bucket.root, &page, why)) return false;
+    return WalkPage(page, visit, 0, why);
+  }
+  // The value under `key` (a bucket's when `bucket`), or nullopt.
+  std::optional<std::string_view> Get(const Bucket& b, std::string_view key, bool bucket,
+                                      std::string* why) const {
+    std::optional<std::string_view> found;
+    ForEach(
+        b,
+        [&](std::string_view k, std::string_view v, bool is_bucket) {
+          if (k != key || is_bucket != bucket) return true;
+          found = v;
+          return false;
+        },
+        why);
+    return found;
+  }
+  // The bucket a bucket value describes; false when it is not one.
+  bool BucketOf(std::string_view value, Bucket* out, std::string* why) const {
+    if (value.size() < 16) {
+      *why = "a bucket value shorter than its header";
+      return false;
+    }
+    out->root = U64(value, 0);
+    out->inline_page = out->root == 0 ? value.substr(16) : std::string_view();
+    if (out->root == 0 && out->inline_page.size() < kPageHeader) {
+      *why = "an inline bucket without its page";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kPageHeader = 16;
+  static constexpr size_t kMinPage = 512;
+  static constexpr uint16_t kBranch = 0x01, kLeaf = 0x02, kMeta = 0x04;
+  static constexpr uint32_t kMagic = 0xED0CDAED;
+  struct Meta {
+    uint32_t page_size = 0;
+    uint64_t root = 0, pgid = 0, txid = 0;
+  };
+
+  static uint16_t U16(std::string_view s, size_t at) {
+    uint16_t v;
+    std::memcpy(&v, s.data() + at, 2);
+    return v;
+  }
+  static uint32_t U32(std::string_view s, size_t at) {
+    uint32_t v;
+    std::memcpy(&v, s.data() + at, 4);
+    return v;
+  }
+  static uint64_t U64(std::string_view s, size_t at) {
+    uint64_t v;
+    std::memcpy(&v, s.data() + at, 8);
+    return v;
+  }
+
+  std::optional<Meta> ReadMeta(size_t at, size_t min_size, std::string* why) const {
+    // meta: magic, version, page size, flags, root {pgid, sequence},
+    // freelist, pgid, txid, checksum (FNV-64a of what precedes it).
+    constexpr size_t kSum = 56;
+    if (data_.size() < at + kPageHeader + kSum + 8 || data_.size() < at + min_size) {
+      *why = "the file is shorter than its meta pages";
+      return std::nullopt;
+    }
+    const std::string_view page = data_.substr(at);
+    const std::string_view meta = page.substr(kPageHeader);
+    if ((U16(page, 8) & kMeta) == 0 || U32(meta, 0) != kMagic || U32(meta, 4) != 2) {
+      *why = "not a bolt meta page (magic, version 2)";
+      return std::nullopt;
+    }
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t k = 0; k < kSum; ++k) {
+      h ^= static_cast<unsigned char>(meta[k]);
+      h *= 0x100000001b3ULL;
+    }
+    if (h != U64(meta, kSum)) {
+      *why = "a meta page's checksum does not match";
+      return std::nullopt;
+    }
+    Meta m;
+    m.page_size = U32(meta, 8);
+    m.root = U64(meta, 16);
+    m.pgid = U64(meta, 40);
+    m.txid = U64(meta, 48);
+    if (m.page_size < kMinPage || m.page_size > (1u << 20) ||
+        (m.page_size & (m.page_size - 1)) != 0) {
+      *why = "a meta page with an odd page size";
+      return std::nullopt;
+    }
+    return m;
+  }
+
+  bool PageAt(uint64_t id, std::string_view* page, std::string* why) const {
+    if (id < 2 || id >= high_water_ || id > data_.size() / page_size_) {
+      *why = "a page id outside the file";
+      return false;
+    }
+    const size_t at = static_cast<size_t>(id) * page_size_;
+    if (data_.size() < at + page_size_ || U64(data_, at) != id) {
+      *why = "a page that is not where its id says";
+      return false;
+    }
+    const uint64_t span = (uint64_t{U32(data_, at + 12)} + 1) * page_size_;
+    if (span > data_.size() - at) {
+      *why = "a page's overflow past the end of the file";
+      return false;
+    }
+    *page = data_.substr(at, static_cast<size_t>(span));
+    return true;
+  }
+
+  bool WalkPage(std::string_view page, const Visit& visit, int depth, std::string* why) const {
+    if (depth > 32 || page.size() < kPageHeader) {
+      *why = depth > 32 ? "branch pages nested too deep" : "a short page";
+      return false;
+    }
+    const uint16_t flags = U16(page, 8);
+    const size_t count = U16(page, 10);
+    if (page.size() < kPageHeader + count * 16) {
+      *why = "a page's elements past its end";
+      return false;
+    }
+    for (size_t k = 0; k < count; ++k) {
+      const size_t elem = kPageHeader + k * 16;
+      if (flags & kBranch) {
+        std::string_view child;
+        if (!PageAt(U64(page, elem + 8), &child, why)) return false;
+        if (!WalkPage(child, visit, depth + 1, why)) return false;
+      } else if (flags & kLeaf) {
+        const uint32_t leaf_flags = U32(page, elem);
+        const uint64_t pos = elem + uint64_t{U32(page, elem + 4)};
+        const uint64_t ksize = U32(page, elem + 8), vsize = U32(page, elem + 12);
+        if (pos + ksize + vsize > page.size()) {
+          *why = "a leaf element past its page";
+          return false;
+        }
+        const std::string_view key = page.substr(static_cast<size_t>(pos), ksize);
+        const std::string_view value = page.substr(static_cast<size_t>(pos + ksize), vsize);
+        if (!visit(key, value, (leaf_flags & 0x01) != 0)) return false;
+      } else {
+        *why = "a page that is neither branch nor leaf";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::string_view data_;
+  size_t page_size_ = 0;
+  uint64_t high_water_ = 0;
+  Bucket root_;
+};
+
+// Where podman keeps its storage and its state, derived the way podman 4
+// does (no `podman info`: that is the podman start this saves), and why
+// not when a setting the probe does not understand may move them.
+struct PodmanPaths {
+  std::string graph_root;  // c/storage: overlay-images/images.json
+  std::string libpod;      // libpod's static dir: bolt_state.db
+};
+
+bool ReadFd(int fd, std::string* out, int* err) {
+  out->clear();
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *err = errno;
+      return false;
+    }
+    if (n == 0) return true;
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
+bool ReadWholeFile(const std::string& path, std::string* out, int* err) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *err = errno;
+    return false;
+  }
+  const bool ok = ReadFd(fd, out, err);
+  close(fd);
+  return ok;
+}
+
+std::string Trimmed(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// A TOML file of podman's, line by line: each "key = value" with the
+// [section] it is in ("" before any). A line that is neither (an array
+// continued on the next line) is reported as the key "" so that a caller
+// that must understand every line can refuse it. false: the file is there
+// but unreadable; a missing file is no lines.
+bool TomlLines(const std::string& path,
+               std::vector<std::pair<std::string, std::pair<std::string, std::string>>>* lines,
+               std::string* why) {
+  std::string text;
+  int err = 0;
+  lines->clear();
+  if (!ReadWholeFile(path, &text, &err)) {
+    if (err == ENOENT || err == ENOTDIR) return true;
+    *why = path + ": " + std::strerror(err);
+    return false;
+  }
+  std::string section;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = Trimmed(std::string_view(text).substr(start, end - start));
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = Trimmed(std::string_view(line).substr(1, line.find(']') - 1));
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) {
+      lines->push_back({section, {"", line}});
+      continue;
+    }
+    std::string value = Trimmed(std::string_view(line).substr(eq + 1));
+    const size_t hash = value.find(" #");
+    if (hash != std::string::npos) value = Trimmed(std::string_view(value).substr(0, hash));
+    lines->push_back({section, {Trimmed(std::string_view(line).substr(0, eq)), value}});
+  }
+  return true;
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] == '/' ? std::string(v) : fallback;
+}
+
+// The storage.conf files c/storage reads for this user; each must hold
+// only what the probe understands: the overlay driver and settings that
+// move nothing it reads (a rootless user's storage ignores the system's
+// graphroot and runroot; root's must be the default).
+bool CheckStorageConf(const std::string& path, bool root, const std::string& graph_root,
+                      std::string* why) {
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> lines;
+  if (!TomlLines(path, &lines, why)) return false;
+  for (const auto& [section, kv] : lines) {
+    const std::string& key = kv.first;
+    const std::string& value = kv.second;
+    bool understood = false;
+    if (section == "storage") {
+      if (key == "driver") understood = value == "\"overlay\"" || value == "'overlay'";
+      if (key == "runroot") understood = true;  // the probe reads nothing under it
+      if (key == "graphroot")
+        understood = !root || value == "\"" + graph_root + "\"" || value == "'" + graph_root + "'";
+    } else if (section == "storage.options" || section.rfind("storage.options.", 0) == 0) {
+      // Mount and ownership options: how layers mount, not where records are.
+      static const char* const kHarmless[] = {"mountopt",
+                                              "mount_program",
+                                              "ignore_chown_errors",
+                                              "size",
+                                              "force_mask",
+                                              "skip_mount_home",
+                                              "remap_uids",
+                                              "remap_gids",
+                                              "remap_user",
+                                              "remap_group",
+                                              "root-auto-userns-user",
+                                              "auto-userns-min-size",
+                                              "auto-userns-max-size",
+                                              "pull_options",
+                                              "use_hard_links",
+                                              "inodes"};
+      for (const char* k : kHarmless) understood = understood || key == k;
+      if (key == "additionalimagestores") understood = value == "[]" || value == "[ ]";
+    }
+    if (!understood) {
+      *why = path + ": [" + section + "] " + (key.empty() ? kv.second : key) +
+             " is a setting the probe does not read as podman would";
+      return false;
+    }
+  }
+  return true;
+}
+
+// containers.conf's [engine] settings that move libpod's state, choose its
+// database or narrow what podman lists: any of them set (boltdb excepted)
+// and the CLI answers.
+bool CheckContainersConf(const std::string& path, std::string* why) {
+  std::vector<std::pair<std::string, std::pair<std::string, std::string>>> lines;
+  if (!TomlLines(path, &lines, why)) return false;
+  for (const auto& [section, kv] : lines) {
+    if (section != "engine") continue;
+    const std::string& key = kv.first;
+    if (key == "database_backend" && (kv.second == "\"boltdb\"" || kv.second == "'boltdb'"))
+      continue;
+    // namespace: podman then lists only that libpod namespace's containers.
+    if (key == "static_dir" || key == "tmp_dir" || key == "database_backend" ||
+        key == "namespace") {
+      *why = path + ": [engine] " + key + " is set";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The *.conf files of a containers.conf.d folder (none when it is absent).
+std::vector<std::string> ConfDir(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".conf") == 0)
+      out.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  return out;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::optional<PodmanPaths> FindPodmanPaths(std::string* why) {
+  for (const char* env : {"CONTAINERS_CONF", "CONTAINERS_CONF_OVERRIDE", "CONTAINERS_STORAGE_CONF",
+                          "CONTAINERS_REGISTRIES_CONF"}) {
+    if (env == std::string_view("CONTAINERS_REGISTRIES_CONF")) continue;  // names only
+    if (std::getenv(env) != nullptr) {
+      *why = std::string(env) + " is set";
+      return std::nullopt;
+    }
+  }
+  const bool root = getuid() == 0;
+  const char* home = std::getenv("HOME");
+  if (!root && (home == nullptr || home[0] != '/')) {
+    *why = "no HOME";
+    return std::nullopt;
+  }
+  const std::string config = root ? "" : EnvOr("XDG_CONFIG_HOME", std::string(home) + "/.config");
+  PodmanPaths p;
+  p.graph_root =
+      root ? "/var/lib/containers/storage"
+           : EnvOr("XDG_DATA_HOME", std::string(home) + "/.local/share") + "/containers/storage";
+  std::vector<std::string> storage_confs = {"/usr/share/containers/storage.conf",
+                                            "/etc/containers/storage.conf"};
+  if (!root) storage_confs.push_back(config + "/containers/storage.conf");
+  for (const std::string& f : storage_confs)
+    if (!CheckStorageConf(f, root, p.graph_root, why)) return std::nullopt;
+  std::vector<std::string> containers_confs = {"/usr/share/containers/containers.conf",
+                                               "/etc/containers/containers.conf"};
+  for (const std::string& f : ConfDir("/usr/share/containers/containers.conf.d"))
+    containers_confs.push_back(f);
+  for (const std::string& f : ConfDir("/etc/containers/containers.conf.d"))
+    containers_confs.push_back(f);
+  if (!root) {
+    containers_confs.push_back("/etc/containers/containers.rootless.conf");
+    for (const std::string& f : ConfDir("/etc/containers/containers.rootless.conf.d"))
+      containers_confs.push_back(f);
+    containers_confs.push_back(config + "/containers/containers.conf");
+    for (const std::string& f : ConfDir(config + "/containers/containers.conf.d"))
+      containers_confs.push_back(f);
+  }
+  for (const std::string& f : containers_confs)
+    if (!CheckContainersConf(f, why)) return std::nullopt;
+  p.libpod = p.graph_root + "/libpod";
+  if (Exists(p.graph_root + "/db.sql") || Exists(p.libpod + "/db.sql")) {
+    *why = "podman's state is in SQLite (db.sql), which the probe does not read";
+    return std::nullopt;
+  }
+  return p;
+}
+
+// A process's state letter and parent from /proc/PID/stat; 'N' when there
+// is no such process; false when /proc would not say.
+bool ProcState(long pid, char* state, long* ppid) {
+  std::string stat;
+  int err = 0;
+  if (!ReadWholeFile("/proc/" + std::to_string(pid) + "/stat", &stat, &err)) {
+    if (err != ENOENT && err != ESRCH) return false;
+    *state = 'N';
+    return true;
+  }
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 4 > stat.size()) return false;
+  *state = stat[paren + 2];
+  char* end = nullptr;
+  *ppid = std::strtol(stat.c_str() + paren + 4, &end, 10);
+  return end != stat.c_str() + paren + 4;
+}
+
+int64_t JsonInt(const JsonValue* v) {
+  return v != nullptr && v->kind == JsonValue::kNumber ? static_cast<int64_t>(v->number) : -1;
+}
+
+// Whether podman would call this container running now. libpod's state
+// says so until a podman command syncs it with the runtime: a container
+// killed behind podman's back stays "running" there. So, as the runtime
+// does: its process is alive (not a zombie) and still conmon's child, and
+// conmon has written no exit file. false with `why` set: cannot tell.
+bool RunningNow(const std::string& id, const JsonValue& state, const std::string& exits_dir,
+                bool* running, std::string* why) {
+  *running = false;
+  if (JsonInt(state.Find("state")) != 3) return true;  // libpod's ContainerStateRunning
+  const int64_t pid = JsonInt(state.Find("pid"));
+  const int64_t conmon = JsonInt(state.Find("conmonPid"));
+  if (pid <= 0 || conmon <= 0) {
+    *why = "container " + id + " is running with no pid or conmon pid in its state";
+    return false;
+  }
+  char st = 0;
+  long ppid = 0;
+  if (!ProcState(pid, &st, &ppid)) {
+    *why = "cannot read the process of container " + id;
+    return false;
+  }
+  if (st == 'N' || st == 'Z' || st == 'X') return true;  // gone: podman would find it exited
+  if (ppid != conmon) {
+    // Its pid is another process's now (reused), or a runtime the probe
+    // does not know reparents it: the CLI decides.
+    *why = "the process of container " + id + " is not its conmon's child";
+    return false;
+  }
+  if (Exists(exits_dir + "/" + id)) return true;  // conmon saw it exit
+  *running = true;
+  return true;
+}
+
+// One key's string value, "" when absent or not a string.
+std::string JsonText(const JsonValue* v) {
+  return v != nullptr && v->kind == JsonValue::kString ? v->text : "";
+}
+
+// libpod's database file, whole, read under a shared flock as bolt's
+// readers hold it: a writer holds it exclusively for as long as it has the
+// DB open (podman: per command), so the pages read are one commit's.
+// Held by a writer now: the CLI answers (it waits its turn).
+bool ReadBoltFile(const std::string& db_path, std::string* bytes, std::string* why) {
+  const int fd = open(db_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *why = db_path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    *why = db_path + ": busy (" + std::strerror(errno) + ")";
+    close(fd);
+    return false;
+  }
+  int err = 0;
+  const bool ok = ReadFd(fd, bytes, &err);
+  close(fd);
+  if (!ok) *why = db_path + ": " + std::strerror(err);
+  return ok;
+}
+
+// The running containers carrying label `label`, as /containers/json's
+// answer ([{"Id":…,"Names":[…]}]) with a filter on that label.
+bool PodmanServes(const PodmanPaths& p, const std::string& label, std::string* body,
+                  std::string* why) {
+  const std::string db_path = p.libpod + "/bolt_state.db";
+  std::string bytes;
+  if (!ReadBoltFile(db_path, &bytes, why)) return false;
+  BoltDb db;
+  if (!db.Open(bytes, why)) {
+    *why = db_path + ": " + *why;
+    return false;
+  }
+  // The runtime config podman checked its own against: the graph root must
+  // be the one derived here, and its tmp dir holds conmon's exit files.
+  BoltDb::Bucket config, ctrs;
+  const auto config_value = db.Get(db.Root(), "runtime-config", true, why);
+  const auto ctrs_value = db.Get(db.Root(), "ctr", true, why);
+  if (!why->empty()) return false;
+  if (!config_value || !db.BucketOf(*config_value, &config, why)) {
+    *why = db_path + ": no runtime-config bucket";
+    return false;
+  }
+  const auto graph_root = db.Get(config, "graph-root", false, why);
+  const auto tmp_dir = db.Get(config, "tmp-dir", false, why);
+  const auto static_dir = db.Get(config, "static-dir", false, why);
+  const auto driver = db.Get(config, "graph-driver-name", false, why);  // "": the default
+  if (!graph_root || *graph_root != p.graph_root || !static_dir ||
+      *static_dir != p.graph_root + "/libpod" || !tmp_dir || tmp_dir->empty() ||
+      (*tmp_dir)[0] != '/' || (driver && !driver->empty() && *driver != "overlay")) {
+    *why = db_path + ": its runtime config is not the storage derived here";
+    return false;
+  }
+  const std::string exits_dir = std::string(*tmp_dir) + "/exits";
+  std::vector<std::pair<std::string, std::string>> found;  // id, name
+  bool ok = true;
+  if (ctrs_value) {
+    if (!db.BucketOf(*ctrs_value, &ctrs, why)) return false;
+    db.ForEach(
+        ctrs,
+        [&](std::string_view id, std::string_view value, bool bucket) {
+          BoltDb::Bucket ctr;
+          if (!bucket || !db.BucketOf(value, &ctr, why)) {
+            ok = false;
+            if (why->empty()) *why = "a container that is not a bucket";
+            return false;
+          }
+          const auto config_json = db.Get(ctr, "config", false, why);
+          const auto state_json = db.Get(ctr, "state", false, why);
+          JsonValue c, s;
+          if (!config_json || !state_json || !JsonReader(*config_json).ReadDocument(&c) ||
+              !JsonReader(*state_json).ReadDocument(&s)) {
+            *why = "container " + std::string(id) + ": its config or state is not JSON";
+            ok = false;
+            return false;
+          }
+          const JsonValue* labels = c.Find("labels");
+          if (labels == nullptr || labels->Find(label) == nullptr) return true;
+          bool running = false;
+          if (!RunningNow(std::string(id), s, exits_dir, &running, why)) {
+            ok = false;
+            return false;
+          }
+          const std::string name = JsonText(c.Find("name"));
+          if (running && !name.empty()) found.emplace_back(std::string(id), name);
+          return true;
+        },
+        why);
+  }
+  if (!ok || !why->empty()) return false;
+  JsonWriter w(false);
+  w.BeginArray();
+  for (const auto& [id, name] : found) {
+    w.BeginObject();
+    w.Key("Id");
+    w.String(id);
+    w.Key("Names");
+    w.BeginArray();
+    w.String(name);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  *body = w.Finish();
+  body->pop_back();  // Finish's newline: --api's "\n@api=" follows
+  return true;
+}
+
+// A stored name's repository, as reference.TrimNamed gives it; "" when the
+// name is not the fully qualified form podman stores (then the CLI).
+std::string RepositoryOf(const std::string& name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos) return "";
+  const std::string host = name.substr(0, slash);
+  if (host.find('.') == std::string::npos && host.find(':') == std::string::npos &&
+      host != "localhost")
+    return "";
+  const size_t at = name.find('@');
+  if (at != std::string::npos) return name.substr(0, at);
+  const size_t colon = name.rfind(':');
+  if (colon != std::string::npos && colon > name.rfind('/')) return name.substr(0, colon);
+  return name;
+}
+
+// The file c/storage keeps an image's big-data item `key` in (its
+// makeBigDataBaseName): the key itself when only [.0-9a-z], else "=" and
+// its base64.
+std::string BigDataFileName(const std::string& key) {
+  bool plain = true;
+  for (const char c : key)
+    plain = plain && (c == '.' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z'));
+  if (plain) return key;
+  static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = "=";
+  size_t i = 0;
+  for (; i + 2 < key.size(); i += 3) {
+    const uint32_t n = (uint32_t{static_cast<unsigned char>(key[i])} << 16) |
+                       (uint32_t{static_cast<unsigned char>(key[i + 1])} << 8) |
+                       static_cast<unsigned char>(key[i + 2]);
+    for (int k = 3; k >= 0; --k) out += kB64[(n >> (6 * k)) & 63];
+  }
+  if (i < key.size()) {
+    uint32_t n = uint32_t{static_cast<unsigned char>(key[i])} << 16;
+    if (i + 1 < key.size()) n |= uint32_t{static_cast<unsigned char>(key[i + 1])} << 8;
+    out += kB64[(n >> 18) & 63];
+    out += kB64[(n >> 12) & 63];
+    out += i + 1 < key.size() ? kB64[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// c/storage's image records as /images/json's answer, with what `podman
+// image ls` shows: RepoTags its names, RepoDigests each name's repository
+// with each of the image's digests (sorted, as podman prints them).
+bool PodmanImages(const PodmanPaths& p, std::string* body, std::string* why) {
+  const std::string dir = p.graph_root + "/overlay-images";
+  std::string text;
+  int err = 0;
+  if (!ReadWholeFile(dir + "/images.json", &text, &err)) {
+    if (err != ENOENT || !Exists(dir)) {
+      *why = dir + "/images.json: " + std::strerror(err);
+      return false;
+    }
+    text = "[]";  // c/storage writes the file with its first image
+  }
+  JsonValue images;
+  if (!JsonReader(text).ReadDocument(&images) || images.kind != JsonValue::kArray) {
+    *why = dir + "/images.json is not a JSON list";
+    return false;
+  }
+  // An image's top layer must be there: a `load` cut short leaves a record
+  // without it, which podman's listing refuses (the CLI says which).
+  std::string layers_text;
+  JsonValue layers;
+  if (!ReadWholeFile(p.graph_root + "/overlay-layers/layers.json", &layers_text, &err))
+    layers_text = "[]";
+  if (!JsonReader(layers_text).ReadDocument(&layers) || layers.kind != JsonValue::kArray) {
+    *why = "overlay-layers/layers.json is not a JSON list";
+    return false;
+  }
+  std::vector<std::string> layer_ids;
+  for (const JsonValue& l : layers.items) layer_ids.push_back(JsonText(l.Find("id")));
+  JsonWriter w(false);
+  w.BeginArray();
+  for (const JsonValue& image : images.items) {
+    const std::string id = JsonText(image.Find("id"));
+    const JsonValue* names = image.Find("names");
+    const JsonValue* flags = image.Find("flags");
+    const std::string layer = JsonText(image.Find("layer"));
+    if (id.empty() || names == nullptr || names->kind != JsonValue::kArray ||
+        names->items.empty()) {
+      // A nameless image is listed or not as podman decides whether it is
+      // an intermediate one (other images' parent): the CLI decides.
+      *why = "image " + id + " has no name";
+      return false;
+    }
+    if ((flags != nullptr && flags->Find("incomplete") != nullptr) ||
+        (!layer.empty() &&
+         std::find(layer_ids.begin(), layer_ids.end(), layer) == layer_ids.end())) {
+      *why = "image " + id + " is incomplete";
+      return false;
+    }
+    // Every big-data item (manifest, config, signatures) in its file: a
+    // record that lost one (a `load` cut short) makes podman's listing fail
+    // with the record's ID, which the plan names with its fix.
+    if (const JsonValue* big = image.Find("big-data-names"); big != nullptr) {
+      for (const JsonValue& key : big->items) {
+        if (!Exists(dir + "/" + id + "/" + BigDataFileName(key.text))) {
+          *why = "image " + id + " lacks its " + key.text + " (a broken record)";
+          return false;
+        }
+      }
+    }
+    std::vector<std::string> digests;
+    if (const JsonValue* ds = image.Find("digests"); ds != nullptr)
+      for (const JsonValue& d : ds->items) digests.push_back(JsonText(&d));
+    digests.push_back(JsonText(image.Find("digest")));
+    std::vector<std::string> tags, repo_digests;
+    for (const JsonValue& n : names->items) {
+      const std::string name = JsonText(&n);
+      const std::string repo = RepositoryOf(name);
+      if (repo.empty()) {
+        *why = "image " + id + " has a name the probe does not read: " + name;
+        return false;
+      }
+      tags.push_back(name);
+      for (const std::string& d : digests)
+        if (!d.empty()) repo_digests.push_back(repo + "@" + d);
+    }
+    std::sort(repo_digests.begin(), repo_digests.end());
+    repo_digests.erase(std::unique(repo_digests.begin(), repo_digests.end()), repo_digests.end());
+    w.BeginObject();
+    w.Key("Id");
+    w.String("sha256:" + id);
+    w.Key("RepoTags");
+    w.BeginArray();
+    for (const std::string& t : tags) w.String(t);
+    w.EndArray();
+    w.Key("RepoDigests");
+    w.BeginArray();
+    for (const std::string& d : repo_digests) w.String(d);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  *body = w.Finish();
+  body->pop_back();  // Finish's newline: --api's "\n@api=" follows
+  return true;
+}
+
+// The label of the API path ServingContainersApiPath() builds,
+// /containers/json?filters={"label":["KEY"]} percent-encoded; "" for any
+// other path.
+std::string LabelFilterOf(std::string_view path) {
+  std::string decoded;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 2 < path.size()) {
+      decoded +=
+          static_cast<char>(std::strtol(std::string(path.substr(i + 1, 2)).c_str(), nullptr, 16));
+      i += 2;
+    } else {
+      decoded += path[i];
+    }
+  }
+  const std::string prefix = "/containers/json?filters={\"label\":[\"", suffix = "\"]}";
+  if (decoded.size() <= prefix.size() + suffix.size() || decoded.rfind(prefix, 0) != 0 ||
+      decoded.compare(decoded.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return "";
+  const std::string label =
+      decoded.substr(prefix.size(), decoded.size() - prefix.size() - suffix.size());
+  return label.find_first_of("\"=\\") == std::string::npos ? label : "";
+}
+
+// argv after --podman-store: PATH... (ServingContainersApiPath()'s, and
+// /images/json). Prints what --api prints for them; `first_empty` as
+// ApiRead's. Exit 0, 2 on a bad command line, 3 when the CLI must answer.
+int ReadPodmanStore(int argc, char** argv, bool* first_empty) {
+  if (argc < 1) {
+    std::fputs("fleet-probe: --podman-store needs at least one PATH\n", stderr);
+    return 2;
+  }
+  // As --api's: a read that hangs (a storage on a stuck mount) ends, and
+  // the script's CLI answers.
+  ArmDeadline(10);
+  std::string why;
+  const std::optional<PodmanPaths> paths = FindPodmanPaths(&why);
+  std::string out;
+  for (int i = 0; i < argc && paths; ++i) {
+    std::string body;
+    const std::string_view path = argv[i];
+    const std::string label = LabelFilterOf(path);
+    bool ok = false;
+    if (!label.empty()) {
+      ok = PodmanServes(*paths, label, &body, &why);
+    } else if (path == "/images/json") {
+      ok = PodmanImages(*paths, &body, &why);
+    } else {
+      why = "a path the probe does not answer: " + std::string(path);
+    }
+    if (!ok) break;
+    if (i == 0) *first_empty = body == "[]";
+    out += body + "\n@api=200\n";
+    if (i + 1 == argc) {
+      if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+        return 1;
+      return 0;
+    }
+  }
+  std::fprintf(stderr, "fleet-probe: --podman-store: %s: use the CLI\n", why.c_str());
+  return 3;
+}
+
+int PodmanStoreMain(int argc, char** argv) {
+  bool first_empty = false;
+  return ReadPodmanStore(argc, argv, &first_empty);
+}
+
+// argv after --podman-store-gpu: auto|always PATH...
+int PodmanStoreGpuMain(int argc, char** argv) {
+  const std::string_view mode = argc > 0 ? argv[0] : "";
+  if (mode != "auto" && mode != "always") {
+    std::fputs("fleet-probe: --podman-store-gpu needs auto or always and a PATH\n", stderr);
+    return 2;
+  }
+  bool first_empty = false;
+  const int rc = ReadPodmanStore(argc - 1, argv + 1, &first_empty);
+  if (rc != 0) return rc;
+  if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
+  return GpuMain(false, mode == "always" || first_empty);
+}
+
 constexpr char kUsage[] =
     "usage: fleet-probe [--pretty] [--no-context]\n"
     "       fleet-probe --sha256 [--threads N] [--] FILE...\n"
     "       fleet-probe --api SOCKET PATH...\n"
     "       fleet-probe --api-gpu auto|always SOCKET PATH...\n"
+    "       fleet-probe --podman-store PATH...\n"
+    "       fleet-probe --podman-store-gpu auto|always PATH...\n"
     "       fleet-probe --stat-within SECONDS PATH\n"
     "       fleet-probe --version\n"
     "Prints this node's host memory and GPU facts (CUDA driver, NVML) as one\n"
@@ -1518,15 +2537,24 @@ constexpr char kUsage[] =
     "was not answered.\n"
     "--api-gpu: --api, then, when every PATH answered 200, \"@gpu=\" and the\n"
     "GPU facts (a context with always, or when the first answer is \"[]\").\n"
+    "--podman-store: what --api prints for the PATHs (the serves' and\n"
+    "/images/json), read from podman's own storage; exit 3 when podman's CLI\n"
+    "must answer instead (the reason on stderr).\n"
+    "--podman-store-gpu: --podman-store, then \"@gpu=\" and the GPU facts.\n"
     "--stat-within: stat(2) of PATH (following links) within SECONDS: exit 0\n"
     "when found, 1 on an error, 124 when it did not answer in time.\n";
 
 }  // namespace
 
+#ifndef FLEET_PROBE_NO_MAIN  // fleet_probe_store_test.cc includes this file
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "--sha256") return Sha256Main(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--api") return ApiMain(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--api-gpu") return ApiGpuMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--podman-store")
+    return PodmanStoreMain(argc - 2, argv + 2);
+  if (argc > 1 && std::string_view(argv[1]) == "--podman-store-gpu")
+    return PodmanStoreGpuMain(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--stat-within")
     return StatWithinMain(argc - 2, argv + 2);
   if (argc > 1 && std::string_view(argv[1]) == "--version") {
@@ -1551,3 +2579,4 @@ int main(int argc, char** argv) {
   }
   return GpuMain(pretty, with_context);
 }
+#endif  // FLEET_PROBE_NO_MAIN

@@ -19,7 +19,7 @@
 # - a deployment on two nodes: the head (rank 0) serves and is health-checked,
 #   the worker runs with its rank and the head's address; a worker that died
 #   restarts the group, the old head stopped before the worker starts again
-#   (polled during apply); two deployments on a node need shared: true;
+#   (the engines' event times); two deployments on a node need shared: true;
 # - a deployment the manifests drop is stopped and removed;
 # - destroy stops the serve before restoring display RAM;
 # - a token in the recipe env never appears in output, plan, or state.
@@ -416,52 +416,59 @@ on_node dgx2 "$CE stop --time 1 fleet-pair" >/dev/null
 expect_rc 2 plan --detailed-exitcode
 expect_out "restart fleet-pair with its group"
 expect_out "the rank on dgx2 is exited"
-# Polled on both nodes during the apply (one clock: the nodes share the
-# machine's): the old head is last seen running before the worker is first
-# seen running again, i.e. the old head is stopped first and the head starts last.
-# On podman-api nodes the service answers (curl, ~20 ms of CPU a sample,
-# every 50 ms), not a podman start (~95 ms, back to back: two cores' worth
-# of them slowed the apply they watch).
-POLLERS=()
-if [[ $ENGINE == podman-api ]]; then
-  list='curl -s --unix-socket "$XDG_RUNTIME_DIR/podman/podman.sock" '
-  list+="'http://d/containers/json?filters=%7B%22name%22%3A%5B%22%5Efleet-pair%24%22%5D%7D'"
-  list+=" | tr , '\\n' | sed -n 's/^.*\"Id\":\"\\([0-9a-f]*\\)\".*\$/\\1/p'"
-  pause='sleep 0.05'
-else
-  list="$CE ps -q --no-trunc --filter 'name=^fleet-pair\$'"
-  pause=:
-fi
-for n in dgx1 dgx2; do
-  rm -f "$(node_root $n)/sim/poll.stop"
-  printf '%s\n' 'while [ ! -e /srv/sim/poll.stop ]; do' \
-    "  echo \"\$(date +%s%N) \$($list | tr '\\n' ' ')\"" "  $pause" 'done' >"$(node_root $n)/sim/poll.sh"
-  on_node $n "sh /srv/sim/poll.sh" >"$WORK/poll.$n" 2>/dev/null &
-  POLLERS+=($!)
-done
-for _ in $(seq 600); do [[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] && break; sleep 0.1; done
-[[ -s $WORK/poll.dgx1 && -s $WORK/poll.dgx2 ]] || fail "the pollers on dgx1 and dgx2 did not start within 60 s"
+# The order from the engines' own event logs on both nodes (one clock: the
+# nodes share the machine's), read after the apply: the old head's process
+# ended (its stop or died event) before the worker was started again (its first
+# start event since the apply began), i.e. the old head is stopped first and
+# the head starts last. A poll of each node's running containers every 50
+# ms during the apply did this before: a curl or a CLI start a sample (on
+# docker back to back, two cores' worth beside the apply it watched), for
+# times the engine records itself to the nanosecond.
+t_apply=$(date +%s.%N)
 expect_rc 0 apply --auto-approve
-touch "$(node_root dgx1)/sim/poll.stop" "$(node_root dgx2)/sim/poll.stop"
-wait "${POLLERS[@]}"
-python3 - "$WORK/poll.dgx1" "$WORK/poll.dgx2" "$HEAD_ID" <<'PY' || fail "group restart order (polled): see above"
-import sys
-def samples(path):
+t_end=$(date +%s.%N)
+for n in dgx1 dgx2; do
+  case $(node_field $n engine) in
+    podman) on_node $n "podman events --stream=false --filter container=fleet-pair --format json" ;;
+    *) on_node $n "docker events --since $t_apply --until $t_end --filter container=fleet-pair --format '{{json .}}'" ;;
+  esac >"$WORK/events.$n" || fail "the container events on $n: $(cat "$WORK/events.$n")"
+done
+python3 - "$WORK/events.dgx1" "$WORK/events.dgx2" "$HEAD_ID" "$t_apply" <<'PY' || fail "group restart order (events): see above"
+import datetime, json, re, sys
+def events(path, since_ns):
+    """(ns, action, id) of each container event at or after since_ns:
+    podman's JSON (Status, RFC 3339 Time) or docker's (Action, timeNano)."""
     out = []
     for line in open(path):
-        f = line.split()
-        if f and f[0].isdigit():
-            out.append((int(f[0]), f[1:]))
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        if "timeNano" in e:
+            ns, action, cid = int(e["timeNano"]), e.get("Action") or e.get("status"), e.get("id", "")
+        else:
+            m = re.match(r"(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", e["Time"])
+            tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+            secs = int(datetime.datetime.fromisoformat(m.group(1) + tz).timestamp())
+            ns = secs * 10**9 + int((m.group(2) or "0").ljust(9, "0")[:9])
+            action, cid = e["Status"], e["ID"]
+        if ns >= since_ns:
+            out.append((ns, action, cid))
     return out
-head, worker, old_head = samples(sys.argv[1]), samples(sys.argv[2]), sys.argv[3]
-assert len(head) >= 3 and len(worker) >= 3, ("too few samples", len(head), len(worker))
-old_last = max((t for t, ids in head if old_head in ids), default=None)
-worker_first = min((t for t, ids in worker if ids), default=None)
-assert old_last is not None and worker_first is not None, (old_last, worker_first)
-print("   polled %d/%d samples: old head last seen %.2f s before the worker ran again"
-      % (len(head), len(worker), (worker_first - old_last) / 1e9))
-assert old_last < worker_first, "the old head still ran %.2f s after the worker started" % (
-    (old_last - worker_first) / 1e9)
+since = int(sys.argv[4].replace(".", "")[:19].ljust(19, "0"))
+head, worker, old_head = events(sys.argv[1], since), events(sys.argv[2], since), sys.argv[3]
+# Each of these is recorded once the process is gone (a stop returns only
+# then; podman may record died later, from conmon's clean-up): the first
+# is the latest the old head can have ended.
+old_end = min((t for t, a, i in head if a in ("died", "die", "stop") and i == old_head), default=None)
+assert not [t for t, a, i in head if a in ("start", "restart", "unpause") and i == old_head], (
+    "the old head was started again", head)
+worker_first = min((t for t, a, i in worker if a == "start"), default=None)
+assert old_end is not None and worker_first is not None, ("no died event of the old head or no start of the worker",
+                                                          head, worker)
+print("   events %d/%d: the old head's process ended %.2f s before the worker started again"
+      % (len(head), len(worker), (worker_first - old_end) / 1e9))
+assert old_end < worker_first, "the old head still ran %.2f s after the worker started" % (
+    (old_end - worker_first) / 1e9)
 PY
 [[ $(on_node dgx1 "$CE container inspect --format '{{.Id}}' fleet-pair") != "$HEAD_ID" ]] ||
   fail "the head was not restarted with its group"

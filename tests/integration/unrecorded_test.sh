@@ -98,6 +98,30 @@ expect_no_out "staged mark"
 expect_out "so --purge leaves it"  # dgx2's own image: still named, never taken
 assert_converged
 
+step "fleet-b killed behind podman's back (kill -9, its conmon held so podman is not told): fleet-probe's store read sees it down, and so does the plan"
+# libpod's database still says "running" (nothing synced it): the installed
+# probe (--podman-store, no podman start) must go by the process, or a heal
+# would miss a dead serve.
+read -r cpid conmon < <(on_node dgx2 "podman container inspect --format '{{.State.Pid}} {{.State.ConmonPid}}' fleet-b")
+[[ $cpid -gt 1 && $conmon -gt 1 ]] || fail "fleet-b: no pid ($cpid) or conmon pid ($conmon)"
+SERVES='/containers/json?filters=%7B%22label%22%3A%5B%22fleet.deployment%22%5D%7D'
+on_node dgx2 "\"\$HOME\"/.fleet/bin/fleet-probe --podman-store '$SERVES'" >"$WORK/store" ||
+  fail "the probe did not read dgx2's store: $(cat "$WORK/store")"
+grep -q '"Names":\["fleet-b"\]' "$WORK/store" || fail "fleet-b not running by the probe: $(cat "$WORK/store")"
+kill -STOP "$conmon"
+kill -9 "$cpid"
+on_node dgx2 "\"\$HOME\"/.fleet/bin/fleet-probe --podman-store '$SERVES'" >"$WORK/store" || {
+  kill -CONT "$conmon"
+  fail "the probe did not read dgx2's store after the kill: $(cat "$WORK/store")"
+}
+expect_rc 2 plan --detailed-exitcode
+kill -CONT "$conmon"
+grep -qx '\[\]' <(head -n 1 "$WORK/store") || fail "the probe still lists fleet-b: $(cat "$WORK/store")"
+expect_out "deployment.b@dgx2"
+expect_rc 0 apply --auto-approve
+[[ $(status_of fleet-b) == running ]] || fail "fleet-b not healed: $(status_of fleet-b)"
+assert_converged
+
 step "the state is lost again: apply --purge removes the serve, then its image, and the model"
 lose_state
 only_dgx1

@@ -3,8 +3,8 @@
  * read the same node-side config file, so CUDA, NVML and the nvidia-smi
  * stand-in tell the same story. Internal to the two libraries: nothing here
  * is exported. */
-#ifndef FLEET_FAKE_GPU_H_
-#define FLEET_FAKE_GPU_H_
+#ifndef FLEET_TESTS_SIM_FAKE_GPU_FAKE_GPU_H_
+#define FLEET_TESTS_SIM_FAKE_GPU_FAKE_GPU_H_
 
 #include <stddef.h>
 
@@ -73,4 +73,4 @@ unsigned long long fake_gpu_free_now(const struct fake_gpu *gpu)
 unsigned long long fake_gpu_cuda_free_now(const struct fake_gpu *gpu)
     __attribute__((visibility("hidden")));
 
-#endif /* FLEET_FAKE_GPU_H_ */
+#endif /* FLEET_TESTS_SIM_FAKE_GPU_FAKE_GPU_H_ */
