@@ -98,10 +98,13 @@ expect_no_out "staged mark"
 expect_out "so --purge leaves it"  # dgx2's own image: still named, never taken
 assert_converged
 
-step "fleet-b killed behind podman's back (kill -9, its conmon held so podman is not told): fleet-probe's store read sees it down, and so does the plan"
+step "fleet-b killed behind podman's back (kill -9, its conmon held so podman is not told): fleet-probe's store read sees it down; then the plan, and a heal"
 # libpod's database still says "running" (nothing synced it): the installed
 # probe (--podman-store, no podman start) must go by the process, or a heal
-# would miss a dead serve.
+# would miss a dead serve. The plan comes after conmon is let go: with conmon
+# held, podman's own inspect (the serve's health probe) still says running,
+# and a serve that started under health.timeout ago is "starting", not down,
+# so what the plan said would depend on how long the steps above took.
 read -r cpid conmon < <(on_node dgx2 "podman container inspect --format '{{.State.Pid}} {{.State.ConmonPid}}' fleet-b")
 [[ $cpid -gt 1 && $conmon -gt 1 ]] || fail "fleet-b: no pid ($cpid) or conmon pid ($conmon)"
 SERVES='/containers/json?filters=%7B%22label%22%3A%5B%22fleet.deployment%22%5D%7D'
@@ -114,9 +117,15 @@ on_node dgx2 "\"\$HOME\"/.fleet/bin/fleet-probe --podman-store '$SERVES'" >"$WOR
   kill -CONT "$conmon"
   fail "the probe did not read dgx2's store after the kill: $(cat "$WORK/store")"
 }
-expect_rc 2 plan --detailed-exitcode
 kill -CONT "$conmon"
 grep -qx '\[\]' <(head -n 1 "$WORK/store") || fail "the probe still lists fleet-b: $(cat "$WORK/store")"
+# conmon, let go, reaps it and writes its exit file: down by every path.
+for ((i = 0; i < 100; i++)); do
+  [[ $(on_node dgx2 "kill -0 $conmon 2>/dev/null || echo gone") == gone ]] && break
+  nap 0.1
+done
+[[ $i -lt 100 ]] || fail "fleet-b's conmon ($conmon) still there 10 s after it was let go"
+expect_rc 2 plan --detailed-exitcode
 expect_out "deployment.b@dgx2"
 expect_rc 0 apply --auto-approve
 [[ $(status_of fleet-b) == running ]] || fail "fleet-b not healed: $(status_of fleet-b)"
