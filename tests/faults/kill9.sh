@@ -14,7 +14,7 @@
 # duplicate or leftover and converges.
 #   TRIALS=N bash tests/faults/kill9.sh
 #   KILL9_MOMENTS="heal" TRIALS=3 bash tests/faults/kill9.sh   # one moment only
-KILL9_MOMENTS=(${KILL9_MOMENTS:-random copy stage reload start heal})
+read -r -a KILL9_MOMENTS <<<"${KILL9_MOMENTS:-random copy stage reload start heal}"
 
 trial_kill9() {
   local moment=${KILL9_MOMENTS[$((($1 - 1) % ${#KILL9_MOMENTS[@]}))]} node ms

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared set-up for the fault-injection tests (tests/faults/*.sh): one
 # simulated fleet with a long apply on it, and a harness that runs TRIALS
 # trials of a fault at random moments and checks the invariants of issue 14
@@ -45,6 +46,7 @@ TARGETS=(dgx2 dgx3)
 
 # ---------------------------------------------------------------- the scene
 
+# shellcheck disable=SC2120 # the options are for a trial script that needs them
 scene_start() {  # scene_start [fleet-sim start options]
   registry_start
   D=$(image_push fleet/serve v1 "$FAULT_IMAGE_MB")
@@ -423,6 +425,7 @@ note() { printf '%s ' "$*" >>"$WORK/note"; }
 repair_after_failure() {
   local n
   for n in "${TARGETS[@]}"; do  # a stalled trial may have left stopped sessions
+    # shellcheck disable=SC2046 # one word per pid
     kill -CONT $(session_pids "$n") 2>/dev/null || true
     "$SIM" disk-free "$SIMDIR" "$n" 2>/dev/null || true  # a disk.sh trial's filler
   done
