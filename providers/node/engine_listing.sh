@@ -29,6 +29,21 @@
 #   eld  the GPU context mode ("auto" or "always") where the installed
 #        probe reads the GPU with the API (the node facts probe, node_gpu.sh
 #        in $elb), or "" for the API alone
+# What follows the probe's "@gpu=" marker in $ela is the GPU document:
+# moved to $elg, with $elp=1 and $elr=0 (the answer before it is whole).
+el_gpu_split() {
+  case $ela in
+    *"
+@gpu="*)
+      elg=${ela#*"
+@gpu="}
+      ela=${ela%%"
+@gpu="*}
+      elp=1
+      elr=0
+      ;;
+  esac
+}
 ela=
 els=
 elq=
@@ -63,17 +78,7 @@ else
           ela=$("$HOME/$elf" --api-gpu "$eld" "$els" "${elu?}" 2>/dev/null)
         fi
         elr=$?
-        case $ela in
-          *"
-@gpu="*)
-            elg=${ela#*"
-@gpu="}
-            ela=${ela%%"
-@gpu="*}
-            elp=1
-            elr=0
-            ;;
-        esac
+        el_gpu_split
       fi
       if [ -z "$eld" ] || { [ -z "$elp" ] && [ "$elr" = 2 ]; }; then
         if [ -n "$eli" ]; then
@@ -117,17 +122,7 @@ else
         ela=$("$HOME/$elf" --podman-store-gpu "$eld" "${elu?}" 2>/dev/null)
       fi
       elr=$?
-      case $ela in
-        *"
-@gpu="*)
-          elg=${ela#*"
-@gpu="}
-          ela=${ela%%"
-@gpu="*}
-          elp=1
-          elr=0
-          ;;
-      esac
+      el_gpu_split
     elif [ -n "${eli?}" ]; then
       ela=$("$HOME/$elf" --podman-store "${elu?}" /images/json 2>/dev/null)
       elr=$?
