@@ -1501,6 +1501,16 @@ int GpuMain(bool pretty, bool with_context) {
   return 0;
 }
 
+// --api-gpu's and --podman-store-gpu's end, once every PATH was answered:
+// "@gpu=" and the GPU facts, with a context for `mode` "always", or for
+// "auto" when the first answer was "[]" (no fleet serve runs). The marker
+// comes before the GPU run: a run that the deadline or a driver ends still
+// leaves the listing whole, and an empty document after it.
+int GpuAfterListing(std::string_view mode, bool first_empty) {
+  if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
+  return GpuMain(false, mode == "always" || first_empty);
+}
+
 // argv after --api-gpu: auto|always SOCKET PATH...
 int ApiGpuMain(int argc, char** argv) {
   const std::string_view mode = argc > 0 ? argv[0] : "";
@@ -1510,10 +1520,7 @@ int ApiGpuMain(int argc, char** argv) {
   }
   const ApiRead read = ReadApi(argc - 1, argv + 1);
   if (read.rc != 0 || !read.all_200) return read.rc;
-  // The marker before the GPU run: a run that the deadline or a driver ends
-  // still leaves the engine's answer whole, and an empty document after it.
-  if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
-  return GpuMain(false, mode == "always" || read.first_empty_list);
+  return GpuAfterListing(mode, read.first_empty_list);
 }
 
 // --podman-store: a podman node's running fleet serves and its images read
@@ -2511,8 +2518,7 @@ int PodmanStoreGpuMain(int argc, char** argv) {
   bool first_empty = false;
   const int rc = ReadPodmanStore(argc - 1, argv + 1, &first_empty);
   if (rc != 0) return rc;
-  if (std::fputs("@gpu=", stdout) == EOF || std::fflush(stdout) != 0) return 1;
-  return GpuMain(false, mode == "always" || first_empty);
+  return GpuAfterListing(mode, first_empty);
 }
 
 constexpr char kUsage[] =
