@@ -81,20 +81,22 @@ def run_all(argvs):
 
 plan = lambda repo: [fleet, "-C", repo, "--no-color", "plan", "--detailed-exitcode"]
 
-def one_plan(node):
-    """A one-node plan with -v: (wall s, the probe script's own time on the node s,
-    fleet's own user+sys CPU s)."""
+def one_plan(node, verbose=True):
+    """A one-node plan: (wall s, the probe script's own time on the node s,
+    fleet's own user+sys CPU s). The node's time only with -v (verbose),
+    which adds two `date` starts on the node around the probe (the clock
+    markers); an operator's plan (verbose False) has neither: None."""
     t = time.monotonic()
-    p = subprocess.Popen([fleet, "-v", *plan(work + "/repo-" + node)[1:]],
+    p = subprocess.Popen([fleet, *(["-v"] if verbose else []), *plan(work + "/repo-" + node)[1:]],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err = p.stderr.read()
     _, status, ru = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t
     found = re.search(r"probe %s: .*on the node ([0-9.]+) s" % node, err)
-    if p.returncode not in (0, 2) or not found:
+    if p.returncode not in (0, 2) or (verbose and not found):
         sys.exit("plan of %s: exit %d, no node time in: %s" % (node, p.returncode, err[-500:]))
-    return wall, float(found.group(1)), ru.ru_utime + ru.ru_stime
+    return wall, float(found.group(1)) if verbose else None, ru.ru_utime + ru.ru_stime
 
 load_start = " ".join(open("/proc/loadavg").read().split()[:3])
 by_name = {n["name"]: n for n in nodes}
@@ -102,7 +104,7 @@ ones = {"dgx1": "docker", "dgx2": "podman", "dgx3": "podman-api"}
 m = {k: [] for k in ("floor", "floor_cpu", "floor_c", "plan", "plan_cpu")}
 for n in ones:
     m.update({"one_" + n: [], "node_" + n: [], "ssh1_" + n: [], "cpu_" + n: [],
-              "ssh1cpu_" + n: []})
+              "ssh1cpu_" + n: [], "plain_" + n: [], "ssh2_" + n: []})
 for _ in range(runs):
     if not one_node:
         w, c = run_all([ssh(n) for n in nodes]); m["floor"].append(w); m["floor_cpu"].append(c)
@@ -116,6 +118,8 @@ for _ in range(runs):
         w, on_node, c = one_plan(n)
         m["one_" + n].append(w); m["node_" + n].append(on_node); m["cpu_" + n].append(c)
         w, c = run_all([ssh(by_name[n])]); m["ssh1_" + n].append(w); m["ssh1cpu_" + n].append(c)
+        w, _, _ = one_plan(n, verbose=False); m["plain_" + n].append(w)
+        w, _ = run_all([ssh(by_name[n])]); m["ssh2_" + n].append(w)
 med = {k: statistics.median(v) for k, v in m.items() if v}
 n = len(nodes)
 print("%d runs, %d cores, %d nodes (medians)%s" % (runs, os.cpu_count(), n, (
@@ -132,6 +136,11 @@ for name, engine in ones.items():
           % (engine, name, 1e3 * one, 1e3 * ssh1, one / ssh1, ratios[0], ratios[-1], 1e3 * on_node,
              1e3 * min(m["node_" + name]), 1e3 * max(m["node_" + name]), on_node / one,
              on_node / ssh1))
+    plain, ssh2 = med["plain_" + name], med["ssh2_" + name]
+    ratios = sorted(a / b for a, b in zip(m["plain_" + name], m["ssh2_" + name]))
+    print("  without -v (no clock markers: what an operator runs): plan %.0f ms, ssh true %.0f ms:"
+          " ratio %.2f (runs %.2f-%.2f)" % (1e3 * plain, 1e3 * ssh2, plain / ssh2, ratios[0],
+                                            ratios[-1]))
     print("  controller CPU (user+sys): plan %.0f ms, ssh true %.0f ms"
           % (1e3 * med["cpu_" + name], 1e3 * med["ssh1cpu_" + name]))
 print("load average at the start %s, at the end %s" % (
@@ -143,10 +152,10 @@ if os.environ.get("FLEET_SIM_EXEC_COST_MS"):
         log = by_name[name]["root"] + "/sim/exec.log"
         open(log, "w").close()
         os.chmod(log, 0o666)
-        one_plan(name)
+        one_plan(name, verbose=False)
         exes = [l.split()[2].rsplit("/", 1)[-1] for l in open(log) if len(l.split()) > 2]
         os.unlink(log)
-        print("one node, %s: %d process starts on the node per plan: %s" % (
+        print("one node, %s: %d process starts on the node per plan (without -v): %s" % (
             name, len(exes), ", ".join("%s x%d" % (e, exes.count(e)) if exes.count(e) > 1 else e
                                        for e in sorted(set(exes)))))
 if not one_node:

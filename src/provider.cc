@@ -40,6 +40,8 @@ std::vector<PlanChange> Provider::DiffUnrecorded(const std::string&, const DiffC
 
 std::string Provider::InventoryScript(const std::string&, const Manifest&) const { return ""; }
 
+std::string ProbeInSubshell(const std::string& script) { return "(\n" + script + "\n)"; }
+
 Result<nlohmann::json> Provider::Adopt(const DesiredResource& desired, const ActualResource&,
                                        const DiffContext&, const StepContext*) const {
   return Result<nlohmann::json>::Error("fleet state adopt does not take over a " + desired.type +

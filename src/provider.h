@@ -142,6 +142,11 @@ class Provider {
   // about `r` on stdout. The planner concatenates the fragments of every
   // resource on a node into one script. Empty: nothing to read remotely.
   // Every interpolated value goes through ShellQuote.
+  // REQUIRES: the fragment runs in that script's own shell, after the
+  // fragments before it (no fork each: BuildProbeScript), so it leaves the
+  // shell running and as it found it: no `exit`, `cd`, `trap` or `exec`,
+  // shell options and IFS put back. One that needs any of them runs itself
+  // in a subshell (ProbeInSubshell).
   virtual std::string ProbeScript(const DesiredResource& r, const NodeSpec& node) const = 0;
 
   // Turns what the fragment printed into facts.
@@ -174,6 +179,7 @@ class Provider {
   // tag, every model copy fleet staged), run in the plan's round trip on
   // every node a whole plan probes; DiffUnrecorded reads what it printed
   // (ctx.inventory). "" (the default): nothing to list.
+  // REQUIRES: as ProbeScript's.
   virtual std::string InventoryScript(const std::string& node, const Manifest& m) const;
 
   // `fleet state adopt`: the record apply would write for `desired`, which
@@ -218,6 +224,10 @@ std::string ClientAddress(const NodeSpec& spec);
 
 // A change that drops `record` from the state and touches nothing remote.
 PlanChange ForgetRecord(const ResourceRecord& record);
+
+// `script` in a subshell of its own, for a probe fragment that may end its
+// shell (an `exit`) or change it (Provider::ProbeScript).
+std::string ProbeInSubshell(const std::string& script);
 
 // Parses the "key=value" lines probe fragments print (later keys win; lines
 // without '=' are ignored).

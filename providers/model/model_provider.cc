@@ -179,7 +179,8 @@ std::string ModelProvider::ProbeScript(const DesiredResource& r, const NodeSpec&
   HubProbeTarget t{w.cache, w.repo, w.revision, {}, {}};
   t.branch = w.branch;
   for (const auto& [store, path] : w.mounted_stores) t.stores.push_back({store, path});
-  return HubProbeScript(t);
+  // In a subshell: hub_probe.sh ends with `exit` (Provider::ProbeScript).
+  return ProbeInSubshell(HubProbeScript(t));
 }
 
 ActualResource ModelProvider::ParseProbe(const DesiredResource&, const std::string& output,

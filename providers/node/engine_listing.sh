@@ -183,7 +183,24 @@ elm() {
   fi
   if [ "$fsl" = api ]; then
     echo fleet_serves=api:
-    printf '%s\n' "$ela" | while IFS= read -r l; do printf 'engine_api=%s\n' "$l"; done
+    # Each line prefixed in this shell, not by a `printf | while read`
+    # pipeline: its two forks ran in every plan of a node that answers.
+    elv=$ela
+    while :; do
+      case $elv in
+        *"
+"*)
+          printf 'engine_api=%s\n' "${elv%%"
+"*}"
+          elv=${elv#*"
+"}
+          ;;
+        *)
+          printf 'engine_api=%s\n' "$elv"
+          break
+          ;;
+      esac
+    done
   else
     printf 'fleet_serves=%s:%s\n' "$fsl" "$gcs"
   fi

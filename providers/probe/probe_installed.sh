@@ -8,9 +8,9 @@
 # caller's shell after one assignment per value (quoted once by fleet):
 #   pi_probe    the installed fleet-probe, from $HOME
 #   pi_version  its version file, from $HOME
-if cd && [ -x "${pi_probe?}" ]; then
+if [ -x "$HOME/${pi_probe?}" ]; then
   pv=
-  { read -r pv <"${pi_version?}"; } 2>/dev/null
+  { read -r pv <"$HOME/${pi_version?}"; } 2>/dev/null
   printf 'installed=%s\n' "$pv"
 fi
 command -v c++ >/dev/null 2>&1 && echo compiler=c++

@@ -6,8 +6,9 @@
 # entries and sizes, unfinished blobs, the staging lock, and the free space
 # of the cache's filesystem and of each other store ("dfstore").
 # Embedded in fleet at build time (kHubProbeScript) and run inside the
-# probe's shell (a subshell of it), after one assignment per value and the
-# stores as positional parameters, all quoted once by fleet:
+# probe's shell (in a subshell of its own: it ends with exit), after one
+# assignment per value and the stores as positional parameters, all quoted
+# once by fleet:
 #   c  the hub cache folder     d  the repo's folder name (models--org--name)
 #   r  the revision ("" when b) b  a branch: the snapshot refs/<b> names
 #   q  the installed fleet-probe (kInstalledProbe, under $HOME)

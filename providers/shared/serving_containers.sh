@@ -13,9 +13,26 @@
 #   svc_cli    the container CLI (docker or podman)
 #   svc_label  the label the serves carry (fleet.deployment)
 if [ -n "${sv_api-}" ]; then
+  # Each line prefixed in this shell: no `printf | while read` pipeline
+  # and its two forks.
   svc_body=${sv_out?}
-  printf '%s\n' "${svc_body%"
-@api=200"}" | while IFS= read -r l; do printf 'serving_api=%s\n' "$l"; done
+  svc_body=${svc_body%"
+@api=200"}
+  while :; do
+    case $svc_body in
+      *"
+"*)
+        printf 'serving_api=%s\n' "${svc_body%%"
+"*}"
+        svc_body=${svc_body#*"
+"}
+        ;;
+      *)
+        printf 'serving_api=%s\n' "$svc_body"
+        break
+        ;;
+    esac
+  done
 else
   GOGC=400 "${svc_cli?}" ps --filter "label=${svc_label?}" --format 'serving={{.Names}}'
 fi

@@ -181,7 +181,9 @@ void NodeProber::ProbeNode(const std::string& node,
     if (it == sections.end() && !p->IsNodeItself() && !from_facts.count(r->address)) continue;
     ActualResource a = p->ParseProbe(*r, it == sections.end() ? "" : it->second.output, facts);
     if (it != sections.end() && it->second.exit_code != 0 && a.error.empty())
-      a.error = "probe exited " + std::to_string(it->second.exit_code);
+      a.error = it->second.exit_code == -1
+                    ? "its probe fragment ended the node's probe shell (an exit?)"
+                    : "probe exited " + std::to_string(it->second.exit_code);
     out.actual[r->address] = std::move(a);
   }
   for (const auto& p : *s_.providers) {

@@ -12,7 +12,7 @@ std::string BuildProbeScript(const std::vector<ProbeFragment>& fragments,
   for (const ProbeFragment& f : fragments) {
     const std::string tag = ShellQuote(f.address);
     s += "printf '\\n@@fleet:" + nonce + ":begin:%s\\n' " + tag + "\n";
-    s += "(\n" + f.script + "\n)\n";
+    s += "{\nset --\n" + f.script + "\n}\n";
     s += "printf '\\n@@fleet:" + nonce + ":end:%s:%s\\n' " + tag + " \"$?\"\n";
   }
   return s;
