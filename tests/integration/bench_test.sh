@@ -39,10 +39,15 @@ cat >"$REPO/quality/lab.jsonl" <<'JSONL'
 {"name": "mult", "prompt": "What is 12*12? Reply with the number only.", "expected": "144"}
 {"prompt": "What is 300+33? Reply with the number only.", "expected": 333}
 JSONL
+# t: every cell the figures below are checked on. one: the garbled and the
+# slow runs, judged on what they change (the quality set; d0/c1/fresh's tg)
+# against t's good run, matched by cell: t's 8 cells and quality set again
+# there cost ~70 s of an alone test's wall and were checked on nothing.
 cat >>"$REPO/fleet.yaml" <<'YAML'
 bench:
   profiles:
     t: {depths: [0, 2048], concurrency: [1, 2], contexts: [fresh, cached], requests: 2, max_tokens: 64}
+    one: {depths: [0], concurrency: [1], contexts: [fresh], requests: 1, max_tokens: 64}
   quality: quality/lab.jsonl
   harness: fleet-test-no-such-harness --json
 YAML
@@ -73,6 +78,8 @@ DELAY, PREFILL, TOKEN = 0.6, 2000.0, 0.050
 DECODE = 1 / TOKEN
 def near(got, want, what):
     assert abs(got - want) <= 0.10 * want, "%s: %.4f, expected %.4f within 10%%" % (what, got, want)
+    # The margin in the log: how near 10% a loaded machine brings it.
+    print("%s: %.4f, expected %.4f (%+.1f%%)" % (what, got, want, (got - want) / want * 100))
 for c in r["cells"]:
     assert c["failed"] == 0, c
 fresh = {d: cells[(d, 1, "fresh")] for d in (0, 2048)}
@@ -133,7 +140,7 @@ cat "$WORK/out"
 
 step "every third reply garbled: the quality score drops and is flagged"
 fault "garble_every 3"
-expect_rc 1 bench deployment.lab --profile t --json
+expect_rc 1 bench deployment.lab --profile one --json
 python3 - "$WORK/out" <<'PY' || fail "garbled quality: $(cat "$WORK/out")"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -147,14 +154,15 @@ fault "prefill_tps 2000"
 
 step "a decode 30% slower: flagged against the good run"
 fault "token_ms 72"
-expect_rc 1 bench deployment.lab --profile t
+expect_rc 1 bench deployment.lab --profile one --no-quality
 SLOW=$(sed -n 's/^Bench \([^ ]*\) .*/\1/p' "$WORK/out")
 grep -qE '^! d0/c1/fresh +tg t/s ' "$WORK/out" || fail "slow decode not flagged: $(cat "$WORK/out")"
+grep -E '^! d0/c1/fresh +tg t/s ' "$WORK/out"
 expect_out "REGRESSED: $SLOW is worse than $FIRST"
 expect_rc 1 bench --compare "$FIRST" "$SLOW"
 expect_out "REGRESSED"
 expect_rc 0 events
-grep -qE "^[^ ]+ +bench +deployment\.lab@dgx1 +regressed +$SLOW t: pp " "$WORK/out" ||
+grep -qE "^[^ ]+ +bench +deployment\.lab@dgx1 +regressed +$SLOW one: pp " "$WORK/out" ||
   fail "fleet events lacks the regressed run: $(cat "$WORK/out")"
 grep -qE "^[^ ]+ +bench_good +deployment\.lab@dgx1 +marked good +$FIRST$" "$WORK/out" ||
   fail "fleet events lacks the good mark: $(cat "$WORK/out")"

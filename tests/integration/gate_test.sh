@@ -70,6 +70,11 @@ cat >"$REPO/quality/lab.jsonl" <<'JSONL'
 {"prompt": "What is 91-17? Reply with the number only.", "expected": "74"}
 {"prompt": "What is 84/4? Reply with the number only.", "expected": "21"}
 JSONL
+# The gate profile's cells are fresh ones only: what the steps below judge
+# is the decode (d0/c1/fresh's tg) and the quality set, and d1024 keeps the
+# lab's prefill in the compared pp t/s. The cached cells (a warm-up and two
+# requests each, ~5 s of each of the five gated runs, in a test that runs
+# alone) are compared by the same CompareBench in bench_test's repeat run.
 write_repo() {  # write_repo IMAGE [SPARE]: lab on dgx1 runs IMAGE; the images on SPARE (dgx3)
   local img=() name spare=', "nodes": ["dgx3"]'
   [[ ${2-dgx3} == dgx3 ]] || spare=""
@@ -84,7 +89,7 @@ gateways:
   lab: {nodes: [dgx2], image: gw, port: 8000, drain: 10s}
 bench:
   profiles:
-    gate: {depths: [0, 1024], concurrency: [1], contexts: [fresh, cached], requests: 2, max_tokens: 16}
+    gate: {depths: [0, 1024], concurrency: [1], contexts: [fresh], requests: 2, max_tokens: 16}
   quality: quality/lab.jsonl
 YAML
 }
