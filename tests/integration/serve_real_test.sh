@@ -115,34 +115,6 @@ for r in rounds:
 PY
 no_heal_events "$LOG"
 
-# The needle's failing checks (the last step's) run beside the busy step:
-# another serve (port PN, a container of its own), another fleet process,
-# and the busy step's watch checks deployment.busy only. Their ~28 s (a
-# 7 s prefill and a 3 s stall, a 17 s allowance) came after the busy
-# step's ~22 s in this alone test's wall; both keep their time, only the
-# order changes.
-# needle_check NAME: fleet check deployment.needle, its output in
-# $WORK/NAME.out and .err, its exit status in $WORK/NAME.rc.
-needle_check() {
-  local rc=0
-  "$FLEET" -C "$REPO" --no-color check deployment.needle >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null || rc=$?
-  echo "$rc" >"$WORK/$1.rc"
-}
-# The stall first (~10 s: the 7 s prefill, 3 s), then the slow prefill
-# (17 s): the latter's fleet start (its SSH session, the 528 KB prompt)
-# comes ~10 s in, and at ~20 s, when the busy serve answers its two
-# requests and the step compares their ends, it only waits.
-(
-  fault "$PN" "stall"
-  needle_check stall
-  fault "$PN" "none"
-  fault "$PN" "prefill_tps 1900"
-  needle_check slow
-  fault "$PN" "none"
-) &
-NEEDLE_FAULTS=$!
-BG_PIDS+=("$NEEDLE_FAULTS")
-
 step "busy: a 20 s prefill (4x the health probe's 5 s) is not healed; the next request waits behind it"
 python3 -c 'import json; print(json.dumps({"model": "qwen38", "max_tokens": 4, "messages": [{"role": "user", "content": "The sky is blue. " * 11765 + "What is 2*3?"}]}))' >"$WORK/long.json"
 BLOG=$WORK/busy.jsonl
@@ -178,21 +150,17 @@ assert busy, "no round saw the serve busy"
 PY
 no_heal_events "$BLOG"
 
-step "fleet check (run beside the busy step): a serve 10x slower to prefill than declared fails the allowance, a stall mid-stream names it"
-wait "$NEEDLE_FAULTS" || fail "the needle's faults: POST /fault failed"
-# needle_checked NAME: needle_check NAME's output as fl leaves it, its exit 1.
-needle_checked() {
-  cp "$WORK/$1.out" "$WORK/out"
-  cp "$WORK/$1.err" "$WORK/err"
-  cat "$WORK/out" "$WORK/err" >>"$WORK/transcript"
-  [[ $(cat "$WORK/$1.rc") == 1 ]] || fail "fleet check deployment.needle ($1) exited $(cat "$WORK/$1.rc"), expected 1"
-}
-needle_checked slow
+step "fleet check: a serve 10x slower to prefill than declared fails the allowance, a stall mid-stream names it"
+fault "$PN" "prefill_tps 1900"
+expect_rc 1 check deployment.needle
 row needle needle error
 expect_out "no token within the prefill allowance of 17 s"
 expect_out "~132"
-needle_checked stall
+fault "$PN" "none"
+fault "$PN" "stall"
+expect_rc 1 check deployment.needle
 row needle needle error
 expect_out "the stream stalled mid-reply after 1 tokens (no byte for 3 s)"
+fault "$PN" "none"
 no_crash
 echo "PASS serve_real_test"
